@@ -1,0 +1,1 @@
+//! tart-kubelet: a virtual kubelet for Tart VMs.

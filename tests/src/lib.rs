@@ -1,0 +1,1 @@
+//! Test support: the real control plane harness and helpers for end-to-end tests.
