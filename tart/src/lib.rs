@@ -25,15 +25,15 @@ pub mod testing;
 
 use std::{future::Future, net::Ipv4Addr, time::Duration};
 
-pub use cli::{Deadlines, TartCli, TartCliBuilder};
-pub use error::{Error, ErrorKind, Result, classify};
+// pub use cli::{Deadlines, TartCli, TartCliBuilder};
+pub use error::{Error, ErrorKind, Result};
 pub use model::{
     Credentials, DirShare, ExecOutput, ExitInfo, ExitReason, IpResolver, Network, Op, PruneOpts,
     RunOpts, SetOpts, Source, StopOutcome, Version, VmDetails, VmInfo, VmName, VmState,
 };
 pub use observe::{Attempt, AttemptOutcome, NoopObserver, Observer};
-pub use retry::RetryPolicy;
-pub use run::{RunningVm, VmProcess};
+// pub use retry::RetryPolicy;
+pub use run::RunningVm;
 
 /// The seam between the agent and Tart: one method per `tart` operation.
 ///

@@ -1,1 +1,4 @@
-//! Test support: the real control plane harness and helpers for end-to-end tests.
+//! Test support: the real control plane harness ([`cluster`]) and `fake-tart` homes with their
+//! failure knobs ([`fake`]).
+pub mod cluster;
+pub mod fake;

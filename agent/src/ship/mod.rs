@@ -1,0 +1,1 @@
+//! Shipping: launchd install/uninstall and doctor (issue 7).

@@ -1,0 +1,1 @@
+//! Real control plane harness (issue 3).

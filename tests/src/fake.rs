@@ -1,0 +1,1 @@
+//! fake-tart homes and knobs for tests.
