@@ -1,0 +1,313 @@
+//! Admission: can this Pod be a Tart VM on this host at all?
+//!
+//! Mirrors kubelet admission: a Pod that can never run here is rejected once, with phase
+//! `Failed`, a specific reason and message, and a Warning event; the agent carries on. What
+//! counts as unsupported: not exactly one container, init or ephemeral containers, volumes other
+//! than the service-account token and `emptyDir` (the guest cannot mount them), requests beyond
+//! the host, and an image that is not a remote OCI reference. Pure; no I/O.
+
+use k8s_openapi::api::core::v1::{Container, Pod, Volume};
+
+use super::{
+    image::ImageRef,
+    resources::{RawResources, raw_resources},
+};
+
+/// Where the service-account admission plugin mounts the token; such a volume is harmless to
+/// leave unmounted, and rejecting it would reject nearly every Pod.
+const SA_TOKEN_PATH: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
+
+/// What the host can give one VM.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostLimits {
+    /// Allocatable millicores.
+    pub cpu_millis: u64,
+    /// Allocatable memory bytes.
+    pub memory_bytes: u64,
+    /// Allocatable ephemeral storage bytes (`TART_HOME` volume).
+    pub disk_bytes: u64,
+}
+
+/// Closed set of rejection reasons (metric label and event reason).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RejectReason {
+    /// Not exactly one container.
+    ContainerCount,
+    /// Init containers present.
+    InitContainers,
+    /// Ephemeral containers present.
+    EphemeralContainers,
+    /// A volume the VM cannot mount.
+    Volume,
+    /// A quantity that does not parse.
+    InvalidResources,
+    /// CPU beyond the host.
+    OutOfCpu,
+    /// Memory beyond the host.
+    OutOfMemory,
+    /// Disk beyond the host.
+    OutOfDisk,
+    /// Image is not a remote OCI reference.
+    InvalidImage,
+}
+
+impl RejectReason {
+    /// Every reason, for pre-registering metric label sets.
+    pub const ALL: [RejectReason; 9] = [
+        Self::ContainerCount,
+        Self::InitContainers,
+        Self::EphemeralContainers,
+        Self::Volume,
+        Self::InvalidResources,
+        Self::OutOfCpu,
+        Self::OutOfMemory,
+        Self::OutOfDisk,
+        Self::InvalidImage,
+    ];
+
+    /// Metric label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ContainerCount => "container_count",
+            Self::InitContainers => "init_containers",
+            Self::EphemeralContainers => "ephemeral_containers",
+            Self::Volume => "volume",
+            Self::InvalidResources => "invalid_resources",
+            Self::OutOfCpu => "out_of_cpu",
+            Self::OutOfMemory => "out_of_memory",
+            Self::OutOfDisk => "out_of_disk",
+            Self::InvalidImage => "invalid_image",
+        }
+    }
+
+    /// The Pod `status.reason` (kubelet style: `OutOfcpu`, `OutOfmemory`, ...).
+    pub fn pod_reason(self) -> &'static str {
+        match self {
+            Self::ContainerCount => "UnsupportedContainerCount",
+            Self::InitContainers => "UnsupportedInitContainers",
+            Self::EphemeralContainers => "UnsupportedEphemeralContainers",
+            Self::Volume => "UnsupportedVolume",
+            Self::InvalidResources => "InvalidResources",
+            Self::OutOfCpu => "OutOfcpu",
+            Self::OutOfMemory => "OutOfmemory",
+            Self::OutOfDisk => "OutOfephemeral-storage",
+            Self::InvalidImage => "InvalidImageName",
+        }
+    }
+}
+
+/// A rejected Pod: reason and a human message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejection {
+    /// Closed reason.
+    pub reason: RejectReason,
+    /// What is wrong, for `status.message` and the event.
+    pub message: String,
+}
+
+/// What admission extracted from an accepted Pod.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Admitted {
+    /// The single container's name.
+    pub container: String,
+    /// Its image.
+    pub image: ImageRef,
+    /// Its resources (limits else requests).
+    pub resources: RawResources,
+}
+
+/// Admit or reject.
+///
+/// # Errors
+/// A [`Rejection`] for a Pod that can never run on this host.
+pub fn admit(pod: &Pod, host: &HostLimits) -> Result<Admitted, Rejection> {
+    let reject = |reason, message: String| Rejection { reason, message };
+    let Some(spec) = pod.spec.as_ref() else {
+        return Err(reject(
+            RejectReason::ContainerCount,
+            "the Pod has no spec".into(),
+        ));
+    };
+    if spec.containers.len() != 1 {
+        return Err(reject(
+            RejectReason::ContainerCount,
+            format!(
+                "a Tart VM Pod must have exactly one container, this one has {}",
+                spec.containers.len()
+            ),
+        ));
+    }
+    if spec.init_containers.as_ref().is_some_and(|c| !c.is_empty()) {
+        return Err(reject(
+            RejectReason::InitContainers,
+            "init containers are not supported on Tart VM nodes".into(),
+        ));
+    }
+    if spec
+        .ephemeral_containers
+        .as_ref()
+        .is_some_and(|c| !c.is_empty())
+    {
+        return Err(reject(
+            RejectReason::EphemeralContainers,
+            "ephemeral containers are not supported on Tart VM nodes".into(),
+        ));
+    }
+    let c = &spec.containers[0];
+    if let Some(v) = spec
+        .volumes
+        .iter()
+        .flatten()
+        .find(|v| !volume_supported(v, c))
+    {
+        return Err(reject(
+            RejectReason::Volume,
+            format!(
+                "volume {:?} is not supported: a Tart VM can only have emptyDir and the service-account token",
+                v.name
+            ),
+        ));
+    }
+    let image = ImageRef::parse(c.image.as_deref().unwrap_or_default())
+        .map_err(|e| reject(RejectReason::InvalidImage, e.to_string()))?;
+    let resources =
+        raw_resources(c).map_err(|e| reject(RejectReason::InvalidResources, e.to_string()))?;
+    let checks = [
+        (
+            RejectReason::OutOfCpu,
+            "cpu",
+            resources.cpu_millis,
+            host.cpu_millis,
+            "m",
+        ),
+        (
+            RejectReason::OutOfMemory,
+            "memory",
+            resources.memory_bytes,
+            host.memory_bytes,
+            "",
+        ),
+        (
+            RejectReason::OutOfDisk,
+            "ephemeral-storage",
+            resources.disk_bytes,
+            host.disk_bytes,
+            "",
+        ),
+    ];
+    for (reason, name, want, have, unit) in checks {
+        if let Some(w) = want.filter(|w| *w > have) {
+            return Err(reject(
+                reason,
+                format!(
+                    "Node didn't have enough resource: {name}, requested: {w}{unit}, capacity: {have}{unit}"
+                ),
+            ));
+        }
+    }
+    Ok(Admitted {
+        container: c.name.clone(),
+        image,
+        resources,
+    })
+}
+
+fn volume_supported(v: &Volume, c: &Container) -> bool {
+    if v.empty_dir.is_some() {
+        return true;
+    }
+    let sa_mount = c
+        .volume_mounts
+        .iter()
+        .flatten()
+        .any(|m| m.name == v.name && m.mount_path.trim_end_matches('/') == SA_TOKEN_PATH);
+    let projected_token = v.projected.as_ref().is_some_and(|p| {
+        p.sources
+            .iter()
+            .flatten()
+            .any(|s| s.service_account_token.is_some())
+    });
+    projected_token || (v.secret.is_some() && sa_mount)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pods::fixtures::test_pod;
+
+    const HOST: HostLimits = HostLimits {
+        cpu_millis: 8000,
+        memory_bytes: 16 << 30,
+        disk_bytes: 500_000_000_000,
+    };
+
+    #[test]
+    fn a_plain_vm_pod_is_admitted() {
+        let a = admit(&test_pod().build(), &HOST).unwrap();
+        assert_eq!(a.container, "vm");
+        assert_eq!(a.image.as_str(), "ghcr.io/cirruslabs/macos:15");
+    }
+
+    #[test]
+    fn two_containers_are_rejected_with_count() {
+        let r = admit(&test_pod().containers(2).build(), &HOST).unwrap_err();
+        assert_eq!(r.reason, RejectReason::ContainerCount);
+        assert!(r.message.contains("exactly one container"), "{}", r.message);
+        assert!(r.message.contains('2'));
+    }
+
+    #[test]
+    fn init_and_ephemeral_containers_are_rejected() {
+        let r = admit(&test_pod().init_container().build(), &HOST).unwrap_err();
+        assert_eq!(r.reason, RejectReason::InitContainers);
+        let r = admit(&test_pod().ephemeral_container().build(), &HOST).unwrap_err();
+        assert_eq!(r.reason, RejectReason::EphemeralContainers);
+    }
+
+    #[test]
+    fn host_path_volume_is_rejected_but_token_and_empty_dir_are_not() {
+        let r = admit(&test_pod().host_path_volume("data").build(), &HOST).unwrap_err();
+        assert_eq!(r.reason, RejectReason::Volume);
+        assert!(r.message.contains("\"data\""));
+        let ok = test_pod().sa_token_volume().empty_dir("scratch").build();
+        assert!(admit(&ok, &HOST).is_ok());
+    }
+
+    #[test]
+    fn a_config_map_volume_is_rejected() {
+        let r = admit(&test_pod().config_map_volume("cfg").build(), &HOST).unwrap_err();
+        assert_eq!(r.reason, RejectReason::Volume);
+    }
+
+    #[test]
+    fn requests_beyond_the_host_are_rejected_per_resource() {
+        let r = admit(&test_pod().limit("cpu", "9").build(), &HOST).unwrap_err();
+        assert_eq!(
+            (r.reason, r.reason.pod_reason()),
+            (RejectReason::OutOfCpu, "OutOfcpu")
+        );
+        let r = admit(&test_pod().request("memory", "17Gi").build(), &HOST).unwrap_err();
+        assert_eq!(r.reason, RejectReason::OutOfMemory);
+        let pod = test_pod().request("ephemeral-storage", "600G").build();
+        assert_eq!(
+            admit(&pod, &HOST).unwrap_err().reason,
+            RejectReason::OutOfDisk
+        );
+        assert!(admit(&test_pod().limit("cpu", "8").build(), &HOST).is_ok());
+    }
+
+    #[test]
+    fn local_or_hostile_image_is_invalid_image_name() {
+        for img in ["macos-base", "ghcr.io/a/$(reboot)", ""] {
+            let r = admit(&test_pod().image(img).build(), &HOST).unwrap_err();
+            assert_eq!(r.reason, RejectReason::InvalidImage, "{img:?}");
+            assert_eq!(r.reason.pod_reason(), "InvalidImageName");
+        }
+    }
+
+    #[test]
+    fn bad_quantity_is_rejected() {
+        let r = admit(&test_pod().limit("memory", "lots").build(), &HOST).unwrap_err();
+        assert_eq!(r.reason, RejectReason::InvalidResources);
+    }
+}

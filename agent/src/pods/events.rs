@@ -1,0 +1,311 @@
+//! Which event to publish for what happened, with kubelet's reasons and messages
+//! (host-and-conventions.md §5.3), plus our own `CreatingVM`, `WaitingForVMSlot` and the host
+//! fault Warnings. Each [`Occurrence`] is published once: the caller supplies a dedupe key
+//! naming the occurrence (e.g. the attempt number), and the sink drops repeats of a key, so a
+//! re-run reconcile never repeats an event. Pure; publishing lives in `pods::sink`.
+
+use std::time::Duration;
+
+use kube::runtime::events::EventType;
+use tart::ErrorKind;
+
+/// Something worth an event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Occurrence {
+    /// Provisioning starts.
+    CreatingVm {
+        /// VM name.
+        vm: String,
+    },
+    /// `tart pull` starts.
+    Pulling {
+        /// Image.
+        image: String,
+    },
+    /// `tart pull` succeeded.
+    Pulled {
+        /// Image.
+        image: String,
+        /// How long it took.
+        took: Duration,
+    },
+    /// The image was cached and the policy allows using it.
+    AlreadyPresent {
+        /// Image.
+        image: String,
+    },
+    /// A pull failed for a workload reason (not found, auth).
+    PullFailed {
+        /// Image.
+        image: String,
+        /// Error text (never contains credentials: tart gets them through env).
+        error: String,
+    },
+    /// Waiting before the next pull attempt.
+    PullBackOff {
+        /// Image.
+        image: String,
+    },
+    /// `imagePullPolicy: Never` and not cached.
+    NeverPull {
+        /// Image.
+        image: String,
+    },
+    /// Clone and set done.
+    Created {
+        /// Container name.
+        container: String,
+    },
+    /// `tart run` passed its start window.
+    Started {
+        /// Container name.
+        container: String,
+    },
+    /// The VM is being stopped.
+    Killing {
+        /// Container name.
+        container: String,
+    },
+    /// A provisioning step failed for another reason.
+    Failed {
+        /// What failed.
+        message: String,
+    },
+    /// Waiting to restart a VM that exited.
+    BackOffRestart {
+        /// Container name.
+        container: String,
+        /// `<pod>_<ns>(<uid>)`.
+        pod: String,
+    },
+    /// No VM slot free.
+    WaitingForSlot {
+        /// Slots in use.
+        used: u32,
+        /// Slots in all.
+        total: u32,
+    },
+    /// A host problem blocks the start.
+    HostFault {
+        /// One of the host-fault kinds.
+        kind: ErrorKind,
+        /// Tart's message.
+        message: String,
+    },
+    /// Rejected at admission.
+    Rejected {
+        /// Kubelet-style reason.
+        reason: String,
+        /// Message.
+        message: String,
+    },
+}
+
+/// A ready-to-publish event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventSpec {
+    /// Normal or Warning.
+    pub type_: EventType,
+    /// PascalCase reason.
+    pub reason: String,
+    /// Human message (≤ 1 kB).
+    pub note: String,
+    /// events.k8s.io `action`.
+    pub action: &'static str,
+}
+
+/// The event reason a host fault is reported under.
+pub fn host_fault_reason(kind: ErrorKind) -> &'static str {
+    match kind {
+        ErrorKind::VmLimit => "VMLimitReached",
+        ErrorKind::AuxStorageLocked => "AuxiliaryStorageLocked",
+        ErrorKind::NoSpace => "HostDiskFull",
+        ErrorKind::Spawn => "TartUnavailable",
+        _ => "HostFault",
+    }
+}
+
+fn host_fault_text(kind: ErrorKind) -> &'static str {
+    match kind {
+        ErrorKind::VmLimit => "the host reached its limit of running macOS VMs",
+        ErrorKind::AuxStorageLocked => {
+            "the VM's auxiliary storage is locked, usually by a lingering VM process"
+        }
+        ErrorKind::NoSpace => "no space left on the TART_HOME volume",
+        ErrorKind::Spawn => "the tart program could not be started",
+        _ => "host problem",
+    }
+}
+
+/// Cut to at most `max` bytes on a char boundary.
+fn cap(mut s: String, max: usize) -> String {
+    if s.len() > max {
+        let mut i = max;
+        while !s.is_char_boundary(i) {
+            i -= 1;
+        }
+        s.truncate(i);
+    }
+    s
+}
+
+/// The event for an occurrence.
+pub fn spec(o: &Occurrence) -> EventSpec {
+    use EventType::{Normal, Warning};
+    let (type_, reason, note, action): (EventType, &str, String, &'static str) = match o {
+        Occurrence::CreatingVm { vm } => (
+            Normal,
+            "CreatingVM",
+            format!("Creating Tart VM {vm}"),
+            "Create",
+        ),
+        Occurrence::Pulling { image } => (
+            Normal,
+            "Pulling",
+            format!("Pulling image \"{image}\""),
+            "Pull",
+        ),
+        Occurrence::Pulled { image, took } => (
+            Normal,
+            "Pulled",
+            format!(
+                "Successfully pulled image \"{image}\" in {:.3}s",
+                took.as_secs_f64()
+            ),
+            "Pull",
+        ),
+        Occurrence::AlreadyPresent { image } => (
+            Normal,
+            "Pulled",
+            format!("Container image \"{image}\" already present on machine"),
+            "Pull",
+        ),
+        Occurrence::PullFailed { image, error } => (
+            Warning,
+            "Failed",
+            format!("Failed to pull image \"{image}\": {error}"),
+            "Pull",
+        ),
+        Occurrence::PullBackOff { image } => (
+            Normal,
+            "BackOff",
+            format!("Back-off pulling image \"{image}\""),
+            "Pull",
+        ),
+        Occurrence::NeverPull { image } => (
+            Warning,
+            "ErrImageNeverPull",
+            format!("Container image \"{image}\" is not present with pull policy of Never"),
+            "Pull",
+        ),
+        Occurrence::Created { container } => (
+            Normal,
+            "Created",
+            format!("Created container {container}"),
+            "Create",
+        ),
+        Occurrence::Started { container } => (
+            Normal,
+            "Started",
+            format!("Started container {container}"),
+            "Start",
+        ),
+        Occurrence::Killing { container } => (
+            Normal,
+            "Killing",
+            format!("Stopping container {container}"),
+            "Kill",
+        ),
+        Occurrence::Failed { message } => {
+            (Warning, "Failed", format!("Error: {message}"), "Create")
+        }
+        Occurrence::BackOffRestart { container, pod } => (
+            Warning,
+            "BackOff",
+            format!("Back-off restarting failed container {container} in pod {pod}"),
+            "Start",
+        ),
+        Occurrence::WaitingForSlot { used, total } => (
+            Normal,
+            "WaitingForVMSlot",
+            format!(
+                "All {total} VM slots of this node are in use ({used} used); the Pod starts when one is free"
+            ),
+            "Schedule",
+        ),
+        Occurrence::HostFault { kind, message } => (
+            Warning,
+            host_fault_reason(*kind),
+            format!(
+                "Host problem, will retry: {}: {message}",
+                host_fault_text(*kind)
+            ),
+            "Start",
+        ),
+        Occurrence::Rejected { reason, message } => {
+            (Warning, reason.as_str(), message.clone(), "Admit")
+        }
+    };
+    EventSpec {
+        type_,
+        reason: reason.to_owned(),
+        note: cap(note, 1000),
+        action,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kubelet_reasons_and_messages() {
+        let s = spec(&Occurrence::Pulling {
+            image: "ghcr.io/a/b:1".into(),
+        });
+        assert_eq!((s.type_, s.reason.as_str()), (EventType::Normal, "Pulling"));
+        assert_eq!(s.note, "Pulling image \"ghcr.io/a/b:1\"");
+        let s = spec(&Occurrence::Started {
+            container: "vm".into(),
+        });
+        assert_eq!(s.note, "Started container vm");
+        let s = spec(&Occurrence::Killing {
+            container: "vm".into(),
+        });
+        assert_eq!(
+            (s.reason.as_str(), s.note.as_str()),
+            ("Killing", "Stopping container vm")
+        );
+        let s = spec(&Occurrence::CreatingVm { vm: "tkl-1".into() });
+        assert_eq!(s.reason, "CreatingVM");
+    }
+
+    #[test]
+    fn host_faults_are_warnings_naming_the_problem() {
+        let s = spec(&Occurrence::HostFault {
+            kind: ErrorKind::VmLimit,
+            message: "The number of VMs exceeds the system limit".into(),
+        });
+        assert_eq!(s.type_, EventType::Warning);
+        assert_eq!(s.reason, "VMLimitReached");
+        assert!(s.note.contains("limit of running macOS VMs"), "{}", s.note);
+        assert!(s.note.contains("will retry"));
+    }
+
+    #[test]
+    fn waiting_for_slot_is_normal_with_a_clear_reason() {
+        let s = spec(&Occurrence::WaitingForSlot { used: 2, total: 2 });
+        assert_eq!(s.type_, EventType::Normal);
+        assert_eq!(s.reason, "WaitingForVMSlot");
+        assert!(s.note.contains("All 2 VM slots"));
+    }
+
+    #[test]
+    fn long_notes_are_capped_on_a_char_boundary() {
+        let s = spec(&Occurrence::Failed {
+            message: "é".repeat(2000),
+        });
+        assert!(s.note.len() <= 1000);
+        assert!(s.note.is_char_boundary(s.note.len()));
+    }
+}

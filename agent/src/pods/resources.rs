@@ -1,0 +1,248 @@
+//! Pod resources -> `tart set` options.
+//!
+//! For each of cpu, memory and ephemeral-storage the container's *limit* wins, else its
+//! *request*, else the image's own value is kept (the option is left out of `tart set`).
+//! Rounding is always **up**, so a VM never gets less than the Pod asked for:
+//! - cpu: millicores rounded up to whole cores (`500m` -> 1, `1500m` -> 2), at least 1;
+//! - memory: bytes rounded up to whole MiB (`--memory` is MiB, §2.3);
+//! - ephemeral-storage: bytes rounded up to whole GB of 10⁹ bytes (`--disk-size`, §2.3).
+//!
+//! Quantities are parsed here (k8s-openapi keeps them as strings). Pure; no I/O.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::{api::core::v1::Container, apimachinery::pkg::api::resource::Quantity};
+
+const MIB: u128 = 1 << 20;
+const GB: u128 = 1_000_000_000;
+
+/// What the VM should get. `None` keeps the image's value.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct VmResources {
+    /// Whole CPU cores.
+    pub cpu: Option<u16>,
+    /// Memory in MiB.
+    pub memory_mib: Option<u64>,
+    /// Disk in GB (10⁹ bytes).
+    pub disk_gb: Option<u16>,
+}
+
+/// The resources in raw units, for admission against the host.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RawResources {
+    /// Millicores.
+    pub cpu_millis: Option<u64>,
+    /// Bytes.
+    pub memory_bytes: Option<u64>,
+    /// Bytes.
+    pub disk_bytes: Option<u64>,
+}
+
+/// A quantity that could not be parsed or does not fit.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("resource {resource} has an invalid quantity {value:?}")]
+pub struct QuantityError {
+    /// `cpu`, `memory` or `ephemeral-storage`.
+    pub resource: &'static str,
+    /// The quantity text.
+    pub value: String,
+}
+
+/// Limits else requests of one container, in raw units.
+///
+/// # Errors
+/// [`QuantityError`] for a quantity that is not a Kubernetes quantity.
+pub fn raw_resources(c: &Container) -> Result<RawResources, QuantityError> {
+    let r = c.resources.as_ref();
+    let limits: Option<&BTreeMap<String, Quantity>> = r.and_then(|r| r.limits.as_ref());
+    let requests: Option<&BTreeMap<String, Quantity>> = r.and_then(|r| r.requests.as_ref());
+    let pick = |name: &'static str| -> Option<&Quantity> {
+        limits
+            .and_then(|m| m.get(name))
+            .or_else(|| requests.and_then(|m| m.get(name)))
+    };
+    let parse = |name: &'static str, scale: u128| -> Result<Option<u64>, QuantityError> {
+        pick(name)
+            .map(|q| {
+                parse_scaled(&q.0, scale)
+                    .and_then(|v| u64::try_from(v).ok())
+                    .ok_or_else(|| QuantityError {
+                        resource: name,
+                        value: q.0.clone(),
+                    })
+            })
+            .transpose()
+    };
+    Ok(RawResources {
+        cpu_millis: parse("cpu", 1000)?,
+        memory_bytes: parse("memory", 1)?,
+        disk_bytes: parse("ephemeral-storage", 1)?,
+    })
+}
+
+impl RawResources {
+    /// Converted to `tart set` units, rounding up (see the module docs).
+    pub fn to_vm(self) -> VmResources {
+        let up = |v: u64, unit: u128| u128::from(v).div_ceil(unit);
+        VmResources {
+            cpu: self.cpu_millis.map(|m| clamp_u16(up(m, 1000).max(1))),
+            memory_mib: self
+                .memory_bytes
+                .map(|b| u64::try_from(up(b, MIB).max(1)).unwrap_or(u64::MAX)),
+            disk_gb: self.disk_bytes.map(|b| clamp_u16(up(b, GB).max(1))),
+        }
+    }
+}
+
+fn clamp_u16(v: u128) -> u16 {
+    u16::try_from(v).unwrap_or(u16::MAX)
+}
+
+/// Parse a Kubernetes quantity and return `value × scale`, rounded up to an integer.
+/// `scale` is 1000 for cpu (result in millicores) and 1 for bytes.
+///
+/// Accepts `<decimal>[suffix]` with binary (`Ki`..`Ei`) or decimal (`n u m k M G T P E`)
+/// suffixes, or an `e`/`E` exponent. Negative values are rejected.
+pub fn parse_scaled(s: &str, scale: u128) -> Option<u128> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+'))
+        .unwrap_or(s.len());
+    let (num, suffix) = s.split_at(split);
+    let num = num.strip_prefix('+').unwrap_or(num);
+    if num.is_empty() || num == "." {
+        return None;
+    }
+    let (int, frac) = num.split_once('.').unwrap_or((num, ""));
+    if !int.bytes().all(|b| b.is_ascii_digit()) || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    // value = digits / 10^frac_len × mult_num / mult_den × scale
+    let digits: u128 = format!("{int}{frac}").parse().ok()?;
+    let mut den: u128 = 10u128.checked_pow(u32::try_from(frac.len()).ok()?)?;
+    let mut mul: u128 = scale;
+    match suffix {
+        "" => {}
+        "Ki" => mul = mul.checked_mul(1 << 10)?,
+        "Mi" => mul = mul.checked_mul(1 << 20)?,
+        "Gi" => mul = mul.checked_mul(1 << 30)?,
+        "Ti" => mul = mul.checked_mul(1 << 40)?,
+        "Pi" => mul = mul.checked_mul(1 << 50)?,
+        "Ei" => mul = mul.checked_mul(1 << 60)?,
+        "n" => den = den.checked_mul(1_000_000_000)?,
+        "u" => den = den.checked_mul(1_000_000)?,
+        "m" => den = den.checked_mul(1000)?,
+        "k" => mul = mul.checked_mul(1000)?,
+        "M" => mul = mul.checked_mul(1_000_000)?,
+        "G" => mul = mul.checked_mul(1_000_000_000)?,
+        "T" => mul = mul.checked_mul(1_000_000_000_000)?,
+        "P" => mul = mul.checked_mul(1_000_000_000_000_000)?,
+        "E" => mul = mul.checked_mul(1_000_000_000_000_000_000)?,
+        e if e.starts_with(['e', 'E']) => {
+            let exp: i32 = e[1..].parse().ok()?;
+            let p = 10u128.checked_pow(exp.unsigned_abs())?;
+            if exp >= 0 {
+                mul = mul.checked_mul(p)?;
+            } else {
+                den = den.checked_mul(p)?;
+            }
+        }
+        _ => return None,
+    }
+    digits.checked_mul(mul).map(|n| n.div_ceil(den))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::ResourceRequirements;
+
+    fn container(limits: &[(&str, &str)], requests: &[(&str, &str)]) -> Container {
+        let map = |kv: &[(&str, &str)]| {
+            (!kv.is_empty()).then(|| {
+                kv.iter()
+                    .map(|(k, v)| ((*k).to_owned(), Quantity((*v).to_owned())))
+                    .collect()
+            })
+        };
+        Container {
+            name: "vm".into(),
+            resources: Some(ResourceRequirements {
+                limits: map(limits),
+                requests: map(requests),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn quantities_parse_with_every_suffix_family() {
+        assert_eq!(parse_scaled("2", 1000), Some(2000));
+        assert_eq!(parse_scaled("500m", 1000), Some(500));
+        assert_eq!(parse_scaled("1.5", 1000), Some(1500));
+        assert_eq!(parse_scaled("0.0001", 1000), Some(1)); // rounded up
+        assert_eq!(parse_scaled("8Gi", 1), Some(8 << 30));
+        assert_eq!(parse_scaled("1.5Gi", 1), Some(3 << 29));
+        assert_eq!(parse_scaled("4G", 1), Some(4_000_000_000));
+        assert_eq!(parse_scaled("128974848", 1), Some(128_974_848));
+        assert_eq!(parse_scaled("129e6", 1), Some(129_000_000));
+        assert_eq!(parse_scaled("123Mi", 1), Some(123 << 20));
+        assert_eq!(parse_scaled("+1k", 1), Some(1000));
+    }
+
+    #[test]
+    fn garbage_quantities_are_rejected() {
+        for q in ["", "abc", "-1", "1Xi", "1..2", "Gi", "1 Gi", "."] {
+            assert_eq!(parse_scaled(q, 1), None, "{q:?}");
+        }
+    }
+
+    #[test]
+    fn limits_win_over_requests() {
+        let c = container(
+            &[("cpu", "4"), ("memory", "8Gi")],
+            &[("cpu", "1"), ("memory", "1Gi")],
+        );
+        let r = raw_resources(&c).unwrap().to_vm();
+        assert_eq!(r.cpu, Some(4));
+        assert_eq!(r.memory_mib, Some(8192));
+        assert_eq!(r.disk_gb, None);
+    }
+
+    #[test]
+    fn requests_are_used_without_limits_and_round_up() {
+        let c = container(
+            &[],
+            &[
+                ("cpu", "1500m"),
+                ("memory", "1000M"),
+                ("ephemeral-storage", "60500M"),
+            ],
+        );
+        let r = raw_resources(&c).unwrap().to_vm();
+        assert_eq!(r.cpu, Some(2));
+        assert_eq!(r.memory_mib, Some(954)); // 1e9 / 2^20 = 953.67
+        assert_eq!(r.disk_gb, Some(61));
+    }
+
+    #[test]
+    fn tiny_cpu_gets_one_core() {
+        let c = container(&[("cpu", "100m")], &[]);
+        assert_eq!(raw_resources(&c).unwrap().to_vm().cpu, Some(1));
+    }
+
+    #[test]
+    fn no_resources_keep_image_values() {
+        let c = Container::default();
+        assert_eq!(raw_resources(&c).unwrap().to_vm(), VmResources::default());
+    }
+
+    #[test]
+    fn invalid_quantity_names_the_resource() {
+        let c = container(&[("memory", "lots")], &[]);
+        let e = raw_resources(&c).unwrap_err();
+        assert_eq!(e.resource, "memory");
+        assert_eq!(e.value, "lots");
+    }
+}

@@ -1,0 +1,184 @@
+use k8s_openapi::{api::core::v1::PodStatus, jiff::Timestamp};
+
+use super::*;
+
+fn t(s: i64) -> Timestamp {
+    Timestamp::from_second(s).unwrap()
+}
+
+fn obs(state: ContainerView) -> Observation {
+    Observation {
+        host_ip: Some("192.0.2.10".into()),
+        container: "vm".into(),
+        image: "ghcr.io/a/b:1".into(),
+        image_id: None,
+        vm: Some("tkl-x".into()),
+        state,
+        last_terminated: None,
+        restart_count: 0,
+        pod_ip: None,
+    }
+}
+
+fn running(ready: bool) -> ContainerView {
+    ContainerView::Running {
+        started_at: t(1_700_000_050),
+        ready,
+    }
+}
+
+fn as_status(v: &Value) -> PodStatus {
+    serde_json::from_value(v.clone()).unwrap()
+}
+
+fn cond<'a>(v: &'a Value, ty: &str) -> &'a Value {
+    v["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == ty)
+        .unwrap()
+}
+
+#[test]
+fn running_with_ip_is_one_of_one_ready() {
+    let mut o = obs(running(true));
+    o.pod_ip = Some("192.168.64.5".into());
+    let v = build(&Desired::Observed(o), None, t(1_700_000_100));
+    assert_eq!(v["phase"], "Running");
+    assert_eq!(v["podIP"], "192.168.64.5");
+    assert_eq!(v["hostIP"], "192.0.2.10");
+    assert_eq!(cond(&v, "Ready")["status"], "True");
+    assert_eq!(cond(&v, "ContainersReady")["status"], "True");
+    assert_eq!(cond(&v, "Initialized")["status"], "True");
+    assert_eq!(cond(&v, "PodScheduled")["status"], "True");
+    let cs = &v["containerStatuses"][0];
+    assert_eq!(cs["ready"], true);
+    assert_eq!(cs["containerID"], "tart://tkl-x");
+    assert_eq!(cs["state"]["running"]["startedAt"], "2023-11-14T22:14:10Z");
+    // And it deserialises as a real PodStatus (field names are right).
+    let s = as_status(&v);
+    assert_eq!(s.container_statuses.unwrap()[0].ready, true);
+}
+
+#[test]
+fn provisioning_is_pending_container_creating_not_ready() {
+    let o = obs(ContainerView::Waiting {
+        reason: "ContainerCreating".into(),
+        message: None,
+    });
+    let v = build(&Desired::Observed(o), None, t(1));
+    assert_eq!(v["phase"], "Pending");
+    assert_eq!(cond(&v, "Ready")["status"], "False");
+    assert_eq!(cond(&v, "Ready")["reason"], "ContainersNotReady");
+    assert_eq!(
+        v["containerStatuses"][0]["state"]["waiting"]["reason"],
+        "ContainerCreating"
+    );
+    assert!(v.get("podIP").is_none());
+}
+
+#[test]
+fn exit_zero_is_succeeded_completed_and_non_zero_failed_error() {
+    let term = |code| {
+        ContainerView::Terminated(Terminated {
+            exit_code: code,
+            reason: Terminated::reason_for(code).into(),
+            message: None,
+            started_at: t(10),
+            finished_at: t(20),
+        })
+    };
+    let v = build(&Desired::Observed(obs(term(0))), None, t(30));
+    assert_eq!(v["phase"], "Succeeded");
+    let st = &v["containerStatuses"][0]["state"]["terminated"];
+    assert_eq!(st["exitCode"], 0);
+    assert_eq!(st["reason"], "Completed");
+    assert_eq!(cond(&v, "Ready")["reason"], "PodCompleted");
+    let v = build(&Desired::Observed(obs(term(1))), None, t(30));
+    assert_eq!(v["phase"], "Failed");
+    assert_eq!(
+        v["containerStatuses"][0]["state"]["terminated"]["reason"],
+        "Error"
+    );
+}
+
+#[test]
+fn crash_loop_keeps_running_phase_with_last_state_and_restart_count() {
+    let mut o = obs(ContainerView::Waiting {
+        reason: "CrashLoopBackOff".into(),
+        message: Some("back-off 10s restarting failed container=vm".into()),
+    });
+    o.restart_count = 1;
+    o.last_terminated = Some(Terminated {
+        exit_code: 1,
+        reason: "Error".into(),
+        message: None,
+        started_at: t(10),
+        finished_at: t(20),
+    });
+    let v = build(&Desired::Observed(o), None, t(30));
+    assert_eq!(v["phase"], "Running");
+    let cs = &v["containerStatuses"][0];
+    assert_eq!(cs["restartCount"], 1);
+    assert_eq!(cs["lastState"]["terminated"]["exitCode"], 1);
+}
+
+#[test]
+fn rejected_is_failed_with_reason_and_message() {
+    let d = Desired::Rejected {
+        reason: "UnsupportedContainerCount".into(),
+        message: "two".into(),
+    };
+    let v = build(&d, None, t(1));
+    assert_eq!(
+        v,
+        json!({"phase": "Failed", "reason": "UnsupportedContainerCount", "message": "two"})
+    );
+}
+
+#[test]
+fn an_unchanged_observation_needs_no_patch_even_later() {
+    let mut o = obs(running(true));
+    o.pod_ip = Some("192.168.64.5".into());
+    let d = Desired::Observed(o);
+    let first = build(&d, None, t(100));
+    // The server returns what we wrote plus fields it owns.
+    let mut server = as_status(&first);
+    server.qos_class = Some("BestEffort".into());
+    let again = build(&d, Some(&server), t(5000));
+    assert_eq!(again, first, "transition times must be carried over");
+    assert!(!needs_patch(&again, Some(&server)));
+}
+
+#[test]
+fn a_state_change_needs_a_patch_and_moves_transition_time() {
+    let d1 = Desired::Observed(obs(running(false)));
+    let server = as_status(&build(&d1, None, t(100)));
+    let d2 = Desired::Observed(obs(running(true)));
+    let v = build(&d2, Some(&server), t(200));
+    assert!(needs_patch(&v, Some(&server)));
+    assert_eq!(
+        cond(&v, "Ready")["lastTransitionTime"],
+        "1970-01-01T00:03:20Z"
+    );
+    assert_eq!(
+        cond(&v, "PodScheduled")["lastTransitionTime"],
+        "1970-01-01T00:01:40Z"
+    );
+}
+
+#[test]
+fn condition_order_from_the_server_does_not_matter() {
+    let d = Desired::Observed(obs(running(true)));
+    let mut server = as_status(&build(&d, None, t(100)));
+    server.conditions.as_mut().unwrap().reverse();
+    let v = build(&d, Some(&server), t(200));
+    assert!(!needs_patch(&v, Some(&server)));
+}
+
+#[test]
+fn no_current_status_always_needs_a_patch() {
+    let v = build(&Desired::Observed(obs(running(true))), None, t(1));
+    assert!(needs_patch(&v, None));
+}

@@ -1,0 +1,2 @@
+//! VM side: names, the per-VM supervisor and garbage collection.
+pub mod naming;
