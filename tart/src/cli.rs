@@ -1,1 +1,513 @@
-//! TODO
+//! [`TartCli`]: the [`Tart`] implementation that runs a program (real `tart`, or `fake-tart`)
+//! with an explicit `TART_HOME`, `CI=1`, a deadline per operation and bounded kill-and-retry.
+//!
+//! Argv comes from [`crate::command`], output goes to [`crate::parse`], failures to
+//! [`crate::error::classify`]; process mechanics are in [`crate::process`] (short commands)
+//! and [`crate::run`] (`tart run`), the stop sequence in [`crate::stop`].
+
+use std::{
+    ffi::OsString,
+    net::Ipv4Addr,
+    path::{Path, PathBuf},
+    sync::Arc,
+    time::Duration,
+};
+
+use tracing::{Instrument, debug, debug_span, field};
+
+use crate::{
+    Credentials, Error, ErrorKind, ExecOutput, IpResolver, NoopObserver, Observer, Op, PruneOpts,
+    Result, RunOpts, SetOpts, StopOutcome, Tart, Version, VmDetails, VmInfo, VmName, command,
+    error::classify_exec,
+    parse,
+    process::{self, Ended, Killed, Outcome},
+    retry::RetryPolicy,
+    run::{self, Launch, VmProcess},
+    stop,
+};
+
+/// Per-operation deadlines (spec §7.4). On expiry the process group is SIGKILLed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Deadlines {
+    /// `--version`.
+    pub version: Duration,
+    /// `list`.
+    pub list: Duration,
+    /// `get`.
+    pub get: Duration,
+    /// `set`.
+    pub set: Duration,
+    /// `delete`.
+    pub delete: Duration,
+    /// `clone` from a local VM. A remote source may pull first and gets
+    /// `max(clone, pull)` plus the stall watchdog.
+    pub clone: Duration,
+    /// `pull` overall.
+    pub pull: Duration,
+    /// No new stdout line for this long kills a pull (or a remote clone), except while it is
+    /// `waiting for lock...`.
+    pub pull_stall: Duration,
+    /// Added to `ip --wait`.
+    pub ip_extra: Duration,
+    /// Added to `stop --timeout`.
+    pub stop_extra: Duration,
+    /// `prune`.
+    pub prune: Duration,
+}
+
+impl Default for Deadlines {
+    fn default() -> Self {
+        Self {
+            version: Duration::from_secs(10),
+            list: Duration::from_secs(60),
+            get: Duration::from_secs(60),
+            set: Duration::from_secs(60),
+            delete: Duration::from_secs(60),
+            clone: Duration::from_secs(5 * 60),
+            pull: Duration::from_secs(3 * 3600),
+            pull_stall: Duration::from_secs(10 * 60),
+            ip_extra: Duration::from_secs(15),
+            stop_extra: Duration::from_secs(15),
+            prune: Duration::from_secs(10 * 60),
+        }
+    }
+}
+
+/// Drives the `tart` CLI. Cheap to clone.
+#[derive(Clone)]
+pub struct TartCli {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    program: PathBuf,
+    tart_home: PathBuf,
+    env: Vec<(OsString, OsString)>,
+    env_clear: bool,
+    deadlines: Deadlines,
+    retry: RetryPolicy,
+    observer: Arc<dyn Observer>,
+    output_cap: usize,
+}
+
+impl std::fmt::Debug for TartCli {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TartCli")
+            .field("program", &self.inner.program)
+            .field("tart_home", &self.inner.tart_home)
+            .field("deadlines", &self.inner.deadlines)
+            .field("retry", &self.inner.retry)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builder for [`TartCli`].
+pub struct TartCliBuilder {
+    program: PathBuf,
+    tart_home: PathBuf,
+    extra_env: Vec<(OsString, OsString)>,
+    env_clear: bool,
+    no_auto_prune: bool,
+    deadlines: Deadlines,
+    retry: RetryPolicy,
+    observer: Arc<dyn Observer>,
+    output_cap: usize,
+}
+
+impl TartCliBuilder {
+    /// Program to run (default `tart`, looked up in `PATH`).
+    pub fn program(mut self, p: impl Into<PathBuf>) -> Self {
+        self.program = p.into();
+        self
+    }
+    /// An extra environment variable for every call.
+    pub fn env(mut self, k: impl Into<OsString>, v: impl Into<OsString>) -> Self {
+        self.extra_env.push((k.into(), v.into()));
+        self
+    }
+    /// Start children from an empty environment (plus `PATH`) instead of the agent's.
+    pub fn env_clear(mut self, yes: bool) -> Self {
+        self.env_clear = yes;
+        self
+    }
+    /// Set `TART_NO_AUTO_PRUNE` (§4: its mere presence disables auto-prune).
+    pub fn no_auto_prune(mut self, yes: bool) -> Self {
+        self.no_auto_prune = yes;
+        self
+    }
+    /// Deadlines.
+    pub fn deadlines(mut self, d: Deadlines) -> Self {
+        self.deadlines = d;
+        self
+    }
+    /// Retry policy for retryable kinds.
+    pub fn retry(mut self, r: RetryPolicy) -> Self {
+        self.retry = r;
+        self
+    }
+    /// Receives every attempt.
+    pub fn observer(mut self, o: Arc<dyn Observer>) -> Self {
+        self.observer = o;
+        self
+    }
+    /// Stored stdout/stderr bytes per stream and call.
+    pub fn output_cap(mut self, bytes: usize) -> Self {
+        self.output_cap = bytes;
+        self
+    }
+    /// Build.
+    pub fn build(self) -> TartCli {
+        let mut env = vec![
+            ("TART_HOME".into(), self.tart_home.clone().into_os_string()),
+            // §1.2: plain progress lines instead of ANSI rewrites.
+            ("CI".into(), "1".into()),
+        ];
+        if self.no_auto_prune {
+            env.push(("TART_NO_AUTO_PRUNE".into(), "1".into()));
+        }
+        env.extend(self.extra_env);
+        TartCli {
+            inner: Arc::new(Inner {
+                program: self.program,
+                tart_home: self.tart_home,
+                env,
+                env_clear: self.env_clear,
+                deadlines: self.deadlines,
+                retry: self.retry,
+                observer: self.observer,
+                output_cap: self.output_cap,
+            }),
+        }
+    }
+}
+
+/// One call: what to run and how.
+struct Call<'a> {
+    op: Op,
+    vm: Option<&'a VmName>,
+    args: Vec<OsString>,
+    deadline: Duration,
+    stall: Option<Duration>,
+    creds: Option<&'a Credentials>,
+    retry: RetryPolicy,
+}
+
+impl TartCli {
+    /// Start building a client for `tart_home`.
+    pub fn builder(tart_home: impl Into<PathBuf>) -> TartCliBuilder {
+        TartCliBuilder {
+            program: "tart".into(),
+            tart_home: tart_home.into(),
+            extra_env: Vec::new(),
+            env_clear: false,
+            no_auto_prune: false,
+            deadlines: Deadlines::default(),
+            retry: RetryPolicy::default(),
+            observer: Arc::new(NoopObserver),
+            output_cap: process::DEFAULT_OUTPUT_CAP,
+        }
+    }
+
+    /// `TART_HOME`.
+    pub fn tart_home(&self) -> &Path {
+        &self.inner.tart_home
+    }
+
+    /// The program run.
+    pub fn program(&self) -> &Path {
+        &self.inner.program
+    }
+
+    /// The deadlines in use.
+    pub fn deadlines(&self) -> &Deadlines {
+        &self.inner.deadlines
+    }
+
+    /// `$TART_HOME/vms/<vm>/config.json`, whose fcntl lock marks a running VM (§1.4).
+    pub fn config_json(&self, vm: &VmName) -> PathBuf {
+        self.inner
+            .tart_home
+            .join("vms")
+            .join(vm.as_str())
+            .join("config.json")
+    }
+
+    fn env_with(&self, creds: Option<&Credentials>) -> Vec<(OsString, OsString)> {
+        let mut env = self.inner.env.clone();
+        if let Some(c) = creds {
+            // §1.2: the environment provider is consulted first; never argv.
+            env.push(("TART_REGISTRY_USERNAME".into(), c.username.clone().into()));
+            env.push(("TART_REGISTRY_PASSWORD".into(), c.password.clone().into()));
+            if let Some(h) = &c.hostname {
+                env.push(("TART_REGISTRY_HOSTNAME".into(), h.clone().into()));
+            }
+        }
+        env
+    }
+
+    /// Run `call` with retries; a non-zero exit is an error (except for `exec`).
+    async fn call(&self, call: Call<'_>) -> Result<Outcome> {
+        let retry = call.retry;
+        retry
+            .run(call.op, self.inner.observer.as_ref(), |n| {
+                self.attempt(&call, n)
+            })
+            .await
+    }
+
+    async fn attempt(&self, call: &Call<'_>, attempt: u32) -> Result<Outcome> {
+        let env = self.env_with(call.creds);
+        let span = debug_span!(
+            "tart",
+            cmd = call.op.as_str(),
+            vm = call.vm.map_or("", VmName::as_str),
+            attempt,
+            exit_code = field::Empty
+        );
+        async {
+            let spec = process::Spec {
+                program: &self.inner.program,
+                args: &call.args,
+                env: &env,
+                env_clear: self.inner.env_clear,
+                deadline: call.deadline,
+                stall: call.stall,
+                output_cap: self.inner.output_cap,
+            };
+            debug!(argv = %command::display(&call.args), "running tart");
+            let outcome = process::run(&spec, &mut |_| {})
+                .await
+                .map_err(|e| Error::spawn(call.op, &self.inner.program, e))?;
+            if let Some(code) = outcome.code() {
+                tracing::Span::current().record("exit_code", code);
+            }
+            match outcome.ended {
+                Ended::Exited(_) if outcome.success() || call.op == Op::Exec => Ok(outcome),
+                Ended::Exited(_) => {
+                    let err = Error::from_exit(call.op, outcome.code(), &outcome.stderr);
+                    debug!(kind = err.kind.as_str(), stderr = %outcome.stderr, "tart failed");
+                    Err(err)
+                }
+                Ended::Killed(why) => {
+                    let (kind, what) = match why {
+                        Killed::Deadline => (ErrorKind::Timeout, "deadline"),
+                        Killed::Stall => (ErrorKind::Stalled, "stall window"),
+                    };
+                    let limit = match why {
+                        Killed::Deadline => call.deadline,
+                        Killed::Stall => call.stall.unwrap_or_default(),
+                    };
+                    debug!(stderr = %outcome.stderr, "tart killed");
+                    Err(Error::new(
+                        call.op,
+                        kind,
+                        None,
+                        format!("{what} of {limit:?} passed; process group killed"),
+                    ))
+                }
+            }
+        }
+        .instrument(span)
+        .await
+    }
+
+    fn simple<'a>(
+        &self,
+        op: Op,
+        vm: Option<&'a VmName>,
+        args: Vec<OsString>,
+        deadline: Duration,
+    ) -> Call<'a> {
+        Call {
+            op,
+            vm,
+            args,
+            deadline,
+            stall: None,
+            creds: None,
+            retry: self.inner.retry,
+        }
+    }
+}
+
+fn arg_error(op: Op, e: command::ArgError) -> Error {
+    Error::new(op, ErrorKind::Usage, None, e.to_string())
+}
+
+fn parse_error(op: Op, e: parse::ParseError) -> Error {
+    Error::new(op, ErrorKind::Other, Some(0), e.to_string())
+}
+
+impl Tart for TartCli {
+    type Vm = VmProcess;
+
+    async fn version(&self) -> Result<Version> {
+        let d = self.inner.deadlines.version;
+        let o = self
+            .call(self.simple(Op::Version, None, command::version(), d))
+            .await?;
+        Ok(parse::version(&o.stdout))
+    }
+
+    async fn list(&self) -> Result<Vec<VmInfo>> {
+        let d = self.inner.deadlines.list;
+        let o = self
+            .call(self.simple(Op::List, None, command::list(), d))
+            .await?;
+        parse::list(&o.stdout).map_err(|e| parse_error(Op::List, e))
+    }
+
+    async fn get(&self, vm: &VmName) -> Result<VmDetails> {
+        let d = self.inner.deadlines.get;
+        let o = self
+            .call(self.simple(Op::Get, Some(vm), command::get(vm), d))
+            .await?;
+        parse::get(&o.stdout).map_err(|e| parse_error(Op::Get, e))
+    }
+
+    async fn pull(&self, image: &str, creds: Option<&Credentials>) -> Result<()> {
+        let d = &self.inner.deadlines;
+        let args = command::pull(image).map_err(|e| arg_error(Op::Pull, e))?;
+        self.call(Call {
+            stall: Some(d.pull_stall),
+            creds,
+            ..self.simple(Op::Pull, None, args, d.pull)
+        })
+        .await
+        .map(drop)
+    }
+
+    async fn clone_vm(&self, source: &str, vm: &VmName, creds: Option<&Credentials>) -> Result<()> {
+        let d = &self.inner.deadlines;
+        let args = command::clone(source, vm).map_err(|e| arg_error(Op::Clone, e))?;
+        // An uncached remote source is pulled first with the same progress lines (§2.2).
+        let (deadline, stall) = if command::is_remote(source) {
+            (d.clone.max(d.pull), Some(d.pull_stall))
+        } else {
+            (d.clone, None)
+        };
+        self.call(Call {
+            stall,
+            creds,
+            ..self.simple(Op::Clone, Some(vm), args, deadline)
+        })
+        .await
+        .map(drop)
+    }
+
+    async fn set(&self, vm: &VmName, opts: &SetOpts) -> Result<()> {
+        let d = self.inner.deadlines.set;
+        self.call(self.simple(Op::Set, Some(vm), command::set(vm, opts), d))
+            .await
+            .map(drop)
+    }
+
+    async fn run(&self, vm: &VmName, opts: &RunOpts) -> Result<VmProcess> {
+        let args = command::run(vm, opts).map_err(|e| arg_error(Op::Run, e))?;
+        let env = self.env_with(None);
+        let start = tokio::time::Instant::now();
+        let r = run::spawn(Launch {
+            vm,
+            program: &self.inner.program,
+            args,
+            env: &env,
+            env_clear: self.inner.env_clear,
+            opts,
+        })
+        .instrument(debug_span!("tart", cmd = "run", vm = vm.as_str()))
+        .await;
+        self.inner.observer.attempt(&crate::Attempt {
+            op: Op::Run,
+            attempt: 1,
+            outcome: match &r {
+                Ok(_) => crate::AttemptOutcome::Ok,
+                Err(e) => crate::AttemptOutcome::Error(e.kind),
+            },
+            elapsed: start.elapsed(),
+            killed: false,
+            will_retry: false,
+        });
+        r
+    }
+
+    async fn attach(&self, vm: &VmName, opts: &RunOpts) -> Result<Option<VmProcess>> {
+        let config = self.config_json(vm);
+        let holder = run::lock_holder(&config).map_err(|e| {
+            Error::new(
+                Op::Run,
+                ErrorKind::Other,
+                None,
+                format!("reading lock of {}: {e}", config.display()),
+            )
+        })?;
+        Ok(holder.map(|pid| run::adopt(vm, pid, config, opts)))
+    }
+
+    async fn ip(&self, vm: &VmName, wait: Duration, resolver: IpResolver) -> Result<Ipv4Addr> {
+        let d = wait + self.inner.deadlines.ip_extra;
+        let o = self
+            .call(self.simple(Op::Ip, Some(vm), command::ip(vm, wait, resolver), d))
+            .await?;
+        parse::ip(&o.stdout).map_err(|e| parse_error(Op::Ip, e))
+    }
+
+    async fn stop(&self, vm: &VmProcess, grace: Duration) -> Result<StopOutcome> {
+        let name = crate::RunningVm::name(vm).clone();
+        let extra = self.inner.deadlines.stop_extra;
+        let outcome = stop::stop_sequence(vm, grace, |timeout| async move {
+            let call = Call {
+                retry: RetryPolicy::none(),
+                ..self.simple(
+                    Op::Stop,
+                    Some(&name),
+                    command::stop(&name, timeout),
+                    timeout + extra,
+                )
+            };
+            self.call(call).await.map(drop)
+        })
+        .await?;
+        debug!(vm = %crate::RunningVm::name(vm), outcome = outcome.as_str(), "vm stopped");
+        Ok(outcome)
+    }
+
+    async fn delete(&self, vm: &VmName) -> Result<()> {
+        let d = self.inner.deadlines.delete;
+        match self
+            .call(self.simple(Op::Delete, Some(vm), command::delete(vm), d))
+            .await
+        {
+            Err(e) if e.kind == ErrorKind::NotFound => Ok(()),
+            r => r.map(drop),
+        }
+    }
+
+    async fn exec(&self, vm: &VmName, argv: &[String], deadline: Duration) -> Result<ExecOutput> {
+        // Never retried: the guest command may not be idempotent.
+        let call = Call {
+            retry: RetryPolicy::none(),
+            ..self.simple(Op::Exec, Some(vm), command::exec(vm, argv), deadline)
+        };
+        let o = self.call(call).await?;
+        let code = o.code().unwrap_or(-1);
+        if code != 0
+            && let Some(kind) = classify_exec(&o.stderr)
+        {
+            let mut e = Error::from_exit(Op::Exec, Some(code), &o.stderr);
+            e.kind = kind;
+            return Err(e);
+        }
+        Ok(ExecOutput {
+            exit_code: code,
+            stdout: o.stdout,
+            stderr: o.stderr,
+        })
+    }
+
+    async fn prune(&self, opts: &PruneOpts) -> Result<()> {
+        let d = self.inner.deadlines.prune;
+        self.call(self.simple(Op::Prune, None, command::prune(opts), d))
+            .await
+            .map(drop)
+    }
+}

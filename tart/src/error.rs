@@ -90,7 +90,10 @@ impl ErrorKind {
     pub fn is_host_fault(self) -> bool {
         matches!(
             self,
-            ErrorKind::VmLimit | ErrorKind::AuxStorageLocked | ErrorKind::NoSpace | ErrorKind::Spawn
+            ErrorKind::VmLimit
+                | ErrorKind::AuxStorageLocked
+                | ErrorKind::NoSpace
+                | ErrorKind::Spawn
         )
     }
 }
@@ -117,4 +120,177 @@ impl Error {
     pub fn kind(&self) -> ErrorKind {
         self.kind
     }
+
+    /// An error with no I/O source.
+    pub fn new(
+        op: Op,
+        kind: ErrorKind,
+        exit_code: Option<i32>,
+        message: impl Into<String>,
+    ) -> Self {
+        Self {
+            op,
+            kind,
+            exit_code,
+            message: truncate(message.into()),
+            source: None,
+        }
+    }
+
+    /// A process that exited unsuccessfully: the kind comes from [`classify`], the message is
+    /// the stderr line that decided it (or the first non-empty line).
+    pub fn from_exit(op: Op, exit_code: Option<i32>, stderr: &str) -> Self {
+        let kind = classify(op, exit_code, stderr);
+        let message = summary(op, kind, stderr).unwrap_or_else(|| match exit_code {
+            Some(c) => format!("exit code {c}, no stderr"),
+            None => "killed by a signal, no stderr".to_owned(),
+        });
+        Self::new(op, kind, exit_code, message)
+    }
+
+    /// The program could not be started.
+    pub fn spawn(op: Op, program: &std::path::Path, source: std::io::Error) -> Self {
+        Self {
+            op,
+            kind: ErrorKind::Spawn,
+            exit_code: None,
+            message: format!("cannot start {}", program.display()),
+            source: Some(source),
+        }
+    }
 }
+
+/// Longest message kept: one stderr line can be a whole binary blob.
+const MAX_MESSAGE: usize = 1024;
+
+fn truncate(mut s: String) -> String {
+    if s.len() > MAX_MESSAGE {
+        let mut cut = MAX_MESSAGE;
+        while !s.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        s.truncate(cut);
+        s.push('…');
+    }
+    s
+}
+
+/// The line worth reporting: the first one that classifies as `kind` on its own, else the first
+/// non-empty line.
+fn summary(op: Op, kind: ErrorKind, stderr: &str) -> Option<String> {
+    let mut lines = stderr.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.clone().next()?;
+    let pick = if kind == ErrorKind::Other || kind == ErrorKind::Usage {
+        first
+    } else {
+        lines
+            .find(|l| classify_text(op, l) == Some(kind))
+            .unwrap_or(first)
+    };
+    Some(pick.to_owned())
+}
+
+/// Classify a failed operation from its exit code **and** stderr (§1.3, §2, §3.4, §6).
+///
+/// Text decides first, because exit codes are overloaded: `tart run <missing>` exits 1
+/// (validate path) while other commands exit 2 for the same error, and `tart exec` exits with
+/// the guest command's code, so for [`Op::Exec`] the exit code is ignored entirely and only
+/// Tart's own message forms are recognised. Exit 64 (EX_USAGE) is a usage error. Timeouts,
+/// stalls and spawn failures are not visible here: the process layer assigns those kinds.
+pub fn classify(op: Op, exit_code: Option<i32>, stderr: &str) -> ErrorKind {
+    if let Some(kind) = classify_text(op, stderr) {
+        return kind;
+    }
+    match (op, exit_code) {
+        (Op::Exec, _) => ErrorKind::Other,
+        (_, Some(64)) => ErrorKind::Usage,
+        _ => ErrorKind::Other,
+    }
+}
+
+/// For `tart exec`: `Some(kind)` when stderr carries one of Tart's own failure messages (VM
+/// missing or not running, guest agent unreachable), `None` when the non-zero exit is simply
+/// the guest command's (§2.10).
+pub fn classify_exec(stderr: &str) -> Option<ErrorKind> {
+    classify_text(Op::Exec, stderr)
+}
+
+/// Text rules, most specific first. `None` when no rule matches.
+fn classify_text(op: Op, text: &str) -> Option<ErrorKind> {
+    let lower = text.to_lowercase();
+    let has = |needle: &str| lower.contains(needle);
+    // §3.4: since 2.18.1 Tart's own text; before it the raw Virtualization.framework text.
+    if has("exceeds the system limit") || has("maximum supported number of active virtual machines")
+    {
+        return Some(ErrorKind::VmLimit);
+    }
+    // §2.6, #865, #967: NVRAM held by another (possibly lingering) VM process.
+    if has("failed to lock auxiliary storage") {
+        return Some(ErrorKind::AuxStorageLocked);
+    }
+    if has("\" is already running!") {
+        return Some(ErrorKind::AlreadyRunning);
+    }
+    // `VM "x" is not running`, and suspend's double-wrapped variant (§2.8).
+    if has("\" is not running") {
+        return Some(ErrorKind::NotRunning);
+    }
+    if has("the specified vm \"") && has("does not exist") {
+        return Some(ErrorKind::NotFound);
+    }
+    // A guest command's stderr is free text: for exec, only Tart's exact forms above count,
+    // plus the agent-unreachable message (§2.10).
+    if op == Op::Exec {
+        if has("failed to connect to the vm using its control socket")
+            || has("is only available on macos")
+        {
+            return Some(ErrorKind::Other);
+        }
+        return None;
+    }
+    // §2.9: delete of a running VM; §1.3 PIDLockFailed `failed to lock <url>: <errno>`.
+    if lower
+        .lines()
+        .any(|l| l.trim_end().ends_with("\" is running"))
+        || has("failed to lock ")
+    {
+        return Some(ErrorKind::LockBusy);
+    }
+    if has("no space left on device") || has("enospc") {
+        return Some(ErrorKind::NoSpace);
+    }
+    if has("authfailed")
+        || has("invalid credentials")
+        || has("code: 401")
+        || has("code: 403")
+        || has("http 401")
+        || has("http 403")
+        || has("status code 401")
+        || has("status code 403")
+    {
+        return Some(ErrorKind::Auth);
+    }
+    if has("code: 404") || has("does not exist") {
+        return Some(ErrorKind::NotFound);
+    }
+    const NETWORK: [&str; 10] = [
+        "the request timed out",
+        "network connection was lost",
+        "could not connect",
+        "offline",
+        "a server with the specified hostname could not be found",
+        "cannot find host",
+        "cannot connect to host",
+        "dns lookup",
+        "connection reset",
+        "secure connection failed",
+    ];
+    if NETWORK.iter().any(|n| has(n)) {
+        return Some(ErrorKind::Network);
+    }
+    None
+}
+
+#[cfg(test)]
+#[path = "error_tests.rs"]
+mod tests;

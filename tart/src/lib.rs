@@ -20,20 +20,21 @@ pub mod parse;
 pub mod process;
 pub mod retry;
 pub mod run;
+pub mod stop;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
 use std::{future::Future, net::Ipv4Addr, time::Duration};
 
-// pub use cli::{Deadlines, TartCli, TartCliBuilder};
-pub use error::{Error, ErrorKind, Result};
+pub use cli::{Deadlines, TartCli, TartCliBuilder};
+pub use error::{Error, ErrorKind, Result, classify};
 pub use model::{
     Credentials, DirShare, ExecOutput, ExitInfo, ExitReason, IpResolver, Network, Op, PruneOpts,
     RunOpts, SetOpts, Source, StopOutcome, Version, VmDetails, VmInfo, VmName, VmState,
 };
 pub use observe::{Attempt, AttemptOutcome, NoopObserver, Observer};
-// pub use retry::RetryPolicy;
-pub use run::RunningVm;
+pub use retry::RetryPolicy;
+pub use run::{RunningVm, VmProcess};
 
 /// The seam between the agent and Tart: one method per `tart` operation.
 ///
@@ -68,8 +69,7 @@ pub trait Tart: Send + Sync + 'static {
     fn set(&self, vm: &VmName, opts: &SetOpts) -> impl Future<Output = Result<()>> + Send;
     /// `tart run <vm> ...`, detached in its own session, output to `opts.log_path`.
     /// Returns once the start window passed without an early exit.
-    fn run(&self, vm: &VmName, opts: &RunOpts)
-    -> impl Future<Output = Result<Self::Vm>> + Send;
+    fn run(&self, vm: &VmName, opts: &RunOpts) -> impl Future<Output = Result<Self::Vm>> + Send;
     /// Re-attach to a VM whose `tart run` process is alive (found by the `config.json`
     /// lock, not by `tart ip`). `Ok(None)` when it is not running.
     fn attach(

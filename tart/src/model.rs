@@ -105,7 +105,9 @@ impl VmName {
             .chars()
             .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
         {
-            return Err(format!("VM name contains {c:?}; only [A-Za-z0-9._-] are allowed"));
+            return Err(format!(
+                "VM name contains {c:?}; only [A-Za-z0-9._-] are allowed"
+            ));
         }
         Ok(Self(s))
     }

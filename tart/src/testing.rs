@@ -1,1 +1,1 @@
-//! TODO
+//! MemTart placeholder
