@@ -4,6 +4,7 @@
 pub mod admission;
 pub mod events;
 pub mod image;
+pub mod metrics;
 pub mod plan;
 pub mod resources;
 pub mod status;

@@ -1,0 +1,401 @@
+//! Pod-side metrics (prefix `tart_kubelet_`) and the [`tart::Observer`] that counts every tart
+//! attempt, retry, kill and error.
+//!
+//! Label values come only from closed enums (`tart::Op::as_str`, `tart::ErrorKind::as_str`,
+//! [`Stage::as_str`], …). The two Pod histograms — provision delay and boot duration — are
+//! observed through [`PodOnce`], which guarantees one observation per Pod on the success path:
+//! never on a retry or restart, never for an adopted VM.
+
+use std::time::Duration;
+
+use prometheus_client::{
+    encoding::EncodeLabelSet,
+    metrics::{counter::Counter, family::Family, gauge::Gauge, histogram::Histogram},
+    registry::Registry,
+};
+use tart::{Attempt, AttemptOutcome, ErrorKind, Observer, Op};
+
+use super::admission::RejectReason;
+
+/// Buckets for VM-scale durations: a start that takes hours must not hide in the top bucket.
+pub const VM_BUCKETS: [f64; 15] = [
+    0.1, 0.5, 1.0, 2.5, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0, 7200.0, 14400.0,
+];
+
+/// Provisioning stage (`stage` label).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Stage {
+    /// Image pull.
+    Pull,
+    /// Clone.
+    Clone,
+    /// Set.
+    Set,
+    /// `tart run` until its start window passed.
+    Run,
+    /// Waiting for the IP.
+    Ip,
+}
+
+impl Stage {
+    /// Every stage.
+    pub const ALL: [Stage; 5] = [Stage::Pull, Stage::Clone, Stage::Set, Stage::Run, Stage::Ip];
+
+    /// Label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stage::Pull => "pull",
+            Stage::Clone => "clone",
+            Stage::Set => "set",
+            Stage::Run => "run",
+            Stage::Ip => "ip",
+        }
+    }
+}
+
+/// Age buckets of Pods admitted but not yet running.
+pub const AGE_BUCKETS: [&str; 6] = ["lt_1m", "1m_5m", "5m_15m", "15m_1h", "1h_4h", "gt_4h"];
+
+/// The `age` label for a pending Pod of this age.
+pub fn age_bucket(age: Duration) -> &'static str {
+    match age.as_secs() {
+        0..60 => "lt_1m",
+        60..300 => "1m_5m",
+        300..900 => "5m_15m",
+        900..3600 => "15m_1h",
+        3600..14400 => "1h_4h",
+        _ => "gt_4h",
+    }
+}
+
+/// VM states for `tart_kubelet_vms`.
+pub const VM_STATES: [&str; 3] = ["provisioning", "running", "stopping"];
+
+macro_rules! labels {
+    ($name:ident { $($field:ident),* }) => {
+        #[doc = concat!("Labels of one series (", stringify!($($field),*), ").")]
+        #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+        pub struct $name {
+            $(#[doc = concat!("`", stringify!($field), "` label.")] pub $field: &'static str,)*
+        }
+    };
+}
+labels!(StageLabels { stage });
+labels!(CommandLabels { command });
+labels!(CommandOutcomeLabels { command, outcome });
+labels!(CommandKindLabels { command, kind });
+labels!(KindLabels { kind });
+labels!(AgeLabels { age });
+labels!(StateLabels { state });
+labels!(OutcomeLabels { outcome });
+labels!(ReasonLabels { reason });
+
+/// The Pod-side metrics. Clones share the same series.
+#[derive(Clone, Debug)]
+pub struct PodMetrics {
+    /// `pod_provision_delay_seconds`.
+    pub provision_delay: Histogram,
+    /// `vm_boot_duration_seconds`.
+    pub boot_duration: Histogram,
+    /// `pod_stage_duration_seconds{stage}`.
+    pub stage_duration: Family<StageLabels, Histogram>,
+    /// `tart_commands_total{command,outcome}`.
+    pub tart_commands: Family<CommandOutcomeLabels, Counter>,
+    /// `tart_command_duration_seconds{command,outcome}`.
+    pub tart_command_duration: Family<CommandOutcomeLabels, Histogram>,
+    /// `tart_retries_total{command}`.
+    pub tart_retries: Family<CommandLabels, Counter>,
+    /// `tart_kills_total{command}`.
+    pub tart_kills: Family<CommandLabels, Counter>,
+    /// `tart_errors_total{command,kind}`.
+    pub tart_errors: Family<CommandKindLabels, Counter>,
+    /// `host_faults_total{kind}`.
+    pub host_faults: Family<KindLabels, Counter>,
+    /// `pods_pending{age}`.
+    pub pods_pending: Family<AgeLabels, Gauge>,
+    /// `vms{state}`.
+    pub vms: Family<StateLabels, Gauge>,
+    /// `reconciles_total{outcome}`.
+    pub reconciles: Family<OutcomeLabels, Counter>,
+    /// `reconcile_duration_seconds`.
+    pub reconcile_duration: Histogram,
+    /// `reconcile_errors_total{kind}`.
+    pub reconcile_errors: Family<KindLabels, Counter>,
+    /// `pod_admission_rejections_total{reason}`.
+    pub rejections: Family<ReasonLabels, Counter>,
+    /// `pod_starts_total{outcome}`.
+    pub pod_starts: Family<OutcomeLabels, Counter>,
+    /// `vm_exits_total{reason}`.
+    pub vm_exits: Family<ReasonLabels, Counter>,
+}
+
+fn vm_histogram() -> Histogram {
+    Histogram::new(VM_BUCKETS)
+}
+
+fn command_histogram() -> Histogram {
+    Histogram::new([
+        0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0, 14400.0,
+    ])
+}
+
+impl PodMetrics {
+    /// Create the metrics and register them under `tart_kubelet_`.
+    pub fn register(registry: &mut Registry) -> Self {
+        let m = Self {
+            provision_delay: vm_histogram(),
+            boot_duration: vm_histogram(),
+            stage_duration: Family::new_with_constructor(vm_histogram),
+            tart_commands: Family::default(),
+            tart_command_duration: Family::new_with_constructor(command_histogram),
+            tart_retries: Family::default(),
+            tart_kills: Family::default(),
+            tart_errors: Family::default(),
+            host_faults: Family::default(),
+            pods_pending: Family::default(),
+            vms: Family::default(),
+            reconciles: Family::default(),
+            reconcile_duration: Histogram::new([
+                0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0,
+            ]),
+            reconcile_errors: Family::default(),
+            rejections: Family::default(),
+            pod_starts: Family::default(),
+            vm_exits: Family::default(),
+        };
+        let r = registry.sub_registry_with_prefix("tart_kubelet");
+        r.register(
+            "pod_provision_delay_seconds",
+            "Pod creation to just before tart run, once per Pod on success",
+            m.provision_delay.clone(),
+        );
+        r.register(
+            "vm_boot_duration_seconds",
+            "tart run to the first guest IP, once per Pod on success",
+            m.boot_duration.clone(),
+        );
+        r.register(
+            "pod_stage_duration_seconds",
+            "Duration of one provisioning stage attempt",
+            m.stage_duration.clone(),
+        );
+        r.register(
+            "tart_commands",
+            "tart attempts by command and outcome",
+            m.tart_commands.clone(),
+        );
+        r.register(
+            "tart_command_duration_seconds",
+            "Wall time of one tart attempt",
+            m.tart_command_duration.clone(),
+        );
+        r.register(
+            "tart_retries",
+            "tart attempts that were retried",
+            m.tart_retries.clone(),
+        );
+        r.register(
+            "tart_kills",
+            "tart processes killed (deadline or stall)",
+            m.tart_kills.clone(),
+        );
+        r.register(
+            "tart_errors",
+            "failed tart attempts by error kind",
+            m.tart_errors.clone(),
+        );
+        r.register(
+            "host_faults",
+            "host faults met while starting VMs",
+            m.host_faults.clone(),
+        );
+        r.register(
+            "pods_pending",
+            "Pods admitted but not yet running, by age",
+            m.pods_pending.clone(),
+        );
+        r.register("vms", "VMs by state", m.vms.clone());
+        r.register(
+            "reconciles",
+            "Pod reconciles by outcome",
+            m.reconciles.clone(),
+        );
+        r.register(
+            "reconcile_duration_seconds",
+            "Duration of one Pod reconcile",
+            m.reconcile_duration.clone(),
+        );
+        r.register(
+            "reconcile_errors",
+            "Pod reconcile errors by kind",
+            m.reconcile_errors.clone(),
+        );
+        r.register(
+            "pod_admission_rejections",
+            "Pods rejected at admission, by reason",
+            m.rejections.clone(),
+        );
+        r.register("pod_starts", "VM starts by outcome", m.pod_starts.clone());
+        r.register("vm_exits", "VM exits by reason", m.vm_exits.clone());
+        m.precreate();
+        m
+    }
+
+    /// Every closed label set exists from the first scrape.
+    fn precreate(&self) {
+        for s in Stage::ALL {
+            let _ = self
+                .stage_duration
+                .get_or_create(&StageLabels { stage: s.as_str() });
+        }
+        for op in Op::ALL {
+            let command = op.as_str();
+            let _ = self.tart_retries.get_or_create(&CommandLabels { command });
+            let _ = self.tart_kills.get_or_create(&CommandLabels { command });
+            for outcome in ["ok", "error", "timeout", "stalled"] {
+                let _ = self
+                    .tart_commands
+                    .get_or_create(&CommandOutcomeLabels { command, outcome });
+            }
+        }
+        for k in ErrorKind::ALL.into_iter().filter(|k| k.is_host_fault()) {
+            let _ = self
+                .host_faults
+                .get_or_create(&KindLabels { kind: k.as_str() });
+        }
+        for age in AGE_BUCKETS {
+            let _ = self.pods_pending.get_or_create(&AgeLabels { age });
+        }
+        for state in VM_STATES {
+            let _ = self.vms.get_or_create(&StateLabels { state });
+        }
+        for outcome in ["ok", "error"] {
+            let _ = self.reconciles.get_or_create(&OutcomeLabels { outcome });
+            let _ = self.pod_starts.get_or_create(&OutcomeLabels { outcome });
+        }
+        for r in RejectReason::ALL {
+            let _ = self
+                .rejections
+                .get_or_create(&ReasonLabels { reason: r.as_str() });
+        }
+        for reason in ["completed", "failed", "signaled", "unknown"] {
+            let _ = self.vm_exits.get_or_create(&ReasonLabels { reason });
+        }
+    }
+
+    /// One stage attempt took `d`.
+    pub fn stage(&self, stage: Stage, d: Duration) {
+        self.stage_duration
+            .get_or_create(&StageLabels {
+                stage: stage.as_str(),
+            })
+            .observe(d.as_secs_f64());
+    }
+
+    /// A host fault of `kind` was met.
+    pub fn host_fault(&self, kind: ErrorKind) {
+        if kind.is_host_fault() {
+            self.host_faults
+                .get_or_create(&KindLabels {
+                    kind: kind.as_str(),
+                })
+                .inc();
+        }
+    }
+
+    /// Replace the pending-age and VM-state gauges with a fresh count.
+    pub fn set_population(&self, pending_ages: &[Duration], vms: [i64; 3]) {
+        for age in AGE_BUCKETS {
+            let n = pending_ages
+                .iter()
+                .filter(|a| age_bucket(**a) == age)
+                .count();
+            self.pods_pending
+                .get_or_create(&AgeLabels { age })
+                .set(i64::try_from(n).unwrap_or(i64::MAX));
+        }
+        for (state, n) in VM_STATES.into_iter().zip(vms) {
+            self.vms.get_or_create(&StateLabels { state }).set(n);
+        }
+    }
+}
+
+/// The `outcome` label of one tart attempt.
+pub fn attempt_outcome(o: AttemptOutcome) -> &'static str {
+    match o {
+        AttemptOutcome::Ok => "ok",
+        AttemptOutcome::Error(ErrorKind::Timeout) => "timeout",
+        AttemptOutcome::Error(ErrorKind::Stalled) => "stalled",
+        AttemptOutcome::Error(_) => "error",
+    }
+}
+
+impl Observer for PodMetrics {
+    fn attempt(&self, a: &Attempt) {
+        let command = a.op.as_str();
+        let outcome = attempt_outcome(a.outcome);
+        let l = CommandOutcomeLabels { command, outcome };
+        self.tart_commands.get_or_create(&l).inc();
+        self.tart_command_duration
+            .get_or_create(&l)
+            .observe(a.elapsed.as_secs_f64());
+        if a.will_retry {
+            self.tart_retries
+                .get_or_create(&CommandLabels { command })
+                .inc();
+        }
+        if a.killed {
+            self.tart_kills
+                .get_or_create(&CommandLabels { command })
+                .inc();
+        }
+        if let AttemptOutcome::Error(kind) = a.outcome {
+            self.tart_errors
+                .get_or_create(&CommandKindLabels {
+                    command,
+                    kind: kind.as_str(),
+                })
+                .inc();
+        }
+    }
+}
+
+/// Guards the two once-per-Pod histograms. One per Pod worker.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PodOnce {
+    provision_done: bool,
+    boot_done: bool,
+}
+
+impl PodOnce {
+    /// For a VM found running after an agent restart: it never counts.
+    pub fn adopted() -> Self {
+        Self {
+            provision_done: true,
+            boot_done: true,
+        }
+    }
+
+    /// Just before `tart run`: observe the provision delay if this is the Pod's first start.
+    /// Returns whether it was observed.
+    pub fn provision(&mut self, m: &PodMetrics, since_creation: Duration) -> bool {
+        if std::mem::replace(&mut self.provision_done, true) {
+            return false;
+        }
+        m.provision_delay.observe(since_creation.as_secs_f64());
+        true
+    }
+
+    /// First IP: observe the boot duration if this is the Pod's first boot. Never before the
+    /// provision delay was observed by this process (an adopted or restarted VM).
+    pub fn boot(&mut self, m: &PodMetrics, since_run: Duration) -> bool {
+        if !self.provision_done || std::mem::replace(&mut self.boot_done, true) {
+            return false;
+        }
+        m.boot_duration.observe(since_run.as_secs_f64());
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests;
