@@ -1,0 +1,1 @@
+//! The agent's own size-rotated log file.

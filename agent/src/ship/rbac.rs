@@ -1,0 +1,1 @@
+//! The API permissions the agent needs.
