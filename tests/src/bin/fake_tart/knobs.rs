@@ -1,0 +1,365 @@
+//! The knob file schema (`$TART_HOME/fake-tart/knobs.json`), shared verbatim by the `fake-tart`
+//! binary (which reads it on every invocation) and by `tart_kubelet_tests::fake` (which writes
+//! it through typed builders). Pure data plus the pure matching rules; no I/O here.
+//!
+//! Every field is optional in JSON; a missing file means [`Knobs::default`].
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// Default simulated download speed, MB/s (before scaling).
+pub const DEFAULT_PULL_MB_PER_S: f64 = 100.0;
+/// Default simulated clone duration, ms (before scaling).
+pub const DEFAULT_CLONE_MS: u64 = 1000;
+/// Default simulated boot duration, ms (before scaling).
+pub const DEFAULT_BOOT_MS: u64 = 10_000;
+/// Default guest shutdown time after SIGUSR2, ms (before scaling).
+pub const DEFAULT_SHUTDOWN_MS: u64 = 500;
+/// Default version printed by `--version`.
+pub const DEFAULT_VERSION: &str = "2.35.0";
+
+/// The whole knob file.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Knobs {
+    /// What `--version` prints (default "2.35.0"); also selects version-dependent output quirks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// Multiplies every simulated duration (default 0.0 = instant, 1.0 = realistic).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_scale: Option<f64>,
+    /// Simulated download speed before scaling (default 100 MB/s).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pull_mb_per_s: Option<f64>,
+    /// Simulated clone (copy) duration before scaling (default 1000 ms).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clone_ms: Option<u64>,
+    /// Simulated boot duration before scaling (default 10000 ms): the default IP delay.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub boot_ms: Option<u64>,
+    /// Emulates the Virtualization.framework VM limit: `run` fails with the VM-limit error when
+    /// this many other VMs of this `TART_HOME` are already running (absent = no limit).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_running_vms: Option<usize>,
+    /// Remote images the fake registry knows: exact remote name, or "default" for the rest.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub images: BTreeMap<String, ImageKnob>,
+    /// Failure-injection rules; the first matching rule with remaining `times` wins.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<Rule>,
+    /// Per-VM behaviour of `run`/`ip`/`exec`, keyed by a name glob (`*` only). All matching
+    /// entries are merged, the more specific pattern (more literal characters) winning.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub vms: BTreeMap<String, VmKnob>,
+}
+
+/// One remote image of the fake registry.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ImageKnob {
+    /// Compressed size in GB (default 25.0): drives the simulated pull duration.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compressed_gb: Option<f64>,
+    /// Logical disk size in GB (10^9 bytes; default 50).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disk_gb: Option<u64>,
+    /// The registry answers 404 for this image.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub missing: Option<bool>,
+    /// The registry requires these credentials (via `TART_REGISTRY_USERNAME`/`PASSWORD`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub auth: Option<Auth>,
+    /// Guest OS of the image: "darwin" (default) or "linux".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub os: Option<String>,
+    /// CPU count of the image (default 4).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<u32>,
+    /// Memory of the image in MiB (default 8192).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_mb: Option<u64>,
+    /// Changes the manifest digest the tag resolves to (simulates a moved tag).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revision: Option<u32>,
+}
+
+/// Registry credentials an image requires.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Auth {
+    /// Expected `TART_REGISTRY_USERNAME`.
+    pub username: String,
+    /// Expected `TART_REGISTRY_PASSWORD`.
+    pub password: String,
+}
+
+/// A failure-injection rule.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rule {
+    /// version|list|get|pull|clone|set|run|ip|stop|delete|exec|prune, or "*" for any.
+    pub op: String,
+    /// Optional VM-name glob (image name for pull; source or new name for clone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vm: Option<String>,
+    /// Consumed this many times in total across processes; absent = forever.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub times: Option<u32>,
+    /// What happens.
+    pub action: Action,
+}
+
+/// What a matching rule does (exactly one key in JSON).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Action {
+    /// Print nothing more and block until killed (value must be `true`).
+    Hang(bool),
+    /// Write `stderr` (plus a newline) and exit with `code`, before doing anything.
+    Fail(FailAction),
+    /// Wait this long (NOT scaled), then behave normally.
+    DelayMs(u64),
+    /// pull / uncached clone: progress reaches this percentage, then no output forever.
+    StallAtPercent(u32),
+    /// run: take the config.json lock, then fail with the VM-limit error.
+    VmLimit(bool),
+    /// run: take the config.json lock, then fail with "Failed to lock auxiliary storage.".
+    AuxStorageLocked(bool),
+    /// pull/clone: fail with the ENOSPC error.
+    NoSpace(bool),
+    /// Write invalid UTF-8 on stdout and stderr, then behave normally.
+    InvalidUtf8(bool),
+}
+
+/// Arguments of [`Action::Fail`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FailAction {
+    /// Exit code (default 1).
+    #[serde(default = "one")]
+    pub code: i32,
+    /// The stderr line (default empty).
+    #[serde(default)]
+    pub stderr: String,
+}
+
+fn one() -> i32 {
+    1
+}
+
+/// Per-VM behaviour (all optional; see the `*_or_default` accessors for defaults).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct VmKnob {
+    /// The guest stops by itself this long (scaled) after `run` starts; absent = never.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub guest_exit_after_ms: Option<u64>,
+    /// 0 = clean shutdown (exit 0); anything else = crash, `run` exits with this code.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub guest_exit_code: Option<i32>,
+    /// `run` ignores SIGINT.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ignore_sigint: Option<bool>,
+    /// The guest ignores the SIGUSR2 shutdown request.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ignore_sigusr2: Option<bool>,
+    /// Guest shutdown time after SIGUSR2 (scaled; default 500 ms).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shutdown_ms: Option<u64>,
+    /// The IP appears this long (scaled) after `run` starts (default `boot_ms`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ip_delay_ms: Option<u64>,
+    /// The IP never appears.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ip_never: Option<bool>,
+    /// `ip` returns the IP even when the VM is stopped (a stale DHCP lease, spec §2.11).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stale_lease: Option<bool>,
+    /// `exec` cannot reach the guest agent: fails after `exec_connect_ms` (scaled).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exec_unreachable: Option<bool>,
+    /// How long an unreachable guest agent takes to fail (scaled; default 10000 ms).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exec_connect_ms: Option<u64>,
+}
+
+macro_rules! overlay {
+    ($dst:ident, $src:ident, $($f:ident),*) => { $( if $src.$f.is_some() { $dst.$f = $src.$f.clone(); } )* };
+}
+
+impl VmKnob {
+    /// Overlays the fields set in `other` onto `self`.
+    pub fn overlay(&mut self, other: &VmKnob) {
+        overlay!(
+            self,
+            other,
+            guest_exit_after_ms,
+            guest_exit_code,
+            ignore_sigint,
+            ignore_sigusr2,
+            shutdown_ms,
+            ip_delay_ms,
+            ip_never,
+            stale_lease,
+            exec_unreachable,
+            exec_connect_ms
+        );
+    }
+}
+
+impl Knobs {
+    /// The latency scale (default 0.0 = instant).
+    pub fn scale(&self) -> f64 {
+        self.latency_scale.unwrap_or(0.0).max(0.0)
+    }
+
+    /// Scales a simulated duration in ms to real milliseconds.
+    pub fn scaled_ms(&self, ms: u64) -> u64 {
+        (ms as f64 * self.scale()).round() as u64
+    }
+
+    /// The merged knobs for VM `name`: every matching glob, least specific first.
+    pub fn vm(&self, name: &str) -> VmKnob {
+        let mut matching: Vec<&String> = self.vms.keys().filter(|g| glob_match(g, name)).collect();
+        matching.sort_by_key(|g| g.chars().filter(|c| *c != '*').count());
+        let mut merged = VmKnob::default();
+        for g in matching {
+            merged.overlay(&self.vms[g]);
+        }
+        merged
+    }
+
+    /// The image knob for a remote name: its own entry overlaid on "default".
+    pub fn image(&self, remote: &str) -> ImageKnob {
+        let mut img = self.images.get("default").cloned().unwrap_or_default();
+        if let Some(own) = self.images.get(remote) {
+            let own = own.clone();
+            overlay!(
+                img,
+                own,
+                compressed_gb,
+                disk_gb,
+                missing,
+                auth,
+                os,
+                cpu,
+                memory_mb,
+                revision
+            );
+        }
+        img
+    }
+}
+
+impl Rule {
+    /// Whether this rule applies to operation `op` on any of `names` (ignores `times`).
+    pub fn matches(&self, op: &str, names: &[&str]) -> bool {
+        if self.op != "*" && self.op != op {
+            return false;
+        }
+        match &self.vm {
+            None => true,
+            Some(g) if names.is_empty() => g == "*",
+            Some(g) => names.iter().any(|n| glob_match(g, n)),
+        }
+    }
+}
+
+/// Glob match where `*` matches any run of characters (possibly empty); nothing else is special.
+pub fn glob_match(pattern: &str, text: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    if parts.len() == 1 {
+        return pattern == text;
+    }
+    let (first, last) = (parts[0], parts[parts.len() - 1]);
+    if !text.starts_with(first) || text.len() < first.len() + last.len() || !text.ends_with(last) {
+        return false;
+    }
+    let mut rest = &text[first.len()..text.len() - last.len()];
+    for mid in &parts[1..parts.len() - 1] {
+        match rest.find(mid) {
+            Some(i) => rest = &rest[i + mid.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn glob_star_matches_any_run_and_literals_must_match() {
+        assert!(glob_match("*", ""));
+        assert!(glob_match("pod-*", "pod-abc"));
+        assert!(glob_match("*-abc", "pod-abc"));
+        assert!(glob_match("p*d*c", "pod-abc"));
+        assert!(!glob_match("pod-*", "vm-abc"));
+        assert!(!glob_match("ab*ba", "aba"));
+        assert!(glob_match("exact", "exact"));
+        assert!(!glob_match("exact", "exactly"));
+    }
+
+    #[test]
+    fn more_specific_vm_globs_override_less_specific_ones() {
+        let knobs: Knobs = serde_json::from_str(
+            r#"{"vms": {"*": {"ip_never": true, "shutdown_ms": 1},
+                        "pod-*": {"shutdown_ms": 2},
+                        "pod-a": {"ip_delay_ms": 3}}}"#,
+        )
+        .unwrap();
+        let vm = knobs.vm("pod-a");
+        assert_eq!(vm.ip_never, Some(true));
+        assert_eq!(vm.shutdown_ms, Some(2));
+        assert_eq!(vm.ip_delay_ms, Some(3));
+        assert_eq!(knobs.vm("other").shutdown_ms, Some(1));
+    }
+
+    #[test]
+    fn contract_json_from_the_brief_parses() {
+        let knobs: Knobs = serde_json::from_str(
+            r#"{"version": "2.35.0", "latency_scale": 0.001, "pull_mb_per_s": 100,
+                "clone_ms": 1000, "boot_ms": 10000,
+                "images": {"default": {"compressed_gb": 25.0, "disk_gb": 50},
+                           "r.io/a:1": {"compressed_gb": 1.0, "disk_gb": 20, "missing": false,
+                                        "auth": {"username": "u", "password": "p"}}},
+                "rules": [{"op": "clone", "vm": "prefix*", "times": 1, "action": {"hang": true}},
+                          {"op": "pull", "action": {"fail": {"code": 1, "stderr": "Error: x"}}},
+                          {"op": "pull", "action": {"delay_ms": 3000}},
+                          {"op": "pull", "action": {"stall_at_percent": 40}},
+                          {"op": "run", "action": {"vm_limit": true}},
+                          {"op": "run", "action": {"aux_storage_locked": true}},
+                          {"op": "clone", "action": {"no_space": true}},
+                          {"op": "list", "action": {"invalid_utf8": true}}],
+                "vms": {"*": {"guest_exit_after_ms": 5000, "guest_exit_code": 0,
+                              "ignore_sigint": false, "ignore_sigusr2": false,
+                              "shutdown_ms": 500, "ip_delay_ms": 10000, "ip_never": false}}}"#,
+        )
+        .unwrap();
+        assert_eq!(knobs.rules.len(), 8);
+        assert_eq!(knobs.rules[0].action, Action::Hang(true));
+        assert_eq!(knobs.image("r.io/a:1").disk_gb, Some(20));
+        assert_eq!(knobs.image("r.io/b:1").disk_gb, Some(50));
+        assert_eq!(knobs.scaled_ms(10_000), 10);
+    }
+
+    #[test]
+    fn rule_without_vm_matches_every_name_and_vm_glob_needs_a_name() {
+        let rule = Rule {
+            op: "clone".into(),
+            vm: None,
+            times: None,
+            action: Action::Hang(true),
+        };
+        assert!(rule.matches("clone", &["a"]));
+        assert!(!rule.matches("pull", &["a"]));
+        let rule = Rule {
+            vm: Some("a*".into()),
+            ..rule
+        };
+        assert!(rule.matches("clone", &["x", "ab"]));
+        assert!(!rule.matches("clone", &[]));
+    }
+}

@@ -1,0 +1,496 @@
+//! The life of a VM: `run` (spec §2.6, §3.2: config.json fcntl lock for life, foreground,
+//! SIGINT/SIGUSR1/SIGUSR2 handling, guest exit and crash), `stop` (the §2.7 algorithm),
+//! `suspend` (§2.8), `ip` (§2.11: a stable IP from the MAC after a boot delay) and `exec`
+//! (§2.10: a few guest builtins). The run record `.fake-run.json` (start time, PID, argv) is
+//! a separate file, so `run` never reopens its locked `config.json` (spec §8).
+
+use std::fs;
+use std::io::{Read, Write};
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use serde::{Deserialize, Serialize};
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::time::{Instant, sleep, sleep_until};
+
+use crate::Ctx;
+use crate::cli::Parsed;
+use crate::error::Failure;
+use crate::home::{self, VmConfig};
+use crate::info::vm_state;
+use crate::knobs::{Action, DEFAULT_BOOT_MS, DEFAULT_SHUTDOWN_MS, Knobs};
+use crate::locks;
+use crate::time::now_ms;
+
+/// Written by `run` once it holds the lock: what `ip` and `exec` need to simulate the boot.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub pid: u32,
+    pub started_at_ms: u64,
+    pub suspendable: bool,
+    pub args: Vec<String>,
+}
+
+const RUN_RECORD: &str = ".fake-run.json";
+
+fn read_record(ctx: &Ctx, name: &str) -> Option<RunRecord> {
+    let bytes = fs::read(ctx.home.vm_dir(name).join(RUN_RECORD)).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// Simulated time from `run` start until the guest has an IP and its agent answers.
+fn boot_delay_ms(knobs: &Knobs, name: &str) -> u64 {
+    let boot = knobs.boot_ms.unwrap_or(DEFAULT_BOOT_MS);
+    knobs.scaled_ms(knobs.vm(name).ip_delay_ms.unwrap_or(boot))
+}
+
+fn booted(ctx: &Ctx, knobs: &Knobs, name: &str) -> bool {
+    read_record(ctx, name).is_some_and(|r| now_ms() >= r.started_at_ms + boot_delay_ms(knobs, name))
+}
+
+/// Validates `--dir` values (spec §2.6): several shares under one tag must all be named.
+fn check_dirs(dirs: &[String]) -> Result<(), Failure> {
+    let mut by_tag: std::collections::BTreeMap<String, Vec<bool>> = Default::default();
+    for d in dirs {
+        let (main, opts) = d.split_once(',').unwrap_or((d, ""));
+        let tag = opts
+            .split(',')
+            .find_map(|o| o.strip_prefix("tag="))
+            .unwrap_or("")
+            .to_string();
+        let segs: Vec<&str> = main.split(':').filter(|s| *s != "ro").collect();
+        let named = segs.len() >= 2 && !segs[0].starts_with('/') && !segs[0].starts_with('~');
+        by_tag.entry(tag).or_default().push(named);
+    }
+    if by_tag.values().any(|v| v.len() > 1 && v.iter().any(|n| !n)) {
+        return Err(Failure::validation(
+            "invalid --dir syntax: for multiple directory shares each one of them should be named",
+        ));
+    }
+    Ok(())
+}
+
+fn others_running(ctx: &Ctx, name: &str) -> Vec<String> {
+    ctx.home
+        .local_vms()
+        .into_iter()
+        .filter(|n| n != name && vm_state(&ctx.home, n) == "running")
+        .collect()
+}
+
+pub async fn run(
+    ctx: &Ctx,
+    p: &Parsed,
+    action: Option<Action>,
+    argv: &[String],
+) -> Result<(), Failure> {
+    let name = p.positionals[0].clone();
+    // validate() opens the VM, so a missing VM is E4 with the prefix and exit 1 (spec §1.3).
+    if !ctx.home.vm_exists(&name) {
+        return Err(Failure::other(format!(
+            "the specified VM \"{name}\" does not exist"
+        )));
+    }
+    if p.flag("graphics") && p.flag("no-graphics") {
+        return Err(Failure::usage(
+            "run",
+            "--graphics and --no-graphics are mutually exclusive",
+        ));
+    }
+    let softnet = p.flag("net-softnet")
+        || [
+            "net-softnet-allow",
+            "net-softnet-block",
+            "net-softnet-expose",
+            "net-softnet-control-fd",
+        ]
+        .iter()
+        .any(|o| p.opt(o).is_some());
+    let modes = [
+        !p.opts("net-bridged").is_empty(),
+        softnet,
+        p.flag("net-host"),
+    ];
+    if modes.iter().filter(|m| **m).count() > 1 {
+        return Err(Failure::usage(
+            "run",
+            "--net-bridged, --net-softnet and --net-host are mutually exclusive",
+        ));
+    }
+    if let Some(iso) = p
+        .opts("disk")
+        .iter()
+        .find(|d| d.split(':').next().unwrap_or("").ends_with("-amd64.iso"))
+    {
+        return Err(Failure::usage(
+            "run",
+            format!("{iso}: amd64 ISO images are not supported"),
+        ));
+    }
+    check_dirs(p.opts("dir"))?;
+    let dir = ctx.home.vm_dir(&name);
+    let config = ctx.home.config_path(&name);
+    home::touch_accessed(&dir)?;
+    // Blocking flock on $TART_HOME from here until the config lock is taken (spec §2.6).
+    let home_lock = locks::flock(&ctx.home.root).await?;
+    // All reads of config.json happen BEFORE the lock: closing any fd of it would drop the lock.
+    let mut cfg = VmConfig::read(&config)?;
+    let mac_taken = others_running(ctx, &name).iter().any(|n| {
+        VmConfig::read(&ctx.home.config_path(n))
+            .is_ok_and(|c| c.mac_address.eq_ignore_ascii_case(&cfg.mac_address))
+    });
+    if mac_taken {
+        println!("There is already a running VM with the same MAC address!");
+        println!("Resetting VM to assign a new MAC address...");
+        cfg.mac_address = home::random_mac();
+        cfg.write(&config)?;
+        let _ = fs::remove_file(dir.join("state.vzvmsave"));
+    }
+    let Some(lock) = locks::try_lock_config(&config)? else {
+        return Err(Failure::runtime(
+            format!("VM \"{name}\" is already running!"),
+            2,
+        ));
+    };
+    drop(home_lock);
+    let record = RunRecord {
+        pid: std::process::id(),
+        started_at_ms: now_ms(),
+        suspendable: p.flag("suspendable"),
+        args: argv.to_vec(),
+    };
+    crate::rules::write_atomic(
+        &dir.join(RUN_RECORD),
+        &serde_json::to_vec_pretty(&record).unwrap_or_default(),
+    )?;
+    let result = supervise(ctx, &name, action).await;
+    let _ = fs::remove_file(dir.join(RUN_RECORD));
+    drop(lock);
+    result
+}
+
+/// Start failures after the lock, then the foreground wait for whatever ends the VM.
+async fn supervise(ctx: &Ctx, name: &str, action: Option<Action>) -> Result<(), Failure> {
+    let others = others_running(ctx, name);
+    let over_limit = ctx
+        .knobs
+        .max_running_vms
+        .is_some_and(|max| others.len() >= max);
+    if matches!(action, Some(Action::VmLimit(true))) || over_limit {
+        let hint = if others.is_empty() {
+            String::new()
+        } else {
+            format!(" (other running VMs: {})", others.join(", "))
+        };
+        return Err(Failure::runtime(
+            format!("The number of VMs exceeds the system limit{hint}"),
+            1,
+        ));
+    }
+    if matches!(action, Some(Action::AuxStorageLocked(true))) {
+        return Err(Failure::other(
+            "Error Domain=VZErrorDomain Code=2 \"Failed to lock auxiliary storage.\" UserInfo={NSLocalizedFailure=Failed to lock auxiliary storage.}",
+        ));
+    }
+    let dir = ctx.home.vm_dir(name);
+    let snapshot = dir.join("state.vzvmsave");
+    if snapshot.exists() {
+        println!("restoring VM state from a snapshot...");
+        println!("resuming VM...");
+        let _ = fs::remove_file(&snapshot);
+    }
+    let suspendable = read_record(ctx, name).is_some_and(|r| r.suspendable);
+    let mut sigint = signal(SignalKind::interrupt())?;
+    let mut sigusr1 = signal(SignalKind::user_defined1())?;
+    let mut sigusr2 = signal(SignalKind::user_defined2())?;
+    // Private channel: `exec <vm> shutdown` inside the fake guest sends SIGURG (ignored by
+    // default, so harmless if anything else sends it).
+    let mut sigurg = signal(SignalKind::from_raw(libc::SIGURG))?;
+    let start = Instant::now();
+    let mut knobs = ctx.knobs.clone();
+    let mut shutdown_at: Option<Instant> = None;
+    let mut reload = tokio::time::interval(Duration::from_millis(250));
+    loop {
+        let vmk = knobs.vm(name);
+        let guest_exit_at = vmk
+            .guest_exit_after_ms
+            .map(|ms| start + Duration::from_millis(knobs.scaled_ms(ms)));
+        let deadline = match (guest_exit_at, shutdown_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let shutdown_ms = knobs.scaled_ms(vmk.shutdown_ms.unwrap_or(DEFAULT_SHUTDOWN_MS));
+        tokio::select! {
+            _ = sigint.recv() => {
+                if !crate::rules::load(&ctx.home).unwrap_or(knobs.clone()).vm(name).ignore_sigint.unwrap_or(false) {
+                    println!("Stopping VM...");
+                    return Ok(());
+                }
+            }
+            _ = sigusr2.recv() => {
+                println!("Requesting guest OS to stop...");
+                let fresh = crate::rules::load(&ctx.home).unwrap_or(knobs.clone());
+                if !fresh.vm(name).ignore_sigusr2.unwrap_or(false) && shutdown_at.is_none() {
+                    shutdown_at = Some(Instant::now() + Duration::from_millis(shutdown_ms));
+                }
+            }
+            _ = sigurg.recv() => {
+                if shutdown_at.is_none() {
+                    shutdown_at = Some(Instant::now() + Duration::from_millis(shutdown_ms));
+                }
+            }
+            _ = sigusr1.recv() => {
+                if suspendable {
+                    println!("pausing VM to take a snapshot...");
+                    println!("creating a snapshot...");
+                    fs::write(&snapshot, b"fake snapshot")?;
+                    println!("snapshot created successfully! shutting down the VM...");
+                    return Ok(());
+                }
+                println!("Failed to suspend the VM: Invalid virtual machine configuration. Unsupported console device.");
+                return Err(Failure::Exit(1));
+            }
+            _ = sleep_until(deadline.unwrap_or(start)), if deadline.is_some() => {
+                let code = if shutdown_at.is_some_and(|s| Some(s) == deadline) { 0 } else { vmk.guest_exit_code.unwrap_or(0) };
+                if code == 0 {
+                    println!("guest has stopped the virtual machine");
+                    return Ok(());
+                }
+                println!("guest has stopped the virtual machine due to error: Error Domain=VZErrorDomain Code=1 \"The virtual machine stopped unexpectedly.\"");
+                return Err(Failure::Exit(code));
+            }
+            _ = reload.tick() => {
+                if let Ok(k) = crate::rules::load(&ctx.home) {
+                    knobs = k;
+                }
+            }
+        }
+    }
+}
+
+pub async fn stop(ctx: &Ctx, p: &Parsed) -> Result<(), Failure> {
+    let name = &p.positionals[0];
+    let timeout: u64 = p.num("stop", "timeout")?.unwrap_or(30);
+    if !ctx.home.vm_exists(name) {
+        return Err(Failure::not_found(name));
+    }
+    let dir = ctx.home.vm_dir(name);
+    home::touch_accessed(&dir)?;
+    match vm_state(&ctx.home, name) {
+        "suspended" => {
+            fs::remove_file(dir.join("state.vzvmsave"))?;
+            return Ok(());
+        }
+        "stopped" => return Err(Failure::not_running(name)),
+        _ => {}
+    }
+    let config = ctx.home.config_path(name);
+    let Some(pid) = locks::lock_holder(&config) else {
+        return Err(Failure::not_running(name));
+    };
+    let pid = Pid::from_raw(pid);
+    let _ = kill(pid, Signal::SIGINT);
+    // Poll the lock every 100 ms for up to --timeout seconds (spec §2.7).
+    let deadline = Instant::now() + Duration::from_secs(timeout);
+    loop {
+        if locks::lock_holder(&config).is_none() {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            break;
+        }
+        sleep(Duration::from_millis(100)).await;
+    }
+    // SIGKILL and exit at once, without waiting for the process to die.
+    kill(pid, Signal::SIGKILL).map_err(|e| {
+        Failure::runtime(
+            format!("failed to forcefully terminate the VM \"{name}\": {e}"),
+            1,
+        )
+    })
+}
+
+pub fn suspend(ctx: &Ctx, p: &Parsed) -> Result<(), Failure> {
+    let name = &p.positionals[0];
+    if !ctx.home.vm_exists(name) {
+        return Err(Failure::not_found(name));
+    }
+    let Some(pid) = locks::lock_holder(&ctx.home.config_path(name)) else {
+        // The double-wrapped message is a real Tart bug (spec §2.8).
+        return Err(Failure::runtime(
+            format!("VM \"VM \"{name}\" is not running\" is not running"),
+            2,
+        ));
+    };
+    kill(Pid::from_raw(pid), Signal::SIGUSR1).map_err(|e| {
+        Failure::runtime(
+            format!("Failed to suspend the VM: failed to send SIGUSR1 to {pid}: {e}"),
+            1,
+        )
+    })
+}
+
+pub async fn ip(ctx: &Ctx, p: &Parsed) -> Result<(), Failure> {
+    let name = &p.positionals[0];
+    let wait: u16 = p.num("ip", "wait")?.unwrap_or(0);
+    let resolver = p.opt("resolver").unwrap_or("dhcp");
+    if !["dhcp", "arp", "agent"].contains(&resolver) {
+        return Err(Failure::usage(
+            "ip",
+            format!("'{resolver}' is not a valid <resolver>"),
+        ));
+    }
+    if !ctx.home.vm_exists(name) {
+        return Err(Failure::not_found(name));
+    }
+    home::touch_accessed(&ctx.home.vm_dir(name))?;
+    let started = Instant::now();
+    // Tart sleeps 1 s between attempts; the fake scales that (at least 10 ms).
+    let poll = Duration::from_millis(ctx.knobs.scaled_ms(1000).clamp(10, 1000));
+    loop {
+        let knobs = crate::rules::load(&ctx.home)?;
+        let vmk = knobs.vm(name);
+        let running = vm_state(&ctx.home, name) == "running";
+        let has_ip = !vmk.ip_never.unwrap_or(false)
+            && if running {
+                booted(ctx, &knobs, name)
+                    && !(resolver == "agent" && vmk.exec_unreachable.unwrap_or(false))
+            } else {
+                vmk.stale_lease.unwrap_or(false) && resolver != "agent"
+            };
+        if has_ip {
+            let cfg = VmConfig::read(&ctx.home.config_path(name))?;
+            println!("{}", home::ip_for_mac(&cfg.mac_address));
+            return Ok(());
+        }
+        sleep(poll).await;
+        if started.elapsed() >= Duration::from_secs(u64::from(wait)) {
+            let mut msg = String::from("no IP address found");
+            if !running {
+                msg.push_str(", is your VM running?");
+            }
+            if resolver == "agent" {
+                msg.push_str(
+                    " (also make sure that Guest agent for Tart is running inside of a VM)",
+                );
+            }
+            let linux = VmConfig::read(&ctx.home.config_path(name)).is_ok_and(|c| c.os == "linux");
+            if resolver == "arp" && linux {
+                msg.push_str(" (not all Linux distributions are compatible with the ARP resolver)");
+            }
+            return Err(Failure::runtime(msg, 1));
+        }
+    }
+}
+
+pub async fn exec(ctx: &Ctx, p: &Parsed) -> Result<(), Failure> {
+    let name = &p.positionals[0];
+    if !ctx.home.vm_exists(name) {
+        return Err(Failure::not_found(name));
+    }
+    if vm_state(&ctx.home, name) != "running" {
+        return Err(Failure::not_running(name));
+    }
+    home::touch_accessed(&ctx.home.vm_dir(name))?;
+    // The guest agent answers once the guest booted; otherwise the connection pool gives up
+    // after a while (about 10 s, #1220; scaled here).
+    let vmk = ctx.knobs.vm(name);
+    let give_up = Instant::now()
+        + Duration::from_millis(ctx.knobs.scaled_ms(vmk.exec_connect_ms.unwrap_or(10_000)));
+    loop {
+        let knobs = crate::rules::load(&ctx.home)?;
+        let unreachable = knobs.vm(name).exec_unreachable.unwrap_or(false);
+        if !unreachable && booted(ctx, &knobs, name) {
+            break;
+        }
+        if Instant::now() >= give_up {
+            return Err(Failure::runtime(
+                "Failed to connect to the VM using its control socket: GRPCConnectionPoolError(code: deadlineExceeded), is the Tart Guest Agent running?",
+                1,
+            ));
+        }
+        sleep(Duration::from_millis(10)).await;
+    }
+    let code = guest_command(ctx, name, &p.positionals[1..], p.flag("interactive")).await?;
+    if code == 0 {
+        Ok(())
+    } else {
+        Err(Failure::Exit(code))
+    }
+}
+
+/// The fake guest's few builtins; returns the guest command's exit code.
+async fn guest_command(ctx: &Ctx, name: &str, cmd: &[String], stdin: bool) -> Result<i32, Failure> {
+    let words: Vec<&str> = cmd.iter().map(String::as_str).collect();
+    let words = if words.first() == Some(&"sudo") {
+        &words[1..]
+    } else {
+        &words[..]
+    };
+    let Some((&prog, args)) = words.split_first() else {
+        return Ok(0);
+    };
+    let mut out = std::io::stdout();
+    match prog {
+        "true" => Ok(0),
+        "false" => Ok(1),
+        "echo" => {
+            writeln!(out, "{}", args.join(" "))?;
+            Ok(0)
+        }
+        "exit" => Ok(args.first().and_then(|a| a.parse().ok()).unwrap_or(0)),
+        "sleep" => {
+            let secs: f64 = args.first().and_then(|a| a.parse().ok()).unwrap_or(0.0);
+            sleep(Duration::from_secs_f64(secs.max(0.0))).await;
+            Ok(0)
+        }
+        "cat" => {
+            if stdin {
+                let mut buf = Vec::new();
+                std::io::stdin().read_to_end(&mut buf)?;
+                out.write_all(&buf)?;
+            }
+            Ok(0)
+        }
+        "hostname" => {
+            writeln!(out, "{name}")?;
+            Ok(0)
+        }
+        "uname" => {
+            let linux = VmConfig::read(&ctx.home.config_path(name)).is_ok_and(|c| c.os == "linux");
+            writeln!(out, "{}", if linux { "Linux" } else { "Darwin" })?;
+            Ok(0)
+        }
+        "whoami" => {
+            writeln!(out, "admin")?;
+            Ok(0)
+        }
+        "shutdown" | "halt" | "poweroff" => {
+            if let Some(pid) = locks::lock_holder(&ctx.home.config_path(name)) {
+                let _ = kill(Pid::from_raw(pid), Signal::SIGURG);
+            }
+            Ok(0)
+        }
+        other => {
+            eprintln!("{other}: command not found");
+            Ok(127)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn several_dirs_under_one_tag_must_all_be_named() {
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert!(check_dirs(&s(&["/a"])).is_ok());
+        assert!(check_dirs(&s(&["a:/a", "b:/b:ro"])).is_ok());
+        assert!(check_dirs(&s(&["/a,tag=x", "/b,tag=y"])).is_ok());
+        let err = check_dirs(&s(&["a:/a", "/b"])).unwrap_err();
+        assert_eq!(err.exit_code(), 64);
+        assert!(err.to_string().starts_with("Error: invalid --dir syntax"));
+    }
+}
