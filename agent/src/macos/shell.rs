@@ -1,0 +1,149 @@
+//! Run one macOS tool with a deadline, synchronously (host facts are gathered on a blocking
+//! thread). argv only, never a shell; on timeout the child is killed.
+use std::io::Read as _;
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// Why a command produced no usable output.
+#[derive(Debug, thiserror::Error)]
+pub enum ShellError {
+    /// The program could not be started (absent on this system, permissions).
+    #[error("cannot start {program}")]
+    Spawn {
+        /// argv[0].
+        program: String,
+        /// Cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// It ran past its deadline and was killed.
+    #[error("{program} timed out after {deadline:?}")]
+    Timeout {
+        /// argv[0].
+        program: String,
+        /// The deadline.
+        deadline: Duration,
+    },
+    /// It exited unsuccessfully.
+    #[error("{program} exited with {code:?}: {stderr}")]
+    Failed {
+        /// argv[0].
+        program: String,
+        /// Exit code (`None` = killed by a signal).
+        code: Option<i32>,
+        /// First line of stderr.
+        stderr: String,
+    },
+}
+
+/// Runs `program args..` and returns its stdout (lossy UTF-8) if it exits 0 within `deadline`.
+///
+/// # Errors
+/// [`ShellError`]: not startable, timed out (the child is killed), or non-zero exit.
+pub fn run(program: &str, args: &[&str], deadline: Duration) -> Result<String, ShellError> {
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|source| ShellError::Spawn {
+            program: program.to_string(),
+            source,
+        })?;
+    let pid = child.id();
+    let mut out = child.stdout.take().expect("piped stdout");
+    let mut err = child.stderr.take().expect("piped stderr");
+    let (tx, rx) = mpsc::channel();
+    // The reader thread owns the pipes and the wait; the caller only waits on the channel.
+    std::thread::spawn(move || {
+        let mut o = Vec::new();
+        let mut e = Vec::new();
+        let _ = out.read_to_end(&mut o);
+        let _ = err.read_to_end(&mut e);
+        let status = child.wait();
+        let _ = tx.send((o, e, status));
+    });
+    match rx.recv_timeout(deadline) {
+        Ok((o, e, status)) => {
+            let status = status.map_err(|source| ShellError::Spawn {
+                program: program.to_string(),
+                source,
+            })?;
+            if status.success() {
+                Ok(String::from_utf8_lossy(&o).into_owned())
+            } else {
+                Err(ShellError::Failed {
+                    program: program.to_string(),
+                    code: status.code(),
+                    stderr: String::from_utf8_lossy(&e)
+                        .lines()
+                        .next()
+                        .unwrap_or_default()
+                        .to_string(),
+                })
+            }
+        }
+        Err(_) => {
+            if let Ok(pid) = i32::try_from(pid) {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+            Err(ShellError::Timeout {
+                program: program.to_string(),
+                deadline,
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    #[test]
+    fn stdout_of_a_successful_command_is_returned() {
+        let out = run(
+            "sh",
+            &["-c", "printf 'hw.ncpu: 10\\n'"],
+            Duration::from_secs(10),
+        )
+        .unwrap();
+        assert_eq!(out, "hw.ncpu: 10\n");
+    }
+
+    #[test]
+    fn a_hung_command_is_killed_at_its_deadline() {
+        let t = Instant::now();
+        let e = run("sh", &["-c", "exec sleep 30"], Duration::from_millis(300)).unwrap_err();
+        assert!(matches!(e, ShellError::Timeout { .. }), "{e}");
+        assert!(t.elapsed() < Duration::from_secs(10));
+    }
+
+    #[test]
+    fn a_failing_command_reports_code_and_first_stderr_line() {
+        let e = run(
+            "sh",
+            &["-c", "echo 'Could not print domain: 125' >&2; exit 113"],
+            Duration::from_secs(10),
+        )
+        .unwrap_err();
+        match e {
+            ShellError::Failed { code, stderr, .. } => {
+                assert_eq!(code, Some(113));
+                assert_eq!(stderr, "Could not print domain: 125");
+            }
+            other => panic!("{other}"),
+        }
+    }
+
+    #[test]
+    fn a_missing_program_is_a_spawn_error() {
+        let e = run("/nonexistent/sysctl", &[], Duration::from_secs(1)).unwrap_err();
+        assert!(matches!(e, ShellError::Spawn { .. }));
+    }
+}
