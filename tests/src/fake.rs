@@ -9,6 +9,8 @@
 use std::fs::{self, File};
 use std::io;
 use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
 
 use nix::fcntl::{FcntlArg, fcntl};
 use tempfile::TempDir;
@@ -185,6 +187,67 @@ impl FakeHome {
             .map(|b| format!("{b:02x}"))
             .collect();
         self.path().join("tmp").join(hex)
+    }
+}
+
+/// One finished fake-tart invocation, output decoded lossily.
+#[derive(Debug, Clone)]
+pub struct TartOutput {
+    /// Exit code (`None` if killed by a signal).
+    pub code: Option<i32>,
+    /// stdout, lossily decoded.
+    pub stdout: String,
+    /// stderr, lossily decoded.
+    pub stderr: String,
+}
+
+impl TartOutput {
+    /// stdout lines.
+    pub fn lines(&self) -> Vec<&str> {
+        self.stdout.lines().collect()
+    }
+}
+
+/// Deadline for one [`FakeHome::tart`] call.
+pub const TART_CALL_DEADLINE: Duration = Duration::from_secs(60);
+
+impl FakeHome {
+    /// Runs `fake_tart args...` against this home to completion (deadline
+    /// [`TART_CALL_DEADLINE`]; on expiry the child is killed and `TimedOut` returned).
+    pub async fn tart(&self, fake_tart: impl AsRef<Path>, args: &[&str]) -> io::Result<TartOutput> {
+        let mut cmd = self.command(fake_tart);
+        cmd.args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let child = cmd.spawn()?;
+        let out = tokio::time::timeout(TART_CALL_DEADLINE, child.wait_with_output())
+            .await
+            .map_err(|_| {
+                io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!("fake-tart {args:?} timed out"),
+                )
+            })??;
+        Ok(TartOutput {
+            code: out.status.code(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        })
+    }
+}
+
+/// Polls `cond` every 10 ms until it holds or `within` passes; returns whether it held.
+pub async fn poll_until(within: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        if cond() {
+            return true;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
 
