@@ -7,7 +7,7 @@
 # `start kube-apiserver` returns once /readyz is ok (deadline 60 s); `start` of the others
 # returns once the process is spawned.
 set -euo pipefail
-# shellcheck source=tests/cluster/lib.sh
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 [ $# -eq 3 ] || cp_die "usage: component.sh RUN start|stop NAME"

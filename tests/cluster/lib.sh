@@ -15,8 +15,10 @@
 KUBE_VERSION=1.20.2
 KUBE_CACHE=${KUBE_CACHE:-$HOME/.cache/tart-kubelet/kube-$KUBE_VERSION}
 BIN=${BIN:-$KUBE_CACHE/bin}
+# shellcheck disable=SC2034 # used by the scripts that source this file
 CLUSTER_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # Stop order: the apiserver first (so controllers stop acting), etcd last.
+# shellcheck disable=SC2034
 COMPONENTS="kube-apiserver kube-scheduler kube-controller-manager etcd"
 
 cp_die() { echo "cluster/${0##*/}: error: $*" >&2; exit 1; }
@@ -67,7 +69,7 @@ stop_pid() {
   deadline=$(( $(now_ms) + grace * 1000 ))
   while pid_is_ours "$pid" && [ "$(now_ms)" -lt "$deadline" ]; do sleep 0.1; done
   if pid_is_ours "$pid"; then
-    cp_log "$name (pid $pid) still running ${grace}s after SIGTERM; sending SIGKILL"
+    [ "${STOP_QUIET:-0}" = 1 ] || cp_log "$name (pid $pid) still running ${grace}s after SIGTERM; sending SIGKILL"
     kill -KILL "$pid" 2>/dev/null || true
     deadline=$(( $(now_ms) + 5000 ))
     while pid_is_ours "$pid" && [ "$(now_ms)" -lt "$deadline" ]; do sleep 0.1; done
@@ -82,8 +84,9 @@ stop_component() {
   local name=$1 pid grace=10
   [ -f "$RUN/$name.pid" ] || return 0
   pid=$(cat "$RUN/$name.pid" 2>/dev/null || true)
-  [ "$name" = kube-apiserver ] && grace=3
-  stop_pid "$name" "$pid" "$grace" || { cp_log "$name (pid $pid) is still running"; return 1; }
+  local quiet=0
+  [ "$name" = kube-apiserver ] && grace=3 quiet=1
+  STOP_QUIET=$quiet stop_pid "$name" "$pid" "$grace" || { cp_log "$name (pid $pid) is still running"; return 1; }
   rm -f "$RUN/$name.pid"
 }
 

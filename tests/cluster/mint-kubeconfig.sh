@@ -14,7 +14,7 @@
 #   mint-kubeconfig.sh "$RUN" alice dev-team
 # The key never appears in argv or logs; files are written 0600 and renamed into place.
 set -euo pipefail
-# shellcheck source=tests/cluster/lib.sh
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 OUT="" REUSE=0 CERTS_ONLY=0

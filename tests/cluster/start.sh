@@ -13,7 +13,7 @@
 # On failure it stops whatever it started and prints the tail of the relevant log.
 # Binaries come from tests/cluster/build.sh ($KUBE_CACHE/bin). See docs/testing.md.
 set -euo pipefail
-# shellcheck source=tests/cluster/lib.sh
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 RUN=${RUN:-}
@@ -212,7 +212,7 @@ while :; do
   rc=0
   start_all || rc=$?
   [ "$rc" = 0 ] && break
-  [ "$rc" = 2 ] && [ "$attempt" -lt 3 ] || fail "$CONFLICT"
+  if [ "$rc" != 2 ] || [ "$attempt" -ge 3 ]; then fail "$CONFLICT"; fi
   cp_log "port conflict on attempt $attempt; retrying with new ports"
   "$CLUSTER_DIR/stop.sh" "$RUN" >&2
   attempt=$((attempt + 1))
@@ -221,6 +221,7 @@ done
 if [ -n "$OWNER_PID" ]; then
   # The watchdog: `tail --pid` returns when the owner exits (checked every second); then it
   # stops the whole run. stop.sh kills the watchdog when the run is stopped normally.
+  # shellcheck disable=SC2016 # $1..$3 are expanded by the watchdog's bash
   setsid bash -c 'tail --pid="$1" -f /dev/null; exec "$2/stop.sh" "$3"' watchdog \
     "$OWNER_PID" "$CLUSTER_DIR" "$RUN/" >> "$RUN/logs/watchdog.log" 2>&1 < /dev/null &
   echo $! > "$RUN/watchdog.pid"

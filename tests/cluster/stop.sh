@@ -8,7 +8,7 @@
 # Usage: stop.sh RUN
 # Exit status 0 only when nothing of the run is left running. Idempotent.
 set -euo pipefail
-# shellcheck source=tests/cluster/lib.sh
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 [ $# -eq 1 ] || cp_die "usage: stop.sh RUN"

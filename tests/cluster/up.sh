@@ -6,7 +6,7 @@
 #   eval "$(tests/cluster/up.sh)"      # then: kubectl get ns
 #   tests/cluster/stop.sh "$RUN"        # when done
 set -euo pipefail
-# shellcheck source=tests/cluster/lib.sh
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 RUN=${RUN:-$HOME/.cache/tart-kubelet/sandbox-cp}

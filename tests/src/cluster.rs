@@ -80,6 +80,7 @@ impl ControlPlane {
     pub fn shared() -> &'static ControlPlane {
         static SHARED: OnceLock<Result<ControlPlane, String>> = OnceLock::new();
         let started = SHARED.get_or_init(|| {
+            prune_old_run_dirs();
             let cp = build()
                 .and_then(|_| Self::start_in(new_run_dir("shared")?, false, std::process::id()))
                 .map_err(|e| format!("{e:#}"))?;
@@ -418,6 +419,26 @@ fn new_run_dir(label: &str) -> anyhow::Result<PathBuf> {
     let dir = std::env::temp_dir().join("tart-kubelet-cp").join(name);
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     Ok(dir)
+}
+
+/// Removes run dirs (logs) older than 3 days that have no process left, so `$TMPDIR` does not
+/// fill up with logs of old test runs.
+fn prune_old_run_dirs() {
+    const MAX_AGE: Duration = Duration::from_secs(3 * 24 * 3600);
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir().join("tart-kubelet-cp")) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let old = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > MAX_AGE);
+        if old && processes_of_run(&entry.path()).is_empty() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 fn path_str(p: &Path) -> anyhow::Result<&str> {
