@@ -1,13 +1,202 @@
 //! `tart-kubelet doctor`: preflight checks with actionable messages.
+//!
+//! Order: tart, `TART_HOME` and its space, the two-VM limit, kubeconfig, RBAC (one
+//! SelfSubjectAccessReview per permission in [`super::rbac`]), then the macOS host: GUI
+//! session, auto-login, DHCP lease time, login keychain, softnet. macOS checks report
+//! "skipped" elsewhere. Facts come from [`probe`] (I/O with deadlines), verdicts from
+//! [`checks`] (pure). Exit status 1 when a check fails (or warns, with `--strict`).
 use std::process::ExitCode;
+use std::time::Duration;
 
 use super::DoctorArgs;
 use crate::config::Config;
 
+pub mod checks;
+pub mod probe;
+
+use checks::{Check, Status};
+
 /// `tart-kubelet doctor`.
 ///
 /// # Errors
-/// Only when the report cannot be produced at all.
-pub async fn doctor(_args: &DoctorArgs, _cfg: &Config) -> anyhow::Result<ExitCode> {
-    Ok(ExitCode::SUCCESS)
+/// Only when the report cannot be written.
+pub async fn doctor(args: &DoctorArgs, cfg: &Config) -> anyhow::Result<ExitCode> {
+    let checks = run_checks(args, cfg).await;
+    if args.json {
+        for c in &checks {
+            println!(
+                "{}",
+                serde_json::json!({
+                    "check": c.name,
+                    "status": c.status.as_str(),
+                    "message": c.message,
+                    "fix": c.fix,
+                })
+            );
+        }
+    } else {
+        print!("{}", checks::render_text(&checks));
+    }
+    Ok(ExitCode::from(checks::exit_code(&checks, args.strict)))
+}
+
+/// Runs every check in order.
+pub async fn run_checks(args: &DoctorArgs, cfg: &Config) -> Vec<Check> {
+    let deadline = Duration::from_secs(args.call_timeout.max(1));
+    let mut out = vec![Check::new(
+        "config",
+        Status::Ok,
+        format!(
+            "node {} , TART_HOME {}",
+            cfg.node_name,
+            cfg.tart_home.display()
+        ),
+    )];
+
+    let (tart, tart_path) = probe::tart(cfg, deadline).await;
+    out.push(checks::tart_check(&tart, cfg.min_tart_version));
+    out.extend(checks::tart_home_checks(&probe::tart_home(cfg).await));
+    let foreign = match &tart_path {
+        Some(p) => probe::foreign_running_vms(cfg, p, deadline)
+            .await
+            .unwrap_or_else(|e| {
+                out.push(
+                    Check::new(
+                        "tart-list",
+                        Status::Warn,
+                        format!("`tart list` failed: {e}"),
+                    )
+                    .fix("run `tart list` as the agent's user"),
+                );
+                Vec::new()
+            }),
+        None => Vec::new(),
+    };
+    out.push(checks::vm_slots_check(cfg.vm_slots, &foreign));
+
+    if args.offline {
+        out.push(Check::new(
+            "kubeconfig",
+            Status::Skipped,
+            "skipped: --offline",
+        ));
+        out.push(Check::new("rbac", Status::Skipped, "skipped: --offline"));
+    } else {
+        out.extend(api_checks(cfg, deadline).await);
+    }
+
+    out.extend(macos_checks(deadline).await);
+    out.push(match &args.softnet {
+        None => Check::new("softnet", Status::Skipped, "skipped: no --softnet given"),
+        Some(p) => checks::softnet_check(&p.display().to_string(), probe::owner_and_mode(p)),
+    });
+    out
+}
+
+async fn api_checks(cfg: &Config, deadline: Duration) -> Vec<Check> {
+    let fix = "pass --kubeconfig with a kubeconfig for the agent's identity (docs/install.md#kubeconfig-and-rbac)";
+    let (client, who) = match probe::client(cfg).await {
+        Ok(c) => c,
+        Err(e) => {
+            return vec![
+                Check::new("kubeconfig", Status::Fail, e).fix(fix),
+                Check::new("rbac", Status::Skipped, "skipped: no usable kubeconfig"),
+            ];
+        }
+    };
+    match probe::api_version(&client, deadline).await {
+        Ok(v) => {
+            let perms = super::rbac::required(cfg);
+            let reviews = probe::access_reviews(&client, &perms, deadline).await;
+            vec![
+                Check::new("kubeconfig", Status::Ok, format!("API server {v} reachable as {who}")),
+                checks::rbac_check(&who, &reviews),
+            ]
+        }
+        Err(e) => vec![
+            Check::new("kubeconfig", Status::Fail, format!("API server not usable as {who}: {e}"))
+                .fix("check the server URL, the CA and the credentials in the kubeconfig, and the network"),
+            Check::new("rbac", Status::Skipped, "skipped: API server not reachable"),
+        ],
+    }
+}
+
+#[cfg(target_os = "macos")]
+async fn macos_checks(deadline: Duration) -> Vec<Check> {
+    use crate::macos::{parse, shell};
+    use crate::ship::launchctl;
+    let user = nix::unistd::User::from_uid(nix::unistd::getuid())
+        .ok()
+        .flatten()
+        .map(|u| u.name)
+        .unwrap_or_default();
+    let uid = nix::unistd::getuid().as_raw();
+    let run = |prog: &'static str, args: Vec<String>| async move {
+        tokio::task::spawn_blocking(move || {
+            let a: Vec<&str> = args.iter().map(String::as_str).collect();
+            shell::run(prog, &a, deadline).map_err(|e| e.to_string())
+        })
+        .await
+        .unwrap_or_else(|e| Err(e.to_string()))
+    };
+    let session = run("/bin/launchctl", vec!["print".into(), format!("gui/{uid}")])
+        .await
+        .ok()
+        .and_then(|t| launchctl::parse_domain_session(&t));
+    let auto = run(
+        "/usr/bin/defaults",
+        vec![
+            "read".into(),
+            "/Library/Preferences/com.apple.loginwindow".into(),
+            "autoLoginUser".into(),
+        ],
+    )
+    .await
+    .ok()
+    .map(|s| s.trim().to_string());
+    let lease = run(
+        "/usr/bin/defaults",
+        vec![
+            "read".into(),
+            "/Library/Preferences/SystemConfiguration/com.apple.InternetSharing.default.plist"
+                .into(),
+            "bootpd".into(),
+        ],
+    )
+    .await
+    .ok()
+    .and_then(|t| parse::defaults_dict_value(&t, "DHCPLeaseTimeSecs"))
+    .and_then(|v| v.parse().ok());
+    let keychain = match run(
+        "/usr/bin/security",
+        vec!["show-keychain-info".into(), "login.keychain".into()],
+    )
+    .await
+    {
+        Ok(_) => Check::new(
+            "keychain",
+            Status::Ok,
+            "login keychain exists and is unlocked",
+        ),
+        Err(e) => Check::new(
+            "keychain",
+            Status::Warn,
+            format!("login keychain not usable ({e}): macOS 15+ cannot start VMs without it"),
+        )
+        .fix("log in once in the GUI (creates it); auto-login unlocks it at boot"),
+    };
+    vec![
+        checks::gui_session_check(session.as_deref(), &user),
+        checks::auto_login_check(auto.as_deref(), &user),
+        checks::dhcp_lease_check(lease),
+        keychain,
+    ]
+}
+
+#[cfg(not(target_os = "macos"))]
+async fn macos_checks(_deadline: Duration) -> Vec<Check> {
+    ["gui-session", "auto-login", "dhcp-lease", "keychain"]
+        .into_iter()
+        .map(Check::macos_only)
+        .collect()
 }

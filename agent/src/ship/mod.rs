@@ -132,6 +132,10 @@ pub struct DoctorArgs {
     /// Treat warnings as blocking (non-zero exit).
     #[arg(long)]
     pub strict: bool,
+    /// The softnet binary to check for root ownership and setuid, if VMs use
+    /// `--net-softnet` (e.g. /opt/homebrew/bin/softnet).
+    #[arg(long, value_name = "PATH")]
+    pub softnet: Option<PathBuf>,
     /// Deadline in seconds for each external call doctor makes.
     #[arg(long, value_name = "SECONDS", default_value_t = 10)]
     pub call_timeout: u64,

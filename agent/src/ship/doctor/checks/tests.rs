@@ -1,0 +1,163 @@
+use super::*;
+use crate::ship::rbac::ALWAYS;
+
+fn probe(out: &str) -> TartProbe {
+    TartProbe::Version {
+        path: "/opt/homebrew/bin/tart".into(),
+        output: out.into(),
+    }
+}
+
+#[test]
+fn supported_tart_version_passes_and_old_one_fails() {
+    assert_eq!(
+        tart_check(&probe("2.35.0\n"), (2, 20, 0)).status,
+        Status::Ok
+    );
+    let old = tart_check(&probe("2.18.1\n"), (2, 20, 0));
+    assert_eq!(old.status, Status::Fail);
+    assert!(
+        old.message.contains("older than the minimum 2.20.0"),
+        "{}",
+        old.message
+    );
+    assert_eq!(
+        tart_check(&probe("SNAPSHOT\n"), (2, 20, 0)).status,
+        Status::Warn
+    );
+    let missing = tart_check(&TartProbe::NotFound("no `tart` on PATH".into()), (2, 20, 0));
+    assert_eq!(missing.status, Status::Fail);
+    assert!(missing.fix.unwrap().contains("--tart-program"));
+}
+
+#[test]
+fn free_space_under_the_disk_pressure_threshold_fails() {
+    let mut p = TartHomeProbe {
+        path: "/Users/admin/.tart".into(),
+        writable: Ok(()),
+        volume: Some((1_000_000_000_000, 50_000_000_000)),
+        min_free: 100_000_000_000,
+    };
+    let c = tart_home_checks(&p);
+    assert_eq!(c[0].status, Status::Ok);
+    assert_eq!(c[1].status, Status::Fail);
+    p.volume = Some((1_000_000_000_000, 150_000_000_000));
+    assert_eq!(tart_home_checks(&p)[1].status, Status::Warn);
+    p.volume = Some((1_000_000_000_000, 500_000_000_000));
+    assert_eq!(tart_home_checks(&p)[1].status, Status::Ok);
+    p.writable = Err("Permission denied".into());
+    assert_eq!(tart_home_checks(&p)[0].status, Status::Fail);
+}
+
+#[test]
+fn missing_rbac_verbs_are_named() {
+    let results: Vec<_> = ALWAYS
+        .iter()
+        .map(|p| (*p, Ok(!(p.resource == "pods" && p.subresource == "status"))))
+        .collect();
+    let c = rbac_check("system:node:mac1", &results);
+    assert_eq!(c.status, Status::Fail);
+    assert!(
+        c.message
+            .contains("missing 1 permission(s): patch pods/status"),
+        "{}",
+        c.message
+    );
+    let all: Vec<_> = ALWAYS.iter().map(|p| (*p, Ok(true))).collect();
+    assert_eq!(rbac_check("u", &all).status, Status::Ok);
+}
+
+#[test]
+fn more_than_two_slots_or_foreign_vms_warn() {
+    assert_eq!(vm_slots_check(2, &[]).status, Status::Ok);
+    assert_eq!(vm_slots_check(3, &[]).status, Status::Warn);
+    let c = vm_slots_check(2, &["my-manual-vm".into()]);
+    assert_eq!(c.status, Status::Warn);
+    assert!(c.message.contains("my-manual-vm"));
+}
+
+#[test]
+fn gui_session_and_auto_login_verdicts() {
+    assert_eq!(gui_session_check(Some("Aqua"), "admin").status, Status::Ok);
+    assert_eq!(
+        gui_session_check(Some("Background"), "admin").status,
+        Status::Fail
+    );
+    assert_eq!(gui_session_check(None, "admin").status, Status::Fail);
+    assert_eq!(auto_login_check(Some("admin"), "admin").status, Status::Ok);
+    assert_eq!(
+        auto_login_check(Some("other"), "admin").status,
+        Status::Fail
+    );
+    assert_eq!(auto_login_check(None, "admin").status, Status::Fail);
+}
+
+#[test]
+fn long_or_default_dhcp_leases_warn() {
+    assert_eq!(dhcp_lease_check(Some(600)).status, Status::Ok);
+    assert_eq!(dhcp_lease_check(Some(86400)).status, Status::Warn);
+    assert!(
+        dhcp_lease_check(None)
+            .fix
+            .unwrap()
+            .contains("DHCPLeaseTimeSecs -int 600")
+    );
+}
+
+#[test]
+fn softnet_must_be_root_owned_and_setuid() {
+    assert_eq!(softnet_check("/s", Ok((0, 0o104755))).status, Status::Ok);
+    assert_eq!(softnet_check("/s", Ok((0, 0o100755))).status, Status::Fail);
+    assert_eq!(
+        softnet_check("/s", Ok((501, 0o104755))).status,
+        Status::Fail
+    );
+    assert_eq!(
+        softnet_check("/s", Err("not found".into())).status,
+        Status::Fail
+    );
+}
+
+#[test]
+fn exit_code_is_non_zero_only_for_failures_unless_strict() {
+    let ok = Check::new("a", Status::Ok, "");
+    let warn = Check::new("b", Status::Warn, "");
+    let skip = Check::macos_only("c");
+    let fail = Check::new("d", Status::Fail, "");
+    assert_eq!(
+        exit_code(&[ok.clone(), warn.clone(), skip.clone()], false),
+        0
+    );
+    assert_eq!(exit_code(&[ok.clone(), warn.clone()], true), 1);
+    assert_eq!(exit_code(&[ok, skip, fail], false), 1);
+}
+
+#[test]
+fn text_report_puts_the_fix_under_the_check() {
+    let t = render_text(&[
+        Check::new("tart", Status::Ok, "tart 2.35.0"),
+        Check::new("rbac", Status::Fail, "missing patch pods/status").fix("apply rbac.yaml"),
+        Check::macos_only("gui-session"),
+    ]);
+    assert!(t.contains("[ ok ] tart         tart 2.35.0\n"), "{t}");
+    assert!(
+        t.contains("[FAIL] rbac         missing patch pods/status\n"),
+        "{t}"
+    );
+    assert!(t.contains("fix: apply rbac.yaml\n"), "{t}");
+    assert!(
+        t.contains("[skip] gui-session  skipped: macOS-only check\n"),
+        "{t}"
+    );
+    assert!(
+        t.ends_with("1 ok, 0 warnings, 1 failures, 1 skipped\n"),
+        "{t}"
+    );
+}
+
+#[test]
+fn version_is_found_in_the_first_line() {
+    assert_eq!(version_in("2.35.0\n"), Some((2, 35, 0)));
+    assert_eq!(version_in("tart 2.36.1 (build 7)\n"), Some((2, 36, 1)));
+    assert_eq!(version_in("SNAPSHOT\n"), None);
+}
