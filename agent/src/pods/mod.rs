@@ -1,13 +1,284 @@
 //! Pod side of the agent: every Pod bound to this node becomes a Tart VM.
 //!
-//! Pure cores: [`admission`], [`image`], [`resources`], [`plan`], [`status`], [`events`].
+//! Wiring only. Pure cores: [`admission`], [`image`], [`resources`], [`plan`], [`status`],
+//! [`events`]. I/O: [`reconcile`] (API side of one Pod), [`crate::vm::supervisor`] (the per-Pod
+//! worker that owns the VM), [`crate::vm::gc`] (restart recovery and orphans), [`sink`]
+//! (events), [`pull`] (single-flight pulls and credentials), [`metrics`].
+//!
+//! Start-up order: register metrics, then (once the node side runs) recovery — re-attach
+//! running VMs, then delete orphans — and only then the controller, with field selector
+//! `spec.nodeName=<node>`.
+
 pub mod admission;
+pub mod context;
 pub mod events;
 pub mod image;
 pub mod metrics;
 pub mod plan;
+pub mod pull;
+pub mod reconcile;
 pub mod resources;
+pub mod sink;
 pub mod status;
 
 #[cfg(test)]
 pub(crate) mod fixtures;
+
+use std::{sync::Arc, time::Duration};
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::{
+    Api,
+    runtime::{Controller, controller, watcher},
+};
+use prometheus_client::registry::Registry;
+use tart::Tart;
+use tokio::{sync::watch, task::JoinHandle};
+use tracing::{Instrument, info, info_span, warn};
+
+use self::{
+    admission::HostLimits,
+    context::{NodeView, PodsConfig, Shared},
+    metrics::PodMetrics,
+    plan::Process,
+    resources::parse_scaled,
+    sink::EventSink,
+    status::ContainerView,
+};
+use crate::{
+    config::{Config, PullCredentials},
+    entry::PodSideDeps,
+    vm::{gc, naming::VmNaming},
+};
+
+/// VM log files are cut to their last half past this size.
+const VM_LOG_CAP: u64 = 64 << 20;
+
+/// The error and its sources, `: `-joined, for one log line.
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cur = c.source();
+    }
+    s
+}
+
+impl PodsConfig {
+    /// From the agent configuration.
+    pub fn from_config(cfg: &Config, host_ip: String) -> Self {
+        Self {
+            node_name: cfg.node_name.clone(),
+            host_ip,
+            vm_log_dir: cfg.vm_log_dir.clone(),
+            vm_log_cap_bytes: VM_LOG_CAP,
+            run_start_window: cfg.run_start_window,
+            ip_wait: cfg.ip_wait,
+            default_grace: cfg.default_termination_grace,
+            read_pull_secrets: cfg.pull_credentials == PullCredentials::PodSecrets,
+            api_timeout: cfg.api_timeout,
+            concurrency: cfg.pod_concurrency,
+            node_check_interval: Duration::from_secs(15),
+            gc_interval: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Register the Pod-side metrics and return the starter for the integration point in
+/// `entry::run`. The returned [`PodMetrics`] is also the [`tart::Observer`] to count tart
+/// attempts with.
+pub fn register<T: Tart>(
+    registry: &mut Registry,
+) -> (
+    PodMetrics,
+    impl FnOnce(PodSideDeps<T>) -> Option<JoinHandle<()>> + use<T>,
+) {
+    let metrics = PodMetrics::register(registry);
+    let m = metrics.clone();
+    (metrics, move |deps: PodSideDeps<T>| {
+        Some(tokio::spawn(run(deps, m).instrument(info_span!("pods"))))
+    })
+}
+
+/// Run the Pod side until shutdown.
+pub async fn run<T: Tart>(deps: PodSideDeps<T>, metrics: PodMetrics) {
+    let cfg = PodsConfig::from_config(&deps.cfg, deps.host_ip.clone());
+    let naming = match VmNaming::new(deps.cfg.vm_name_prefix.clone()) {
+        Ok(n) => n,
+        Err(error) => {
+            // Config validation should have caught this; without names nothing can run.
+            tracing::error!(%error, "invalid VM name prefix; the Pod side does not start");
+            return;
+        }
+    };
+    let (trigger, trigger_rx) = futures::channel::mpsc::unbounded::<()>();
+    let (node_tx, node_rx) = watch::channel(NodeView::default());
+    let shared = Arc::new(Shared {
+        events: EventSink::spawn(deps.client.clone(), &cfg.node_name, cfg.api_timeout),
+        client: deps.client.clone(),
+        tart: deps.tart.clone(),
+        naming,
+        slots: deps.slots.clone(),
+        health: deps.health.clone(),
+        metrics,
+        pulls: Default::default(),
+        trigger,
+        node: node_rx,
+        workers: Default::default(),
+        api_failures: Default::default(),
+        cfg,
+    });
+    let mut shutdown = deps.shutdown.clone();
+    tokio::spawn(
+        watch_node(shared.clone(), node_tx, shutdown.clone()).instrument(info_span!("pods_node")),
+    );
+    tokio::spawn(population(shared.clone(), shutdown.clone()));
+
+    // Restart recovery before the controller: adopt running VMs, then delete orphans.
+    loop {
+        match gc::recover(&shared).await {
+            Ok(orphans) => {
+                info!(
+                    adopted = shared.with_workers(|w| w.len()),
+                    orphans = orphans.len(),
+                    "recovery done"
+                );
+                gc::collect(&shared, orphans).await;
+                break;
+            }
+            Err(error) => warn!(%error, "recovery failed; retrying"),
+        }
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_secs(5)) => {}
+            _ = shutdown.wait_for(|s| *s) => return,
+        }
+    }
+
+    let pods: Api<Pod> = Api::all(shared.client.clone());
+    let wc = watcher::Config::default().fields(&format!("spec.nodeName={}", shared.cfg.node_name));
+    let controller = Controller::new(pods, wc).with_config(
+        controller::Config::default()
+            .concurrency(shared.cfg.concurrency)
+            .debounce(Duration::from_millis(50)),
+    );
+    tokio::spawn(
+        gc::sweep_loop(shared.clone(), controller.store(), shutdown.clone())
+            .instrument(info_span!("vm_gc")),
+    );
+    let mut sd = shutdown.clone();
+    controller
+        .reconcile_all_on(trigger_rx)
+        .graceful_shutdown_on(async move {
+            let _ = sd.wait_for(|s| *s).await;
+        })
+        .run(
+            reconcile::reconcile,
+            reconcile::error_policy,
+            shared.clone(),
+        )
+        .for_each(|_| futures::future::ready(()))
+        .await;
+    // Workers end with their handles; VMs keep running (they must outlive the agent).
+    shared.with_workers(|w| w.clear());
+    info!("pod controller stopped");
+}
+
+/// Keep [`NodeView`] current: allocatable for admission, and whether the Node was deleted.
+async fn watch_node<T: Tart>(
+    shared: Arc<Shared<T>>,
+    tx: watch::Sender<NodeView>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let api: Api<Node> = Api::all(shared.client.clone());
+    let mut seen = false;
+    loop {
+        match tokio::time::timeout(shared.cfg.api_timeout, api.get_opt(&shared.cfg.node_name)).await
+        {
+            Ok(Ok(Some(n))) => {
+                seen = true;
+                let alloc = n.status.as_ref().and_then(|s| s.allocatable.as_ref());
+                let get = |k: &str, scale| {
+                    alloc
+                        .and_then(|a| a.get(k))
+                        .and_then(|q| parse_scaled(&q.0, scale))
+                        .and_then(|v| u64::try_from(v).ok())
+                };
+                let limits = match (
+                    get("cpu", 1000),
+                    get("memory", 1),
+                    get("ephemeral-storage", 1),
+                ) {
+                    (Some(c), Some(m), Some(d)) => Some(HostLimits {
+                        cpu_millis: c,
+                        memory_bytes: m,
+                        disk_bytes: d,
+                    }),
+                    _ => None,
+                };
+                if tx.send_if_modified(|v| {
+                    let new = NodeView {
+                        gone: false,
+                        limits,
+                    };
+                    std::mem::replace(v, new) != new
+                }) {
+                    shared.wake();
+                }
+            }
+            // Gone only after it was seen: at start-up the node side may still be creating it.
+            Ok(Ok(None)) if seen => {
+                if tx.send_if_modified(|v| !std::mem::replace(&mut v.gone, true)) {
+                    warn!(node = %shared.cfg.node_name, "our Node is gone; releasing its Pods");
+                    shared.wake();
+                }
+            }
+            Ok(Ok(None)) => {}
+            Ok(Err(error)) => warn!(%error, "cannot read our Node"),
+            Err(_) => warn!("reading our Node timed out"),
+        }
+        tokio::select! {
+            () = tokio::time::sleep(shared.cfg.node_check_interval) => {}
+            _ = shutdown.wait_for(|s| *s) => return,
+        }
+    }
+}
+
+/// Refresh the pending-age and VM-state gauges every few seconds, so a start that takes hours
+/// is visible while it happens.
+async fn population<T: Tart>(shared: Arc<Shared<T>>, mut shutdown: watch::Receiver<bool>) {
+    loop {
+        let now = k8s_openapi::jiff::Timestamp::now();
+        let (ages, vms) = shared.with_workers(|w| {
+            let mut ages = vec![];
+            let mut vms = [0i64; 3];
+            for h in w.values() {
+                let s = h.state.borrow();
+                let i = h.input.borrow();
+                let alive = matches!(s.facts.process, Process::Running { .. });
+                let deleting = i.facts.deleting || i.facts.node_gone;
+                if alive && deleting {
+                    vms[2] += 1;
+                } else if alive {
+                    vms[1] += 1;
+                } else if !s.facts.finished && !deleting {
+                    vms[0] += 1;
+                }
+                let pending = matches!(s.view, ContainerView::Waiting { .. })
+                    && s.last_terminated.is_none()
+                    && !deleting;
+                if pending && let Some(c) = i.created {
+                    ages.push(Duration::try_from(now.duration_since(c)).unwrap_or_default());
+                }
+            }
+            (ages, vms)
+        });
+        shared.metrics.set_population(&ages, vms);
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_secs(5)) => {}
+            _ = shutdown.wait_for(|s| *s) => return,
+        }
+    }
+}

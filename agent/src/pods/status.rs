@@ -88,7 +88,13 @@ pub enum Desired {
         message: String,
     },
     /// The normal case.
-    Observed(Observation),
+    Observed(Box<Observation>),
+}
+
+impl From<Observation> for Desired {
+    fn from(o: Observation) -> Self {
+        Desired::Observed(Box::new(o))
+    }
 }
 
 fn ts(t: &Timestamp) -> String {

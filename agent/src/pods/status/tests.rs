@@ -44,7 +44,7 @@ fn cond<'a>(v: &'a Value, ty: &str) -> &'a Value {
 fn running_with_ip_is_one_of_one_ready() {
     let mut o = obs(running(true));
     o.pod_ip = Some("192.168.64.5".into());
-    let v = build(&Desired::Observed(o), None, t(1_700_000_100));
+    let v = build(&Desired::from(o), None, t(1_700_000_100));
     assert_eq!(v["phase"], "Running");
     assert_eq!(v["podIP"], "192.168.64.5");
     assert_eq!(v["hostIP"], "192.0.2.10");
@@ -58,7 +58,7 @@ fn running_with_ip_is_one_of_one_ready() {
     assert_eq!(cs["state"]["running"]["startedAt"], "2023-11-14T22:14:10Z");
     // And it deserialises as a real PodStatus (field names are right).
     let s = as_status(&v);
-    assert_eq!(s.container_statuses.unwrap()[0].ready, true);
+    assert!(s.container_statuses.unwrap()[0].ready);
 }
 
 #[test]
@@ -67,7 +67,7 @@ fn provisioning_is_pending_container_creating_not_ready() {
         reason: "ContainerCreating".into(),
         message: None,
     });
-    let v = build(&Desired::Observed(o), None, t(1));
+    let v = build(&Desired::from(o), None, t(1));
     assert_eq!(v["phase"], "Pending");
     assert_eq!(cond(&v, "Ready")["status"], "False");
     assert_eq!(cond(&v, "Ready")["reason"], "ContainersNotReady");
@@ -89,13 +89,13 @@ fn exit_zero_is_succeeded_completed_and_non_zero_failed_error() {
             finished_at: t(20),
         })
     };
-    let v = build(&Desired::Observed(obs(term(0))), None, t(30));
+    let v = build(&Desired::from(obs(term(0))), None, t(30));
     assert_eq!(v["phase"], "Succeeded");
     let st = &v["containerStatuses"][0]["state"]["terminated"];
     assert_eq!(st["exitCode"], 0);
     assert_eq!(st["reason"], "Completed");
     assert_eq!(cond(&v, "Ready")["reason"], "PodCompleted");
-    let v = build(&Desired::Observed(obs(term(1))), None, t(30));
+    let v = build(&Desired::from(obs(term(1))), None, t(30));
     assert_eq!(v["phase"], "Failed");
     assert_eq!(
         v["containerStatuses"][0]["state"]["terminated"]["reason"],
@@ -117,7 +117,7 @@ fn crash_loop_keeps_running_phase_with_last_state_and_restart_count() {
         started_at: t(10),
         finished_at: t(20),
     });
-    let v = build(&Desired::Observed(o), None, t(30));
+    let v = build(&Desired::from(o), None, t(30));
     assert_eq!(v["phase"], "Running");
     let cs = &v["containerStatuses"][0];
     assert_eq!(cs["restartCount"], 1);
@@ -141,7 +141,7 @@ fn rejected_is_failed_with_reason_and_message() {
 fn an_unchanged_observation_needs_no_patch_even_later() {
     let mut o = obs(running(true));
     o.pod_ip = Some("192.168.64.5".into());
-    let d = Desired::Observed(o);
+    let d = Desired::from(o);
     let first = build(&d, None, t(100));
     // The server returns what we wrote plus fields it owns.
     let mut server = as_status(&first);
@@ -153,9 +153,9 @@ fn an_unchanged_observation_needs_no_patch_even_later() {
 
 #[test]
 fn a_state_change_needs_a_patch_and_moves_transition_time() {
-    let d1 = Desired::Observed(obs(running(false)));
+    let d1 = Desired::from(obs(running(false)));
     let server = as_status(&build(&d1, None, t(100)));
-    let d2 = Desired::Observed(obs(running(true)));
+    let d2 = Desired::from(obs(running(true)));
     let v = build(&d2, Some(&server), t(200));
     assert!(needs_patch(&v, Some(&server)));
     assert_eq!(
@@ -170,7 +170,7 @@ fn a_state_change_needs_a_patch_and_moves_transition_time() {
 
 #[test]
 fn condition_order_from_the_server_does_not_matter() {
-    let d = Desired::Observed(obs(running(true)));
+    let d = Desired::from(obs(running(true)));
     let mut server = as_status(&build(&d, None, t(100)));
     server.conditions.as_mut().unwrap().reverse();
     let v = build(&d, Some(&server), t(200));
@@ -179,6 +179,6 @@ fn condition_order_from_the_server_does_not_matter() {
 
 #[test]
 fn no_current_status_always_needs_a_patch() {
-    let v = build(&Desired::Observed(obs(running(true))), None, t(1));
+    let v = build(&Desired::from(obs(running(true))), None, t(1));
     assert!(needs_patch(&v, None));
 }

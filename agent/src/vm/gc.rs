@@ -1,0 +1,164 @@
+//! Restart recovery and orphan garbage collection.
+//!
+//! Recovery runs once, before the controller starts: list local VMs, keep those whose name is
+//! ours ([`VmNaming::is_ours`](super::naming::VmNaming::is_ours)), and give each one whose Pod
+//! still exists a worker — re-attached to its live `tart run` process when there is one (found
+//! by the `config.json` lock, not by `tart ip`), so a running VM is never started again and
+//! its histograms are never observed again. Only after that are VMs with our prefix that no Pod
+//! owns stopped and deleted. The periodic sweep does the same for Pods force-deleted while we
+//! ran (the controller never sees those deletions).
+
+use std::{
+    collections::{HashMap, HashSet},
+    sync::Arc,
+    time::Duration,
+};
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::{Api, ResourceExt, api::ListParams, runtime::reflector::Store};
+use tart::{Source, Tart, VmName};
+use tokio::sync::watch;
+use tracing::{info, warn};
+
+use super::supervisor::{self, Start};
+use crate::pods::{
+    admission::{HostLimits, admit},
+    context::Shared,
+    reconcile::{pod_facts, worker_input},
+};
+
+/// Our local VMs, by Pod UID.
+async fn our_vms<T: Tart>(shared: &Shared<T>) -> Result<HashMap<String, VmName>, tart::Error> {
+    let list = shared.tart.list().await?;
+    Ok(list
+        .into_iter()
+        .filter(|v| v.source == Source::Local)
+        .filter_map(|v| {
+            let uid = shared.naming.pod_uid(&v.name)?.to_owned();
+            VmName::new(v.name).ok().map(|n| (uid, n))
+        })
+        .collect())
+}
+
+/// Re-bind VMs to their Pods and return the orphans. Errors only when the API or tart cannot
+/// be listed at all (the caller retries).
+///
+/// # Errors
+/// A message naming what could not be listed.
+pub async fn recover<T: Tart>(shared: &Arc<Shared<T>>) -> Result<Vec<VmName>, String> {
+    let api: Api<Pod> = Api::all(shared.client.clone());
+    let lp = ListParams::default().fields(&format!("spec.nodeName={}", shared.cfg.node_name));
+    let pods = tokio::time::timeout(shared.cfg.api_timeout, api.list(&lp))
+        .await
+        .map_err(|_| "listing pods timed out".to_owned())?
+        .map_err(|e| format!("listing pods: {e}"))?;
+    let vms = our_vms(shared)
+        .await
+        .map_err(|e| format!("listing VMs: {e}"))?;
+    let by_uid: HashMap<String, &Pod> = pods
+        .items
+        .iter()
+        .filter_map(|p| p.uid().map(|u| (u, p)))
+        .collect();
+    let unlimited = HostLimits {
+        cpu_millis: u64::MAX,
+        memory_bytes: u64::MAX,
+        disk_bytes: u64::MAX,
+    };
+    let mut orphans = vec![];
+    for (uid, vm) in vms {
+        let Some(pod) = by_uid.get(&uid) else {
+            orphans.push(vm);
+            continue;
+        };
+        let Ok(admitted) = admit(pod, &unlimited) else {
+            warn!(%vm, pod = %pod.name_any(), "VM of a Pod that is not admissible; leaving it to teardown");
+            orphans.push(vm);
+            continue;
+        };
+        let input = worker_input(
+            pod,
+            &admitted,
+            pod_facts(pod, false),
+            shared.cfg.default_grace,
+        );
+        let opts = supervisor::run_opts(&shared.cfg, &vm);
+        let start = match shared.tart.attach(&vm, &opts).await {
+            Ok(Some(proc)) => {
+                info!(%vm, pod = %pod.name_any(), "adopted running VM");
+                Start::Adopted(proc, shared.slots.acquire_for_adopted(&uid))
+            }
+            Ok(None) => {
+                info!(%vm, pod = %pod.name_any(), "found stopped VM");
+                Start::Cloned
+            }
+            Err(error) => {
+                warn!(%vm, %error, "cannot tell whether the VM runs; treating it as stopped");
+                Start::Cloned
+            }
+        };
+        let h = supervisor::spawn(shared.clone(), vm, input, start);
+        shared.with_workers(|w| w.insert(uid, h));
+    }
+    Ok(orphans)
+}
+
+/// Stop (if running) and delete VMs no Pod owns.
+pub async fn collect<T: Tart>(shared: &Shared<T>, orphans: Vec<VmName>) {
+    for vm in orphans {
+        let opts = supervisor::run_opts(&shared.cfg, &vm);
+        match shared.tart.attach(&vm, &opts).await {
+            Ok(Some(proc)) => {
+                if let Err(error) = shared.tart.stop(&proc, Duration::from_secs(5)).await {
+                    warn!(%vm, %error, "cannot stop orphan VM");
+                    continue;
+                }
+            }
+            Ok(None) => {}
+            Err(error) => {
+                warn!(%vm, %error, "cannot check orphan VM");
+                continue;
+            }
+        }
+        match shared.tart.delete(&vm).await {
+            Ok(()) => {
+                info!(%vm, "deleted orphan VM");
+                let _ = tokio::fs::remove_file(opts.log_path).await;
+            }
+            Err(error) => warn!(%vm, %error, "cannot delete orphan VM"),
+        }
+    }
+}
+
+/// Every `interval`, delete our VMs that have neither a worker nor a Pod in the store.
+pub async fn sweep_loop<T: Tart>(
+    shared: Arc<Shared<T>>,
+    store: Store<Pod>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let interval = shared.cfg.gc_interval;
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(interval) => {}
+            _ = shutdown.wait_for(|s| *s) => return,
+        }
+        let vms = match our_vms(&shared).await {
+            Ok(v) => v,
+            Err(error) => {
+                warn!(%error, "gc: cannot list VMs");
+                continue;
+            }
+        };
+        let known: HashSet<String> = store.state().iter().filter_map(|p| p.uid()).collect();
+        let orphans: Vec<VmName> = vms
+            .into_iter()
+            .filter(|(uid, _)| {
+                !known.contains(uid) && !shared.with_workers(|w| w.contains_key(uid))
+            })
+            .map(|(_, vm)| vm)
+            .collect();
+        if !orphans.is_empty() {
+            collect(&shared, orphans).await;
+        }
+    }
+}

@@ -1,0 +1,458 @@
+//! The per-Pod worker: one task per Pod that owns its VM.
+//!
+//! It carries out the VM steps of [`plan`] — pull, clone, set, slot, run, ip, restart — and the
+//! teardown steps (stop, delete), owns the `tart run` handle and the slot guard, watches the
+//! VM's exit, and publishes a [`WorkerState`] the reconciler turns into Pod status. Slow tart
+//! calls run here, never in a reconcile, so one stuck Pod never holds up another. A teardown
+//! request (Pod deleted, Node gone) cancels an in-flight pull, clone, set or ip wait at once;
+//! the tart crate kills the process group of a dropped call. `tart run` is never cancelled
+//! half-way: it is bounded by its start window.
+
+use std::{net::Ipv4Addr, sync::Arc, time::Duration};
+
+use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::jiff::Timestamp;
+use tart::{ErrorKind, ExitInfo, ExitReason, RunningVm, Tart, VmName};
+use tokio::{sync::watch, task::AbortHandle, time::Instant};
+use tracing::{Instrument, debug, info, info_span, warn};
+
+use crate::{
+    pods::{
+        context::Shared,
+        image::{ImageRef, PullPolicy},
+        metrics::PodOnce,
+        plan::{PodFacts, Process, Step, VmFacts, plan},
+        resources::VmResources,
+        status::{ContainerView, Terminated},
+    },
+    slots::SlotGuard,
+};
+
+mod steps;
+
+/// What the worker is told about its Pod (replaced on every reconcile).
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkerInput {
+    /// Pod facts for [`plan`].
+    pub facts: PodFacts,
+    /// Pod UID.
+    pub uid: String,
+    /// Event target.
+    pub obj: ObjectReference,
+    /// `<pod>_<ns>(<uid>)`, for BackOff messages.
+    pub pod_label: String,
+    /// Namespace (for pull secrets).
+    pub namespace: String,
+    /// Container name.
+    pub container: String,
+    /// Image.
+    pub image: ImageRef,
+    /// Pull policy.
+    pub pull_policy: PullPolicy,
+    /// `imagePullSecrets` names.
+    pub pull_secrets: Vec<String>,
+    /// VM resources.
+    pub resources: VmResources,
+    /// Pod creation time.
+    pub created: Option<Timestamp>,
+    /// Termination grace.
+    pub grace: Duration,
+}
+
+/// What the worker publishes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkerState {
+    /// Facts for [`plan`].
+    pub facts: VmFacts,
+    /// The VM.
+    pub vm: VmName,
+    /// Container state for status.
+    pub view: ContainerView,
+    /// Previous run.
+    pub last_terminated: Option<Terminated>,
+    /// Guest IP.
+    pub pod_ip: Option<Ipv4Addr>,
+    /// The VM was found running after an agent restart.
+    pub adopted: bool,
+}
+
+/// The reconciler's handle on a worker. Dropping it stops the worker task (not the VM).
+pub struct WorkerHandle {
+    /// Latest Pod input.
+    pub input: watch::Sender<WorkerInput>,
+    /// Latest state.
+    pub state: watch::Receiver<WorkerState>,
+    task: AbortHandle,
+}
+
+impl Drop for WorkerHandle {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// How a worker begins.
+pub enum Start<V> {
+    /// Nothing exists yet.
+    Fresh,
+    /// Recovery found the VM cloned but not running.
+    Cloned,
+    /// Recovery found the VM running and re-attached to it.
+    Adopted(V, Option<SlotGuard>),
+}
+
+/// Spawn a worker for `vm`.
+pub fn spawn<T: Tart>(
+    shared: Arc<Shared<T>>,
+    vm: VmName,
+    input: WorkerInput,
+    start: Start<T::Vm>,
+) -> WorkerHandle {
+    let mut state = WorkerState {
+        facts: VmFacts::default(),
+        vm: vm.clone(),
+        view: waiting("ContainerCreating", None),
+        last_terminated: None,
+        pod_ip: None,
+        adopted: false,
+    };
+    let mut proc = None;
+    let mut slot = None;
+    let mut once = PodOnce::default();
+    match start {
+        Start::Fresh => {}
+        Start::Cloned => {
+            state.facts.image_ready = true;
+            state.facts.cloned = true;
+        }
+        Start::Adopted(v, guard) => {
+            state.facts = VmFacts {
+                image_ready: true,
+                cloned: true,
+                configured: true,
+                slot_held: true,
+                process: Process::Running {
+                    has_ip: false,
+                    marked: false,
+                },
+                ..VmFacts::default()
+            };
+            state.view = ContainerView::Running {
+                started_at: Timestamp::try_from(v.started_at())
+                    .unwrap_or_else(|_| Timestamp::now()),
+                ready: false,
+            };
+            state.adopted = true;
+            proc = Some(Arc::new(v));
+            slot = guard;
+            once = PodOnce::adopted();
+        }
+    }
+    let (in_tx, in_rx) = watch::channel(input.clone());
+    let (out_tx, out_rx) = watch::channel(state.clone());
+    let span = info_span!("vm_worker", pod.uid = %input.uid, %vm);
+    let w = Worker {
+        shared,
+        input: in_rx,
+        out: out_tx,
+        state,
+        proc,
+        slot,
+        once,
+        failures: 0,
+        run_started: None,
+        pending_exit: None,
+        slot_waits: 0,
+        creds: None,
+    };
+    let task = tokio::spawn(w.run().instrument(span)).abort_handle();
+    WorkerHandle {
+        input: in_tx,
+        state: out_rx,
+        task,
+    }
+}
+
+fn waiting(reason: &str, message: Option<String>) -> ContainerView {
+    ContainerView::Waiting {
+        reason: reason.into(),
+        message,
+    }
+}
+
+struct Worker<T: Tart> {
+    shared: Arc<Shared<T>>,
+    input: watch::Receiver<WorkerInput>,
+    out: watch::Sender<WorkerState>,
+    state: WorkerState,
+    proc: Option<Arc<T::Vm>>,
+    slot: Option<SlotGuard>,
+    once: PodOnce,
+    /// Consecutive failed provisioning attempts (backoff).
+    failures: u32,
+    /// When the current run began (monotonic, wall).
+    run_started: Option<(Instant, Timestamp)>,
+    /// The last exit, until the plan decides between restart and finish.
+    pending_exit: Option<Terminated>,
+    slot_waits: u32,
+    creds: Option<tart::Credentials>,
+}
+
+/// Resolves when the Pod is being torn down (deleted, Node gone) or the handle was dropped.
+async fn teardown(rx: &mut watch::Receiver<WorkerInput>) {
+    let _ = rx.wait_for(|i| i.facts.deleting || i.facts.node_gone).await;
+}
+
+impl<T: Tart> Worker<T> {
+    async fn run(mut self) {
+        let first = self.input.borrow().clone();
+        if !self.state.facts.cloned {
+            let occ = crate::pods::events::Occurrence::CreatingVm {
+                vm: self.state.vm.to_string(),
+            };
+            self.emit(&first, "creating", occ);
+        }
+        loop {
+            if self.input.has_changed().is_err() {
+                debug!("worker handle dropped; worker ends, the VM is left as it is");
+                return;
+            }
+            let input = self.input.borrow_and_update().clone();
+            let now = std::time::Instant::now();
+            let step = plan(&input.facts, &self.state.facts, now);
+            debug!(?step, "vm step");
+            match step {
+                Step::Pull => self.pull(&input).await,
+                Step::Clone => self.clone_vm(&input).await,
+                Step::Set => self.set(&input).await,
+                Step::WaitForSlot => self.wait_slot(&input).await,
+                Step::Run => self.run_vm(&input).await,
+                Step::WaitIp => self.wait_ip(&input).await,
+                Step::MarkRunning => {
+                    self.state.facts.process = Process::Running {
+                        has_ip: true,
+                        marked: true,
+                    };
+                    info!(ip = ?self.state.pod_ip, "vm running");
+                }
+                Step::Restart(d) => self.restart(&input, d),
+                Step::Finish if !self.state.facts.finished => self.finish(),
+                Step::Wait(d) => {
+                    self.backing_off(&input);
+                    self.publish();
+                    self.idle(Some(d)).await;
+                }
+                Step::Stop => self.stop(&input).await,
+                Step::Delete => self.delete().await,
+                _ => {
+                    self.publish();
+                    self.idle(None).await;
+                }
+            }
+            self.publish();
+        }
+    }
+
+    /// Publish the state if it changed, and wake the reconciler.
+    fn publish(&self) {
+        let changed = self.out.send_if_modified(|s| {
+            if *s == self.state {
+                false
+            } else {
+                *s = self.state.clone();
+                true
+            }
+        });
+        if changed {
+            self.shared.wake();
+        }
+    }
+
+    fn emit(&self, input: &WorkerInput, key: &str, occ: crate::pods::events::Occurrence) {
+        self.shared.events.emit(&input.uid, &input.obj, key, occ);
+    }
+
+    /// Wait for new input, the VM's exit, or `max`.
+    async fn idle(&mut self, max: Option<Duration>) {
+        let proc = self.proc.clone().filter(|_| self.alive());
+        let exit = async move {
+            match proc {
+                Some(p) => p.wait().await,
+                None => std::future::pending().await,
+            }
+        };
+        let sleep = tokio::time::sleep(max.unwrap_or(Duration::from_secs(3600)));
+        tokio::select! {
+            _ = self.input.changed() => {}
+            info = exit => self.on_exit(info),
+            _ = sleep => {}
+        }
+    }
+
+    fn alive(&self) -> bool {
+        matches!(self.state.facts.process, Process::Running { .. })
+    }
+
+    /// The `tart run` process ended.
+    fn on_exit(&mut self, info: ExitInfo) {
+        let code = exit_code(&info);
+        let reason = match info.reason {
+            ExitReason::Completed => "completed",
+            ExitReason::Failed => "failed",
+            ExitReason::Signaled => "signaled",
+            ExitReason::Unknown => "unknown",
+        };
+        self.shared
+            .metrics
+            .vm_exits
+            .get_or_create(&crate::pods::metrics::ReasonLabels { reason })
+            .inc();
+        let started_at = match (&self.run_started, &self.state.view) {
+            (Some((_, t)), _) => *t,
+            (None, ContainerView::Running { started_at, .. }) => *started_at,
+            _ => Timestamp::now(),
+        };
+        info!(code, reason, "vm exited");
+        self.pending_exit = Some(Terminated {
+            exit_code: code,
+            reason: Terminated::reason_for(code).into(),
+            message: None,
+            started_at,
+            finished_at: Timestamp::now(),
+        });
+        self.state.facts.process = Process::Exited { code };
+        self.state.facts.slot_held = false;
+        self.slot = None;
+        self.proc = None;
+        self.run_started = None;
+        self.state.pod_ip = None;
+    }
+
+    fn restart(&mut self, input: &WorkerInput, backoff: Duration) {
+        let term = self.pending_exit.take();
+        self.state.last_terminated = term.or(self.state.last_terminated.take());
+        self.state.facts.restarts += 1;
+        self.state.facts.process = Process::None;
+        self.state.facts.blocked_until = Some(std::time::Instant::now() + backoff);
+        self.state.view = waiting(
+            "CrashLoopBackOff",
+            Some(format!(
+                "back-off {}s restarting failed container={} pod={}",
+                backoff.as_secs(),
+                input.container,
+                input.pod_label
+            )),
+        );
+        let key = format!("backoff#{}", self.state.facts.restarts);
+        let occ = crate::pods::events::Occurrence::BackOffRestart {
+            container: input.container.clone(),
+            pod: input.pod_label.clone(),
+        };
+        self.emit(input, &key, occ);
+    }
+
+    fn finish(&mut self) {
+        if let Some(t) = self.pending_exit.take() {
+            self.state.view = ContainerView::Terminated(t);
+        }
+        self.state.facts.finished = true;
+    }
+
+    /// A provisioning step failed: classify, report, back off.
+    fn failed(&mut self, input: &WorkerInput, image_step: bool, err: &tart::Error) {
+        self.fail_with(input, image_step, err.kind(), err.message.clone());
+    }
+
+    fn fail_with(
+        &mut self,
+        input: &WorkerInput,
+        image_step: bool,
+        kind: ErrorKind,
+        message: String,
+    ) {
+        use crate::pods::events::{Occurrence, host_fault_reason};
+        self.failures += 1;
+        let backoff = crate::pods::plan::crash_backoff(self.failures - 1);
+        self.state.facts.blocked_until = Some(std::time::Instant::now() + backoff);
+        let n = self.failures;
+        warn!(kind = kind.as_str(), %message, failures = n, backoff_s = backoff.as_secs(), "vm step failed");
+        if kind.is_host_fault() {
+            self.shared.health.record_host_fault(kind);
+            self.shared.metrics.host_fault(kind);
+            self.state.view = waiting(host_fault_reason(kind), Some(message.clone()));
+            self.emit(
+                input,
+                &format!("hostfault#{n}"),
+                Occurrence::HostFault { kind, message },
+            );
+        } else if image_step {
+            self.state.view = waiting("ErrImagePull", Some(message.clone()));
+            let occ = Occurrence::PullFailed {
+                image: input.image.to_string(),
+                error: message,
+            };
+            self.emit(input, &format!("pullfailed#{n}"), occ);
+        } else {
+            self.state.view = waiting("CreateContainerError", Some(message.clone()));
+            self.emit(
+                input,
+                &format!("failed#{n}"),
+                Occurrence::Failed { message },
+            );
+        }
+    }
+
+    /// Entering a backoff wait: ErrImagePull turns into ImagePullBackOff (kubelet's order).
+    fn backing_off(&mut self, input: &WorkerInput) {
+        if let ContainerView::Waiting { reason, message } = &self.state.view
+            && reason == "ErrImagePull"
+        {
+            self.state.view = waiting("ImagePullBackOff", message.clone());
+            let occ = crate::pods::events::Occurrence::PullBackOff {
+                image: input.image.to_string(),
+            };
+            self.emit(input, &format!("pullbackoff#{}", self.failures), occ);
+        }
+    }
+}
+
+/// `tart run` options for a VM: NAT networking, no shares, a per-VM log file.
+pub fn run_opts(cfg: &crate::pods::context::PodsConfig, vm: &VmName) -> tart::RunOpts {
+    tart::RunOpts {
+        dirs: vec![],
+        network: tart::Network::Shared,
+        suspendable: false,
+        log_path: cfg.vm_log_dir.join(format!("{vm}.log")),
+        log_cap_bytes: cfg.vm_log_cap_bytes,
+        start_window: cfg.run_start_window,
+    }
+}
+
+/// The exit code a container runtime would report: the code, or 128 + signal.
+pub fn exit_code(info: &ExitInfo) -> i32 {
+    match (info.code, info.signal, info.reason) {
+        (Some(c), _, _) => c,
+        (None, Some(s), _) => 128 + s,
+        (None, None, ExitReason::Completed) => 0,
+        (None, None, _) => 1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes_follow_container_runtime_conventions() {
+        let e = |reason, code, signal| ExitInfo {
+            reason,
+            code,
+            signal,
+        };
+        assert_eq!(exit_code(&e(ExitReason::Completed, Some(0), None)), 0);
+        assert_eq!(exit_code(&e(ExitReason::Failed, Some(3), None)), 3);
+        assert_eq!(exit_code(&e(ExitReason::Signaled, None, Some(9))), 137);
+        assert_eq!(exit_code(&e(ExitReason::Unknown, None, None)), 1);
+        assert_eq!(exit_code(&e(ExitReason::Completed, None, None)), 0);
+    }
+}

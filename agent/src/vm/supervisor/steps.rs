@@ -1,0 +1,344 @@
+//! The worker's step executors: one async fn per VM step, each bounded (tart deadlines inside
+//! the tart crate, API deadlines here) and, except `run` and `stop`, cancelled by a teardown.
+
+use std::{sync::Arc, time::Duration};
+
+use k8s_openapi::{api::core::v1::Secret, jiff::Timestamp};
+use kube::Api;
+use tart::{IpResolver, RunOpts, RunningVm, SetOpts, Source, Tart};
+use tokio::time::Instant;
+use tracing::{info, warn};
+
+use super::{Worker, WorkerInput, teardown, waiting};
+use crate::pods::{
+    events::Occurrence,
+    image::{PullDecision, pull_decision},
+    metrics::Stage,
+    plan::Process,
+    pull::credentials_for,
+    status::ContainerView,
+};
+
+/// Delay before retrying a teardown step that failed (stop, delete): they must converge, and
+/// each attempt is itself bounded by tart's deadlines.
+const TEARDOWN_RETRY: Duration = Duration::from_secs(2);
+
+impl<T: Tart> Worker<T> {
+    pub(super) fn run_opts(&self) -> RunOpts {
+        super::run_opts(&self.shared.cfg, &self.state.vm)
+    }
+
+    async fn credentials(&mut self, input: &WorkerInput) -> Option<tart::Credentials> {
+        if self.creds.is_none()
+            && self.shared.cfg.read_pull_secrets
+            && !input.pull_secrets.is_empty()
+        {
+            let api: Api<Secret> = Api::namespaced(self.shared.client.clone(), &input.namespace);
+            self.creds = credentials_for(
+                &api,
+                &input.pull_secrets,
+                &input.image.host,
+                self.shared.cfg.api_timeout,
+            )
+            .await;
+        }
+        self.creds.clone()
+    }
+
+    pub(super) async fn pull(&mut self, input: &WorkerInput) {
+        let tart = self.shared.tart.clone();
+        let cache_name = input.image.cache_name();
+        let cached = match input.pull_policy {
+            crate::pods::image::PullPolicy::Always => false,
+            _ => match tart.list().await {
+                Ok(l) => l
+                    .iter()
+                    .any(|v| v.source == Source::Oci && v.name == cache_name),
+                Err(error) => {
+                    warn!(%error, "tart list failed; treating the image as not cached");
+                    false
+                }
+            },
+        };
+        let n = self.failures;
+        match pull_decision(input.pull_policy, cached) {
+            PullDecision::UseCached => {
+                let occ = Occurrence::AlreadyPresent {
+                    image: input.image.to_string(),
+                };
+                self.emit(input, &format!("pulled#{n}"), occ);
+                self.state.facts.image_ready = true;
+            }
+            PullDecision::NeverPullMissing => {
+                let msg = format!(
+                    "Container image \"{}\" is not present with pull policy of Never",
+                    input.image
+                );
+                self.fail_with(input, false, tart::ErrorKind::NotFound, msg);
+                self.state.view = waiting("ErrImageNeverPull", None);
+                let occ = Occurrence::NeverPull {
+                    image: input.image.to_string(),
+                };
+                self.emit(input, &format!("neverpull#{}", self.failures), occ);
+            }
+            PullDecision::Pull => {
+                let occ = Occurrence::Pulling {
+                    image: input.image.to_string(),
+                };
+                self.emit(input, &format!("pulling#{n}"), occ);
+                self.publish();
+                let creds = self.credentials(input).await;
+                let started = Instant::now();
+                let pulls = self.shared.pulls.clone();
+                let res = tokio::select! {
+                    r = pulls.pull(tart, input.image.as_str(), creds) => r,
+                    () = teardown(&mut self.input) => return,
+                };
+                self.shared.metrics.stage(Stage::Pull, started.elapsed());
+                match res {
+                    Ok(()) => {
+                        let occ = Occurrence::Pulled {
+                            image: input.image.to_string(),
+                            took: started.elapsed(),
+                        };
+                        self.emit(input, &format!("pulled#{n}"), occ);
+                        self.state.facts.image_ready = true;
+                        self.state.view = waiting("ContainerCreating", None);
+                    }
+                    Err(f) => self.fail_with(input, true, f.kind, f.message),
+                }
+            }
+        }
+    }
+
+    pub(super) async fn clone_vm(&mut self, input: &WorkerInput) {
+        let tart = self.shared.tart.clone();
+        let creds = self.credentials(input).await;
+        let vm = self.state.vm.clone();
+        let started = Instant::now();
+        let res = tokio::select! {
+            r = tart.clone_vm(input.image.as_str(), &vm, creds.as_ref()) => r,
+            () = teardown(&mut self.input) => return,
+        };
+        self.shared.metrics.stage(Stage::Clone, started.elapsed());
+        match res {
+            Ok(()) => {
+                info!("vm cloned");
+                self.state.facts.cloned = true;
+                self.state.view = waiting("ContainerCreating", None);
+            }
+            Err(e) => self.failed(input, true, &e),
+        }
+    }
+
+    pub(super) async fn set(&mut self, input: &WorkerInput) {
+        let tart = self.shared.tart.clone();
+        let vm = self.state.vm.clone();
+        let started = Instant::now();
+        let r = input.resources;
+        let res = tokio::select! {
+            r = async {
+                // `--disk-size` must not shrink (§2.3): only grow past the image's disk.
+                let disk = match r.disk_gb {
+                    Some(want) => {
+                        let have = tart.get(&vm).await?.disk_gb;
+                        (u64::from(want) > have).then_some(want)
+                    }
+                    None => None,
+                };
+                let opts = SetOpts {
+                    cpu: r.cpu,
+                    memory_mib: r.memory_mib,
+                    disk_size_gb: disk,
+                    random_mac: true,
+                    random_serial: false,
+                };
+                tart.set(&vm, &opts).await
+            } => r,
+            () = teardown(&mut self.input) => return,
+        };
+        self.shared.metrics.stage(Stage::Set, started.elapsed());
+        match res {
+            Ok(()) => {
+                self.state.facts.configured = true;
+                let occ = Occurrence::Created {
+                    container: input.container.clone(),
+                };
+                self.emit(input, "created", occ);
+            }
+            Err(e) => self.failed(input, false, &e),
+        }
+    }
+
+    pub(super) async fn wait_slot(&mut self, input: &WorkerInput) {
+        if let Some(g) = self.shared.slots.try_acquire(&input.uid) {
+            self.slot = Some(g);
+            self.state.facts.slot_held = true;
+            return;
+        }
+        let (used, total) = (self.shared.slots.used(), self.shared.slots.total());
+        let msg = format!("waiting for a free VM slot ({used} of {total} in use)");
+        let episode = matches!(&self.state.view,
+            ContainerView::Waiting { reason, .. } if reason == "WaitingForVMSlot");
+        if !episode {
+            self.slot_waits += 1;
+            let occ = Occurrence::WaitingForSlot { used, total };
+            self.emit(input, &format!("slotwait#{}", self.slot_waits), occ);
+        }
+        self.state.view = waiting("WaitingForVMSlot", Some(msg));
+        self.publish();
+        let mut changed = self.shared.slots.changed();
+        tokio::select! {
+            _ = changed.changed() => {}
+            () = teardown(&mut self.input) => {}
+            // A safety net: a slot freed between try_acquire and subscribe is seen here.
+            () = tokio::time::sleep(Duration::from_secs(5)) => {}
+        }
+    }
+
+    pub(super) async fn run_vm(&mut self, input: &WorkerInput) {
+        let tart = self.shared.tart.clone();
+        let vm = self.state.vm.clone();
+        let opts = self.run_opts();
+        if let Some(parent) = opts.log_path.parent() {
+            let _ = tokio::fs::create_dir_all(parent).await;
+        }
+        let started = Instant::now();
+        let started_ts = Timestamp::now();
+        // Not cancellable: a half-started detached VM must not be left behind untracked; the
+        // call is bounded by the start window.
+        let res = tart.run(&vm, &opts).await;
+        self.shared.metrics.stage(Stage::Run, started.elapsed());
+        let outcome = |o| crate::pods::metrics::OutcomeLabels { outcome: o };
+        match res {
+            Ok(proc) => {
+                if let Some(created) = input.created {
+                    let delay = started_ts.duration_since(created);
+                    let delay = Duration::try_from(delay).unwrap_or_default();
+                    self.once.provision(&self.shared.metrics, delay);
+                }
+                self.shared.health.record_vm_start_ok();
+                self.shared
+                    .metrics
+                    .pod_starts
+                    .get_or_create(&outcome("ok"))
+                    .inc();
+                self.failures = 0;
+                self.proc = Some(Arc::new(proc));
+                self.run_started = Some((started, started_ts));
+                self.state.facts.process = Process::Running {
+                    has_ip: false,
+                    marked: false,
+                };
+                self.state.view = ContainerView::Running {
+                    started_at: started_ts,
+                    ready: false,
+                };
+                info!("vm started");
+                let occ = Occurrence::Started {
+                    container: input.container.clone(),
+                };
+                self.emit(
+                    input,
+                    &format!("started#{}", self.state.facts.restarts),
+                    occ,
+                );
+            }
+            Err(e) => {
+                self.shared
+                    .metrics
+                    .pod_starts
+                    .get_or_create(&outcome("error"))
+                    .inc();
+                self.slot = None;
+                self.state.facts.slot_held = false;
+                self.failed(input, false, &e);
+            }
+        }
+    }
+
+    pub(super) async fn wait_ip(&mut self, _input: &WorkerInput) {
+        let tart = self.shared.tart.clone();
+        let vm = self.state.vm.clone();
+        let Some(proc) = self.proc.clone() else {
+            // Running without a handle cannot happen; treat as exited so the plan moves on.
+            self.state.facts.process = Process::Exited { code: 1 };
+            return;
+        };
+        let started = Instant::now();
+        let wait = self.shared.cfg.ip_wait;
+        tokio::select! {
+            r = tart.ip(&vm, wait, IpResolver::Dhcp) => {
+                self.shared.metrics.stage(Stage::Ip, started.elapsed());
+                match r {
+                    Ok(ip) => {
+                        if let Some((run_at, _)) = self.run_started {
+                            self.once.boot(&self.shared.metrics, run_at.elapsed());
+                        }
+                        self.state.pod_ip = Some(ip);
+                        self.state.facts.process = Process::Running { has_ip: true, marked: false };
+                        if let ContainerView::Running { ready, .. } = &mut self.state.view {
+                            *ready = true;
+                        }
+                    }
+                    Err(error) => {
+                        warn!(%error, "no IP yet; asking again");
+                        tokio::select! {
+                            info = proc.wait() => self.on_exit(info),
+                            () = tokio::time::sleep(TEARDOWN_RETRY) => {}
+                        }
+                    }
+                }
+            }
+            info = proc.wait() => self.on_exit(info),
+            () = teardown(&mut self.input) => {}
+        }
+    }
+
+    pub(super) async fn stop(&mut self, input: &WorkerInput) {
+        let Some(proc) = self.proc.clone() else {
+            self.state.facts.process = Process::Exited { code: 0 };
+            return;
+        };
+        let occ = Occurrence::Killing {
+            container: input.container.clone(),
+        };
+        self.emit(input, "killing", occ);
+        let tart = self.shared.tart.clone();
+        info!(grace_s = input.grace.as_secs(), "stopping vm");
+        match tart.stop(&proc, input.grace).await {
+            Ok(outcome) => {
+                info!(outcome = outcome.as_str(), "vm stopped");
+                let info = tokio::time::timeout(Duration::from_secs(10), proc.wait()).await;
+                let info = info.unwrap_or(tart::ExitInfo {
+                    reason: tart::ExitReason::Signaled,
+                    code: None,
+                    signal: Some(9),
+                });
+                self.on_exit(info);
+                self.finish();
+            }
+            Err(error) => {
+                warn!(%error, "stop failed; retrying");
+                tokio::time::sleep(TEARDOWN_RETRY).await;
+            }
+        }
+    }
+
+    pub(super) async fn delete(&mut self) {
+        let tart = self.shared.tart.clone();
+        let vm = self.state.vm.clone();
+        match tart.delete(&vm).await {
+            Ok(()) => {
+                info!("vm deleted");
+                self.state.facts.cloned = false;
+                self.state.facts.configured = false;
+                let _ = tokio::fs::remove_file(self.run_opts().log_path).await;
+            }
+            Err(error) => {
+                warn!(%error, "delete failed; retrying");
+                tokio::time::sleep(TEARDOWN_RETRY).await;
+            }
+        }
+    }
+}
