@@ -1,0 +1,284 @@
+//! The admin HTTP endpoint (axum): `/metrics` (OpenMetrics text of the one [`Registry`]),
+//! `/healthz` (the process is alive and serving) and `/readyz` (the API server is reachable,
+//! the Lease was renewed within two renew intervals, tart is usable; 503 naming each failing
+//! check otherwise). [`Readiness`] is the bookkeeping the node tasks update.
+
+use std::{
+    net::SocketAddr,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Duration,
+};
+
+use axum::{
+    Router,
+    extract::State,
+    http::{StatusCode, header},
+    response::IntoResponse,
+    routing::get,
+};
+use prometheus_client::registry::Registry;
+use tokio::{sync::watch, time::Instant};
+
+/// OpenMetrics content type.
+pub const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// Readiness facts, updated by the Lease and status tasks. Clones share state.
+#[derive(Clone, Debug)]
+pub struct Readiness {
+    inner: Arc<ReadyInner>,
+}
+
+#[derive(Debug)]
+struct ReadyInner {
+    lease_interval: Duration,
+    last_lease: Mutex<Option<Instant>>,
+    api_ok: AtomicBool,
+    tart_ok: AtomicBool,
+}
+
+/// One `/readyz` check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Check {
+    /// `api`, `lease` or `tart`.
+    pub name: &'static str,
+    /// Passed.
+    pub ok: bool,
+    /// Why it failed (empty when ok).
+    pub detail: String,
+}
+
+impl Readiness {
+    /// Lease renewed every `lease_interval` when healthy.
+    pub fn new(lease_interval: Duration) -> Self {
+        Self {
+            inner: Arc::new(ReadyInner {
+                lease_interval,
+                last_lease: Mutex::new(None),
+                api_ok: AtomicBool::new(false),
+                tart_ok: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    /// A Lease renewal succeeded (also proves the API is reachable).
+    pub fn lease_renewed(&self) {
+        *self.lock() = Some(Instant::now());
+        self.api_ok();
+    }
+
+    /// An API request succeeded.
+    pub fn api_ok(&self) {
+        self.inner.api_ok.store(true, Ordering::Relaxed);
+    }
+
+    /// An API request failed or timed out.
+    pub fn api_failed(&self) {
+        self.inner.api_ok.store(false, Ordering::Relaxed);
+    }
+
+    /// The latest tart probe verdict.
+    pub fn set_tart(&self, usable: bool) {
+        self.inner.tart_ok.store(usable, Ordering::Relaxed);
+    }
+
+    /// Evaluate the checks now.
+    pub fn checks(&self) -> Vec<Check> {
+        let api = self.inner.api_ok.load(Ordering::Relaxed);
+        let lease_age = self.lock().map(|t| t.elapsed());
+        let lease_ok = lease_age.is_some_and(|a| a <= self.inner.lease_interval * 2);
+        let tart = self.inner.tart_ok.load(Ordering::Relaxed);
+        vec![
+            Check {
+                name: "api",
+                ok: api,
+                detail: if api {
+                    String::new()
+                } else {
+                    "the last API request failed".into()
+                },
+            },
+            Check {
+                name: "lease",
+                ok: lease_ok,
+                detail: match lease_age {
+                    _ if lease_ok => String::new(),
+                    None => "the Lease has not been renewed yet".into(),
+                    Some(a) => format!("the Lease was last renewed {}s ago", a.as_secs()),
+                },
+            },
+            Check {
+                name: "tart",
+                ok: tart,
+                detail: if tart {
+                    String::new()
+                } else {
+                    "tart is not usable (see the node's TartReady condition)".into()
+                },
+            },
+        ]
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Instant>> {
+        self.inner
+            .last_lease
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+#[derive(Clone)]
+struct AppState {
+    registry: Arc<Registry>,
+    readiness: Readiness,
+}
+
+/// The admin router.
+pub fn router(registry: Arc<Registry>, readiness: Readiness) -> Router {
+    Router::new()
+        .route("/metrics", get(metrics))
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/readyz", get(readyz))
+        .with_state(AppState {
+            registry,
+            readiness,
+        })
+}
+
+/// Bind `addr` (port 0 = any free port).
+///
+/// # Errors
+/// The bind error.
+pub async fn bind(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    tokio::net::TcpListener::bind(addr).await
+}
+
+/// Serve until `shutdown` turns true.
+///
+/// # Errors
+/// The server's I/O error.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    app: Router,
+    mut shutdown: watch::Receiver<bool>,
+) -> std::io::Result<()> {
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async move {
+            let _ = shutdown.wait_for(|s| *s).await;
+        })
+        .await
+}
+
+async fn metrics(State(st): State<AppState>) -> impl IntoResponse {
+    let mut body = String::new();
+    match prometheus_client::encoding::text::encode(&mut body, &st.registry) {
+        Ok(()) => (StatusCode::OK, [(header::CONTENT_TYPE, OPENMETRICS)], body),
+        Err(_) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            "metrics encoding failed\n".into(),
+        ),
+    }
+}
+
+async fn readyz(State(st): State<AppState>) -> impl IntoResponse {
+    let checks = st.readiness.checks();
+    let all_ok = checks.iter().all(|c| c.ok);
+    (
+        if all_ok {
+            StatusCode::OK
+        } else {
+            StatusCode::SERVICE_UNAVAILABLE
+        },
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        readyz_body(&checks),
+    )
+}
+
+/// Kubernetes-style `/readyz` text: one `[+]name ok` / `[-]name failed: why` line per check.
+pub fn readyz_body(checks: &[Check]) -> String {
+    let mut s = String::new();
+    for c in checks {
+        if c.ok {
+            s.push_str(&format!("[+]{} ok\n", c.name));
+        } else {
+            s.push_str(&format!("[-]{} failed: {}\n", c.name, c.detail));
+        }
+    }
+    let failed: Vec<_> = checks.iter().filter(|c| !c.ok).map(|c| c.name).collect();
+    if failed.is_empty() {
+        s.push_str("readyz check passed\n");
+    } else {
+        s.push_str(&format!("readyz check failed: {}\n", failed.join(",")));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn readiness_needs_api_a_recent_lease_and_tart() {
+        let r = Readiness::new(Duration::from_secs(10));
+        let failed = |r: &Readiness| -> Vec<&str> {
+            r.checks()
+                .iter()
+                .filter(|c| !c.ok)
+                .map(|c| c.name)
+                .collect()
+        };
+        assert_eq!(failed(&r), ["api", "lease", "tart"]);
+        r.lease_renewed();
+        r.set_tart(true);
+        assert!(failed(&r).is_empty());
+        tokio::time::advance(Duration::from_secs(21)).await;
+        assert_eq!(failed(&r), ["lease"]);
+        r.api_failed();
+        let body = readyz_body(&r.checks());
+        assert!(body.contains("[-]api failed"), "{body}");
+        assert!(body.ends_with("readyz check failed: api,lease\n"), "{body}");
+    }
+
+    #[tokio::test]
+    async fn endpoints_answer_over_http() {
+        let mut reg = Registry::default();
+        crate::metrics::NodeMetrics::register(&mut reg);
+        let readiness = Readiness::new(Duration::from_secs(10));
+        let listener = bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (tx, rx) = watch::channel(false);
+        let server = tokio::spawn(serve(listener, router(Arc::new(reg), readiness), rx));
+        let get = |path: &'static str| async move {
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+            s.write_all(
+                format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+            )
+            .await
+            .unwrap();
+            let mut out = String::new();
+            s.read_to_string(&mut out).await.unwrap();
+            out
+        };
+        let t = Duration::from_secs(5);
+        let m = tokio::time::timeout(t, get("/metrics")).await.unwrap();
+        assert!(m.starts_with("HTTP/1.1 200"), "{m}");
+        assert!(m.contains(OPENMETRICS), "{m}");
+        assert!(m.contains("tart_kubelet_vm_slots"), "{m}");
+        assert!(m.trim_end().ends_with("# EOF"), "{m}");
+        let h = tokio::time::timeout(t, get("/healthz")).await.unwrap();
+        assert!(h.starts_with("HTTP/1.1 200"), "{h}");
+        let r = tokio::time::timeout(t, get("/readyz")).await.unwrap();
+        assert!(r.starts_with("HTTP/1.1 503"), "{r}");
+        assert!(r.contains("[-]lease failed"), "{r}");
+        tx.send(true).unwrap();
+        tokio::time::timeout(t, server)
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+    }
+}

@@ -1,0 +1,408 @@
+//! Process entry: [`cli_main`] parses the command line, sets up logging and the tokio runtime
+//! and dispatches; [`run`] starts the agent's tasks — node registration and status, the Lease,
+//! the admin HTTP server and (at the marked integration point) the Pod side — and stops them
+//! on shutdown.
+//!
+//! Shutdown (SIGTERM/SIGINT) ends the tasks within a few seconds. VMs are left running (their
+//! `tart run` processes live in their own sessions and outlive the agent) and the Node is not
+//! deleted: on restart the agent re-registers the same Node and re-adopts the VMs.
+
+use std::{net::IpAddr, process::ExitCode, sync::Arc, time::Duration};
+
+use clap::Parser;
+use prometheus_client::registry::Registry;
+use tart::Tart;
+use tokio::{sync::watch, task::JoinHandle};
+use tracing::{Instrument, error, info, info_span, warn};
+
+use crate::{
+    admin::{self, Readiness},
+    config::{Cli, Command, Config, ConfigError, HostDefaults, RunArgs},
+    host::HostInfo,
+    metrics::NodeMetrics,
+    node::{ApiAccess, health::HostHealth, lease::LeaseTask, status_loop::StatusLoop},
+    slots::VmSlots,
+};
+
+/// Exit code for configuration errors (the same as clap's usage errors).
+const EXIT_CONFIG: u8 = 2;
+/// How long tasks get to finish after the shutdown signal.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// Why the agent stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// No usable kubeconfig.
+    #[error("cannot load the Kubernetes client configuration")]
+    KubeConfig(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The kube client could not be built.
+    #[error("cannot build the Kubernetes client")]
+    Client(#[source] kube::Error),
+    /// The admin address could not be bound.
+    #[error("cannot listen on {addr}")]
+    Bind {
+        /// The address.
+        addr: std::net::SocketAddr,
+        /// Cause.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Shared by the `tart-kubelet` binary and `agent-under-test`: parse, set up, dispatch.
+pub fn cli_main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(e.exit_code() as u8);
+        }
+    };
+    let host = HostDefaults::detect();
+    let (run_args, sub) = match cli.command {
+        None => (cli.run, None),
+        Some(Command::Run(a)) => (a.or(cli.run), None),
+        Some(other) => (cli.run, Some(other)),
+    };
+    let cfg = match Config::load(run_args, &host) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("tart-kubelet: {}", error_chain(&e));
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
+    if let Err(e) = crate::telemetry::init(cfg.log_format, &cfg.log_filter, cfg.log_file.as_deref())
+    {
+        eprintln!("tart-kubelet: {}", error_chain(&e));
+        return ExitCode::from(EXIT_CONFIG);
+    }
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("tart-kubelet: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    rt.block_on(async move {
+        match sub {
+            None => run_until_signal(cfg).await,
+            Some(cmd) => dispatch_ship(cmd, &cfg).await,
+        }
+    })
+}
+
+async fn dispatch_ship(cmd: Command, cfg: &Config) -> ExitCode {
+    let res = match cmd {
+        Command::Install(a) => crate::ship::install(&a, cfg).await,
+        Command::Uninstall(a) => crate::ship::uninstall(&a, cfg).await,
+        Command::Doctor(a) => crate::ship::doctor(&a, cfg).await,
+        Command::Run(_) => unreachable!("run is handled by cli_main"),
+    };
+    res.unwrap_or_else(|e| {
+        eprintln!("tart-kubelet: {e:#}");
+        ExitCode::FAILURE
+    })
+}
+
+async fn run_until_signal(cfg: Config) -> ExitCode {
+    let (tx, rx) = watch::channel(false);
+    tokio::spawn(async move {
+        wait_for_signal().await;
+        info!("shutdown signal received");
+        let _ = tx.send(true);
+    });
+    let observer = crate::pods::metrics::LateObserver::default();
+    let tart = Arc::new(tart_cli(&cfg, Arc::new(observer.clone())));
+    let host: Arc<dyn HostInfo> = default_host();
+    match run(cfg, tart, host, Registry::default(), rx, observer).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            error!(error = %error_chain(&e), "agent failed");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn wait_for_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) {
+        (Ok(mut term), Ok(mut int)) => {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+        }
+        _ => {
+            warn!("cannot install signal handlers; falling back to ctrl-c");
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}
+
+/// The host facts source for this platform.
+fn default_host() -> Arc<dyn HostInfo> {
+    // TODO(issue 7): use crate::macos::MacHost on macOS once it implements HostInfo.
+    Arc::new(crate::host::LinuxHost)
+}
+
+/// The tart driver configured from `cfg`; `observer` receives every attempt (Pod metrics).
+pub fn tart_cli(cfg: &Config, observer: Arc<dyn tart::Observer>) -> tart::TartCli {
+    use tart::Op;
+    let mut d = tart::Deadlines {
+        pull_stall: cfg.pull_stall_window,
+        ..tart::Deadlines::default()
+    };
+    for (op, v) in &cfg.tart_deadlines {
+        let slot = match op {
+            Op::Version => &mut d.version,
+            Op::List => &mut d.list,
+            Op::Get => &mut d.get,
+            Op::Set => &mut d.set,
+            Op::Delete => &mut d.delete,
+            Op::Clone => &mut d.clone,
+            Op::Pull => &mut d.pull,
+            Op::Prune => &mut d.prune,
+            Op::Ip => &mut d.ip_extra,
+            Op::Stop => &mut d.stop_extra,
+            // `run` and `exec` are bounded by the start window and the caller's deadline.
+            Op::Run | Op::Exec => continue,
+        };
+        *slot = *v;
+    }
+    tart::TartCli::builder(&cfg.tart_home)
+        .program(&cfg.tart_program)
+        .deadlines(d)
+        .retry(tart::RetryPolicy {
+            max_attempts: cfg.tart_attempts,
+            ..tart::RetryPolicy::default()
+        })
+        .observer(observer)
+        .build()
+}
+
+/// What the Pod side gets from the node side (assignment E).
+pub struct PodSideDeps<T: Tart> {
+    /// API client (the main one; the Lease has its own).
+    pub client: kube::Client,
+    /// Configuration.
+    pub cfg: Arc<Config>,
+    /// Tart driver.
+    pub tart: Arc<T>,
+    /// The node's VM slots.
+    pub slots: VmSlots,
+    /// Report host faults / VM starts here.
+    pub health: HostHealth,
+    /// The node's InternalIP (the Pods' hostIP).
+    pub host_ip: String,
+    /// Turns true on shutdown.
+    pub shutdown: watch::Receiver<bool>,
+}
+
+// === Integration point: the Pod side (assignment E) ===
+/// Register the Pod side's metrics into `registry` (before the registry is frozen for the
+/// admin server) and return a starter that spawns the Pod controller (restart recovery, then
+/// the controller) once the node tasks run. The task must end when `deps.shutdown` turns true.
+fn pod_side<T: Tart>(
+    registry: &mut Registry,
+    observer: &crate::pods::metrics::LateObserver,
+) -> impl FnOnce(PodSideDeps<T>) -> Option<JoinHandle<()>> + use<T> {
+    let (metrics, start) = crate::pods::register::<T>(registry);
+    observer.set(metrics);
+    start
+}
+
+/// Run the agent until `shutdown` turns true. `tart_observer` is the observer `tart` was
+/// built with; the Pod side fills it with its metrics.
+///
+/// # Errors
+/// [`RunError`] when the agent cannot start at all (no kubeconfig, admin port taken). Once
+/// running, API and tart failures are retried, never fatal.
+pub async fn run<T: Tart>(
+    cfg: Config,
+    tart: Arc<T>,
+    host: Arc<dyn HostInfo>,
+    mut registry: Registry,
+    shutdown: watch::Receiver<bool>,
+    tart_observer: crate::pods::metrics::LateObserver,
+) -> Result<(), RunError> {
+    let cfg = Arc::new(cfg);
+    info!(node = %cfg.node_name, version = env!("CARGO_PKG_VERSION"), "starting tart-kubelet");
+    let kube_config = kube_config(&cfg).await?;
+    let client = kube::Client::try_from(kube_config.clone()).map_err(RunError::Client)?;
+    let internal_ip = internal_ip(&kube_config).await.to_string();
+
+    let metrics = NodeMetrics::register(&mut registry);
+    metrics.vm_slots.set(i64::from(cfg.vm_slots));
+    let slots = VmSlots::new(cfg.vm_slots, metrics.vm_slots_used.clone());
+    let health = HostHealth::default();
+    let readiness = Readiness::new(cfg.lease_renew_interval);
+    let access = ApiAccess::default();
+    let start_pod_side = pod_side::<T>(&mut registry, &tart_observer);
+    let registry = Arc::new(registry);
+
+    let listener = admin::bind(cfg.admin_addr)
+        .await
+        .map_err(|source| RunError::Bind {
+            addr: cfg.admin_addr,
+            source,
+        })?;
+    let admin_addr = listener.local_addr().ok();
+    info!(addr = ?admin_addr, "admin endpoint listening");
+    if let Err(error) = tokio::fs::create_dir_all(&cfg.vm_log_dir).await {
+        warn!(%error, dir = %cfg.vm_log_dir.display(), "cannot create the VM log directory");
+    }
+
+    let (owner_tx, owner_rx) = watch::channel(None);
+    let mut tasks: Vec<JoinHandle<()>> = Vec::new();
+    tasks.push(tokio::spawn({
+        let app = admin::router(registry, readiness.clone());
+        let sd = shutdown.clone();
+        async move {
+            if let Err(error) = admin::serve(listener, app, sd).await {
+                error!(%error, "admin endpoint failed");
+            }
+        }
+        .instrument(info_span!("admin"))
+    }));
+    let mut lease_cfg = kube_config.clone();
+    // The Lease client has its own pool and a response deadline of its own.
+    lease_cfg.read_timeout = Some(cfg.api_timeout);
+    lease_cfg.reset_reader_on_write = true;
+    tasks.push(tokio::spawn(
+        LeaseTask {
+            kube_config: lease_cfg,
+            node_name: cfg.node_name.clone(),
+            duration: cfg.lease_duration,
+            interval: cfg.lease_renew_interval,
+            timeout: cfg.api_timeout,
+            metrics: metrics.clone(),
+            readiness: readiness.clone(),
+            access: access.clone(),
+            owner: owner_rx,
+        }
+        .run(shutdown.clone())
+        .instrument(info_span!("node_lease")),
+    ));
+    tasks.push(tokio::spawn(
+        StatusLoop {
+            client: client.clone(),
+            cfg: cfg.clone(),
+            tart: tart.clone(),
+            host,
+            health: health.clone(),
+            metrics,
+            readiness,
+            access,
+            owner: owner_tx,
+            internal_ip: internal_ip.clone(),
+        }
+        .run(shutdown.clone())
+        .instrument(info_span!("node_status")),
+    ));
+    if let Some(h) = start_pod_side(PodSideDeps {
+        client,
+        cfg: cfg.clone(),
+        tart,
+        slots,
+        health,
+        host_ip: internal_ip,
+        shutdown: shutdown.clone(),
+    }) {
+        tasks.push(h);
+    }
+
+    let mut sd = shutdown;
+    let _ = sd.wait_for(|s| *s).await;
+    info!("shutting down; VMs keep running");
+    let all = futures::future::join_all(tasks.iter_mut());
+    if tokio::time::timeout(SHUTDOWN_GRACE, all).await.is_err() {
+        warn!("tasks did not stop in time; aborting them");
+        for t in &tasks {
+            t.abort();
+        }
+    }
+    info!("stopped");
+    Ok(())
+}
+
+async fn kube_config(cfg: &Config) -> Result<kube::Config, RunError> {
+    let mut kc = match &cfg.kubeconfig {
+        Some(path) => {
+            let file = kube::config::Kubeconfig::read_from(path)
+                .map_err(|e| RunError::KubeConfig(Box::new(e)))?;
+            kube::Config::from_custom_kubeconfig(file, &kube::config::KubeConfigOptions::default())
+                .await
+                .map_err(|e| RunError::KubeConfig(Box::new(e)))?
+        }
+        None => kube::Config::infer()
+            .await
+            .map_err(|e| RunError::KubeConfig(Box::new(e)))?,
+    };
+    kc.connect_timeout = Some(cfg.api_timeout);
+    kc.write_timeout = Some(cfg.api_timeout);
+    if let Ok(ua) = axum::http::HeaderValue::from_str(&format!(
+        "tart-kubelet/{} ({})",
+        env!("CARGO_PKG_VERSION"),
+        cfg.node_name
+    )) {
+        kc.headers.push((axum::http::header::USER_AGENT, ua));
+    }
+    Ok(kc)
+}
+
+/// The address this host uses to reach the API server.
+async fn internal_ip(kc: &kube::Config) -> IpAddr {
+    let host = kc
+        .cluster_url
+        .host()
+        .unwrap_or("127.0.0.1")
+        .trim_matches(['[', ']']);
+    let peer = match host.parse::<IpAddr>() {
+        Ok(ip) => Some(ip),
+        Err(_) => tokio::time::timeout(
+            Duration::from_secs(5),
+            tokio::net::lookup_host((host.to_owned(), 443)),
+        )
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .and_then(|mut it| it.next())
+        .map(|a| a.ip()),
+    };
+    crate::host::local_ip_towards(peer.unwrap_or(IpAddr::from([127, 0, 0, 1])))
+}
+
+/// `error: cause: cause` on one line.
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(c) = src {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        src = c.source();
+    }
+    s
+}
+
+/// Parse `argv` into a validated [`Config`] the way `cli_main` does (for tests and tools).
+///
+/// # Errors
+/// Clap's error text or the [`ConfigError`].
+pub fn config_from_argv<I, S>(argv: I, host: &HostDefaults) -> Result<Config, String>
+where
+    I: IntoIterator<Item = S>,
+    S: Into<std::ffi::OsString> + Clone,
+{
+    let cli = Cli::try_parse_from(argv).map_err(|e| e.to_string())?;
+    let args: RunArgs = match cli.command {
+        Some(Command::Run(a)) => a.or(cli.run),
+        _ => cli.run,
+    };
+    Config::load(args, host).map_err(|e: ConfigError| error_chain(&e))
+}

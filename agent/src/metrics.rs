@@ -1,0 +1,204 @@
+//! Node-side metrics (prefix `tart_kubelet_`). One [`NodeMetrics`] is registered into the
+//! [`Registry`] that `entry::run` creates and is cloned into the tasks that update it. Label
+//! values come only from closed sets (`&'static str` from `as_str` functions). Pod-side
+//! metrics live in `crate::pods::metrics`.
+
+use prometheus_client::{
+    encoding::EncodeLabelSet,
+    metrics::{counter::Counter, family::Family, gauge::Gauge, histogram::Histogram},
+    registry::Registry,
+};
+
+/// `outcome` label.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OutcomeLabels {
+    /// `ok` or `error`.
+    pub outcome: &'static str,
+}
+
+/// `build_info` labels.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct BuildLabels {
+    /// Agent version.
+    pub version: &'static str,
+    /// Tart version (`unknown` until probed). Bounded: one value per agent process lifetime
+    /// at a time; the old series is removed when it changes.
+    pub tart_version: String,
+}
+
+/// `condition` label.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ConditionLabels {
+    /// Node condition type.
+    pub condition: &'static str,
+}
+
+/// `api_errors_total` labels.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ApiErrorLabels {
+    /// `node`, `lease`, `pod` or `event`.
+    pub resource: &'static str,
+    /// `forbidden`, `conflict`, `timeout` or `other`.
+    pub kind: &'static str,
+}
+
+/// The node-side metrics. Clones share the same series.
+#[derive(Clone, Debug)]
+pub struct NodeMetrics {
+    /// `tart_kubelet_build_info`.
+    pub build_info: Family<BuildLabels, Gauge>,
+    /// `tart_kubelet_node_lease_renewals_total`.
+    pub lease_renewals: Family<OutcomeLabels, Counter>,
+    /// `tart_kubelet_node_lease_renew_duration_seconds`.
+    pub lease_renew_duration: Histogram,
+    /// `tart_kubelet_node_status_updates_total`.
+    pub status_updates: Family<OutcomeLabels, Counter>,
+    /// `tart_kubelet_node_condition`.
+    pub node_condition: Family<ConditionLabels, Gauge>,
+    /// `tart_kubelet_vm_slots`.
+    pub vm_slots: Gauge,
+    /// `tart_kubelet_vm_slots_used` (kept by [`crate::slots::VmSlots`]).
+    pub vm_slots_used: Gauge,
+    /// `tart_kubelet_tart_home_free_bytes`.
+    pub tart_home_free_bytes: Gauge,
+    /// `tart_kubelet_api_errors_total`.
+    pub api_errors: Family<ApiErrorLabels, Counter>,
+}
+
+/// Condition types reported as `tart_kubelet_node_condition`.
+pub const CONDITIONS: [&str; 5] = [
+    "Ready",
+    "MemoryPressure",
+    "DiskPressure",
+    "PIDPressure",
+    "TartReady",
+];
+
+impl NodeMetrics {
+    /// Create the metrics and register them under `tart_kubelet_`.
+    pub fn register(registry: &mut Registry) -> Self {
+        let m = Self {
+            build_info: Family::default(),
+            lease_renewals: Family::default(),
+            lease_renew_duration: Histogram::new([
+                0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+            ]),
+            status_updates: Family::default(),
+            node_condition: Family::default(),
+            vm_slots: Gauge::default(),
+            vm_slots_used: Gauge::default(),
+            tart_home_free_bytes: Gauge::default(),
+            api_errors: Family::default(),
+        };
+        let r = registry.sub_registry_with_prefix("tart_kubelet");
+        r.register(
+            "build_info",
+            "Agent and tart versions; always 1",
+            m.build_info.clone(),
+        );
+        r.register(
+            "node_lease_renewals",
+            "Node Lease renewals by outcome",
+            m.lease_renewals.clone(),
+        );
+        r.register(
+            "node_lease_renew_duration_seconds",
+            "Duration of one Node Lease renewal request",
+            m.lease_renew_duration.clone(),
+        );
+        r.register(
+            "node_status_updates",
+            "Node status writes by outcome",
+            m.status_updates.clone(),
+        );
+        r.register(
+            "node_condition",
+            "1 when the node condition's status is True",
+            m.node_condition.clone(),
+        );
+        r.register("vm_slots", "VM slots of this node", m.vm_slots.clone());
+        r.register("vm_slots_used", "VM slots in use", m.vm_slots_used.clone());
+        r.register(
+            "tart_home_free_bytes",
+            "Free bytes on the TART_HOME volume",
+            m.tart_home_free_bytes.clone(),
+        );
+        r.register(
+            "api_errors",
+            "Kubernetes API errors by resource and kind",
+            m.api_errors.clone(),
+        );
+        // Pre-create the closed label sets so every series exists from the first scrape.
+        for outcome in ["ok", "error"] {
+            let _ = m.lease_renewals.get_or_create(&OutcomeLabels { outcome });
+            let _ = m.status_updates.get_or_create(&OutcomeLabels { outcome });
+        }
+        for condition in CONDITIONS {
+            let _ = m
+                .node_condition
+                .get_or_create(&ConditionLabels { condition });
+        }
+        for resource in ["node", "lease", "pod", "event"] {
+            for kind in ["forbidden", "conflict", "timeout", "other"] {
+                let _ = m
+                    .api_errors
+                    .get_or_create(&ApiErrorLabels { resource, kind });
+            }
+        }
+        m.set_tart_version(None);
+        m
+    }
+
+    /// Set `build_info`'s `tart_version` (replacing the previous series).
+    pub fn set_tart_version(&self, tart_version: Option<&str>) {
+        let labels = BuildLabels {
+            version: env!("CARGO_PKG_VERSION"),
+            tart_version: tart_version.unwrap_or("unknown").to_owned(),
+        };
+        if self.build_info.get(&labels).is_some_and(|g| g.get() == 1) {
+            return;
+        }
+        self.build_info.clear();
+        self.build_info.get_or_create(&labels).set(1);
+    }
+
+    /// Count an API error.
+    pub fn api_error(&self, resource: &'static str, err: &kube::Error) {
+        self.api_errors
+            .get_or_create(&ApiErrorLabels {
+                resource,
+                kind: crate::node::api_error_kind(err),
+            })
+            .inc();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_agreed_node_metric_is_exposed() {
+        let mut reg = Registry::default();
+        let m = NodeMetrics::register(&mut reg);
+        m.set_tart_version(Some("2.35.0"));
+        m.lease_renew_duration.observe(0.01);
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &reg).unwrap();
+        for name in [
+            "tart_kubelet_build_info{version=",
+            "tart_version=\"2.35.0\"",
+            "tart_kubelet_node_lease_renewals_total{outcome=\"ok\"} 0",
+            "tart_kubelet_node_lease_renew_duration_seconds_count 1",
+            "tart_kubelet_node_status_updates_total{outcome=\"error\"} 0",
+            "tart_kubelet_node_condition{condition=\"TartReady\"} 0",
+            "tart_kubelet_vm_slots 0",
+            "tart_kubelet_vm_slots_used 0",
+            "tart_kubelet_tart_home_free_bytes 0",
+            "tart_kubelet_api_errors_total{resource=\"lease\",kind=\"forbidden\"} 0",
+        ] {
+            assert!(text.contains(name), "missing {name} in\n{text}");
+        }
+        assert!(!text.contains("unknown"), "old build_info series removed");
+    }
+}

@@ -1,0 +1,285 @@
+//! PURE: host facts + tart health + configuration -> the desired `NodeStatus`.
+//!
+//! The desired status is always built from our own snapshot, never from what the API server
+//! holds, so a controller-set `Ready=Unknown` is never copied back. `lastTransitionTime` is kept
+//! from `previous` when a condition's status did not change; `lastHeartbeatTime` is `now`.
+//! `Ready` is the last condition (kubelet convention, kubernetes#16961).
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::{
+    api::core::v1::{
+        DaemonEndpoint, NodeAddress, NodeCondition, NodeDaemonEndpoints, NodeStatus, NodeSystemInfo,
+    },
+    apimachinery::pkg::{api::resource::Quantity, apis::meta::v1::Time},
+};
+
+use super::health::{HealthSnapshot, TartProbe};
+use crate::{config::Config, config::VM_SLOTS_RESOURCE, host::HostFacts};
+
+/// `kubeletVersion`: semver-like, as tools parse it; the API level we build against plus ours.
+pub fn kubelet_version() -> String {
+    format!("v1.37.0-tart-kubelet-{}", env!("CARGO_PKG_VERSION"))
+}
+
+/// Everything the status depends on.
+#[derive(Debug, Clone, Copy)]
+pub struct StatusInput<'a> {
+    /// Configuration (thresholds, overrides, slots).
+    pub cfg: &'a Config,
+    /// Host snapshot.
+    pub facts: &'a HostFacts,
+    /// Tart probe and host faults.
+    pub health: &'a HealthSnapshot,
+    /// The node's `InternalIP`.
+    pub internal_ip: &'a str,
+    /// Conditions we last wrote (or the server's at start-up), for transition times.
+    pub previous: &'a [NodeCondition],
+    /// Now.
+    pub now: &'a Time,
+}
+
+/// One condition's decision.
+struct Cond {
+    type_: &'static str,
+    status: bool,
+    reason: &'static str,
+    message: String,
+}
+
+/// The desired `NodeStatus`.
+pub fn desired_status(i: StatusInput<'_>) -> NodeStatus {
+    let (capacity, allocatable) = resources(i.cfg, i.facts);
+    let tart_ready = tart_condition(i.health);
+    let mut conds = vec![
+        memory_condition(i.cfg, i.facts),
+        disk_condition(i.cfg, i.facts),
+        pid_condition(i.facts),
+    ];
+    let ready = if tart_ready.status {
+        Cond {
+            type_: "Ready",
+            status: true,
+            reason: "KubeletReady",
+            message: "kubelet is posting ready status".into(),
+        }
+    } else {
+        Cond {
+            type_: "Ready",
+            status: false,
+            reason: "KubeletNotReady",
+            message: format!(
+                "tart is not usable: {}: {}",
+                tart_ready.reason, tart_ready.message
+            ),
+        }
+    };
+    conds.push(tart_ready);
+    conds.push(ready);
+
+    let tart_version = i.health.probe.version().unwrap_or("unknown");
+    NodeStatus {
+        capacity: Some(capacity),
+        allocatable: Some(allocatable),
+        conditions: Some(
+            conds
+                .into_iter()
+                .map(|c| to_condition(c, i.previous, i.now))
+                .collect(),
+        ),
+        addresses: Some(vec![NodeAddress {
+            type_: "InternalIP".into(),
+            address: i.internal_ip.into(),
+        }]),
+        daemon_endpoints: Some(NodeDaemonEndpoints {
+            kubelet_endpoint: Some(DaemonEndpoint { port: 10250 }),
+        }),
+        node_info: Some(NodeSystemInfo {
+            architecture: "arm64".into(),
+            operating_system: "darwin".into(),
+            os_image: i.facts.os_image.clone(),
+            kernel_version: i.facts.kernel_version.clone(),
+            kubelet_version: kubelet_version(),
+            container_runtime_version: format!("tart://{tart_version}"),
+            machine_id: i.facts.machine_id.clone(),
+            system_uuid: i.facts.machine_id.clone(),
+            boot_id: i.facts.boot_id.clone(),
+            ..NodeSystemInfo::default()
+        }),
+        ..NodeStatus::default()
+    }
+}
+
+/// Whether two statuses differ in anything but heartbeat times (then a write is needed now).
+pub fn differs(a: &NodeStatus, b: &NodeStatus) -> bool {
+    fn strip(s: &NodeStatus) -> NodeStatus {
+        let mut s = s.clone();
+        for c in s.conditions.iter_mut().flatten() {
+            c.last_heartbeat_time = None;
+        }
+        s
+    }
+    strip(a) != strip(b)
+}
+
+/// The status of condition `type_` in `status`, if present.
+pub fn condition_status<'a>(status: &'a NodeStatus, type_: &str) -> Option<&'a str> {
+    status
+        .conditions
+        .iter()
+        .flatten()
+        .find(|c| c.type_ == type_)
+        .map(|c| c.status.as_str())
+}
+
+fn to_condition(c: Cond, previous: &[NodeCondition], now: &Time) -> NodeCondition {
+    let status = if c.status { "True" } else { "False" };
+    let transition = previous
+        .iter()
+        .find(|p| p.type_ == c.type_ && p.status == status)
+        .and_then(|p| p.last_transition_time.clone())
+        .unwrap_or_else(|| now.clone());
+    NodeCondition {
+        type_: c.type_.into(),
+        status: status.into(),
+        reason: Some(c.reason.into()),
+        message: Some(c.message),
+        last_heartbeat_time: Some(now.clone()),
+        last_transition_time: Some(transition),
+    }
+}
+
+fn resources(
+    cfg: &Config,
+    f: &HostFacts,
+) -> (BTreeMap<String, Quantity>, BTreeMap<String, Quantity>) {
+    let cpu = cfg.cpu_override.unwrap_or(f.cpus);
+    let mem = cfg.memory_override_bytes.unwrap_or(f.memory_bytes);
+    let storage = cfg
+        .storage_override_bytes
+        .or(f.tart_home_volume.map(|v| v.total_bytes))
+        .unwrap_or(0);
+    let q = |s: String| Quantity(s);
+    let ki = |b: u64| q(format!("{}Ki", b / 1024));
+    let mut cap = BTreeMap::new();
+    cap.insert("cpu".into(), q(cpu.to_string()));
+    cap.insert("memory".into(), ki(mem));
+    cap.insert("ephemeral-storage".into(), ki(storage));
+    cap.insert("pods".into(), q(cfg.max_pods.to_string()));
+    cap.insert(VM_SLOTS_RESOURCE.into(), q(cfg.vm_slots.to_string()));
+    let mut alloc = cap.clone();
+    alloc.insert(
+        "memory".into(),
+        ki(mem.saturating_sub(cfg.memory_reserve_bytes)),
+    );
+    (cap, alloc)
+}
+
+fn memory_condition(cfg: &Config, f: &HostFacts) -> Cond {
+    let pressure = f
+        .memory_available_bytes
+        .is_some_and(|a| a < cfg.memory_pressure_bytes);
+    if pressure {
+        Cond {
+            type_: "MemoryPressure",
+            status: true,
+            reason: "KubeletHasInsufficientMemory",
+            message: "kubelet has insufficient memory available".into(),
+        }
+    } else {
+        Cond {
+            type_: "MemoryPressure",
+            status: false,
+            reason: "KubeletHasSufficientMemory",
+            message: "kubelet has sufficient memory available".into(),
+        }
+    }
+}
+
+fn disk_condition(cfg: &Config, f: &HostFacts) -> Cond {
+    let pressure = f
+        .tart_home_volume
+        .is_some_and(|v| v.free_bytes < cfg.disk_pressure.min_free(v.total_bytes));
+    if pressure {
+        Cond {
+            type_: "DiskPressure",
+            status: true,
+            reason: "KubeletHasDiskPressure",
+            message: "kubelet has disk pressure".into(),
+        }
+    } else {
+        Cond {
+            type_: "DiskPressure",
+            status: false,
+            reason: "KubeletHasNoDiskPressure",
+            message: "kubelet has no disk pressure".into(),
+        }
+    }
+}
+
+fn pid_condition(f: &HostFacts) -> Cond {
+    // Kubelet's default pid eviction threshold is 10 % available.
+    let pressure = f.pids.is_some_and(|p| p.max > 0 && p.used * 10 > p.max * 9);
+    if pressure {
+        Cond {
+            type_: "PIDPressure",
+            status: true,
+            reason: "KubeletHasInsufficientPID",
+            message: "kubelet has insufficient PID available".into(),
+        }
+    } else {
+        Cond {
+            type_: "PIDPressure",
+            status: false,
+            reason: "KubeletHasSufficientPID",
+            message: "kubelet has sufficient PID available".into(),
+        }
+    }
+}
+
+fn tart_condition(h: &HealthSnapshot) -> Cond {
+    let not_ready = |reason, message| Cond {
+        type_: "TartReady",
+        status: false,
+        reason,
+        message,
+    };
+    match (&h.probe, &h.fault) {
+        (TartProbe::Unknown, _) => {
+            not_ready("TartNotProbed", "tart has not been probed yet".into())
+        }
+        (TartProbe::NotFound { message }, _) => {
+            not_ready("TartNotFound", format!("tart cannot be started: {message}"))
+        }
+        (TartProbe::VersionUnsupported { version, minimum }, _) => not_ready(
+            "TartVersionUnsupported",
+            format!("tart {version} is older than the supported minimum {minimum}"),
+        ),
+        (TartProbe::Failing { message }, _) => not_ready(
+            "TartNotWorking",
+            format!("tart --version failed: {message}"),
+        ),
+        (TartProbe::HomeNotWritable { message }, _) => not_ready(
+            "TartHomeNotWritable",
+            format!("TART_HOME is not writable: {message}"),
+        ),
+        (TartProbe::Ok { .. }, Some(fault)) => not_ready(
+            fault.reason(),
+            format!(
+                "{} recent VM start failures caused by the host ({}); Pods wait until it recovers",
+                fault.count,
+                fault.kind.as_str()
+            ),
+        ),
+        (TartProbe::Ok { version }, None) => Cond {
+            type_: "TartReady",
+            status: true,
+            reason: "TartReady",
+            message: format!("tart {version} is usable"),
+        },
+    }
+}
+
+#[cfg(test)]
+#[path = "status_tests.rs"]
+mod tests;

@@ -1,0 +1,295 @@
+//! Registration and the node status task.
+//!
+//! Every `node_status_check_interval` (or at once when [`HostHealth`] changes) it probes tart,
+//! reads host facts and computes the desired status ([`super::status::desired_status`]). It
+//! writes `nodes/status` (strategic merge patch, conditions merge by type) immediately when
+//! anything but heartbeat times changed, otherwise every `node_status_report_interval` as a
+//! heartbeat. Each request has a deadline; failures are logged, counted and retried on the
+//! next tick — never fatal. If the Node disappears it is registered again.
+
+use std::{collections::BTreeMap, sync::Arc};
+
+use k8s_openapi::{
+    api::core::v1::{Node, NodeCondition, NodeStatus},
+    apimachinery::pkg::apis::meta::v1::{OwnerReference, Time},
+    jiff::Timestamp,
+};
+use kube::{
+    Client,
+    api::{Api, Patch, PatchParams},
+};
+use serde_json::json;
+use tart::Tart;
+use tokio::{sync::watch, time::Instant};
+use tracing::{info, warn};
+
+use super::{
+    ApiAccess,
+    health::HostHealth,
+    probe, spec,
+    status::{self, StatusInput},
+};
+use crate::{
+    admin::Readiness,
+    config::Config,
+    host::{HostFacts, HostInfo},
+    metrics::{ConditionLabels, NodeMetrics, OutcomeLabels},
+};
+
+/// Everything the status task needs.
+pub struct StatusLoop<T: Tart> {
+    /// API client (shared with the Pod side; the Lease has its own).
+    pub client: Client,
+    /// Configuration.
+    pub cfg: Arc<Config>,
+    /// Tart driver (only `version` is used here).
+    pub tart: Arc<T>,
+    /// Host facts.
+    pub host: Arc<dyn HostInfo>,
+    /// Health shared with the Pod side.
+    pub health: HostHealth,
+    /// Metrics.
+    pub metrics: NodeMetrics,
+    /// `/readyz` bookkeeping.
+    pub readiness: Readiness,
+    /// Forbidden-error logging.
+    pub access: ApiAccess,
+    /// Publishes the Node's owner reference once registered (for the Lease).
+    pub owner: watch::Sender<Option<OwnerReference>>,
+    /// The node's InternalIP.
+    pub internal_ip: String,
+}
+
+struct Registered {
+    labels: BTreeMap<String, String>,
+    /// Conditions we last wrote, or the server's right after registration.
+    previous: Vec<NodeCondition>,
+    last_written: Option<(NodeStatus, Instant)>,
+}
+
+impl<T: Tart> StatusLoop<T> {
+    /// Run until `shutdown` turns true.
+    pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
+        let mut health_rx = self.health.subscribe();
+        let mut reg: Option<Registered> = None;
+        let mut failures = 0u32;
+        loop {
+            let facts = self.facts().await;
+            self.probe().await;
+            let snap = self.health.snapshot();
+            self.update_gauges(&facts, &snap);
+            let tart_version = snap.probe.version().map(str::to_owned);
+
+            let ok = match reg.as_mut() {
+                None => match self.register(&facts, tart_version.as_deref()).await {
+                    Some(r) => {
+                        reg = Some(r);
+                        true
+                    }
+                    None => false,
+                },
+                Some(r) => {
+                    let want = spec::desired_labels(&self.cfg, &facts, tart_version.as_deref());
+                    if want != r.labels {
+                        // e.g. tart was upgraded: refresh the labels (a cheap get + patch).
+                        if let Some(fresh) = self.register(&facts, tart_version.as_deref()).await {
+                            r.labels = fresh.labels;
+                        }
+                    }
+                    true
+                }
+            };
+            if let (true, Some(r)) = (ok, reg.as_mut()) {
+                match self.write_status(r, &facts, &snap).await {
+                    WriteOutcome::Written | WriteOutcome::Unchanged => failures = 0,
+                    WriteOutcome::Failed => failures += 1,
+                    WriteOutcome::NodeGone => {
+                        warn!(node = %self.cfg.node_name, "node is gone; registering again");
+                        reg = None;
+                        failures += 1;
+                    }
+                }
+            } else {
+                failures += 1;
+            }
+            let wait = if failures == 0 {
+                self.cfg.node_status_check_interval
+            } else {
+                super::lease::retry_delay(failures, self.cfg.node_status_check_interval)
+            };
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {}
+                r = health_rx.changed() => if r.is_err() { return },
+                _ = shutdown.changed() => return,
+            }
+        }
+    }
+
+    async fn facts(&self) -> HostFacts {
+        let host = self.host.clone();
+        let home = self.cfg.tart_home.clone();
+        match tokio::task::spawn_blocking(move || HostFacts::gather(host.as_ref(), &home)).await {
+            Ok(f) => f,
+            Err(error) => {
+                warn!(%error, "host facts task failed");
+                HostFacts::gather(&crate::host::FixedHost::default(), &self.cfg.tart_home)
+            }
+        }
+    }
+
+    async fn probe(&self) {
+        let p = probe::probe(
+            self.tart.as_ref(),
+            &self.cfg.tart_home,
+            self.cfg.min_tart_version,
+            self.cfg.api_timeout,
+        )
+        .await;
+        let changed = self.health.snapshot().probe != p;
+        if changed {
+            info!(probe = ?p, "tart probe changed");
+        }
+        self.readiness
+            .set_tart(matches!(p, super::health::TartProbe::Ok { .. }));
+        self.health.set_probe(p);
+    }
+
+    fn update_gauges(&self, facts: &HostFacts, snap: &super::health::HealthSnapshot) {
+        self.metrics.set_tart_version(snap.probe.version());
+        if let Some(v) = facts.tart_home_volume {
+            self.metrics.tart_home_free_bytes.set(v.free_bytes as i64);
+        }
+    }
+
+    async fn register(&self, facts: &HostFacts, tart_version: Option<&str>) -> Option<Registered> {
+        match super::register(&self.client, &self.cfg, facts, tart_version, &self.access).await {
+            Ok(node) => {
+                self.readiness.api_ok();
+                if let Some(o) = super::owner_ref(&node) {
+                    self.owner.send_if_modified(|cur| {
+                        let changed = cur.as_ref() != Some(&o);
+                        *cur = Some(o);
+                        changed
+                    });
+                }
+                Some(Registered {
+                    labels: spec::desired_labels(&self.cfg, facts, tart_version),
+                    previous: server_conditions(&node),
+                    last_written: None,
+                })
+            }
+            Err(error) => {
+                self.readiness.api_failed();
+                warn!(error = %error, source = ?std::error::Error::source(&error).map(|s| s.to_string()), "node registration failed");
+                None
+            }
+        }
+    }
+
+    async fn write_status(
+        &self,
+        r: &mut Registered,
+        facts: &HostFacts,
+        snap: &super::health::HealthSnapshot,
+    ) -> WriteOutcome {
+        let now = Time(Timestamp::now());
+        let desired = status::desired_status(StatusInput {
+            cfg: &self.cfg,
+            facts,
+            health: snap,
+            internal_ip: &self.internal_ip,
+            previous: &r.previous,
+            now: &now,
+        });
+        for c in desired.conditions.iter().flatten() {
+            if let Some(condition) = crate::metrics::CONDITIONS.iter().find(|n| **n == c.type_) {
+                self.metrics
+                    .node_condition
+                    .get_or_create(&ConditionLabels { condition })
+                    .set(i64::from(c.status == "True"));
+            }
+        }
+        let due = match &r.last_written {
+            None => true,
+            Some((last, at)) => {
+                status::differs(last, &desired)
+                    || at.elapsed() >= self.cfg.node_status_report_interval
+            }
+        };
+        if !due {
+            return WriteOutcome::Unchanged;
+        }
+        let api: Api<Node> = Api::all(self.client.clone());
+        let patch = json!({ "status": &desired });
+        let res = tokio::time::timeout(
+            self.cfg.api_timeout,
+            api.patch_status(
+                &self.cfg.node_name,
+                &PatchParams::default(),
+                &Patch::Strategic(&patch),
+            ),
+        )
+        .await;
+        let outcome = match res {
+            Ok(Ok(_)) => {
+                self.access.ok("patch", "nodes/status");
+                self.readiness.api_ok();
+                if r.last_written.as_ref().is_none_or(|(last, _)| {
+                    status::condition_status(last, "Ready")
+                        != status::condition_status(&desired, "Ready")
+                }) {
+                    info!(ready = ?status::condition_status(&desired, "Ready"), "node status written");
+                }
+                r.previous = desired.conditions.clone().unwrap_or_default();
+                r.last_written = Some((desired, Instant::now()));
+                WriteOutcome::Written
+            }
+            Ok(Err(e)) => {
+                self.metrics.api_error("node", &e);
+                self.readiness.api_failed();
+                if matches!(&e, kube::Error::Api(s) if s.code == 404) {
+                    WriteOutcome::NodeGone
+                } else {
+                    self.access.failed("patch", "nodes/status", &e);
+                    WriteOutcome::Failed
+                }
+            }
+            Err(_) => {
+                self.readiness.api_failed();
+                self.metrics
+                    .api_errors
+                    .get_or_create(&crate::metrics::ApiErrorLabels {
+                        resource: "node",
+                        kind: "timeout",
+                    })
+                    .inc();
+                warn!(timeout = ?self.cfg.api_timeout, "node status write timed out");
+                WriteOutcome::Failed
+            }
+        };
+        let label = if matches!(outcome, WriteOutcome::Written) {
+            "ok"
+        } else {
+            "error"
+        };
+        self.metrics
+            .status_updates
+            .get_or_create(&OutcomeLabels { outcome: label })
+            .inc();
+        outcome
+    }
+}
+
+enum WriteOutcome {
+    Written,
+    Unchanged,
+    Failed,
+    NodeGone,
+}
+
+fn server_conditions(node: &Node) -> Vec<NodeCondition> {
+    node.status
+        .as_ref()
+        .and_then(|s| s.conditions.clone())
+        .unwrap_or_default()
+}
