@@ -1,21 +1,22 @@
 //! Logging set-up: `tracing` to stderr as text or JSON lines, filtered by the configured
-//! directive (default `info,kube=warn`), optionally also appended to a file.
+//! directive (default `info,kube=warn`), optionally also written to a size-rotated file ([`crate::ship::logfile`]).
 
-use std::{
-    fs::{File, OpenOptions},
-    io::Write,
-    path::Path,
-    sync::{Arc, Mutex},
-};
+use std::path::Path;
 
 use tracing_subscriber::{
     EnvFilter,
-    fmt::{self, MakeWriter, writer::MakeWriterExt},
+    fmt::{
+        self,
+        writer::{BoxMakeWriter, MakeWriterExt},
+    },
     layer::SubscriberExt,
     util::SubscriberInitExt,
 };
 
-use crate::config::LogFormat;
+use crate::{
+    config::LogFormat,
+    ship::logfile::{DEFAULT_KEEP, DEFAULT_MAX_BYTES, RotatingFile},
+};
 
 /// Why logging could not be set up.
 #[derive(Debug, thiserror::Error)]
@@ -51,24 +52,21 @@ pub fn init(format: LogFormat, filter: &str, file: Option<&Path>) -> Result<(), 
             source,
         })
     };
-    let file_writer = match file {
+    let writer = match file {
         Some(path) => {
             if let Some(dir) = path.parent() {
                 let _ = std::fs::create_dir_all(dir);
             }
-            let f = OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .map_err(|source| TelemetryError::File {
+            let f = RotatingFile::open(path, DEFAULT_MAX_BYTES, DEFAULT_KEEP).map_err(|source| {
+                TelemetryError::File {
                     path: path.to_owned(),
                     source,
-                })?;
-            Some(Mutex::new(f))
+                }
+            })?;
+            BoxMakeWriter::new(std::io::stderr.and(f))
         }
-        None => None,
+        None => BoxMakeWriter::new(std::io::stderr),
     };
-    let writer = std::io::stderr.and(FileWriter(file_writer.map(Arc::new)));
     let layer = fmt::layer().with_writer(writer).with_ansi(false);
     let registry = tracing_subscriber::registry().with(make_filter()?);
     let res = if format == LogFormat::Json {
@@ -81,28 +79,3 @@ pub fn init(format: LogFormat, filter: &str, file: Option<&Path>) -> Result<(), 
     Ok(())
 }
 
-/// Appends to the shared log file; a missing file (`None`) swallows the output.
-#[derive(Clone)]
-struct FileWriter(Option<Arc<Mutex<File>>>);
-
-impl Write for FileWriter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        match &self.0 {
-            Some(f) => f
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .write(buf),
-            None => Ok(buf.len()),
-        }
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> MakeWriter<'a> for FileWriter {
-    type Writer = FileWriter;
-    fn make_writer(&'a self) -> Self::Writer {
-        self.clone()
-    }
-}
