@@ -79,6 +79,30 @@ fn others_running(ctx: &Ctx, name: &str) -> Vec<String> {
         .collect()
 }
 
+/// The signals `run` handles (spec §3.2), registered before the run record says "up", so a
+/// signal sent as soon as the VM shows as running never meets the default action.
+struct RunSignals {
+    int: UnixSignal,
+    usr1: UnixSignal,
+    usr2: UnixSignal,
+    /// Private channel: `exec <vm> shutdown` in the fake guest sends SIGURG (ignored by
+    /// default, so harmless if anything else sends it).
+    urg: UnixSignal,
+}
+
+type UnixSignal = tokio::signal::unix::Signal;
+
+impl RunSignals {
+    fn register() -> std::io::Result<RunSignals> {
+        Ok(RunSignals {
+            int: signal(SignalKind::interrupt())?,
+            usr1: signal(SignalKind::user_defined1())?,
+            usr2: signal(SignalKind::user_defined2())?,
+            urg: signal(SignalKind::from_raw(libc::SIGURG))?,
+        })
+    }
+}
+
 pub async fn run(
     ctx: &Ctx,
     p: &Parsed,
@@ -86,6 +110,7 @@ pub async fn run(
     argv: &[String],
 ) -> Result<(), Failure> {
     let name = p.positionals[0].clone();
+    let signals = RunSignals::register()?;
     // validate() opens the VM, so a missing VM is E4 with the prefix and exit 1 (spec §1.3).
     if !ctx.home.vm_exists(&name) {
         return Err(Failure::other(format!(
@@ -164,14 +189,19 @@ pub async fn run(
         &dir.join(RUN_RECORD),
         &serde_json::to_vec_pretty(&record).unwrap_or_default(),
     )?;
-    let result = supervise(ctx, &name, action).await;
+    let result = supervise(ctx, &name, action, signals).await;
     let _ = fs::remove_file(dir.join(RUN_RECORD));
     drop(lock);
     result
 }
 
 /// Start failures after the lock, then the foreground wait for whatever ends the VM.
-async fn supervise(ctx: &Ctx, name: &str, action: Option<Action>) -> Result<(), Failure> {
+async fn supervise(
+    ctx: &Ctx,
+    name: &str,
+    action: Option<Action>,
+    signals: RunSignals,
+) -> Result<(), Failure> {
     let others = others_running(ctx, name);
     let over_limit = ctx
         .knobs
@@ -201,12 +231,12 @@ async fn supervise(ctx: &Ctx, name: &str, action: Option<Action>) -> Result<(), 
         let _ = fs::remove_file(&snapshot);
     }
     let suspendable = read_record(ctx, name).is_some_and(|r| r.suspendable);
-    let mut sigint = signal(SignalKind::interrupt())?;
-    let mut sigusr1 = signal(SignalKind::user_defined1())?;
-    let mut sigusr2 = signal(SignalKind::user_defined2())?;
-    // Private channel: `exec <vm> shutdown` inside the fake guest sends SIGURG (ignored by
-    // default, so harmless if anything else sends it).
-    let mut sigurg = signal(SignalKind::from_raw(libc::SIGURG))?;
+    let RunSignals {
+        int: mut sigint,
+        usr1: mut sigusr1,
+        usr2: mut sigusr2,
+        urg: mut sigurg,
+    } = signals;
     let start = Instant::now();
     let mut knobs = ctx.knobs.clone();
     let mut shutdown_at: Option<Instant> = None;
