@@ -1,0 +1,470 @@
+//! End-to-end support for the Pod-side tests: one agent process (the real binary, built as
+//! `agent-under-test`) per test, with its own Node name, namespace, fake `TART_HOME`, admin port
+//! and a kubeconfig minted for its own user bound to the least-privilege ClusterRole below, on
+//! the shared real control plane. Nothing here sleeps to wait: everything polls with a deadline.
+#![allow(dead_code)]
+
+use std::{collections::BTreeMap, net::SocketAddr, path::PathBuf, process::Stdio, time::Duration};
+
+use k8s_openapi::{
+    ByteString,
+    api::{
+        core::v1::{Container, Namespace, Pod, PodSpec, Secret, Toleration},
+        events::v1::Event,
+        rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, RoleRef, Subject},
+    },
+};
+use kube::{
+    Api, Client, ResourceExt,
+    api::{DeleteParams, ObjectMeta, PostParams},
+};
+use tart_kubelet_tests::{
+    cluster::{ControlPlane, unique, wait_for},
+    fake::{FakeHome, Knobs},
+};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// The Pod side's needs plus the node side's (issue 4), nothing more. Mirrors
+/// `packaging/kubernetes/rbac.yaml`.
+pub const CLUSTER_ROLE: &str = "tart-kubelet-e2e";
+
+fn rule(groups: &[&str], resources: &[&str], verbs: &[&str]) -> PolicyRule {
+    let v = |s: &[&str]| Some(s.iter().map(|x| x.to_string()).collect());
+    PolicyRule {
+        api_groups: v(groups),
+        resources: v(resources),
+        verbs: verbs.iter().map(|x| x.to_string()).collect(),
+        ..Default::default()
+    }
+}
+
+/// The least-privilege rules the agent runs under.
+pub fn agent_rules() -> Vec<PolicyRule> {
+    vec![
+        rule(
+            &[""],
+            &["nodes"],
+            &["get", "list", "watch", "create", "patch", "update"],
+        ),
+        rule(&[""], &["nodes/status"], &["patch", "update"]),
+        rule(
+            &[""],
+            &["pods"],
+            &["get", "list", "watch", "patch", "delete"],
+        ),
+        rule(&[""], &["pods/status"], &["patch", "update"]),
+        rule(&[""], &["secrets"], &["get"]),
+        rule(
+            &["", "events.k8s.io"],
+            &["events"],
+            &["create", "patch", "update"],
+        ),
+        rule(
+            &["coordination.k8s.io"],
+            &["leases"],
+            &["get", "create", "update", "patch"],
+        ),
+    ]
+}
+
+static RBAC: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
+
+/// How long a Pod may take to reach a state in these tests (the fake is near-instant; the
+/// machine is shared and slow).
+pub const WAIT: Duration = Duration::from_secs(90);
+
+/// One agent under test.
+pub struct Env {
+    pub cp: &'static ControlPlane,
+    pub admin: Client,
+    pub home: FakeHome,
+    pub node: String,
+    pub ns: String,
+    pub kubeconfig: PathBuf,
+    pub admin_addr: SocketAddr,
+    pub log_path: PathBuf,
+    pub vm_log_dir: PathBuf,
+    extra_args: Vec<String>,
+    agent: Option<tokio::process::Child>,
+    _logs: tempfile::TempDir,
+}
+
+fn free_port() -> SocketAddr {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.local_addr().expect("addr")
+}
+
+impl Env {
+    /// A fresh node + namespace with `knobs` in its fake home; the agent is not started.
+    pub async fn new(label: &str, knobs: Knobs, extra_args: &[&str]) -> Env {
+        // Building/starting blocks: off the async runtime's worker threads.
+        let cp = tokio::task::spawn_blocking(ControlPlane::shared)
+            .await
+            .expect("control plane");
+        let admin = cp.admin_client().await;
+        RBAC.get_or_init(|| async {
+            let roles: Api<ClusterRole> = Api::all(admin.clone());
+            let role = ClusterRole {
+                metadata: ObjectMeta {
+                    name: Some(CLUSTER_ROLE.into()),
+                    ..Default::default()
+                },
+                rules: Some(agent_rules()),
+                ..Default::default()
+            };
+            let _ = roles.create(&PostParams::default(), &role).await;
+        })
+        .await;
+        let node = unique(&format!("mac-{label}"));
+        let user = format!("tart-kubelet-{node}");
+        let kubeconfig = cp.mint_kubeconfig(&user, &[]);
+        let bindings: Api<ClusterRoleBinding> = Api::all(admin.clone());
+        let binding = ClusterRoleBinding {
+            metadata: ObjectMeta {
+                name: Some(user.clone()),
+                ..Default::default()
+            },
+            role_ref: RoleRef {
+                api_group: Some("rbac.authorization.k8s.io".into()),
+                kind: "ClusterRole".into(),
+                name: CLUSTER_ROLE.into(),
+            },
+            subjects: Some(vec![Subject {
+                kind: "User".into(),
+                name: user,
+                api_group: Some("rbac.authorization.k8s.io".into()),
+                ..Default::default()
+            }]),
+        };
+        bindings
+            .create(&PostParams::default(), &binding)
+            .await
+            .expect("create binding");
+        let ns = unique(label);
+        let nss: Api<Namespace> = Api::all(admin.clone());
+        let n = Namespace {
+            metadata: ObjectMeta {
+                name: Some(ns.clone()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        nss.create(&PostParams::default(), &n)
+            .await
+            .expect("create namespace");
+        let home = FakeHome::new().expect("fake home");
+        home.set_knobs(&knobs).expect("knobs");
+        let logs = tempfile::Builder::new()
+            .prefix("pod-e2e-")
+            .tempdir()
+            .expect("tempdir");
+        Env {
+            cp,
+            admin,
+            node,
+            ns,
+            kubeconfig,
+            admin_addr: free_port(),
+            log_path: logs.path().join("agent.log"),
+            vm_log_dir: logs.path().join("vm-logs"),
+            home,
+            extra_args: extra_args.iter().map(|s| s.to_string()).collect(),
+            agent: None,
+            _logs: logs,
+        }
+    }
+
+    /// Start (or restart) the agent process.
+    pub fn start_agent(&mut self) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log_path)
+            .expect("agent log");
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_agent-under-test"));
+        cmd.arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .args(["--node-name", &self.node])
+            .arg("--tart-program")
+            .arg(env!("CARGO_BIN_EXE_fake-tart"))
+            .arg("--tart-home")
+            .arg(self.home.path())
+            .arg("--vm-log-dir")
+            .arg(&self.vm_log_dir)
+            .args(["--admin-addr", &self.admin_addr.to_string()])
+            .args(["--log-format", "text"])
+            .args(["--log-filter", "info,tart_kubelet=debug,kube=warn"])
+            .args(&self.extra_args)
+            .env_remove("KUBECONFIG")
+            .env("CI", "1")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log"))
+            .stderr(log)
+            .kill_on_drop(true);
+        self.agent = Some(cmd.spawn().expect("spawn agent"));
+    }
+
+    /// SIGKILL the agent (its VMs keep running: they are in their own sessions).
+    pub async fn kill_agent(&mut self) {
+        if let Some(mut c) = self.agent.take() {
+            let _ = c.start_kill();
+            let _ = tokio::time::timeout(Duration::from_secs(10), c.wait()).await;
+        }
+    }
+
+    /// The agent's log so far (for failure messages).
+    pub fn agent_log(&self) -> String {
+        let s = std::fs::read_to_string(&self.log_path).unwrap_or_default();
+        let lines: Vec<&str> = s.lines().collect();
+        lines[lines.len().saturating_sub(60)..].join("\n")
+    }
+
+    pub fn pods(&self) -> Api<Pod> {
+        Api::namespaced(self.admin.clone(), &self.ns)
+    }
+
+    /// A one-container VM Pod bound to our node (the scheduler is bypassed: `nodeName`).
+    pub fn pod(&self, name: &str) -> Pod {
+        Pod {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: Some(self.ns.clone()),
+                ..Default::default()
+            },
+            spec: Some(PodSpec {
+                node_name: Some(self.node.clone()),
+                automount_service_account_token: Some(false),
+                termination_grace_period_seconds: Some(10),
+                tolerations: Some(vec![Toleration {
+                    operator: Some("Exists".into()),
+                    ..Default::default()
+                }]),
+                containers: vec![Container {
+                    name: "vm".into(),
+                    image: Some("ghcr.io/cirruslabs/macos-sequoia-base:latest".into()),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }),
+            status: None,
+        }
+    }
+
+    pub async fn create(&self, pod: &Pod) -> Pod {
+        self.pods()
+            .create(&PostParams::default(), pod)
+            .await
+            .expect("create pod")
+    }
+
+    pub async fn create_secret(&self, name: &str, dockerconfigjson: &[u8]) {
+        let api: Api<Secret> = Api::namespaced(self.admin.clone(), &self.ns);
+        let s = Secret {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                ..Default::default()
+            },
+            type_: Some("kubernetes.io/dockerconfigjson".into()),
+            data: Some(BTreeMap::from([(
+                ".dockerconfigjson".to_string(),
+                ByteString(dockerconfigjson.to_vec()),
+            )])),
+            ..Default::default()
+        };
+        api.create(&PostParams::default(), &s)
+            .await
+            .expect("secret");
+    }
+
+    /// Poll the Pod until `pred` holds; panics with the agent log on timeout.
+    pub async fn wait_pod(&self, name: &str, what: &str, pred: impl Fn(&Pod) -> bool) -> Pod {
+        let api = self.pods();
+        match wait_for(WAIT, || {
+            let api = api.clone();
+            let pred = &pred;
+            async move { api.get_opt(name).await.ok().flatten().filter(|p| pred(p)) }
+        })
+        .await
+        {
+            Ok(p) => p,
+            Err(e) => {
+                let now = api.get_opt(name).await.ok().flatten();
+                panic!(
+                    "pod {name}: {what}: {e}\nstatus now: {:#?}\nagent log:\n{}",
+                    now.and_then(|p| p.status),
+                    self.agent_log()
+                )
+            }
+        }
+    }
+
+    /// Wait until the Pod is gone from the API.
+    pub async fn wait_gone(&self, name: &str) {
+        let api = self.pods();
+        let r = wait_for(WAIT, || {
+            let api = api.clone();
+            async move { matches!(api.get_opt(name).await, Ok(None)).then_some(()) }
+        })
+        .await;
+        assert!(
+            r.is_ok(),
+            "pod {name} not gone: {r:?}\n{}",
+            self.agent_log()
+        );
+    }
+
+    pub async fn delete(&self, name: &str, grace: u32) {
+        let dp = DeleteParams {
+            grace_period_seconds: Some(grace),
+            ..Default::default()
+        };
+        self.pods().delete(name, &dp).await.expect("delete pod");
+    }
+
+    /// The Pod's events (events.k8s.io/v1), oldest first: (type, reason, note).
+    pub async fn events(&self, pod: &str) -> Vec<(String, String, String)> {
+        let api: Api<Event> = Api::namespaced(self.admin.clone(), &self.ns);
+        let mut evs: Vec<Event> = api
+            .list(&Default::default())
+            .await
+            .map(|l| l.items)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(pod))
+            .collect();
+        evs.sort_by_key(|e| {
+            (
+                e.event_time.as_ref().map(|t| t.0),
+                e.metadata.creation_timestamp.as_ref().map(|t| t.0),
+            )
+        });
+        evs.into_iter()
+            .map(|e| {
+                (
+                    e.type_.unwrap_or_default(),
+                    e.reason.unwrap_or_default(),
+                    e.note.unwrap_or_default(),
+                )
+            })
+            .collect()
+    }
+
+    /// Wait until the Pod has an event with `reason`; returns all events then.
+    pub async fn wait_event(&self, pod: &str, reason: &str) -> Vec<(String, String, String)> {
+        match wait_for(WAIT, || async {
+            let e = self.events(pod).await;
+            e.iter().any(|(_, r, _)| r == reason).then_some(e)
+        })
+        .await
+        {
+            Ok(e) => e,
+            Err(err) => panic!(
+                "no {reason} event for {pod}: {err}; events: {:?}\n{}",
+                self.events(pod).await,
+                self.agent_log()
+            ),
+        }
+    }
+
+    /// `/metrics` of the agent.
+    pub async fn metrics(&self) -> String {
+        let fetch = async {
+            let mut s = tokio::net::TcpStream::connect(self.admin_addr).await.ok()?;
+            let req = format!(
+                "GET /metrics HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+                self.admin_addr
+            );
+            s.write_all(req.as_bytes()).await.ok()?;
+            let mut buf = Vec::new();
+            s.read_to_end(&mut buf).await.ok()?;
+            Some(String::from_utf8_lossy(&buf).into_owned())
+        };
+        tokio::time::timeout(Duration::from_secs(10), fetch)
+            .await
+            .ok()
+            .flatten()
+            .unwrap_or_default()
+    }
+
+    /// The value of one sample line (`name{labels}` exactly as exposed), if present.
+    pub async fn metric(&self, series: &str) -> Option<f64> {
+        let text = self.metrics().await;
+        text.lines().find_map(|l| {
+            l.strip_prefix(series)?
+                .strip_prefix(' ')?
+                .trim()
+                .parse()
+                .ok()
+        })
+    }
+
+    /// Local VM names in the fake home.
+    pub fn vms(&self) -> Vec<String> {
+        std::fs::read_dir(self.home.path().join("vms"))
+            .map(|d| {
+                d.filter_map(|e| e.ok())
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The VM name of a Pod (the agent's naming: prefix + UID).
+    pub fn vm_of(pod: &Pod) -> String {
+        format!("tkl-{}", pod.uid().expect("uid"))
+    }
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        if let Some(c) = self.agent.as_mut() {
+            let _ = c.start_kill();
+        }
+        // VMs are detached `fake-tart run` processes: end them, the test is over.
+        for vm in self.vms() {
+            if let Some(pid) = self.home.run_pid(&vm) {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+        }
+    }
+}
+
+/// Pod phase.
+pub fn phase(p: &Pod) -> &str {
+    p.status
+        .as_ref()
+        .and_then(|s| s.phase.as_deref())
+        .unwrap_or("")
+}
+
+/// `1/1` ready.
+pub fn ready(p: &Pod) -> bool {
+    p.status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .is_some_and(|c| c.len() == 1 && c[0].ready)
+}
+
+/// The single container's waiting reason.
+pub fn waiting_reason(p: &Pod) -> Option<String> {
+    p.status
+        .as_ref()?
+        .container_statuses
+        .as_ref()?
+        .first()?
+        .state
+        .as_ref()?
+        .waiting
+        .as_ref()?
+        .reason
+        .clone()
+}
+
+/// Names of `pods` in `reasons` order check: each reason appears, in this order.
+pub fn in_order(events: &[(String, String, String)], reasons: &[&str]) -> bool {
+    let mut it = events.iter().map(|(_, r, _)| r.as_str());
+    reasons.iter().all(|want| it.any(|r| r == *want))
+}
