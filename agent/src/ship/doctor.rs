@@ -21,6 +21,7 @@ use checks::{Check, Status};
 /// # Errors
 /// Only when the report cannot be written.
 pub async fn doctor(args: &DoctorArgs, cfg: &Config) -> anyhow::Result<ExitCode> {
+    let cfg = &super::effective_config(&args.run, cfg)?;
     let checks = run_checks(args, cfg).await;
     if args.json {
         for c in &checks {
@@ -47,7 +48,7 @@ pub async fn run_checks(args: &DoctorArgs, cfg: &Config) -> Vec<Check> {
         "config",
         Status::Ok,
         format!(
-            "node {} , TART_HOME {}",
+            "node {}, TART_HOME {}",
             cfg.node_name,
             cfg.tart_home.display()
         ),

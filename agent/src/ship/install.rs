@@ -34,8 +34,8 @@ pub struct HostFacts {
     pub user: String,
     /// Their home.
     pub home: PathBuf,
-    /// Their uid (for `gui/<uid>`).
-    pub uid: u32,
+    /// Their uid (for `gui/<uid>`); `None` for a user unknown to this system.
+    pub uid: Option<u32>,
     /// This executable.
     pub current_exe: PathBuf,
     /// Working directory, to absolutize a relative `--config`.
@@ -50,11 +50,13 @@ pub fn default_plist_dir(v: Variant) -> PathBuf {
     }
 }
 
-fn domain(v: Variant, uid: u32) -> Domain {
-    match v {
+fn domain(v: Variant, uid: Option<u32>) -> anyhow::Result<Domain> {
+    Ok(match v {
         Variant::Daemon => Domain::System,
-        Variant::Agent => Domain::Gui(uid),
-    }
+        Variant::Agent => Domain::Gui(
+            uid.context("the LaunchAgent variant needs a user that exists here (gui/<uid>)")?,
+        ),
+    })
 }
 
 /// Pure: arguments + configuration + host facts -> the plist spec and the plan.
@@ -112,7 +114,7 @@ pub fn resolve_install(
         .clone()
         .unwrap_or_else(|| default_plist_dir(args.variant));
     let steps = launchctl::install_plan(&InstallPlanInput {
-        domain: domain(args.variant, host.uid),
+        domain: domain(args.variant, host.uid)?,
         label: args.label.clone(),
         plist_path: dir.join(spec.file_name()),
         plist: text,
@@ -124,16 +126,19 @@ pub fn resolve_install(
 }
 
 /// Resolves the console user: `--user`, else the owner of /dev/console on macOS, else
-/// `$SUDO_USER`, else the current user.
+/// `$SUDO_USER`, else the current user. A `--user` unknown to this system is accepted when
+/// `--home` is given too (a dry run prepared elsewhere); then there is no uid.
 fn host_facts(user: Option<&str>, home: Option<&Path>) -> anyhow::Result<HostFacts> {
     use nix::unistd::{Uid, User};
-    let by_name = |n: &str| -> anyhow::Result<User> {
-        User::from_name(n)
-            .with_context(|| format!("cannot look up user {n:?}"))?
-            .with_context(|| format!("no such user {n:?}; pass --user"))
+    let by_name = |n: &str| -> anyhow::Result<Option<User>> {
+        User::from_name(n).with_context(|| format!("cannot look up user {n:?}"))
     };
     let u = match user {
-        Some(n) => by_name(n)?,
+        Some(n) => match (by_name(n)?, home) {
+            (Some(u), _) => Some(u),
+            (None, Some(_)) => None,
+            (None, None) => bail!("no such user {n:?}: pass an existing --user (or --home too)"),
+        },
         None => {
             let console = if cfg!(target_os = "macos") {
                 use std::os::unix::fs::MetadataExt as _;
@@ -144,19 +149,28 @@ fn host_facts(user: Option<&str>, home: Option<&Path>) -> anyhow::Result<HostFac
             } else {
                 None
             };
-            match (console, std::env::var("SUDO_USER").ok()) {
+            Some(match (console, std::env::var("SUDO_USER").ok()) {
                 (Some(uid), _) => User::from_uid(Uid::from_raw(uid))?
                     .context("the console owner has no user entry; pass --user")?,
-                (None, Some(n)) => by_name(&n)?,
+                (None, Some(n)) => by_name(&n)?.with_context(|| format!("no such user {n:?}"))?,
                 (None, None) => User::from_uid(Uid::current())?
                     .context("the current user has no user entry; pass --user")?,
-            }
+            })
         }
     };
+    let home = match (home, &u) {
+        (Some(h), _) => h.to_path_buf(),
+        (None, Some(u)) => u.dir.clone(),
+        (None, None) => bail!("pass --home"),
+    };
     Ok(HostFacts {
-        home: home.map(Path::to_path_buf).unwrap_or_else(|| u.dir.clone()),
-        user: u.name,
-        uid: u.uid.as_raw(),
+        home,
+        user: u
+            .as_ref()
+            .map(|u| u.name.clone())
+            .or_else(|| user.map(str::to_string))
+            .unwrap_or_default(),
+        uid: u.as_ref().map(|u| u.uid.as_raw()),
         current_exe: std::env::current_exe()
             .context("cannot find this executable; pass --binary")?,
         cwd: std::env::current_dir().context("cannot read the working directory")?,
@@ -168,6 +182,7 @@ fn host_facts(user: Option<&str>, home: Option<&Path>) -> anyhow::Result<HostFac
 /// # Errors
 /// Anything that stops the install; the plan printed so far says how far it got.
 pub async fn install(args: &InstallArgs, cfg: &Config) -> anyhow::Result<ExitCode> {
+    let cfg = &super::effective_config(&args.run, cfg)?;
     let host = host_facts(args.user.as_deref(), args.home.as_deref())?;
     let (spec, steps) = resolve_install(args, cfg, &host)?;
     if args.dry_run {
@@ -195,7 +210,7 @@ pub async fn install(args: &InstallArgs, cfg: &Config) -> anyhow::Result<ExitCod
 /// Anything that stops the uninstall.
 pub async fn uninstall(args: &UninstallArgs, _cfg: &Config) -> anyhow::Result<ExitCode> {
     let uid = match args.variant {
-        Variant::Daemon => 0,
+        Variant::Daemon => None,
         Variant::Agent => host_facts(args.user.as_deref(), None)?.uid,
     };
     let dir = args
@@ -203,7 +218,7 @@ pub async fn uninstall(args: &UninstallArgs, _cfg: &Config) -> anyhow::Result<Ex
         .clone()
         .unwrap_or_else(|| default_plist_dir(args.variant));
     let steps = launchctl::uninstall_plan(
-        &domain(args.variant, uid),
+        &domain(args.variant, uid)?,
         &args.label,
         dir.join(format!("{}.plist", args.label)),
         Duration::from_secs(args.wait_timeout),

@@ -182,11 +182,12 @@ pub fn render_plan(steps: &[Step]) -> String {
                 path,
                 mode,
                 contents,
-            } => writeln!(
+            } => write!(
                 o,
-                "{n}. write {} (owner root:wheel, mode {mode:04o}, {} bytes):\n{contents}",
+                "{n}. write {} (owner root:wheel, mode {mode:04o}, {} bytes):\n{contents}{}",
                 path.display(),
-                contents.len()
+                contents.len(),
+                if contents.ends_with('\n') { "" } else { "\n" }
             ),
             Step::RemoveFile { path } => {
                 writeln!(o, "{n}. rm -f {}", path.display())

@@ -17,6 +17,21 @@ pub mod rbac;
 pub use doctor::doctor;
 pub use install::{install, uninstall};
 
+use crate::config::{Config, ConfigError, HostDefaults, RunArgs};
+
+/// The configuration a subcommand works with: the caller's `cfg` (top-level flags and
+/// environment), unless the subcommand was given its own agent options (`doctor --config F`),
+/// which then win.
+///
+/// # Errors
+/// [`ConfigError`] when the subcommand's own options are invalid.
+pub fn effective_config(own: &RunArgs, cfg: &Config) -> Result<Config, ConfigError> {
+    if *own == RunArgs::default() {
+        return Ok(cfg.clone());
+    }
+    Config::load(own.clone(), &HostDefaults::detect())
+}
+
 /// Which launchd flavour to install (host-and-conventions.md §1.1).
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Variant {
