@@ -367,3 +367,57 @@ async fn guest_crash_is_reported_by_wait() {
     let exit = t(h.wait()).await;
     assert_eq!((exit.reason, exit.code), (ExitReason::Failed, Some(1)));
 }
+
+#[tokio::test]
+async fn exec_returns_guest_codes_and_only_tart_failures_are_errors() {
+    let home = home_with_vm("ex").await;
+    let rec = Recorder::new();
+    let cli = home.cli().observer(rec.clone()).build();
+    let name = vm("ex");
+    let argv = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let e = t(cli.exec(&name, &argv(&["true"]), Duration::from_secs(5)))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::NotRunning);
+
+    let opts = home.run_opts(&name);
+    let h = t(cli.run(&name, &opts)).await.unwrap();
+    // Hostile strings arrive verbatim as single words.
+    let hostile = "$(rm -rf /); echo \"q\" 'q'";
+    let out = t(cli.exec(&name, &argv(&["echo", hostile]), Duration::from_secs(5)))
+        .await
+        .unwrap();
+    assert_eq!(
+        (out.exit_code, out.stdout.as_str()),
+        (0, format!("{hostile}\n").as_str())
+    );
+    // A guest failure, even with exit 2 or 64, is the guest's business.
+    for code in ["2", "64"] {
+        let out = t(cli.exec(&name, &argv(&["exit", code]), Duration::from_secs(5)))
+            .await
+            .unwrap();
+        assert_eq!(out.exit_code.to_string(), code);
+    }
+    // A hung guest command hits the caller's deadline and is not retried.
+    let before = rec.attempts().len();
+    let e = t(cli.exec(&name, &argv(&["sleep", "30"]), Duration::from_millis(300)))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Timeout);
+    assert_eq!(rec.attempts().len(), before + 1);
+    // An unreachable guest agent is Tart's failure.
+    home.knobs(json!({
+        "latency_scale": 0.001,
+        "vms": {"ex": {"exec_unreachable": true, "exec_connect_ms": 1000}}
+    }));
+    let e = t(cli.exec(&name, &argv(&["true"]), Duration::from_secs(5)))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Other);
+    assert!(
+        e.message.contains("Failed to connect to the VM"),
+        "{}",
+        e.message
+    );
+    t(cli.stop(&h, Duration::from_secs(4))).await.unwrap();
+}
