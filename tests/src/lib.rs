@@ -1,4 +1,5 @@
 //! Test support: the real control plane harness ([`cluster`]) and `fake-tart` homes with their
 //! failure knobs ([`fake`]).
+pub mod agent;
 pub mod cluster;
 pub mod fake;
