@@ -23,7 +23,8 @@ pub use knobs::{
     DEFAULT_VERSION, FailAction, ImageKnob, Knobs, Rule, VmKnob, glob_match,
 };
 
-/// A temporary `TART_HOME` for one test, removed on drop.
+/// A temporary `TART_HOME` for one test. On drop, every `run` process still holding one of its
+/// VMs is SIGKILLed and the directory is removed.
 #[derive(Debug)]
 pub struct FakeHome {
     dir: TempDir,
@@ -248,6 +249,32 @@ pub async fn poll_until(within: Duration, mut cond: impl FnMut() -> bool) -> boo
             return false;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+impl FakeHome {
+    /// SIGKILLs every `run` process holding a VM of this home (found with `F_GETLK`), like a
+    /// host power-off. Called on drop, so detached VMs never outlive their test.
+    pub fn kill_running_vms(&self) {
+        let Ok(entries) = fs::read_dir(self.path().join("vms")) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            if let Some(name) = entry.file_name().to_str()
+                && let Some(pid) = self.run_pid(name)
+            {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+        }
+    }
+}
+
+impl Drop for FakeHome {
+    fn drop(&mut self) {
+        self.kill_running_vms();
     }
 }
 

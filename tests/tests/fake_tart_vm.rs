@@ -463,3 +463,21 @@ async fn run_resets_a_mac_that_a_running_vm_already_uses() {
     signal(&a, Signal::SIGINT);
     finish(a).await;
 }
+
+#[tokio::test]
+async fn dropping_the_home_kills_its_running_vms() {
+    let h = home_with(&["vm1"]);
+    let child = start(&h, "vm1", &[]).await;
+    drop(h);
+    let out = finish(child).await;
+    assert_eq!(out.status.code(), None, "SIGKILLed by FakeHome::drop");
+}
+
+#[tokio::test]
+async fn a_run_whose_vm_directory_vanished_exits_instead_of_leaking() {
+    let h = home_with(&["vm1"]);
+    let child = start(&h, "vm1", &[]).await;
+    std::fs::remove_dir_all(h.vm_dir("vm1")).unwrap();
+    let out = finish(child).await;
+    assert_eq!(out.status.code(), Some(137));
+}

@@ -291,6 +291,10 @@ async fn supervise(
                 return Err(Failure::Exit(code));
             }
             _ = reload.tick() => {
+                // A VM whose home was deleted (a finished test) powers off instead of leaking.
+                if !dir.exists() {
+                    return Err(Failure::Exit(137));
+                }
                 if let Ok(k) = crate::rules::load(&ctx.home) {
                     knobs = k;
                 }
