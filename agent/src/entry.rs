@@ -147,8 +147,11 @@ async fn wait_for_signal() {
 
 /// The host facts source for this platform.
 fn default_host() -> Arc<dyn HostInfo> {
-    // TODO(issue 7): use crate::macos::MacHost on macOS once it implements HostInfo.
-    Arc::new(crate::host::LinuxHost)
+    if cfg!(target_os = "macos") {
+        Arc::new(crate::macos::MacHost::new())
+    } else {
+        Arc::new(crate::host::LinuxHost)
+    }
 }
 
 /// The tart driver configured from `cfg`; `observer` receives every attempt (Pod metrics).
