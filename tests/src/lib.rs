@@ -3,3 +3,4 @@
 pub mod agent;
 pub mod cluster;
 pub mod fake;
+pub mod sandbox;

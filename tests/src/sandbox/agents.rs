@@ -1,0 +1,124 @@
+//! The sandbox's simulated Mac minis: for each, a `fake-tart` home with realistic, scaled
+//! latencies and a `tart-kubelet` process started through the test harness
+//! ([`crate::agent::Agent`]) under the least-privilege RBAC.
+
+use std::{
+    path::{Path, PathBuf},
+    time::{Duration, Instant},
+};
+
+use crate::{
+    agent::{Agent, AgentOptions},
+    fake::{FakeHome, Knobs},
+};
+
+/// Paths of the binaries the sandbox drives, next to the sandbox binary itself.
+pub struct Binaries {
+    /// `fake-tart`.
+    pub fake_tart: PathBuf,
+    /// `agent-under-test` (the tart-kubelet binary).
+    pub agent: PathBuf,
+}
+
+impl Binaries {
+    /// Finds them beside the running executable.
+    pub fn beside_me() -> anyhow::Result<Binaries> {
+        let me = std::env::current_exe()?;
+        let dir = me.parent().unwrap_or(Path::new("."));
+        let b = Binaries {
+            fake_tart: dir.join("fake-tart"),
+            agent: dir.join("agent-under-test"),
+        };
+        for p in [&b.fake_tart, &b.agent] {
+            anyhow::ensure!(
+                p.exists(),
+                "{} not found: build it with `cargo build -p tart-kubelet-tests --bins`",
+                p.display()
+            );
+        }
+        Ok(b)
+    }
+}
+
+/// One simulated Mac mini.
+pub struct SimMac {
+    /// Node name.
+    pub node: String,
+    /// The agent process.
+    pub agent: Agent,
+    /// Knobs currently written to its home (chaos adds rules).
+    pub knobs: Knobs,
+    /// Restarts done (chaos).
+    pub restarts: u32,
+    /// CPU seconds of earlier incarnations.
+    pub cpu_before: f64,
+    /// When the first incarnation started.
+    pub started: Instant,
+}
+
+impl SimMac {
+    /// Starts a Mac named `node` with `knobs` and extra agent arguments.
+    pub async fn start(
+        node: &str,
+        bins: &Binaries,
+        kubeconfig: &Path,
+        knobs: Knobs,
+        extra_args: Vec<String>,
+    ) -> anyhow::Result<SimMac> {
+        let home = FakeHome::new()?;
+        home.set_knobs(&knobs)?;
+        let opts =
+            AgentOptions::new(&bins.agent, &bins.fake_tart, kubeconfig, node).args(extra_args);
+        let agent = Agent::start_with_home(opts, home).await?;
+        Ok(SimMac {
+            node: node.into(),
+            agent,
+            knobs,
+            restarts: 0,
+            cpu_before: 0.0,
+            started: Instant::now(),
+        })
+    }
+
+    /// Rewrites the knob file from `self.knobs`.
+    pub fn write_knobs(&self) -> anyhow::Result<()> {
+        Ok(self.agent.home().set_knobs(&self.knobs)?)
+    }
+
+    /// SIGKILL the agent (its VMs keep running), then start it again; keeps its CPU time.
+    pub async fn kill_and_restart(&mut self) -> anyhow::Result<()> {
+        if let Some((_, _, cpu)) = self.agent.pid().and_then(super::probe::process_usage) {
+            self.cpu_before += cpu;
+        }
+        self.agent.sigkill().await?;
+        self.agent.restart()?;
+        self.restarts += 1;
+        Ok(())
+    }
+
+    /// SIGTERM and wait up to `grace` (the harness kills it on drop otherwise).
+    pub async fn stop(&mut self, grace: Duration) {
+        if self.agent.sigterm().is_ok() {
+            let _ = self.agent.wait_exit(grace).await;
+        }
+    }
+
+    /// Kills every `tart run` process still holding a VM lock in this home (cleanup after
+    /// Ctrl-C or a failed run); returns how many there were.
+    pub fn kill_leftover_vms(&self) -> usize {
+        let home = self.agent.home();
+        let Ok(rd) = std::fs::read_dir(home.path().join("vms")) else {
+            return 0;
+        };
+        let mut n = 0;
+        for e in rd.flatten() {
+            if let Some(pid) = home.run_pid(&e.file_name().to_string_lossy()) {
+                let pid = nix::unistd::Pid::from_raw(pid);
+                let _ = nix::sys::signal::killpg(pid, nix::sys::signal::Signal::SIGKILL);
+                let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+                n += 1;
+            }
+        }
+        n
+    }
+}

@@ -1,0 +1,370 @@
+//! The sandbox (issue 6): one command that starts a real control plane, N simulated Mac minis
+//! (fake-tart homes + tart-kubelet processes under the least-privilege RBAC), runs a workload
+//! scenario, checks invariants, prints a report and writes it as JSON. Everything it started is
+//! stopped at the end, on Ctrl-C too. See docs/sandbox.md.
+
+pub mod agents;
+pub mod chaos;
+pub mod invariants;
+pub mod metrics;
+pub mod probe;
+pub mod progress;
+pub mod report;
+pub mod workload;
+
+use std::{
+    path::PathBuf,
+    time::{Duration, Instant},
+};
+
+use clap::{Parser, ValueEnum};
+use k8s_openapi::api::core::v1::Namespace;
+use kube::{Api, Client, api::PostParams};
+
+use crate::{
+    cluster::{self, ControlPlane},
+    fake::Knobs,
+};
+use agents::{Binaries, SimMac};
+use report::Report;
+
+/// Which workload to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Scenario {
+    /// A pool of ephemeral CI-runner Pods that boot, run a job and shut down.
+    Steady,
+    /// Like steady, but the pool's image changes half-way.
+    ImageRoll,
+    /// Like steady, with random faults: hangs, crashes, VM-limit hits, agent SIGKILL+restart.
+    Chaos,
+    /// No Pods: measure idle RSS, CPU and API requests per node per minute.
+    Idle,
+}
+
+impl Scenario {
+    fn as_str(self) -> &'static str {
+        match self {
+            Scenario::Steady => "steady",
+            Scenario::ImageRoll => "image-roll",
+            Scenario::Chaos => "chaos",
+            Scenario::Idle => "idle",
+        }
+    }
+}
+
+/// `scripts/sandbox` options.
+#[derive(Debug, Clone, Parser)]
+#[command(
+    name = "sandbox",
+    about = "Run tart-kubelet end to end without a Mac: a real control plane, simulated Mac minis (fake-tart), a workload, a report"
+)]
+pub struct Opts {
+    /// Workload scenario.
+    #[arg(long, value_enum, default_value = "steady")]
+    pub scenario: Scenario,
+    /// Simulated Mac minis (one agent each).
+    #[arg(long, default_value_t = 3)]
+    pub nodes: u32,
+    /// Pod lifecycles to complete.
+    #[arg(long, default_value_t = 30)]
+    pub pods: u64,
+    /// VM slots per Mac (Apple's limit is 2).
+    #[arg(long, default_value_t = 2)]
+    pub slots: u32,
+    /// Scale of fake-tart's realistic latencies (25 GB pull ~250 s, clone ~1 s, boot ~10 s,
+    /// CI job ~60 s at 1.0). 0 = instant (for the overhead benchmark).
+    #[arg(long, default_value_t = 0.05)]
+    pub latency_scale: f64,
+    /// Length of one CI job inside the VM before the guest shuts down, before scaling.
+    #[arg(long, default_value_t = 60_000)]
+    pub job_ms: u64,
+    /// Idle scenario: how long to measure.
+    #[arg(long, default_value_t = 120)]
+    pub idle_seconds: u64,
+    /// Write the report as JSON here.
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+    /// Leave everything up at the end (prints the KUBECONFIG line); Ctrl-C stops it.
+    #[arg(long)]
+    pub keep: bool,
+    /// Give up on the workload after this long.
+    #[arg(long, default_value_t = 900)]
+    pub timeout_seconds: u64,
+    /// Random seed for chaos.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+}
+
+/// Entry point of the `sandbox` binary.
+pub fn main() -> std::process::ExitCode {
+    let opts = Opts::parse();
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("sandbox: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    match rt.block_on(run(opts)) {
+        Ok(true) => std::process::ExitCode::SUCCESS,
+        Ok(false) => std::process::ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("sandbox: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// The namespace the workload runs in.
+pub const NAMESPACE: &str = "sandbox";
+
+/// Knobs for a realistic simulated Mac: fake-tart's realistic defaults, scaled, and a guest
+/// that runs one CI job then shuts itself down.
+pub fn mac_knobs(opts: &Opts) -> Knobs {
+    Knobs::new().with_latency_scale(opts.latency_scale).with_vm(
+        "*",
+        crate::fake::VmKnob::default().exits_after(opts.job_ms, 0),
+    )
+}
+
+async fn run(opts: Opts) -> anyhow::Result<bool> {
+    let t0 = Instant::now();
+    let mut progress = progress::Progress::new();
+    progress.line("building/checking the control plane (cached after the first run)");
+    cluster::build()?;
+    let bins = Binaries::beside_me()?;
+    let cp = ControlPlane::start_private("sandbox")?;
+    progress.line(&format!(
+        "control plane ready in {:.1} s at {} (logs {})",
+        cp.start_to_ready().as_secs_f64(),
+        cp.server_url(),
+        cp.logs_dir().display()
+    ));
+    let admin = cp.admin_client().await;
+    apply_rbac(&cp)?;
+    let agent_kc = cp.mint_kubeconfig("tart-kubelet-sandbox", &["tart-kubelets"]);
+    let mut macs = Vec::new();
+    for i in 1..=opts.nodes {
+        let mut args = vec![
+            "--vm-slots".to_string(),
+            opts.slots.to_string(),
+            "--log-format".into(),
+            "json".into(),
+        ];
+        if opts.scenario == Scenario::Chaos {
+            args.extend(chaos::agent_args());
+        }
+        let node = format!("mac-mini-{i}");
+        macs.push(SimMac::start(&node, &bins, &agent_kc, mac_knobs(&opts), args).await?);
+    }
+    progress.line(&format!(
+        "{} agents started (logs: {})",
+        macs.len(),
+        macs.iter()
+            .map(|m| m.agent.log_path().display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    invariants::wait_nodes_ready(&admin, &macs, Duration::from_secs(90)).await?;
+    ensure_namespace(&admin).await?;
+    let audit_start = probe::now_rfc3339();
+    let workload_start = Instant::now();
+
+    let outcome = tokio::select! {
+        r = drive(&opts, &admin, &mut macs, &mut progress) => Some(r),
+        _ = tokio::signal::ctrl_c() => None,
+    };
+    let interrupted = outcome.is_none();
+    let mut failed = false;
+    let (pool, mut scrapes) = match outcome {
+        Some(Ok(v)) => v,
+        Some(Err(e)) => {
+            progress.line(&format!("workload failed: {e:#}"));
+            failed = true;
+            Default::default()
+        }
+        None => {
+            progress.line("interrupted: cleaning up");
+            Default::default()
+        }
+    };
+    let mut rep = Report::default();
+    rep.schema = 1;
+    let succeeded = pool
+        .ended
+        .values()
+        .filter(|e| **e == workload::Ending::Succeeded)
+        .count() as u64;
+    rep.pods = report::PodCounts {
+        created: pool.created,
+        succeeded,
+        failed: pool.ended.len() as u64 - succeeded,
+        deleted: pool.ended.len() as u64,
+    };
+    rep.scenario = opts.scenario.as_str().into();
+    rep.nodes = opts.nodes;
+    rep.latency_scale = opts.latency_scale;
+    rep.duration_seconds = workload_start.elapsed().as_secs_f64();
+    let minutes = workload_start.elapsed().as_secs_f64() / 60.0;
+    rep.api_requests_per_node_per_minute = probe::api_rate_for_user(
+        &cp.run_dir().join("logs/audit.log"),
+        &audit_start,
+        "tart-kubelet-sandbox",
+        minutes,
+        opts.nodes,
+    );
+    if !interrupted {
+        // Final scrapes, plus those of incarnations chaos killed.
+        for m in &macs {
+            if let Ok(t) = m.agent.metrics().await {
+                scrapes.push(metrics::parse(&t));
+            }
+        }
+        rep.add_scrapes(&scrapes);
+        for m in &macs {
+            rep.agents.push(invariants::usage(m));
+        }
+    }
+    if opts.keep && !interrupted {
+        println!("{}", rep.render());
+        println!(
+            "everything is up; in another shell:\n  export KUBECONFIG={}\n  kubectl get nodes,pods -A\nCtrl-C stops it all.",
+            cp.kubeconfig_path().display()
+        );
+        let _ = tokio::signal::ctrl_c().await;
+    }
+    // Teardown: delete the Pods through the agents, then check nothing is left.
+    if opts.scenario != Scenario::Idle || interrupted {
+        rep.invariants
+            .extend(invariants::teardown(&admin, &macs, Duration::from_secs(120)).await);
+    }
+    for m in &mut macs {
+        m.stop(Duration::from_secs(10)).await;
+    }
+    let leftovers: usize = macs.iter().map(SimMac::kill_leftover_vms).sum();
+    rep.invariants.push(invariants::check(
+        "no_process_left",
+        leftovers == 0,
+        format!("{leftovers} tart run processes were still alive after the agents stopped"),
+    ));
+    if !interrupted {
+        rep.invariants
+            .extend(invariants::workload(&opts, &pool, &rep));
+    }
+    rep.invariants.push(invariants::check(
+        "workload_completed",
+        !failed,
+        "the workload did not finish (see above)".into(),
+    ));
+    cp.stop()?;
+    rep.invariants.push(invariants::no_control_plane_left(&cp));
+    rep.finish();
+    println!("{}", rep.render());
+    if let Some(path) = &opts.report {
+        std::fs::write(path, serde_json::to_string_pretty(&rep)?)?;
+        println!("report written to {}", path.display());
+    }
+    println!("total time {:.1} s", t0.elapsed().as_secs_f64());
+    Ok(rep.ok && !interrupted)
+}
+
+/// Runs the scenario until done; returns the pool state and a report to fill.
+async fn drive(
+    opts: &Opts,
+    admin: &Client,
+    macs: &mut [SimMac],
+    progress: &mut progress::Progress,
+) -> anyhow::Result<(workload::PoolState, Vec<Vec<metrics::Sample>>)> {
+    let mut state = workload::PoolState::default();
+    if opts.scenario == Scenario::Idle {
+        let end = Instant::now() + Duration::from_secs(opts.idle_seconds);
+        while Instant::now() < end {
+            progress.status(&format!(
+                "idle: measuring, {} s left",
+                end.saturating_duration_since(Instant::now()).as_secs()
+            ));
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        return Ok((state, Vec::new()));
+    }
+    let pool = (opts.nodes * opts.slots) as usize;
+    let deadline = Instant::now() + Duration::from_secs(opts.timeout_seconds);
+    let mut chaos = chaos::Chaos::new(opts.seed, Instant::now());
+    let tick = Duration::from_millis(500);
+    loop {
+        let image = workload::image_for(opts.scenario == Scenario::ImageRoll, &state, opts.pods);
+        workload::step(
+            admin,
+            NAMESPACE,
+            &mut state,
+            pool,
+            opts.pods,
+            &image,
+            Duration::from_secs(10),
+        )
+        .await?;
+        if opts.scenario == Scenario::Chaos {
+            chaos.maybe_inject(opts, macs, progress).await?;
+        }
+        progress.status(&format!(
+            "{}: created {}/{}  active {}  ran {}  ended {}",
+            opts.scenario.as_str(),
+            state.created,
+            opts.pods,
+            state.active(),
+            state.ran.len(),
+            state.ended.len()
+        ));
+        if state.done(opts.pods) {
+            break;
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "workload did not finish within {} s: {:?}",
+            opts.timeout_seconds,
+            state.present
+        );
+        // The pool is polled: the next observation is the thing waited for.
+        tokio::time::sleep(tick).await;
+    }
+    progress.line(&format!(
+        "{}: {} pods done",
+        opts.scenario.as_str(),
+        state.ended.len()
+    ));
+    Ok((state, chaos.into_earlier_scrapes()))
+}
+
+fn apply_rbac(cp: &ControlPlane) -> anyhow::Result<()> {
+    let manifest =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../packaging/kubernetes/rbac.yaml");
+    let out = std::process::Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(cp.kubeconfig_path())
+        .args(["apply", "--request-timeout=30s", "-f"])
+        .arg(&manifest)
+        .output()?;
+    anyhow::ensure!(
+        out.status.success(),
+        "kubectl apply {}: {}",
+        manifest.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(())
+}
+
+async fn ensure_namespace(admin: &Client) -> anyhow::Result<()> {
+    let api: Api<Namespace> = Api::all(admin.clone());
+    let ns: Namespace = serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1", "kind": "Namespace", "metadata": { "name": NAMESPACE }
+    }))?;
+    match api.create(&PostParams::default(), &ns).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}

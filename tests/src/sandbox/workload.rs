@@ -1,0 +1,208 @@
+//! The sandbox's workloads: a pool of ephemeral CI-runner Pods kept at a target size, each
+//! replaced as it finishes, until a number of lifecycles has completed. Talks only to the API.
+
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    time::Duration,
+};
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::{
+    Api, Client,
+    api::{DeleteParams, ListParams, PostParams},
+};
+use serde_json::json;
+
+/// How a finished Pod ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// `Succeeded`.
+    Succeeded,
+    /// `Failed`.
+    Failed,
+}
+
+/// What the pool has done so far.
+#[derive(Debug, Clone, Default)]
+pub struct PoolState {
+    /// Pods created.
+    pub created: u64,
+    /// Pods seen finished, by name.
+    pub ended: BTreeMap<String, Ending>,
+    /// Pods seen Running at least once.
+    pub ran: BTreeSet<String>,
+    /// Pods currently present (any phase), by name -> phase.
+    pub present: BTreeMap<String, String>,
+}
+
+impl PoolState {
+    /// Pods present and not finished.
+    pub fn active(&self) -> usize {
+        self.present
+            .iter()
+            .filter(|(n, _)| !self.ended.contains_key(*n))
+            .count()
+    }
+
+    /// How many to create now to keep `pool` active, without passing `total`.
+    pub fn to_create(&self, pool: usize, total: u64) -> usize {
+        let room = pool.saturating_sub(self.active());
+        let left = total.saturating_sub(self.created) as usize;
+        room.min(left)
+    }
+
+    /// All `total` Pods were created, ended and are gone.
+    pub fn done(&self, total: u64) -> bool {
+        self.created >= total && self.present.is_empty() && self.ended.len() as u64 >= total
+    }
+}
+
+/// The image the pool uses: `:v1` throughout, or `:v2` for Pods created after half the
+/// total when the image rolls.
+pub fn image_for(roll: bool, state: &PoolState, total: u64) -> String {
+    let tag = if roll && state.created >= total / 2 {
+        "v2"
+    } else {
+        "v1"
+    };
+    format!("ghcr.io/cirruslabs/macos-tahoe-base:{tag}")
+}
+
+/// The Pod a CI runner is: one container whose image is a Tart VM image, tolerating our taint.
+pub fn runner_pod(name: &str, image: &str, cpu: &str, memory: &str) -> Pod {
+    serde_json::from_value(json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": { "name": name, "labels": { "app": "ci-runner" } },
+        "spec": {
+            "restartPolicy": "Never",
+            "terminationGracePeriodSeconds": 10,
+            "nodeSelector": { "type": "virtual-kubelet" },
+            "tolerations": [{ "key": "virtual-kubelet.io/provider", "operator": "Exists", "effect": "NoSchedule" }],
+            "containers": [{
+                "name": "runner",
+                "image": image,
+                "imagePullPolicy": "IfNotPresent",
+                "resources": { "requests": { "cpu": cpu, "memory": memory } }
+            }]
+        }
+    }))
+    .expect("static pod literal")
+}
+
+/// One step of the pool: observe Pods, delete finished ones, create replacements. Returns the
+/// names created in this step.
+pub async fn step(
+    client: &Client,
+    ns: &str,
+    state: &mut PoolState,
+    pool: usize,
+    total: u64,
+    image: &str,
+    api_deadline: Duration,
+) -> anyhow::Result<Vec<String>> {
+    let api: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let pods = tokio::time::timeout(api_deadline, api.list(&ListParams::default())).await??;
+    state.present.clear();
+    for p in pods.items {
+        let name = p.metadata.name.clone().unwrap_or_default();
+        let phase = p
+            .status
+            .as_ref()
+            .and_then(|s| s.phase.clone())
+            .unwrap_or_else(|| "Pending".into());
+        if phase == "Running" {
+            state.ran.insert(name.clone());
+        }
+        let ending = match phase.as_str() {
+            "Succeeded" => Some(Ending::Succeeded),
+            "Failed" => Some(Ending::Failed),
+            _ => None,
+        };
+        if let Some(e) = ending {
+            state.ended.entry(name.clone()).or_insert(e);
+            if p.metadata.deletion_timestamp.is_none() {
+                let _ =
+                    tokio::time::timeout(api_deadline, api.delete(&name, &DeleteParams::default()))
+                        .await;
+            }
+        }
+        state.present.insert(name, phase);
+    }
+    let mut created = Vec::new();
+    for _ in 0..state.to_create(pool, total) {
+        let name = format!("runner-{:04}", state.created + 1);
+        let pod = runner_pod(&name, image, "4", "8Gi");
+        tokio::time::timeout(api_deadline, api.create(&PostParams::default(), &pod)).await??;
+        state.created += 1;
+        state.present.insert(name.clone(), "Pending".into());
+        created.push(name);
+    }
+    Ok(created)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pool_creates_up_to_its_size_and_never_past_the_total() {
+        let mut s = PoolState::default();
+        assert_eq!(s.to_create(6, 10), 6);
+        s.created = 6;
+        for i in 0..6 {
+            s.present.insert(format!("p{i}"), "Running".into());
+        }
+        assert_eq!(s.to_create(6, 10), 0);
+        s.ended.insert("p0".into(), Ending::Succeeded);
+        s.ended.insert("p1".into(), Ending::Failed);
+        assert_eq!(s.to_create(6, 10), 2);
+        s.created = 9;
+        assert_eq!(s.to_create(6, 10), 1);
+        assert!(!s.done(10));
+    }
+
+    #[test]
+    fn pool_is_done_only_when_every_pod_ended_and_is_gone() {
+        let mut s = PoolState {
+            created: 2,
+            ..Default::default()
+        };
+        s.ended.insert("a".into(), Ending::Succeeded);
+        s.ended.insert("b".into(), Ending::Succeeded);
+        s.present.insert("b".into(), "Succeeded".into());
+        assert!(!s.done(2));
+        s.present.clear();
+        assert!(s.done(2));
+    }
+
+    #[test]
+    fn image_rolls_to_v2_half_way_only_when_asked() {
+        let mut s = PoolState::default();
+        assert!(image_for(true, &s, 10).ends_with(":v1"));
+        s.created = 5;
+        assert!(image_for(true, &s, 10).ends_with(":v2"));
+        assert!(image_for(false, &s, 10).ends_with(":v1"));
+    }
+
+    #[test]
+    fn runner_pod_tolerates_the_taint_and_selects_virtual_kubelets() {
+        let p = runner_pod(
+            "r",
+            "ghcr.io/cirruslabs/macos-tahoe-base:latest",
+            "4",
+            "8Gi",
+        );
+        let spec = p.spec.unwrap();
+        assert_eq!(spec.containers.len(), 1);
+        assert_eq!(spec.restart_policy.as_deref(), Some("Never"));
+        assert_eq!(
+            spec.node_selector.unwrap().get("type").map(String::as_str),
+            Some("virtual-kubelet")
+        );
+        assert_eq!(
+            spec.tolerations.unwrap()[0].key.as_deref(),
+            Some("virtual-kubelet.io/provider")
+        );
+    }
+}
