@@ -15,9 +15,14 @@ use std::{
 
 use tracing::{Instrument, debug, debug_span, field};
 
+mod builder;
+
+pub use self::builder::TartCliBuilder;
+pub use crate::deadlines::Deadlines;
+
 use crate::{
-    Credentials, Error, ErrorKind, ExecOutput, IpResolver, NoopObserver, Observer, Op, PruneOpts,
-    Result, RunOpts, SetOpts, StopOutcome, Tart, Version, VmDetails, VmInfo, VmName, command,
+    Credentials, Error, ErrorKind, ExecOutput, IpResolver, Observer, Op, PruneOpts, Result,
+    RunOpts, SetOpts, StopOutcome, Tart, Version, VmDetails, VmInfo, VmName, command,
     error::classify_exec,
     parse,
     process::{self, Ended, Killed, Outcome},
@@ -25,53 +30,6 @@ use crate::{
     run::{self, Launch, VmProcess},
     stop,
 };
-
-/// Per-operation deadlines (spec §7.4). On expiry the process group is SIGKILLed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Deadlines {
-    /// `--version`.
-    pub version: Duration,
-    /// `list`.
-    pub list: Duration,
-    /// `get`.
-    pub get: Duration,
-    /// `set`.
-    pub set: Duration,
-    /// `delete`.
-    pub delete: Duration,
-    /// `clone` from a local VM. A remote source may pull first and gets
-    /// `max(clone, pull)` plus the stall watchdog.
-    pub clone: Duration,
-    /// `pull` overall.
-    pub pull: Duration,
-    /// No new stdout line for this long kills a pull (or a remote clone), except while it is
-    /// `waiting for lock...`.
-    pub pull_stall: Duration,
-    /// Added to `ip --wait`.
-    pub ip_extra: Duration,
-    /// Added to `stop --timeout`.
-    pub stop_extra: Duration,
-    /// `prune`.
-    pub prune: Duration,
-}
-
-impl Default for Deadlines {
-    fn default() -> Self {
-        Self {
-            version: Duration::from_secs(10),
-            list: Duration::from_secs(60),
-            get: Duration::from_secs(60),
-            set: Duration::from_secs(60),
-            delete: Duration::from_secs(60),
-            clone: Duration::from_secs(5 * 60),
-            pull: Duration::from_secs(3 * 3600),
-            pull_stall: Duration::from_secs(10 * 60),
-            ip_extra: Duration::from_secs(15),
-            stop_extra: Duration::from_secs(15),
-            prune: Duration::from_secs(10 * 60),
-        }
-    }
-}
 
 /// Drives the `tart` CLI. Cheap to clone.
 #[derive(Clone)]
@@ -101,86 +59,6 @@ impl std::fmt::Debug for TartCli {
     }
 }
 
-/// Builder for [`TartCli`].
-pub struct TartCliBuilder {
-    program: PathBuf,
-    tart_home: PathBuf,
-    extra_env: Vec<(OsString, OsString)>,
-    env_clear: bool,
-    no_auto_prune: bool,
-    deadlines: Deadlines,
-    retry: RetryPolicy,
-    observer: Arc<dyn Observer>,
-    output_cap: usize,
-}
-
-impl TartCliBuilder {
-    /// Program to run (default `tart`, looked up in `PATH`).
-    pub fn program(mut self, p: impl Into<PathBuf>) -> Self {
-        self.program = p.into();
-        self
-    }
-    /// An extra environment variable for every call.
-    pub fn env(mut self, k: impl Into<OsString>, v: impl Into<OsString>) -> Self {
-        self.extra_env.push((k.into(), v.into()));
-        self
-    }
-    /// Start children from an empty environment (plus `PATH`) instead of the agent's.
-    pub fn env_clear(mut self, yes: bool) -> Self {
-        self.env_clear = yes;
-        self
-    }
-    /// Set `TART_NO_AUTO_PRUNE` (§4: its mere presence disables auto-prune).
-    pub fn no_auto_prune(mut self, yes: bool) -> Self {
-        self.no_auto_prune = yes;
-        self
-    }
-    /// Deadlines.
-    pub fn deadlines(mut self, d: Deadlines) -> Self {
-        self.deadlines = d;
-        self
-    }
-    /// Retry policy for retryable kinds.
-    pub fn retry(mut self, r: RetryPolicy) -> Self {
-        self.retry = r;
-        self
-    }
-    /// Receives every attempt.
-    pub fn observer(mut self, o: Arc<dyn Observer>) -> Self {
-        self.observer = o;
-        self
-    }
-    /// Stored stdout/stderr bytes per stream and call.
-    pub fn output_cap(mut self, bytes: usize) -> Self {
-        self.output_cap = bytes;
-        self
-    }
-    /// Build.
-    pub fn build(self) -> TartCli {
-        let mut env = vec![
-            ("TART_HOME".into(), self.tart_home.clone().into_os_string()),
-            // §1.2: plain progress lines instead of ANSI rewrites.
-            ("CI".into(), "1".into()),
-        ];
-        if self.no_auto_prune {
-            env.push(("TART_NO_AUTO_PRUNE".into(), "1".into()));
-        }
-        env.extend(self.extra_env);
-        TartCli {
-            inner: Arc::new(Inner {
-                program: self.program,
-                tart_home: self.tart_home,
-                env,
-                env_clear: self.env_clear,
-                deadlines: self.deadlines,
-                retry: self.retry,
-                observer: self.observer,
-                output_cap: self.output_cap,
-            }),
-        }
-    }
-}
-
 /// One call: what to run and how.
 struct Call<'a> {
     op: Op,
@@ -193,21 +71,6 @@ struct Call<'a> {
 }
 
 impl TartCli {
-    /// Start building a client for `tart_home`.
-    pub fn builder(tart_home: impl Into<PathBuf>) -> TartCliBuilder {
-        TartCliBuilder {
-            program: "tart".into(),
-            tart_home: tart_home.into(),
-            extra_env: Vec::new(),
-            env_clear: false,
-            no_auto_prune: false,
-            deadlines: Deadlines::default(),
-            retry: RetryPolicy::default(),
-            observer: Arc::new(NoopObserver),
-            output_cap: process::DEFAULT_OUTPUT_CAP,
-        }
-    }
-
     /// `TART_HOME`.
     pub fn tart_home(&self) -> &Path {
         &self.inner.tart_home

@@ -13,6 +13,7 @@
 
 pub mod cli;
 pub mod command;
+pub mod deadlines;
 pub mod error;
 pub mod model;
 pub mod observe;
