@@ -93,7 +93,10 @@ where
         }
     }
 
-    // 3. SIGKILL the group.
+    // 3. SIGKILL the group. Only while it is alive: once reaped, its pid may be reused.
+    if !vm.is_alive() {
+        return Ok(StopOutcome::TartStop);
+    }
     vm.kill_group();
     if vm.wait_for(AFTER_KILL).await.is_some() {
         return Ok(StopOutcome::Killed);

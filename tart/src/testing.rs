@@ -20,8 +20,8 @@ use std::{
 use tokio::sync::watch;
 
 use crate::{
-    Error, ErrorKind, ExecOutput, ExitInfo, ExitReason, Op, Result, RunningVm, VmDetails, VmName,
-    VmState,
+    Error, ErrorKind, ExecOutput, ExitInfo, ExitReason, Op, Result, RunningVm, StopOutcome,
+    VmDetails, VmName, VmState,
 };
 
 /// One recorded call.
@@ -51,6 +51,10 @@ struct State {
     latency: HashMap<Op, Duration>,
     calls: Vec<MemCall>,
     exec_output: Option<ExecOutput>,
+    /// What `stop` reports for a running VM (default `GuestShutdown`).
+    stop_outcome: Option<StopOutcome>,
+    /// VM names passed to `attach`.
+    attaches: Vec<String>,
     next: u32,
 }
 
@@ -146,23 +150,55 @@ impl MemTart {
         self.lock().exec_output = Some(out);
     }
 
+    /// How `stop` of a running VM ends (default [`StopOutcome::GuestShutdown`], exit code 0;
+    /// `Killed` ends the process with SIGKILL).
+    pub fn set_stop_outcome(&self, outcome: StopOutcome) {
+        self.lock().stop_outcome = Some(outcome);
+    }
+
+    /// VM names passed to `attach`, in order (attach is not an [`Op`], so it is kept apart
+    /// from [`MemTart::calls`]).
+    pub fn attach_calls(&self) -> Vec<String> {
+        self.lock().attaches.clone()
+    }
+
     /// Make a running VM's process exit with `code` (0: guest shut down). `false` when it was
     /// not running.
     pub fn exit_vm(&self, vm: &VmName, code: i32) -> bool {
-        let mut s = self.lock();
-        let Some(tx) = s.vms.get_mut(vm.as_str()).and_then(|e| e.run.take()) else {
-            return false;
-        };
         let reason = if code == 0 {
             ExitReason::Completed
         } else {
             ExitReason::Failed
         };
-        let _ = tx.send(Some(ExitInfo {
-            reason,
-            code: Some(code),
-            signal: None,
-        }));
+        self.end_vm(
+            vm,
+            ExitInfo {
+                reason,
+                code: Some(code),
+                signal: None,
+            },
+        )
+    }
+
+    /// Make a running VM's process die by SIGKILL (host power cut, OOM...). `false` when it
+    /// was not running.
+    pub fn kill_vm(&self, vm: &VmName) -> bool {
+        self.end_vm(
+            vm,
+            ExitInfo {
+                reason: ExitReason::Signaled,
+                code: None,
+                signal: Some(9),
+            },
+        )
+    }
+
+    fn end_vm(&self, vm: &VmName, info: ExitInfo) -> bool {
+        let mut s = self.lock();
+        let Some(tx) = s.vms.get_mut(vm.as_str()).and_then(|e| e.run.take()) else {
+            return false;
+        };
+        let _ = tx.send(Some(info));
         true
     }
 

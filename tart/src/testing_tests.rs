@@ -59,3 +59,28 @@ async fn registry_restricts_pullable_images() {
     t.clone_vm("ghcr.io/a/b:1", &vm("x"), None).await.unwrap();
     assert_eq!(t.vm_names(), ["x"]);
 }
+
+#[tokio::test]
+async fn stop_outcome_is_scriptable_and_attach_is_recorded_apart() {
+    let t = MemTart::new().with_vm("a");
+    let opts = RunOpts {
+        dirs: vec![],
+        network: Default::default(),
+        suspendable: false,
+        log_path: "/dev/null".into(),
+        log_cap_bytes: 0,
+        start_window: Duration::ZERO,
+    };
+    let h = t.run(&vm("a"), &opts).await.unwrap();
+    let again = t.attach(&vm("a"), &opts).await.unwrap().expect("running");
+    assert!(again.adopted());
+    assert_eq!(t.attach_calls(), ["a"]);
+    assert_eq!(t.calls_of(Op::Run), ["a"]);
+    t.set_stop_outcome(StopOutcome::Killed);
+    assert_eq!(
+        t.stop(&h, Duration::from_secs(1)).await.unwrap(),
+        StopOutcome::Killed
+    );
+    assert_eq!(again.wait().await.reason, ExitReason::Signaled);
+    assert!(t.attach(&vm("a"), &opts).await.unwrap().is_none());
+}

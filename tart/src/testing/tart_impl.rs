@@ -141,8 +141,8 @@ impl Tart for MemTart {
     }
 
     async fn attach(&self, vm: &VmName, _opts: &RunOpts) -> Result<Option<MemVm>> {
-        self.enter(Op::Run, vm.as_str()).await?;
-        let s = self.lock();
+        let mut s = self.lock();
+        s.attaches.push(vm.as_str().to_owned());
         Ok(s.vms
             .get(vm.as_str())
             .filter(|e| running(e))
@@ -179,8 +179,16 @@ impl Tart for MemTart {
         if !vm.is_alive() {
             return Ok(StopOutcome::AlreadyStopped);
         }
-        self.exit_vm(&vm.name, 0);
-        Ok(StopOutcome::GuestShutdown)
+        let outcome = self
+            .lock()
+            .stop_outcome
+            .unwrap_or(StopOutcome::GuestShutdown);
+        if outcome == StopOutcome::Killed {
+            self.kill_vm(&vm.name);
+        } else {
+            self.exit_vm(&vm.name, 0);
+        }
+        Ok(outcome)
     }
 
     async fn delete(&self, vm: &VmName) -> Result<()> {
