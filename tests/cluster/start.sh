@@ -207,7 +207,18 @@ start_all() {
 attempt=1
 CONFLICT=etcd
 while :; do
-  read -r ETCD_PORT ETCD_PEER_PORT APISERVER_PORT SCHEDULER_PORT CONTROLLER_MANAGER_PORT < <(pick_ports 5)
+  ports=$(pick_ports 5)
+  # Test hook: START_PORTS="etcd etcd-peer apiserver scheduler controller-manager" forces the
+  # first attempt's ports, 0 = pick one (to test the retry on a port conflict).
+  if [ "$attempt" = 1 ] && [ -n "${START_PORTS:-}" ]; then
+    read -r -a picked <<< "$ports"
+    read -r -a forced <<< "$START_PORTS"
+    for i in 0 1 2 3 4; do
+      [ "${forced[$i]:-0}" = 0 ] || picked[i]=${forced[$i]}
+    done
+    ports="${picked[*]}"
+  fi
+  read -r ETCD_PORT ETCD_PEER_PORT APISERVER_PORT SCHEDULER_PORT CONTROLLER_MANAGER_PORT <<< "$ports"
   write_config
   rc=0
   start_all || rc=$?

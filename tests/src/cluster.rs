@@ -196,6 +196,11 @@ impl ControlPlane {
         client_for(&self.kubeconfig_path()).await
     }
 
+    /// A kube client from a kubeconfig file; see the free function [`client_for`].
+    pub async fn client_for(&self, kubeconfig: &Path) -> kube::Client {
+        client_for(kubeconfig).await
+    }
+
     /// Mints a kubeconfig for `user` in `groups` (a client certificate signed by the cluster
     /// CA: CN=user, O=group...) and returns its path. RBAC grants nothing by default.
     ///

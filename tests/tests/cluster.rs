@@ -483,3 +483,42 @@ async fn warm_start_is_ready_within_15_seconds_median_of_three() {
         times[1]
     );
 }
+
+#[tokio::test]
+async fn taken_apiserver_port_makes_start_retry_with_new_ports() {
+    let _one = PRIVATE.lock().await;
+    cluster::build().expect("build.sh");
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let dir = tempfile::Builder::new()
+        .prefix("cp-conflict")
+        .tempdir()
+        .unwrap();
+    let run_dir = dir.path().to_str().unwrap();
+    let pid = std::process::id().to_string();
+    let start = tokio::process::Command::new(cluster::scripts_dir().join("start.sh"))
+        .args(["--run", run_dir, "--owner-pid", &pid])
+        // The apiserver's port (3rd) is taken; the other forced ports are picked free.
+        .env("START_PORTS", format!("0 0 {port} 0 0"))
+        .kill_on_drop(true)
+        .output();
+    let out = timeout(Duration::from_secs(150), start)
+        .await
+        .unwrap()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let env = std::fs::read_to_string(dir.path().join("env")).unwrap_or_default();
+    let stop = cluster::scripts_dir().join("stop.sh");
+    let (stopped, _, stop_err) = run(stop.to_str().unwrap(), &[run_dir]).await;
+    assert!(out.status.success(), "start.sh failed:\n{stderr}");
+    assert!(
+        stderr.contains("port conflict on attempt 1"),
+        "no retry:\n{stderr}"
+    );
+    assert!(
+        !env.contains(&format!("APISERVER_PORT={port}\n")),
+        "kept the taken port:\n{env}"
+    );
+    assert!(stopped, "stop.sh: {stop_err}");
+    assert_nothing_left(dir.path());
+}
