@@ -656,3 +656,90 @@ async fn concurrent_pulls_from_one_host_wait_for_the_lock() {
     let other = h.tart(FT, &["pull", "quay.io/x/three:1"]).await.unwrap();
     assert!(!other.stdout.contains("waiting for lock..."));
 }
+
+#[tokio::test]
+async fn set_replaces_the_disk_from_a_file_and_clears_display_refit_unless_given() {
+    let h = home();
+    h.create_vm("vm1").unwrap();
+    let src = h.path().join("new-disk.img");
+    std::fs::File::create(&src)
+        .unwrap()
+        .set_len(70_000_000_000)
+        .unwrap();
+    let out = h
+        .tart(
+            FT,
+            &[
+                "set",
+                "vm1",
+                "--display-refit",
+                "--disk",
+                src.to_str().unwrap(),
+            ],
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert_eq!(h.vm_config("vm1").unwrap()["displayRefit"], true);
+    assert_eq!(
+        fs::metadata(h.vm_dir("vm1").join("disk.img"))
+            .unwrap()
+            .len(),
+        70_000_000_000
+    );
+    // Any set without the flag writes displayRefit = nil (spec §2.3).
+    assert_eq!(
+        h.tart(FT, &["set", "vm1", "--cpu", "5"])
+            .await
+            .unwrap()
+            .code,
+        Some(0)
+    );
+    assert!(h.vm_config("vm1").unwrap().get("displayRefit").is_none());
+}
+
+#[tokio::test]
+async fn cloning_a_suspended_vm_copies_its_snapshot_and_keeps_its_mac() {
+    let h = home();
+    h.create_vm("src").unwrap();
+    fs::write(h.vm_dir("src").join("state.vzvmsave"), b"snap").unwrap();
+    assert_eq!(
+        h.tart(FT, &["clone", "src", "copy"]).await.unwrap().code,
+        Some(0)
+    );
+    assert!(h.vm_dir("copy").join("state.vzvmsave").is_file());
+    assert_eq!(
+        h.vm_mac("copy"),
+        h.vm_mac("src"),
+        "a suspended source keeps its MAC"
+    );
+    let get = h
+        .tart(FT, &["get", "copy", "--format", "json"])
+        .await
+        .unwrap();
+    assert_eq!(json(&get.stdout)["State"], "suspended");
+}
+
+#[tokio::test]
+async fn linux_images_get_linux_configs_and_the_arp_hint() {
+    let h = home();
+    h.set_knobs(&Knobs::new().with_image("default", ImageKnob::sized(0.1, 20).linux()))
+        .unwrap();
+    assert_eq!(
+        h.tart(FT, &["clone", IMG, "lin"]).await.unwrap().code,
+        Some(0)
+    );
+    let cfg = h.vm_config("lin").unwrap();
+    assert_eq!(
+        (cfg["os"].as_str(), cfg["cpuCountMin"].as_u64()),
+        (Some("linux"), Some(1))
+    );
+    let out = h
+        .tart(FT, &["ip", "lin", "--resolver", "arp"])
+        .await
+        .unwrap();
+    assert_eq!(
+        out.stderr,
+        "no IP address found, is your VM running? (not all Linux distributions are compatible with the ARP resolver)\n"
+    );
+}

@@ -481,3 +481,27 @@ async fn a_run_whose_vm_directory_vanished_exits_instead_of_leaking() {
     let out = finish(child).await;
     assert_eq!(out.status.code(), Some(137));
 }
+
+#[tokio::test]
+async fn exec_with_i_forwards_stdin_to_the_guest() {
+    use tokio::io::AsyncWriteExt;
+    let h = home_with(&["vm1"]);
+    let run = start(&h, "vm1", &[]).await;
+    let mut child = h
+        .command(FT)
+        .args(["exec", "-i", "vm1", "cat"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"line one\nline two\n").await.unwrap();
+    drop(stdin);
+    let out = finish(child).await;
+    assert_eq!(
+        (out.status.code(), stdout(&out).as_str()),
+        (Some(0), "line one\nline two\n")
+    );
+    signal(&run, Signal::SIGINT);
+    finish(run).await;
+}
