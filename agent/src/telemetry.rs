@@ -63,7 +63,9 @@ pub fn init(format: LogFormat, filter: &str, file: Option<&Path>) -> Result<(), 
                     source,
                 }
             })?;
-            BoxMakeWriter::new(std::io::stderr.and(f))
+            // Under launchd stderr is StandardErrorPath, which nothing rotates: with a log
+            // file, stderr only gets warnings and errors.
+            BoxMakeWriter::new(std::io::stderr.with_max_level(tracing::Level::WARN).and(f))
         }
         None => BoxMakeWriter::new(std::io::stderr),
     };
