@@ -83,6 +83,20 @@ if [ ! -f "$PKI/ca.crt" ]; then
   # cluster (the agent, not the controller-manager, is what runs under least privilege).
   "$CLUSTER_DIR/mint-kubeconfig.sh" --certs-only "$RUN" system:kube-controller-manager system:masters
   "$CLUSTER_DIR/mint-kubeconfig.sh" --certs-only "$RUN" kube-apiserver-kubelet-client system:masters
+  # Audit policy: one JSON line per completed request (user, verb, URI, code) in
+  # $RUN/logs/audit.log, for per-user API request rates (e.g. the sandbox's agent load figure).
+  # The apiserver's own loopback traffic and health probes are left out.
+  cat > "$PKI/audit-policy.yaml" << 'YAML'
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived", "ResponseStarted"]
+rules:
+- level: None
+  users: ["system:apiserver"]
+- level: None
+  nonResourceURLs: ["/healthz*", "/readyz*", "/livez*", "/version"]
+- level: Metadata
+YAML
   # Static token users: the admin (for tools that prefer a bearer token). More users: mint
   # client certificates with mint-kubeconfig.sh (1.20 reads the token file only at start).
   ADMIN_TOKEN=$(openssl rand -hex 16)
@@ -151,6 +165,8 @@ EOF
     --service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
     --kubelet-client-certificate="$PKI/clients/kube-apiserver-kubelet-client.crt" \
     --kubelet-client-key="$PKI/clients/kube-apiserver-kubelet-client.key" \
+    --audit-policy-file="$PKI/audit-policy.yaml" --audit-log-path="$RUN/logs/audit.log" \
+    --audit-log-maxsize=200 --audit-log-maxbackup=1 \
     --allow-privileged=true --profiling=false > "$RUN/args/kube-apiserver"
 
   printf '%s\n' --kubeconfig="$RUN/scheduler.kubeconfig" --leader-elect=false \

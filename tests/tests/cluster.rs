@@ -260,7 +260,7 @@ fn forbidden<T: std::fmt::Debug>(r: Result<T, kube::Error>) -> bool {
 }
 
 #[tokio::test]
-async fn minted_user_is_authenticated_but_may_only_do_what_rbac_grants() {
+async fn minted_user_is_authenticated_but_may_only_do_what_rbac_grants_and_is_audited() {
     let cp = ControlPlane::shared();
     let admin = cp.admin_client().await;
     let (ns, other) = (unique("rbac"), unique("rbac-other"));
@@ -314,6 +314,27 @@ async fn minted_user_is_authenticated_but_may_only_do_what_rbac_grants() {
         .await
         .unwrap();
     assert!(forbidden(r), "the grant leaked into another namespace");
+
+    // The audit log names the user of each completed request, with its verb and code.
+    let audit = cp.logs_dir().join("audit.log");
+    let uri = format!("/api/v1/namespaces/{other}/pods");
+    wait_for(Duration::from_secs(10), || async {
+        let log = std::fs::read_to_string(&audit).ok()?;
+        log.lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .any(|e| {
+                e["stage"] == "ResponseComplete"
+                    && e["user"]["username"] == user.as_str()
+                    && e["verb"] == "list"
+                    && e["requestURI"]
+                        .as_str()
+                        .is_some_and(|u| u.starts_with(&uri))
+                    && e["responseStatus"]["code"] == 403
+            })
+            .then_some(())
+    })
+    .await
+    .expect("no audit event for the forbidden list");
 }
 
 #[tokio::test]
