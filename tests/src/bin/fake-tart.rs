@@ -9,6 +9,8 @@
 mod cli;
 #[path = "fake_tart/error.rs"]
 mod error;
+#[path = "fake_tart/guest.rs"]
+mod guest;
 #[path = "fake_tart/home.rs"]
 mod home;
 #[path = "fake_tart/info.rs"]
@@ -18,6 +20,8 @@ mod info;
 mod knobs;
 #[path = "fake_tart/locks.rs"]
 mod locks;
+#[path = "fake_tart/maint.rs"]
+mod maint;
 #[path = "fake_tart/pull.rs"]
 mod pull;
 #[path = "fake_tart/registry.rs"]
@@ -170,16 +174,16 @@ async fn dispatch(args: Vec<String>) -> Result<(), Failure> {
     match sub.as_str() {
         "pull" => pull::pull(&ctx, &parsed, action).await,
         "clone" => pull::clone(&ctx, &parsed, action).await,
-        "set" => info::set(&ctx, &parsed),
+        "set" => maint::set(&ctx, &parsed),
         "get" => info::get(&ctx, &parsed),
         "list" => info::list(&ctx, &parsed),
-        "delete" => info::delete(&ctx, &parsed),
-        "prune" => info::prune(&ctx, &parsed),
+        "delete" => maint::delete(&ctx, &parsed),
+        "prune" => maint::prune(&ctx, &parsed),
         "run" => vm::run(&ctx, &parsed, action, &args).await,
         "stop" => vm::stop(&ctx, &parsed).await,
         "suspend" => vm::suspend(&ctx, &parsed),
-        "ip" => vm::ip(&ctx, &parsed).await,
-        "exec" => vm::exec(&ctx, &parsed).await,
+        "ip" => guest::ip(&ctx, &parsed).await,
+        "exec" => guest::exec(&ctx, &parsed).await,
         other => Err(Failure::validation(format!(
             "Unexpected argument '{other}'"
         ))),

@@ -155,7 +155,7 @@ async fn download(
     owns_tmp.set(false);
     if let Reference::Tag(tag) = &remote.reference {
         relink(&repo.join(tag), &hex)?;
-        crate::info::gc_oci(&ctx.home)?;
+        crate::maint::gc_oci(&ctx.home)?;
     }
     Ok(())
 }
