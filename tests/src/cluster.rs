@@ -98,6 +98,19 @@ impl ControlPlane {
         }
     }
 
+    /// [`ControlPlane::shared`] from async code: the first call blocks for several seconds,
+    /// so it runs on tokio's blocking pool instead of stalling the test's runtime.
+    ///
+    /// # Panics
+    /// As [`ControlPlane::shared`].
+    pub async fn shared_async() -> &'static ControlPlane {
+        match tokio::task::spawn_blocking(Self::shared).await {
+            Ok(cp) => cp,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(e) => panic!("control plane start was cancelled: {e}"),
+        }
+    }
+
     /// Starts a control plane of the caller's own (assumes `build()` has run). It is stopped
     /// when dropped; the owner-pid watchdog stops it if the process exits first.
     ///

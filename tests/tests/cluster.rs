@@ -62,7 +62,7 @@ async fn run(program: &str, args: &[&str]) -> (bool, String, String) {
 
 #[tokio::test]
 async fn kubectl_and_debian_python_kubernetes_both_list_namespaces() {
-    let cp = ControlPlane::shared();
+    let cp = ControlPlane::shared_async().await;
     let client = cp.admin_client().await;
     let ns = unique("list-ns");
     create_namespace(&client, &ns).await;
