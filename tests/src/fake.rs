@@ -405,6 +405,11 @@ impl Rule {
     pub fn stall(op: &str, percent: u32) -> Rule {
         Rule::new(op, Action::StallAtPercent(percent))
     }
+    /// pull (or an uncached clone) times out at `percent`: five retry lines, then
+    /// `Error: The request timed out.`, exit 1.
+    pub fn timeout_at(op: &str, percent: u32) -> Rule {
+        Rule::new(op, Action::TimeoutAtPercent(percent))
+    }
     /// `run` fails with the VM-limit error after taking the lock.
     pub fn vm_limit() -> Rule {
         Rule::new("run", Action::VmLimit(true))

@@ -395,3 +395,31 @@ async fn a_malformed_knob_file_fails_loudly() {
     assert_eq!(out.code, Some(70));
     assert!(out.stderr.starts_with("fake-tart: invalid "), "{out:?}");
 }
+
+#[tokio::test]
+async fn timeout_at_percent_prints_the_retry_lines_and_keeps_the_partial_download() {
+    let h = home();
+    h.set_knobs(&small().with_rule(Rule::timeout_at("pull", 30).times(1)))
+        .unwrap();
+    let out = h.tart(FT, &["pull", IMG]).await.unwrap();
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (Some(1), "Error: The request timed out.\n")
+    );
+    let retries = out
+        .lines()
+        .into_iter()
+        .filter(|l| {
+            *l == "Error pulling disk layer 0: \"The request timed out.\", attempting to re-try..."
+        })
+        .count();
+    assert_eq!(retries, 5, "{}", out.stdout);
+    assert!(out.lines().contains(&"30%") && !out.lines().contains(&"40%"));
+    assert!(
+        h.pull_tmp_dir(IMG).exists(),
+        "partial download kept for a resume"
+    );
+    let again = h.tart(FT, &["pull", IMG]).await.unwrap();
+    assert_eq!(again.code, Some(0));
+    assert!(!again.lines().contains(&"0%"), "resumed: {}", again.stdout);
+}

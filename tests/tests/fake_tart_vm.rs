@@ -505,3 +505,20 @@ async fn exec_with_i_forwards_stdin_to_the_guest() {
     signal(&run, Signal::SIGINT);
     finish(run).await;
 }
+
+#[tokio::test]
+async fn softnet_loses_run_stdout_from_2_34_on() {
+    let h = home_with(&["new", "old"]);
+    let child = start(&h, "new", &["--net-softnet"]).await;
+    signal(&child, Signal::SIGINT);
+    let out = finish(child).await;
+    assert_eq!(
+        (out.status.code(), stdout(&out).as_str()),
+        (Some(0), ""),
+        "#1323"
+    );
+    h.set_knobs(&Knobs::new().with_version("2.33.1")).unwrap();
+    let child = start(&h, "old", &["--net-softnet"]).await;
+    signal(&child, Signal::SIGINT);
+    assert_eq!(stdout(&finish(child).await), "Stopping VM...\n");
+}

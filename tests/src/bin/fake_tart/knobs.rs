@@ -130,6 +130,9 @@ pub enum Action {
     NoSpace(bool),
     /// Write invalid UTF-8 on stdout and stderr, then behave normally.
     InvalidUtf8(bool),
+    /// pull / uncached clone: at this percentage the connection times out; the five retry
+    /// lines go to stdout, then `Error: The request timed out.`, exit 1 (spec §2.1, #944).
+    TimeoutAtPercent(u32),
 }
 
 /// Arguments of [`Action::Fail`].

@@ -121,11 +121,12 @@ async fn download(
     }
     let compressed_gb = img.compressed_gb.unwrap_or(25.0);
     println!("pulling disk ({compressed_gb:.1} GB compressed)...");
-    let stall = match action {
-        Some(Action::StallAtPercent(p)) => Some(*p),
+    let stop = match action {
+        Some(Action::StallAtPercent(p)) => Some(Stop::Stall(*p)),
+        Some(Action::TimeoutAtPercent(p)) => Some(Stop::TimedOut(*p)),
         _ => None,
     };
-    progress(ctx, tmp, compressed_gb, stall).await?;
+    progress(ctx, tmp, compressed_gb, stop).await?;
     println!("pulling NVRAM...");
     let os = img.os.clone().unwrap_or_else(|| "darwin".into());
     let mac = home::stable_mac(&digest_name);
@@ -170,11 +171,20 @@ fn relink(link: &Path, hex: &str) -> std::io::Result<()> {
 /// Simulated download: one step per simulated second, a line whenever the integer percentage
 /// changes (at most once per simulated second, spec §2.1); resumes from a killed pull's
 /// `.fake-progress`; grows `disk.img` by 4 KiB per percent so a size watchdog sees progress.
+/// How a simulated download ends early.
+#[derive(Clone, Copy)]
+enum Stop {
+    /// No output forever from this percentage on.
+    Stall(u32),
+    /// The connection times out at this percentage.
+    TimedOut(u32),
+}
+
 async fn progress(
     ctx: &Ctx,
     tmp: &Path,
     compressed_gb: f64,
-    stall: Option<u32>,
+    stop: Option<Stop>,
 ) -> Result<(), Failure> {
     let speed = ctx
         .knobs
@@ -213,8 +223,19 @@ async fn progress(
             last = Some(pct);
             disk.write_all_at(&[0xAB; 4096], u64::from(pct) * 4096)?;
             fs::write(&progress_file, pct.to_string())?;
-            if stall.is_some_and(|s| pct >= s) {
-                std::future::pending::<()>().await;
+            match stop {
+                Some(Stop::Stall(s)) if pct >= s => std::future::pending::<()>().await,
+                Some(Stop::TimedOut(s)) if pct >= s => {
+                    // Only URLErrors are retried, 5 attempts per layer (spec §2.1); the partial
+                    // download stays in tmp for a later resume.
+                    for _ in 0..5 {
+                        println!(
+                            "Error pulling disk layer 0: \"The request timed out.\", attempting to re-try..."
+                        );
+                    }
+                    return Err(Failure::other("The request timed out."));
+                }
+                _ => {}
             }
         }
         if pct >= 100 {

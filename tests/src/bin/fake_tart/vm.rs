@@ -228,7 +228,18 @@ async fn supervise(
         println!("resuming VM...");
         let _ = fs::remove_file(&snapshot);
     }
-    let suspendable = read_record(ctx, name).is_some_and(|r| r.suspendable);
+    let record = read_record(ctx, name);
+    let suspendable = record.as_ref().is_some_and(|r| r.suspendable);
+    let softnet = record.is_some_and(|r| r.args.iter().any(|a| a.starts_with("--net-softnet")));
+    if softnet && crate::info::version_tuple(&ctx.version()) >= (2, 34, 0) {
+        // #1323 (2.34.0 through at least 2.36.0): softnet closes tart's stdout once the VM
+        // starts, so every later stdout line is lost (spec §2.6, output caveats).
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+        if let Ok(null) = fs::OpenOptions::new().write(true).open("/dev/null") {
+            let _ = nix::unistd::dup2_stdout(&null);
+        }
+    }
     let RunSignals {
         int: mut sigint,
         usr1: mut sigusr1,
