@@ -15,7 +15,7 @@ use std::{
 use axum::{
     Router,
     extract::State,
-    http::{StatusCode, header},
+    http::{HeaderMap, StatusCode, header},
     response::IntoResponse,
     routing::get,
 };
@@ -24,6 +24,8 @@ use tokio::{sync::watch, time::Instant};
 
 /// OpenMetrics content type.
 pub const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+/// Prometheus text exposition format 0.0.4 content type.
+pub const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// Readiness facts, updated by the Lease and status tasks. Clones share state.
 #[derive(Clone, Debug)]
@@ -171,10 +173,28 @@ pub async fn serve(
         .await
 }
 
-async fn metrics(State(st): State<AppState>) -> impl IntoResponse {
+/// Content negotiation like Prometheus' Go client: OpenMetrics when the scraper asks for it
+/// (Prometheus does), else the classic text format, which `curl | promtool check metrics`
+/// understands (promtool lints counters by their `_total` family name).
+fn wants_openmetrics(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.contains("application/openmetrics-text"))
+}
+
+async fn metrics(State(st): State<AppState>, headers: HeaderMap) -> impl IntoResponse {
     let mut body = String::new();
     match prometheus_client::encoding::text::encode(&mut body, &st.registry) {
-        Ok(()) => (StatusCode::OK, [(header::CONTENT_TYPE, OPENMETRICS)], body),
+        Ok(()) if wants_openmetrics(&headers) => {
+            (StatusCode::OK, [(header::CONTENT_TYPE, OPENMETRICS)], body)
+        }
+        Ok(()) => (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, PROMETHEUS_TEXT)],
+            to_prometheus_text(&body),
+        ),
         Err(_) => (
             StatusCode::INTERNAL_SERVER_ERROR,
             [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
@@ -195,6 +215,32 @@ async fn readyz(State(st): State<AppState>) -> impl IntoResponse {
         [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
         readyz_body(&checks),
     )
+}
+
+/// OpenMetrics text -> Prometheus text format 0.0.4: counter families are named with their
+/// `_total` suffix in `# HELP`/`# TYPE`, and `# UNIT` and `# EOF` are dropped. Samples are
+/// identical in both formats for the metric types used here (counter, gauge, histogram).
+pub fn to_prometheus_text(openmetrics: &str) -> String {
+    let counters: std::collections::HashSet<&str> = openmetrics
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE ")?.strip_suffix(" counter"))
+        .collect();
+    let mut out = String::with_capacity(openmetrics.len());
+    for line in openmetrics.lines() {
+        if line == "# EOF" || line.starts_with("# UNIT ") {
+            continue;
+        }
+        let renamed = ["# HELP ", "# TYPE "].iter().find_map(|p| {
+            let rest = line.strip_prefix(p)?;
+            let (name, tail) = rest.split_once(' ').unwrap_or((rest, ""));
+            counters
+                .contains(name)
+                .then(|| format!("{p}{name}_total {tail}"))
+        });
+        out.push_str(renamed.as_deref().unwrap_or(line));
+        out.push('\n');
+    }
+    out
 }
 
 /// Kubernetes-style `/readyz` text: one `[+]name ok` / `[-]name failed: why` line per check.
@@ -242,6 +288,15 @@ mod tests {
         assert!(body.ends_with("readyz check failed: api,lease\n"), "{body}");
     }
 
+    #[test]
+    fn openmetrics_counters_become_total_families_in_text_format() {
+        let om = "# HELP a_x Things.\n# TYPE a_x counter\na_x_total{k=\"v\"} 1\n# HELP g A gauge.\n# TYPE g gauge\n# UNIT g seconds\ng 2\n# EOF\n";
+        assert_eq!(
+            to_prometheus_text(om),
+            "# HELP a_x_total Things.\n# TYPE a_x_total counter\na_x_total{k=\"v\"} 1\n# HELP g A gauge.\n# TYPE g gauge\ng 2\n"
+        );
+    }
+
     #[tokio::test]
     async fn endpoints_answer_over_http() {
         let mut reg = Registry::default();
@@ -251,24 +306,33 @@ mod tests {
         let addr = listener.local_addr().unwrap();
         let (tx, rx) = watch::channel(false);
         let server = tokio::spawn(serve(listener, router(Arc::new(reg), readiness), rx));
-        let get = |path: &'static str| async move {
+        let get_with = |path: &'static str, accept: &'static str| async move {
             use tokio::io::{AsyncReadExt, AsyncWriteExt};
             let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-            s.write_all(
-                format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
-            )
-            .await
-            .unwrap();
+            let req = format!(
+                "GET {path} HTTP/1.1\r\nHost: x\r\nAccept: {accept}\r\nConnection: close\r\n\r\n"
+            );
+            s.write_all(req.as_bytes()).await.unwrap();
             let mut out = String::new();
             s.read_to_string(&mut out).await.unwrap();
             out
         };
+        let get = |path: &'static str| get_with(path, "*/*");
         let t = Duration::from_secs(5);
-        let m = tokio::time::timeout(t, get("/metrics")).await.unwrap();
+        let om = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5";
+        let m = tokio::time::timeout(t, get_with("/metrics", om))
+            .await
+            .unwrap();
         assert!(m.starts_with("HTTP/1.1 200"), "{m}");
         assert!(m.contains(OPENMETRICS), "{m}");
         assert!(m.contains("tart_kubelet_vm_slots"), "{m}");
         assert!(m.trim_end().ends_with("# EOF"), "{m}");
+        let plain = tokio::time::timeout(t, get("/metrics")).await.unwrap();
+        assert!(plain.contains(PROMETHEUS_TEXT), "{plain}");
+        assert!(
+            plain.contains("# TYPE tart_kubelet_node_lease_renewals_total counter"),
+            "{plain}"
+        );
         let h = tokio::time::timeout(t, get("/healthz")).await.unwrap();
         assert!(h.starts_with("HTTP/1.1 200"), "{h}");
         let r = tokio::time::timeout(t, get("/readyz")).await.unwrap();

@@ -211,7 +211,15 @@ impl Agent {
     /// # Errors
     /// Connection failures, a malformed response, or no answer within 10 s.
     pub async fn get(&self, path: &str) -> anyhow::Result<HttpResponse> {
-        http_get(self.admin_addr, path).await
+        http_get(self.admin_addr, path, None).await
+    }
+
+    /// `GET path` with an `Accept` header (e.g. what Prometheus sends for OpenMetrics).
+    ///
+    /// # Errors
+    /// As [`Agent::get`].
+    pub async fn get_accept(&self, path: &str, accept: &str) -> anyhow::Result<HttpResponse> {
+        http_get(self.admin_addr, path, Some(accept)).await
     }
 
     /// `/metrics` body (fails unless 200).
@@ -305,10 +313,18 @@ pub fn free_port() -> std::io::Result<SocketAddr> {
 ///
 /// # Errors
 /// Connection failure, timeout, or a response without a status line.
-pub async fn http_get(addr: SocketAddr, path: &str) -> anyhow::Result<HttpResponse> {
+pub async fn http_get(
+    addr: SocketAddr,
+    path: &str,
+    accept: Option<&str>,
+) -> anyhow::Result<HttpResponse> {
     let fut = async {
         let mut s = tokio::net::TcpStream::connect(addr).await?;
-        let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+        let accept = accept
+            .map(|a| format!("Accept: {a}\r\n"))
+            .unwrap_or_default();
+        let req =
+            format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\n{accept}Connection: close\r\n\r\n");
         s.write_all(req.as_bytes()).await?;
         let mut raw = Vec::new();
         s.read_to_end(&mut raw).await?;

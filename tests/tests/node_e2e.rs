@@ -283,17 +283,17 @@ async fn stopped_agent_goes_not_ready_and_restarted_agent_is_ready_on_the_same_n
         labels.get("type").map(String::as_str),
         Some("virtual-kubelet")
     );
-    let ready = condition(&stale, "Ready").unwrap().clone();
+    let unknown = condition(&stale, "Ready").unwrap().clone();
+    let first_ready = condition(&before, "Ready").unwrap().clone();
     let now_ready = {
         let nodes: Api<Node> = Api::all(admin.clone());
         let n = nodes.get(&name).await.unwrap();
         condition(&n, "Ready").unwrap().clone()
     };
     assert_eq!(now_ready.reason.as_deref(), Some("KubeletReady"));
-    assert!(
-        now_ready.last_transition_time > ready.last_transition_time,
-        "Unknown -> True is a transition"
-    );
+    // Unknown -> True is a transition: not the first registration's time copied back.
+    assert!(now_ready.last_transition_time >= unknown.last_transition_time);
+    assert!(now_ready.last_transition_time > first_ready.last_transition_time);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -450,15 +450,22 @@ async fn metrics_pass_promtool_and_count_lease_renewals() {
     let admin = cp.admin_client().await;
     wait_condition(&admin, &agent, "Ready", "True", Duration::from_secs(90)).await;
 
-    let r = agent.get("/metrics").await.unwrap();
-    assert_eq!(r.status, 200);
+    // What Prometheus gets: OpenMetrics.
+    let prometheus_accept =
+        "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+    let om = agent
+        .get_accept("/metrics", prometheus_accept)
+        .await
+        .unwrap();
+    assert_eq!(om.status, 200);
     assert!(
-        r.headers
+        om.headers
             .to_ascii_lowercase()
             .contains("content-type: application/openmetrics-text; version=1.0.0; charset=utf-8"),
         "{}",
-        r.headers
+        om.headers
     );
+    assert!(om.body.trim_end().ends_with("# EOF"));
     for series in [
         "tart_kubelet_build_info{version=\"0.1.0\",tart_version=\"2.35.0\"} 1",
         "tart_kubelet_node_condition{condition=\"Ready\"} 1",
@@ -466,8 +473,16 @@ async fn metrics_pass_promtool_and_count_lease_renewals() {
         "tart_kubelet_vm_slots 2",
         "tart_kubelet_vm_slots_used 0",
     ] {
-        assert!(r.body.contains(series), "{series} missing in\n{}", r.body);
+        assert!(om.body.contains(series), "{series} missing in\n{}", om.body);
     }
+    // What curl (no Accept) gets, piped into promtool.
+    let r = agent.get("/metrics").await.unwrap();
+    assert_eq!(r.status, 200);
+    assert!(
+        r.headers.contains("text/plain; version=0.0.4"),
+        "{}",
+        r.headers
+    );
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("metrics.txt");
     std::fs::write(&file, &r.body).unwrap();
