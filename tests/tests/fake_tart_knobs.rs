@@ -423,3 +423,18 @@ async fn timeout_at_percent_prints_the_retry_lines_and_keeps_the_partial_downloa
     assert_eq!(again.code, Some(0));
     assert!(!again.lines().contains(&"0%"), "resumed: {}", again.stdout);
 }
+
+#[tokio::test]
+async fn a_hung_process_exits_once_its_home_is_deleted() {
+    let h = home();
+    h.set_knobs(&Knobs::new().with_rule(Rule::hang("version")))
+        .unwrap();
+    let mut hung = h.command(FT).arg("--version").spawn().unwrap();
+    assert!(!poll_until(Duration::from_millis(400), || !alive(&hung)).await);
+    std::fs::remove_dir_all(h.path()).unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(5), hung.wait())
+        .await
+        .expect("still hanging")
+        .unwrap();
+    assert_eq!(status.code(), Some(137));
+}

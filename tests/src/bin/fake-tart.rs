@@ -142,6 +142,7 @@ async fn dispatch(args: Vec<String>) -> Result<(), Failure> {
     }
     if sub == "--version" {
         let home = Home::from_env()?;
+        watch_home(&home);
         let knobs = rules::load(&home)?;
         apply_generic(rules::take(&home, &knobs, "version", &[])?).await?;
         println!("{}", knobs.version.as_deref().unwrap_or(DEFAULT_VERSION));
@@ -156,6 +157,7 @@ async fn dispatch(args: Vec<String>) -> Result<(), Failure> {
     }
     let parsed = cli::parse(spec, rest)?;
     let home = Home::from_env()?;
+    watch_home(&home);
     let knobs = rules::load(&home)?;
     let action = rules::take(&home, &knobs, &sub, &rule_names(&sub, &parsed))?;
     let action = apply_generic(action).await?;
@@ -190,15 +192,30 @@ async fn dispatch(args: Vec<String>) -> Result<(), Failure> {
     }
 }
 
+/// Test hygiene, not Tart behaviour: once `TART_HOME` is deleted (its test is over), any
+/// fake-tart still hanging, waiting on a lock or running a VM there exits 137 within 250 ms
+/// instead of leaking.
+fn watch_home(home: &Home) {
+    let root = home.root.clone();
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(Duration::from_millis(250)).await;
+            if !root.exists() {
+                std::process::exit(137);
+            }
+        }
+    });
+}
+
 /// Applies the actions that mean the same for every command; returns the op-specific rest.
 async fn apply_generic(action: Option<Action>) -> Result<Option<Action>, Failure> {
     match action {
         Some(Action::Hang(true)) => {
             let _ = std::io::stdout().flush();
-            // Blocks until a signal with a default action (SIGINT, SIGTERM, SIGKILL) ends us.
-            loop {
-                nix::unistd::pause();
-            }
+            // Blocks until a signal with a default action (SIGINT, SIGTERM, SIGKILL) ends us,
+            // or the home-watch task sees TART_HOME gone.
+            std::future::pending::<()>().await;
+            unreachable!("pending never completes")
         }
         Some(Action::Fail(f)) => {
             eprintln!("{}", f.stderr);
