@@ -220,6 +220,16 @@ start_all() {
   wait_until "$deadline" "namespace kube-node-lease" curl_admin api/v1/namespaces/kube-node-lease || fail kube-apiserver
 }
 
+if [ -n "$OWNER_PID" ]; then
+  # The watchdog, started before any component so that nothing outlives the owner even if
+  # this script is killed half-way: `tail --pid` returns when the owner exits (checked every
+  # second); then it stops the whole run. stop.sh kills the watchdog on a normal stop.
+  # shellcheck disable=SC2016 # $1..$3 are expanded by the watchdog's bash
+  setsid bash -c 'tail --pid="$1" -f /dev/null; exec "$2/stop.sh" "$3"' watchdog \
+    "$OWNER_PID" "$CLUSTER_DIR" "$RUN/" >> "$RUN/logs/watchdog.log" 2>&1 < /dev/null &
+  echo $! > "$RUN/watchdog.pid"
+fi
+
 attempt=1
 CONFLICT=etcd
 while :; do
@@ -241,19 +251,15 @@ while :; do
   [ "$rc" = 0 ] && break
   if [ "$rc" != 2 ] || [ "$attempt" -ge 3 ]; then fail "$CONFLICT"; fi
   cp_log "port conflict on attempt $attempt; retrying with new ports"
-  "$CLUSTER_DIR/stop.sh" "$RUN" >&2
+  STOP_KEEP_WATCHDOG=1 "$CLUSTER_DIR/stop.sh" "$RUN" >&2
   attempt=$((attempt + 1))
 done
 
-if [ -n "$OWNER_PID" ]; then
-  # The watchdog: `tail --pid` returns when the owner exits (checked every second); then it
-  # stops the whole run. stop.sh kills the watchdog when the run is stopped normally.
-  # shellcheck disable=SC2016 # $1..$3 are expanded by the watchdog's bash
-  setsid bash -c 'tail --pid="$1" -f /dev/null; exec "$2/stop.sh" "$3"' watchdog \
-    "$OWNER_PID" "$CLUSTER_DIR" "$RUN/" >> "$RUN/logs/watchdog.log" 2>&1 < /dev/null &
-  echo $! > "$RUN/watchdog.pid"
+if [ -n "$OWNER_PID" ] && [ ! -d "/proc/$OWNER_PID" ]; then
+  # The owner exited while we were starting: its watchdog may have stopped an incomplete set.
+  "$CLUSTER_DIR/stop.sh" "$RUN" >&2 || true
+  cp_die "owner $OWNER_PID exited during start; stopped $RUN"
 fi
-
 echo "$(( $(now_ms) - t0 ))" > "$RUN/start-ms"
 cp_log "ready in $(( $(now_ms) - t0 )) ms: $RUN (server https://127.0.0.1:$APISERVER_PORT)"
 echo "$RUN"

@@ -17,7 +17,8 @@ RUN=$(cd "$1" && pwd)
 
 # The watchdog is a session leader (setsid): kill its group so its `tail --pid` goes too.
 # When the watchdog itself runs this script (its owner exited), it is $$: skip it.
-if [ -f "$RUN/watchdog.pid" ]; then
+# STOP_KEEP_WATCHDOG=1 (start.sh retrying on a port conflict) leaves it running.
+if [ -f "$RUN/watchdog.pid" ] && [ "${STOP_KEEP_WATCHDOG:-0}" != 1 ]; then
   wpid=$(cat "$RUN/watchdog.pid")
   if [ "$wpid" != "$$" ] && pid_is_ours "$wpid"; then
     kill -TERM -- "-$wpid" 2> /dev/null || true
