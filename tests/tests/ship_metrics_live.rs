@@ -7,6 +7,9 @@ use std::time::Duration;
 use tart_kubelet_tests::cluster::{ControlPlane, unique, wait_for};
 use tart_kubelet_tests::fake::FakeHome;
 
+/// The Accept header Prometheus sends when scraping.
+const PROMETHEUS_ACCEPT: &str = "Accept: application/openmetrics-text;version=1.0.0;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+
 /// Families with no series until the first error; checked by registration instead.
 const LAZY_FAMILIES: &[&str] = &[
     "tart_kubelet_tart_errors_total",
@@ -46,7 +49,7 @@ async fn scrape(url: &str) -> Option<String> {
     let addr = url.strip_prefix("http://")?.split('/').next()?.to_string();
     let mut s = tokio::net::TcpStream::connect(&addr).await.ok()?;
     s.write_all(
-        format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes(),
+        format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{PROMETHEUS_ACCEPT}\r\n\r\n").as_bytes(),
     )
     .await
     .ok()?;
@@ -114,9 +117,11 @@ async fn every_metric_in_the_rules_and_dashboard_is_served_by_a_running_agent() 
     let pod_metrics = std::fs::read_to_string(repo().join("agent/src/pods/metrics.rs")).unwrap();
     let mut missing = Vec::new();
     for name in used_families(&format!("{rules}\n{dash}"), &histograms) {
-        // OpenMetrics names a counter family without `_total` in its TYPE line.
+        // OpenMetrics names a counter family without `_total` in its TYPE line; the classic
+        // text format (served without an OpenMetrics Accept header) keeps it.
         let family = name.strip_suffix("_total").unwrap_or(&name);
-        if body.contains(&format!("# TYPE {family} ")) {
+        if body.contains(&format!("# TYPE {family} ")) || body.contains(&format!("# TYPE {name} "))
+        {
             continue;
         }
         // prometheus-client omits a family with no series; these two get their first series
