@@ -100,7 +100,13 @@ async fn transient_network_error_is_retried_and_permanent_one_is_not() {
     let cli = home.cli().observer(rec.clone()).build();
     t(cli.pull("ghcr.io/a/flaky:1", None)).await.unwrap();
     let a = rec.attempts();
-    assert_eq!(a.len(), 2);
+    let counters = std::fs::read_to_string(home.path().join("fake-tart/counters.json"));
+    let files: Vec<_> = std::fs::read_dir(home.path().join("fake-tart"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(a.len(), 2, "{a:?} counters {counters:?} files {files:?}");
     assert_eq!(a[0].outcome, AttemptOutcome::Error(ErrorKind::Network));
     assert!(!a[0].killed);
 
