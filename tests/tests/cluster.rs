@@ -543,3 +543,69 @@ async fn taken_apiserver_port_makes_start_retry_with_new_ports() {
     assert!(stopped, "stop.sh: {stop_err}");
     assert_nothing_left(dir.path());
 }
+
+// === clear errors ===
+
+#[tokio::test]
+async fn start_without_built_binaries_says_to_run_build_sh() {
+    let dir = tempfile::tempdir().unwrap();
+    let start = cluster::scripts_dir().join("start.sh");
+    let out = tokio::process::Command::new(&start)
+        .args(["--run", dir.path().to_str().unwrap()])
+        .env("BIN", dir.path().join("no-bin"))
+        .kill_on_drop(true)
+        .output();
+    let out = timeout(Duration::from_secs(30), out)
+        .await
+        .unwrap()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("run tests/cluster/build.sh first"), "{err}");
+    assert!(processes_of_run(dir.path()).is_empty());
+}
+
+#[tokio::test]
+async fn build_sh_as_non_root_with_nothing_cached_says_it_needs_root() {
+    let empty = tempfile::tempdir().unwrap();
+    let build = cluster::scripts_dir().join("build.sh");
+    let cache = format!("KUBE_CACHE={}", empty.path().join("cache").display());
+    let build = build.to_str().unwrap();
+    // As root (CI), drop to nobody; as another user, run as that user.
+    let (ok, _, err) = if nix::unistd::geteuid().is_root() {
+        let args = [
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "env",
+            &cache,
+            "bash",
+            build,
+        ];
+        run("setpriv", &args).await
+    } else {
+        run("env", &[&cache, "bash", build]).await
+    };
+    assert!(!ok, "build.sh succeeded without root and without a cache");
+    assert!(err.contains("must run as root"), "{err}");
+    assert!(
+        err.contains("kube-binaries"),
+        "does not say what is missing: {err}"
+    );
+}
+
+#[tokio::test]
+async fn mint_refuses_names_that_openssl_would_misparse() {
+    let cp = ControlPlane::shared_async().await;
+    let mint = cluster::scripts_dir().join("mint-kubeconfig.sh");
+    let run_dir = cp.run_dir().to_str().unwrap();
+    for bad in ["a/CN=admin", "a,b", "-rf", ""] {
+        let (ok, _, err) = run(mint.to_str().unwrap(), &[run_dir, "user", bad]).await;
+        assert!(
+            !ok && err.contains("invalid group name"),
+            "group {bad:?}: {err}"
+        );
+    }
+    let (ok, _, err) = run(mint.to_str().unwrap(), &[run_dir, "x/O=system:masters"]).await;
+    assert!(!ok && err.contains("invalid user name"), "{err}");
+}
