@@ -382,7 +382,7 @@ fn open_log(path: &Path) -> std::io::Result<std::fs::File> {
     OpenOptions::new().create(true).append(true).open(path)
 }
 
-/// The log from `from` (or the last [`LOG_TAIL`] bytes), lossily decoded. Empty on error.
+/// The log from `from` (at most its last 64 KiB), lossily decoded. Empty on error.
 pub fn read_tail(path: &Path, from: Option<u64>) -> String {
     let Ok(mut f) = std::fs::File::open(path) else {
         return String::new();

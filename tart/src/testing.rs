@@ -1,4 +1,4 @@
-//! [`MemTart`]: an in-memory [`Tart`] for fast unit tests of the code above this crate
+//! [`MemTart`]: an in-memory [`Tart`](crate::Tart) for fast unit tests of the code above this crate
 //! (feature `testing`). It keeps local VMs and cached images in a map and follows the real
 //! CLI's observable rules (§2): `run` of a running VM is `AlreadyRunning`, `delete` of a
 //! running VM is `LockBusy`, `delete` of a missing one is `Ok`, `clone` of an uncached remote
@@ -58,7 +58,7 @@ struct State {
     next: u32,
 }
 
-/// In-memory [`Tart`]. Cheap to clone; clones share state.
+/// In-memory [`Tart`](crate::Tart). Cheap to clone; clones share state.
 #[derive(Debug, Clone, Default)]
 pub struct MemTart {
     state: Arc<Mutex<State>>,
