@@ -427,3 +427,35 @@ async fn exec_returns_guest_codes_and_only_tart_failures_are_errors() {
     );
     t(cli.stop(&h, Duration::from_secs(4))).await.unwrap();
 }
+
+#[tokio::test]
+async fn registry_credentials_go_through_the_environment() {
+    let home = Home::new();
+    home.knobs(json!({
+        "latency_scale": 0.001,
+        "images": {"ghcr.io/priv/img:1": {"auth": {"username": "robot", "password": "s3cr3t"}}}
+    }));
+    let cli = home.cli().build();
+    let e = t(cli.pull("ghcr.io/priv/img:1", None)).await.unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Auth, "{e}");
+    let wrong = tart::Credentials {
+        username: "robot".into(),
+        password: "nope".into(),
+        hostname: None,
+    };
+    let e = t(cli.pull("ghcr.io/priv/img:1", Some(&wrong)))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Auth);
+    assert!(
+        !format!("{e} {e:?} {wrong:?}").contains("nope"),
+        "no secret in errors or Debug"
+    );
+    let right = tart::Credentials {
+        password: "s3cr3t".into(),
+        ..wrong
+    };
+    t(cli.clone_vm("ghcr.io/priv/img:1", &vm("priv"), Some(&right)))
+        .await
+        .unwrap();
+}
