@@ -71,7 +71,8 @@ async fn pod_reaches_running_one_of_one_with_ip_and_kubelet_events_in_order() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hung_clone_is_killed_and_retried_and_each_histogram_counts_the_pod_once() {
     let k = knobs().with_rule(Rule::hang("clone").times(1));
-    let mut env = Env::new("hungclone", k, &["--tart-deadline", "clone=3s"]).await;
+    let args = ["--tart-deadline", "clone=3s", "--pull-stall-window", "3s"];
+    let mut env = Env::new("hungclone", k, &args).await;
     env.start_agent();
     env.create(&env.pod("vm-1")).await;
     env.wait_pod("vm-1", "Running after a killed clone", |p| {
