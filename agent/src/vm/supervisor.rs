@@ -456,3 +456,6 @@ mod tests {
         assert_eq!(exit_code(&e(ExitReason::Completed, None, None)), 0);
     }
 }
+
+#[cfg(test)]
+mod worker_tests;

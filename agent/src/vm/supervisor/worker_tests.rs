@@ -1,0 +1,309 @@
+//! The worker against `MemTart`: provisioning order, events, once-per-Pod histograms, host
+//! faults, slots, teardown and adoption. No API server: events go to a channel.
+
+use std::{sync::Arc, time::Duration};
+
+use k8s_openapi::api::core::v1::ObjectReference;
+use prometheus_client::{encoding::text::encode, metrics::gauge::Gauge, registry::Registry};
+use tart::{ErrorKind, Op, Tart, testing::MemTart};
+use tokio::sync::{mpsc, watch};
+
+use super::*;
+use crate::{
+    node::health::HostHealth,
+    pods::{
+        context::{NodeView, PodsConfig, Shared},
+        events::Occurrence,
+        image::ImageRef,
+        metrics::PodMetrics,
+        plan::{PodFacts, RestartPolicy},
+        sink::EventSink,
+    },
+    slots::VmSlots,
+    vm::naming::VmNaming,
+};
+
+const IMAGE: &str = "ghcr.io/cirruslabs/macos:15";
+
+struct Rig {
+    shared: Arc<Shared<MemTart>>,
+    tart: MemTart,
+    events: mpsc::UnboundedReceiver<(ObjectReference, Occurrence)>,
+    registry: Registry,
+}
+
+fn rig(tart: MemTart, slots: u32) -> Rig {
+    let mut registry = Registry::default();
+    let metrics = PodMetrics::register(&mut registry);
+    let (tx, events) = mpsc::unbounded_channel();
+    let (trigger, _rx) = futures::channel::mpsc::unbounded();
+    std::mem::forget(_rx);
+    let client = kube::Client::try_from(kube::Config::new("http://127.0.0.1:9".parse().unwrap()))
+        .expect("client");
+    let cfg = PodsConfig {
+        node_name: "mac-1".into(),
+        host_ip: "192.0.2.10".into(),
+        vm_log_dir: std::env::temp_dir(),
+        vm_log_cap_bytes: 1 << 20,
+        run_start_window: Duration::from_millis(10),
+        ip_wait: Duration::from_secs(1),
+        default_grace: Duration::from_secs(5),
+        read_pull_secrets: false,
+        api_timeout: Duration::from_secs(1),
+        concurrency: 4,
+        node_check_interval: Duration::from_secs(60),
+        gc_interval: Duration::from_secs(60),
+    };
+    let shared = Arc::new(Shared {
+        client,
+        tart: Arc::new(tart.clone()),
+        cfg,
+        naming: VmNaming::default(),
+        slots: VmSlots::new(slots, Gauge::default()),
+        health: HostHealth::new(1, Duration::from_secs(600)),
+        metrics,
+        events: EventSink::with_sender(tx),
+        pulls: Default::default(),
+        trigger,
+        node: watch::channel(NodeView::default()).1,
+        workers: Default::default(),
+        api_failures: Default::default(),
+    });
+    Rig {
+        shared,
+        tart,
+        events,
+        registry,
+    }
+}
+
+fn input(uid: &str, policy: RestartPolicy) -> WorkerInput {
+    WorkerInput {
+        facts: PodFacts {
+            has_finalizer: true,
+            restart_policy: policy,
+            ..Default::default()
+        },
+        uid: uid.into(),
+        obj: ObjectReference::default(),
+        pod_label: format!("p_ns({uid})"),
+        namespace: "ns".into(),
+        container: "vm".into(),
+        image: ImageRef::parse(IMAGE).unwrap(),
+        pull_policy: crate::pods::image::PullPolicy::IfNotPresent,
+        pull_secrets: vec![],
+        resources: Default::default(),
+        created: Some(Timestamp::now()),
+        grace: Duration::from_secs(1),
+    }
+}
+
+fn uid(n: u8) -> String {
+    format!("3f2c1a9e-5b7d-4e21-9a0b-c1d2e3f4a5{n:02x}")
+}
+
+async fn until(
+    h: &mut WorkerHandle,
+    what: &str,
+    pred: impl Fn(&WorkerState) -> bool,
+) -> WorkerState {
+    let r = tokio::time::timeout(Duration::from_secs(5), h.state.wait_for(|s| pred(s)))
+        .await
+        .map(|r| r.map(|s| s.clone()));
+    match r {
+        Ok(Ok(s)) => s,
+        _ => panic!("{what}: state now {:?}", *h.state.borrow()),
+    }
+}
+
+fn reasons(rx: &mut mpsc::UnboundedReceiver<(ObjectReference, Occurrence)>) -> Vec<String> {
+    let mut v = vec![];
+    while let Ok((_, o)) = rx.try_recv() {
+        v.push(crate::pods::events::spec(&o).reason);
+    }
+    v
+}
+
+fn metrics(r: &Registry) -> String {
+    let mut s = String::new();
+    encode(&mut s, r).unwrap();
+    s
+}
+
+fn running_with_ip(s: &WorkerState) -> bool {
+    s.pod_ip.is_some() && matches!(s.facts.process, Process::Running { marked: true, .. })
+}
+
+#[tokio::test]
+async fn a_fresh_pod_is_provisioned_in_order_and_counted_once() {
+    let mut r = rig(MemTart::new(), 2);
+    let vm = r.shared.naming.vm_name(&uid(1)).unwrap();
+    let mut h = spawn(
+        r.shared.clone(),
+        vm.clone(),
+        input(&uid(1), RestartPolicy::Always),
+        Start::Fresh,
+    );
+    let s = until(&mut h, "running with an IP", running_with_ip).await;
+    assert!(matches!(s.view, ContainerView::Running { ready: true, .. }));
+    assert_eq!(
+        reasons(&mut r.events),
+        ["CreatingVM", "Pulling", "Pulled", "Created", "Started"]
+    );
+    let ops: Vec<Op> = r.tart.calls().iter().map(|c| c.op).collect();
+    let pos = |op| ops.iter().position(|o| *o == op).unwrap();
+    assert!(pos(Op::Pull) < pos(Op::Clone) && pos(Op::Clone) < pos(Op::Set));
+    assert!(pos(Op::Set) < pos(Op::Run) && pos(Op::Run) < pos(Op::Ip));
+    let t = metrics(&r.registry);
+    assert!(
+        t.contains("tart_kubelet_pod_provision_delay_seconds_count 1"),
+        "{t}"
+    );
+    assert!(t.contains("tart_kubelet_vm_boot_duration_seconds_count 1"));
+    assert!(r.shared.slots.holds(&uid(1)));
+}
+
+#[tokio::test]
+async fn exit_zero_under_never_finishes_completed_and_frees_the_slot() {
+    let r = rig(MemTart::new(), 2);
+    let vm = r.shared.naming.vm_name(&uid(2)).unwrap();
+    let mut h = spawn(
+        r.shared.clone(),
+        vm.clone(),
+        input(&uid(2), RestartPolicy::Never),
+        Start::Fresh,
+    );
+    until(&mut h, "running", running_with_ip).await;
+    assert!(r.tart.exit_vm(&vm, 0));
+    let s = until(&mut h, "finished", |s| s.facts.finished).await;
+    match s.view {
+        ContainerView::Terminated(t) => {
+            assert_eq!((t.exit_code, t.reason.as_str()), (0, "Completed"));
+        }
+        v => panic!("not terminated: {v:?}"),
+    }
+    assert!(!r.shared.slots.holds(&uid(2)));
+    assert_eq!(r.tart.calls_of(Op::Run).len(), 1, "restarted under Never");
+}
+
+#[tokio::test]
+async fn vm_limit_at_run_is_a_host_fault_that_keeps_the_pod_waiting() {
+    let mut r = rig(MemTart::new(), 2);
+    r.tart.fail(Op::Run, ErrorKind::VmLimit);
+    let vm = r.shared.naming.vm_name(&uid(3)).unwrap();
+    let mut h = spawn(
+        r.shared.clone(),
+        vm,
+        input(&uid(3), RestartPolicy::Always),
+        Start::Fresh,
+    );
+    let s = until(
+        &mut h,
+        "host fault",
+        |s| matches!(&s.view, ContainerView::Waiting { reason, .. } if reason == "VMLimitReached"),
+    )
+    .await;
+    assert!(s.facts.blocked_until.is_some(), "no backoff");
+    assert!(!s.facts.slot_held, "slot kept after a failed start");
+    assert!(reasons(&mut r.events).contains(&"VMLimitReached".to_string()));
+    assert!(
+        r.shared.health.snapshot().fault.is_some(),
+        "not reported to HostHealth"
+    );
+    assert!(metrics(&r.registry).contains("tart_kubelet_host_faults_total{kind=\"vm_limit\"} 1"));
+}
+
+#[tokio::test]
+async fn a_missing_image_is_err_image_pull_not_a_host_fault() {
+    let mut r = rig(MemTart::new().with_registry([]), 2);
+    let vm = r.shared.naming.vm_name(&uid(4)).unwrap();
+    let mut h = spawn(
+        r.shared.clone(),
+        vm,
+        input(&uid(4), RestartPolicy::Always),
+        Start::Fresh,
+    );
+    until(&mut h, "ErrImagePull", |s| {
+        matches!(&s.view, ContainerView::Waiting { reason, .. } if reason == "ErrImagePull" || reason == "ImagePullBackOff")
+    })
+    .await;
+    let evs = reasons(&mut r.events);
+    assert!(evs.contains(&"Failed".to_string()), "{evs:?}");
+    assert!(r.shared.health.snapshot().fault.is_none());
+}
+
+#[tokio::test]
+async fn a_second_pod_waits_for_the_only_slot_and_runs_when_it_frees() {
+    let mut r = rig(MemTart::new(), 1);
+    let vm1 = r.shared.naming.vm_name(&uid(5)).unwrap();
+    let vm2 = r.shared.naming.vm_name(&uid(6)).unwrap();
+    let mut h1 = spawn(
+        r.shared.clone(),
+        vm1.clone(),
+        input(&uid(5), RestartPolicy::Never),
+        Start::Fresh,
+    );
+    until(&mut h1, "first running", running_with_ip).await;
+    let mut h2 = spawn(
+        r.shared.clone(),
+        vm2,
+        input(&uid(6), RestartPolicy::Never),
+        Start::Fresh,
+    );
+    until(&mut h2, "second waiting for a slot", |s| {
+        matches!(&s.view, ContainerView::Waiting { reason, .. } if reason == "WaitingForVMSlot")
+    })
+    .await;
+    assert!(reasons(&mut r.events).contains(&"WaitingForVMSlot".to_string()));
+    r.tart.exit_vm(&vm1, 0);
+    until(&mut h2, "second running", running_with_ip).await;
+}
+
+#[tokio::test]
+async fn deletion_stops_then_deletes_the_vm() {
+    let mut r = rig(MemTart::new(), 2);
+    let vm = r.shared.naming.vm_name(&uid(7)).unwrap();
+    let i = input(&uid(7), RestartPolicy::Always);
+    let mut h = spawn(r.shared.clone(), vm.clone(), i.clone(), Start::Fresh);
+    until(&mut h, "running", running_with_ip).await;
+    let mut del = i;
+    del.facts.deleting = true;
+    h.input.send_replace(del);
+    until(&mut h, "deleted", |s| !s.facts.cloned && s.facts.finished).await;
+    assert!(!r.tart.vm_names().contains(&vm.to_string()));
+    assert_eq!(r.tart.calls_of(Op::Stop).len(), 1);
+    assert!(reasons(&mut r.events).contains(&"Killing".to_string()));
+    assert!(!r.shared.slots.holds(&uid(7)));
+}
+
+#[tokio::test]
+async fn an_adopted_vm_is_never_run_again_nor_counted() {
+    let r = rig(MemTart::new().with_cached(IMAGE), 2);
+    let vm = r.shared.naming.vm_name(&uid(8)).unwrap();
+    r.tart.clone_vm(IMAGE, &vm, None).await.unwrap();
+    let proc = r
+        .tart
+        .run(&vm, &run_opts(&r.shared.cfg, &vm))
+        .await
+        .unwrap();
+    let guard = r.shared.slots.acquire_for_adopted(&uid(8));
+    let mut h = spawn(
+        r.shared.clone(),
+        vm,
+        input(&uid(8), RestartPolicy::Always),
+        Start::Adopted(proc, guard),
+    );
+    let s = until(&mut h, "running with an IP", running_with_ip).await;
+    assert!(s.adopted);
+    assert_eq!(
+        r.tart.calls_of(Op::Run).len(),
+        1,
+        "adopted VM started again"
+    );
+    let t = metrics(&r.registry);
+    assert!(
+        t.contains("tart_kubelet_pod_provision_delay_seconds_count 0"),
+        "{t}"
+    );
+    assert!(t.contains("tart_kubelet_vm_boot_duration_seconds_count 0"));
+}
