@@ -237,6 +237,9 @@ async fn agent_registers_a_ready_node_with_labels_taint_capacity_and_lease() {
         .await
         .unwrap();
     assert!(ok >= 1.0, "lease renewals counted: {ok}");
+    if std::env::var_os("SHOW_AGENT_LOG").is_some() {
+        eprintln!("{}", agent.log());
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -510,7 +513,7 @@ async fn metrics_pass_promtool_and_count_lease_renewals() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readyz_follows_the_api_server_going_away_and_coming_back() {
     let cp = tokio::task::spawn_blocking(|| {
-        ControlPlane::shared();
+        tart_kubelet_tests::cluster::build().expect("control plane binaries");
         ControlPlane::start_private("readyz")
     })
     .await
@@ -553,6 +556,11 @@ async fn readyz_follows_the_api_server_going_away_and_coming_back() {
 /// Sum of `apiserver_request_total` for the resources the agent touches, excluding WATCH
 /// (a long-running watch is one request at its start, whatever its duration).
 fn agent_requests(metrics: &str) -> f64 {
+    agent_request_lines(metrics).iter().map(|(_, v)| v).sum()
+}
+
+/// The matching `apiserver_request_total` series and their values.
+fn agent_request_lines(metrics: &str) -> Vec<(String, f64)> {
     metrics
         .lines()
         .filter(|l| l.starts_with("apiserver_request_total{"))
@@ -562,8 +570,11 @@ fn agent_requests(metrics: &str) -> f64 {
                 .iter()
                 .any(|r| l.contains(&format!("resource=\"{r}\"")))
         })
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
+        .filter_map(|l| {
+            let (series, v) = l.rsplit_once(' ')?;
+            Some((series.to_owned(), v.parse::<f64>().ok()?))
+        })
+        .collect()
 }
 
 /// Idle API load of one agent with production intervals (Lease every 10 s, status heartbeat
@@ -573,7 +584,7 @@ fn agent_requests(metrics: &str) -> f64 {
 #[ignore = "takes 3 minutes; run with --ignored idle"]
 async fn idle_api_requests_per_minute_stay_under_eight() {
     let cp = tokio::task::spawn_blocking(|| {
-        ControlPlane::shared();
+        tart_kubelet_tests::cluster::build().expect("control plane binaries");
         ControlPlane::start_private("idle")
     })
     .await
@@ -590,11 +601,21 @@ async fn idle_api_requests_per_minute_stay_under_eight() {
     tokio::time::sleep(settle).await;
     let kc_admin = cp.kubeconfig_path();
     let scrape = || kubectl(&kc_admin, &["get", "--raw", "/metrics"]);
-    let before = agent_requests(&scrape().await.unwrap());
+    let before_text = scrape().await.unwrap();
+    let before = agent_requests(&before_text);
     // A measurement window, not a wait for a condition.
     let window = Duration::from_secs(120);
     tokio::time::sleep(window).await;
-    let after = agent_requests(&scrape().await.unwrap());
+    let after_text = scrape().await.unwrap();
+    let after = agent_requests(&after_text);
+    let old: std::collections::HashMap<_, _> =
+        agent_request_lines(&before_text).into_iter().collect();
+    for (series, v) in agent_request_lines(&after_text) {
+        let d = v - old.get(&series).copied().unwrap_or(0.0);
+        if d > 0.0 {
+            eprintln!("{d:>4} {series}");
+        }
+    }
     let per_min = (after - before) / (window.as_secs_f64() / 60.0);
     eprintln!(
         "idle API requests: {} in {window:?} = {per_min:.2}/min",
