@@ -76,7 +76,7 @@ pub struct Opts {
     #[arg(long, default_value_t = 0.05)]
     pub latency_scale: f64,
     /// Length of one CI job inside the VM before the guest shuts down, before scaling.
-    #[arg(long, default_value_t = 60_000)]
+    #[arg(long, default_value_t = 120_000)]
     pub job_ms: u64,
     /// Idle scenario: how long to measure.
     #[arg(long, default_value_t = 120)]
@@ -149,12 +149,21 @@ async fn run(opts: Opts) -> anyhow::Result<bool> {
     let agent_kc = cp.mint_kubeconfig("tart-kubelet-sandbox", &["tart-kubelets"]);
     let mut macs = Vec::new();
     for i in 1..=opts.nodes {
-        let mut args = vec![
-            "--vm-slots".to_string(),
-            opts.slots.to_string(),
-            "--log-format".into(),
-            "json".into(),
-        ];
+        // A Mac mini M2 Pro: 10 cores, 32 GiB (the Linux host's own figures would not fit a
+        // macOS VM's requests).
+        let mut args: Vec<String> = [
+            "--vm-slots",
+            &opts.slots.to_string(),
+            "--cpu",
+            "10",
+            "--memory",
+            "32Gi",
+        ]
+        .map(String::from)
+        .to_vec();
+        // Tart's 5 s start window, scaled like every other latency (at least 100 ms).
+        let window_ms = ((5000.0 * opts.latency_scale) as u64).max(100);
+        args.extend(["--run-start-window".to_string(), format!("{window_ms}ms")]);
         if opts.scenario == Scenario::Chaos {
             args.extend(chaos::agent_args());
         }
@@ -169,7 +178,13 @@ async fn run(opts: Opts) -> anyhow::Result<bool> {
             .collect::<Vec<_>>()
             .join(", ")
     ));
-    invariants::wait_nodes_ready(&admin, &macs, Duration::from_secs(90)).await?;
+    if let Err(e) = invariants::wait_nodes_ready(&admin, &macs, Duration::from_secs(90)).await {
+        for m in &macs {
+            eprintln!("--- {} log tail ---\n{}", m.node, m.agent.log_tail(30));
+        }
+        save_logs(&cp, &macs);
+        return Err(e);
+    }
     ensure_namespace(&admin).await?;
     let audit_start = probe::now_rfc3339();
     let workload_start = Instant::now();
@@ -260,6 +275,7 @@ async fn run(opts: Opts) -> anyhow::Result<bool> {
         !failed,
         "the workload did not finish (see above)".into(),
     ));
+    save_logs(&cp, &macs);
     cp.stop()?;
     rep.invariants.push(invariants::no_control_plane_left(&cp));
     rep.finish();
@@ -337,6 +353,16 @@ async fn drive(
         state.ended.len()
     ));
     Ok((state, chaos.into_earlier_scrapes()))
+}
+
+/// Copies the agents' logs next to the control plane's (their temp dirs go with the agents).
+fn save_logs(cp: &ControlPlane, macs: &[SimMac]) {
+    for m in macs {
+        let _ = std::fs::copy(
+            m.agent.log_path(),
+            cp.logs_dir().join(format!("agent-{}.log", m.node)),
+        );
+    }
 }
 
 fn apply_rbac(cp: &ControlPlane) -> anyhow::Result<()> {
