@@ -11,6 +11,10 @@
 # See docs/testing.md and ../shared/control-plane-notes.md for the two build fixes.
 set -euo pipefail
 
+# The whole body is one compound command: bash parses it completely before running it,
+# so editing this file while it runs (e.g. during a long build) cannot corrupt the run.
+{
+
 KUBE_VERSION=1.20.2
 DEB_VER=${DEB_VER:-1.20.5+really1.20.2-1.1+deb12u1}
 KUBE_CACHE=${KUBE_CACHE:-$HOME/.cache/tart-kubelet/kube-$KUBE_VERSION}
@@ -171,3 +175,5 @@ rm -rf "${KUBE_CACHE:?}/bin"
 mv "$KUBE_CACHE/bin.tmp" "$KUBE_CACHE/bin"
 have_all || die "built binaries do not report v$KUBE_VERSION"
 log "built: $KUBE_CACHE/bin ($BINS)"
+exit
+}

@@ -10,6 +10,10 @@ set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
+# The whole body is one compound command: bash parses it completely before running it,
+# so editing this file while it runs (e.g. during a long build) cannot corrupt the run.
+{
+
 [ $# -eq 3 ] || cp_die "usage: component.sh RUN start|stop NAME"
 RUN=$(cd "$1" && pwd) || cp_die "no run dir $1"
 action=$2 name=$3
@@ -26,3 +30,5 @@ case "$action" in
     ;;
   *) cp_die "unknown action $action (start|stop)" ;;
 esac
+exit
+}

@@ -17,6 +17,10 @@ set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
+# The whole body is one compound command: bash parses it completely before running it,
+# so editing this file while it runs (e.g. during a long build) cannot corrupt the run.
+{
+
 OUT="" REUSE=0 CERTS_ONLY=0
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -88,3 +92,5 @@ current-context: $USER_NAME@tart-kubelet-test
 EOF
 mv "$tmpkc" "$OUT"
 echo "$OUT"
+exit
+}

@@ -16,6 +16,10 @@ set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
+# The whole body is one compound command: bash parses it completely before running it,
+# so editing this file while it runs (e.g. during a long build) cannot corrupt the run.
+{
+
 RUN=${RUN:-}
 OWNER_PID=${OWNER_PID:-}
 NODE_GRACE=${NODE_GRACE:-16}
@@ -197,6 +201,7 @@ fail() {
   cp_die "control plane failed to start (logs kept in $RUN/logs)"
 }
 
+# shellcheck disable=SC2317 # called through wait_until
 healthz() { curl -sfk --max-time 5 "https://127.0.0.1:$1/healthz"; }
 
 # Start everything; returns 2 on a port conflict (caller retries with new ports).
@@ -263,3 +268,5 @@ fi
 echo "$(( $(now_ms) - t0 ))" > "$RUN/start-ms"
 cp_log "ready in $(( $(now_ms) - t0 )) ms: $RUN (server https://127.0.0.1:$APISERVER_PORT)"
 echo "$RUN"
+exit
+}

@@ -11,6 +11,10 @@ set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
+# The whole body is one compound command: bash parses it completely before running it,
+# so editing this file while it runs (e.g. during a long build) cannot corrupt the run.
+{
+
 [ $# -eq 1 ] || cp_die "usage: stop.sh RUN"
 [ -d "$1" ] || cp_die "no run dir $1"
 RUN=$(cd "$1" && pwd)
@@ -38,3 +42,5 @@ done
 [ -n "$(stray_pids)" ] && cp_die "processes of $RUN are still running"
 if [ "${KEEP_ETCD_DATA:-0}" != 1 ]; then rm -rf "$RUN/etcd"; fi
 cp_log "stopped: $RUN (logs in $RUN/logs)"
+exit
+}

@@ -9,6 +9,10 @@ set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
+# The whole body is one compound command: bash parses it completely before running it,
+# so editing this file while it runs (e.g. during a long build) cannot corrupt the run.
+{
+
 RUN=${RUN:-$HOME/.cache/tart-kubelet/sandbox-cp}
 "$CLUSTER_DIR/build.sh" >&2
 if [ -f "$RUN/env" ] && [ -f "$RUN/kube-apiserver.pid" ] && pid_is_ours "$(cat "$RUN/kube-apiserver.pid")"; then
@@ -28,3 +32,5 @@ fi
 echo "export KUBECONFIG=$RUN/kubeconfig"
 echo "export RUN=$RUN"
 echo "# logs: $RUN/logs   stop: $CLUSTER_DIR/stop.sh $RUN"
+exit
+}
