@@ -88,6 +88,10 @@ pub async fn recover<T: Tart>(shared: &Arc<Shared<T>>) -> Result<Vec<VmName>, St
                 info!(%vm, pod = %pod.name_any(), "adopted running VM");
                 Start::Adopted(proc, shared.slots.acquire_for_adopted(&uid))
             }
+            Ok(None) if started_before(pod) => {
+                info!(%vm, pod = %pod.name_any(), "VM stopped while the agent was away");
+                Start::ExitedUnwatched
+            }
             Ok(None) => {
                 info!(%vm, pod = %pod.name_any(), "found stopped VM");
                 Start::Cloned
@@ -97,10 +101,38 @@ pub async fn recover<T: Tart>(shared: &Arc<Shared<T>>) -> Result<Vec<VmName>, St
                 Start::Cloned
             }
         };
-        let h = supervisor::spawn(shared.clone(), vm, input, start);
+        let prior = restart_count(pod);
+        let h = supervisor::spawn(shared.clone(), vm, input, start, prior);
         shared.with_workers(|w| w.insert(uid, h));
     }
     Ok(orphans)
+}
+
+/// The Pod's reported `restartCount`.
+fn restart_count(pod: &Pod) -> u32 {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|c| c.first())
+        .map(|c| u32::try_from(c.restart_count).unwrap_or(0))
+        .unwrap_or(0)
+}
+
+/// Whether the Pod's status says its VM was started before (running, terminated, restarted).
+fn started_before(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|c| c.first())
+        .is_some_and(|c| {
+            c.restart_count > 0
+                || c.last_state
+                    .as_ref()
+                    .is_some_and(|l| l.terminated.is_some())
+                || c.state
+                    .as_ref()
+                    .is_some_and(|s| s.running.is_some() || s.terminated.is_some())
+        })
 }
 
 /// Stop (if running) and delete VMs no Pod owns.

@@ -99,14 +99,19 @@ pub enum Start<V> {
     Cloned,
     /// Recovery found the VM running and re-attached to it.
     Adopted(V, Option<SlotGuard>),
+    /// Recovery found the VM stopped although its Pod had already started it: it exited
+    /// while no agent watched (exit code unknown).
+    ExitedUnwatched,
 }
 
-/// Spawn a worker for `vm`.
+/// Spawn a worker for `vm`. `prior_restarts` carries the Pod's `restartCount` over an agent
+/// restart (0 for a fresh Pod).
 pub fn spawn<T: Tart>(
     shared: Arc<Shared<T>>,
     vm: VmName,
     input: WorkerInput,
     start: Start<T::Vm>,
+    prior_restarts: u32,
 ) -> WorkerHandle {
     let mut state = WorkerState {
         facts: VmFacts::default(),
@@ -124,6 +129,16 @@ pub fn spawn<T: Tart>(
         Start::Cloned => {
             state.facts.image_ready = true;
             state.facts.cloned = true;
+        }
+        Start::ExitedUnwatched => {
+            state.facts = VmFacts {
+                image_ready: true,
+                cloned: true,
+                configured: true,
+                process: Process::Exited { code: UNKNOWN_EXIT },
+                ..VmFacts::default()
+            };
+            once = PodOnce::adopted();
         }
         Start::Adopted(v, guard) => {
             state.facts = VmFacts {
@@ -148,6 +163,14 @@ pub fn spawn<T: Tart>(
             once = PodOnce::adopted();
         }
     }
+    state.facts.restarts = prior_restarts;
+    let pending_exit = matches!(state.facts.process, Process::Exited { .. }).then(|| Terminated {
+        exit_code: UNKNOWN_EXIT,
+        reason: "ContainerStatusUnknown".into(),
+        message: Some("The VM stopped while the agent was not running".into()),
+        started_at: Timestamp::now(),
+        finished_at: Timestamp::now(),
+    });
     let (in_tx, in_rx) = watch::channel(input.clone());
     let (out_tx, out_rx) = watch::channel(state.clone());
     let span = info_span!("vm_worker", pod.uid = %input.uid, %vm);
@@ -161,7 +184,7 @@ pub fn spawn<T: Tart>(
         once,
         failures: 0,
         run_started: None,
-        pending_exit: None,
+        pending_exit,
         slot_waits: 0,
         creds: None,
     };
@@ -172,6 +195,9 @@ pub fn spawn<T: Tart>(
         task,
     }
 }
+
+/// Exit code reported when the exit was not seen (kubelet's `ContainerStatusUnknown`).
+pub const UNKNOWN_EXIT: i32 = 137;
 
 fn waiting(reason: &str, message: Option<String>) -> ContainerView {
     ContainerView::Waiting {

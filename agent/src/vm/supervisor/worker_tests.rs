@@ -143,6 +143,7 @@ async fn a_fresh_pod_is_provisioned_in_order_and_counted_once() {
         vm.clone(),
         input(&uid(1), RestartPolicy::Always),
         Start::Fresh,
+        0,
     );
     let s = until(&mut h, "running with an IP", running_with_ip).await;
     assert!(matches!(s.view, ContainerView::Running { ready: true, .. }));
@@ -172,6 +173,7 @@ async fn exit_zero_under_never_finishes_completed_and_frees_the_slot() {
         vm.clone(),
         input(&uid(2), RestartPolicy::Never),
         Start::Fresh,
+        0,
     );
     until(&mut h, "running", running_with_ip).await;
     assert!(r.tart.exit_vm(&vm, 0));
@@ -196,6 +198,7 @@ async fn vm_limit_at_run_is_a_host_fault_that_keeps_the_pod_waiting() {
         vm,
         input(&uid(3), RestartPolicy::Always),
         Start::Fresh,
+        0,
     );
     let s = until(
         &mut h,
@@ -222,6 +225,7 @@ async fn a_missing_image_is_err_image_pull_not_a_host_fault() {
         vm,
         input(&uid(4), RestartPolicy::Always),
         Start::Fresh,
+        0,
     );
     until(&mut h, "ErrImagePull", |s| {
         matches!(&s.view, ContainerView::Waiting { reason, .. } if reason == "ErrImagePull" || reason == "ImagePullBackOff")
@@ -242,6 +246,7 @@ async fn a_second_pod_waits_for_the_only_slot_and_runs_when_it_frees() {
         vm1.clone(),
         input(&uid(5), RestartPolicy::Never),
         Start::Fresh,
+        0,
     );
     until(&mut h1, "first running", running_with_ip).await;
     let mut h2 = spawn(
@@ -249,6 +254,7 @@ async fn a_second_pod_waits_for_the_only_slot_and_runs_when_it_frees() {
         vm2,
         input(&uid(6), RestartPolicy::Never),
         Start::Fresh,
+        0,
     );
     until(&mut h2, "second waiting for a slot", |s| {
         matches!(&s.view, ContainerView::Waiting { reason, .. } if reason == "WaitingForVMSlot")
@@ -264,7 +270,7 @@ async fn deletion_stops_then_deletes_the_vm() {
     let mut r = rig(MemTart::new(), 2);
     let vm = r.shared.naming.vm_name(&uid(7)).unwrap();
     let i = input(&uid(7), RestartPolicy::Always);
-    let mut h = spawn(r.shared.clone(), vm.clone(), i.clone(), Start::Fresh);
+    let mut h = spawn(r.shared.clone(), vm.clone(), i.clone(), Start::Fresh, 0);
     until(&mut h, "running", running_with_ip).await;
     let mut del = i;
     del.facts.deleting = true;
@@ -292,6 +298,7 @@ async fn an_adopted_vm_is_never_run_again_nor_counted() {
         vm,
         input(&uid(8), RestartPolicy::Always),
         Start::Adopted(proc, guard),
+        0,
     );
     let s = until(&mut h, "running with an IP", running_with_ip).await;
     assert!(s.adopted);
@@ -306,4 +313,48 @@ async fn an_adopted_vm_is_never_run_again_nor_counted() {
         "{t}"
     );
     assert!(t.contains("tart_kubelet_vm_boot_duration_seconds_count 0"));
+}
+
+#[tokio::test]
+async fn a_vm_that_stopped_while_the_agent_was_away_is_not_run_again_under_never() {
+    let r = rig(MemTart::new().with_cached(IMAGE), 2);
+    let vm = r.shared.naming.vm_name(&uid(9)).unwrap();
+    r.tart.clone_vm(IMAGE, &vm, None).await.unwrap();
+    let i = input(&uid(9), RestartPolicy::Never);
+    let mut h = spawn(r.shared.clone(), vm, i, Start::ExitedUnwatched, 0);
+    let s = until(&mut h, "finished", |s| s.facts.finished).await;
+    match s.view {
+        ContainerView::Terminated(t) => {
+            assert_eq!(
+                (t.exit_code, t.reason.as_str()),
+                (137, "ContainerStatusUnknown")
+            );
+        }
+        v => panic!("not terminated: {v:?}"),
+    }
+    assert!(
+        r.tart.calls_of(Op::Run).is_empty(),
+        "started again under Never"
+    );
+}
+
+#[tokio::test]
+async fn restart_count_survives_an_agent_restart() {
+    let r = rig(MemTart::new().with_cached(IMAGE), 2);
+    let vm = r.shared.naming.vm_name(&uid(10)).unwrap();
+    r.tart.clone_vm(IMAGE, &vm, None).await.unwrap();
+    let i = input(&uid(10), RestartPolicy::Always);
+    let mut h = spawn(r.shared.clone(), vm, i, Start::ExitedUnwatched, 2);
+    let s = until(&mut h, "crash-loop backoff", |s| {
+        matches!(&s.view, ContainerView::Waiting { reason, .. } if reason == "CrashLoopBackOff")
+    })
+    .await;
+    assert_eq!(s.facts.restarts, 3);
+    assert_eq!(s.last_terminated.map(|t| t.exit_code), Some(137));
+    match s.view {
+        ContainerView::Waiting { message, .. } => {
+            assert!(message.unwrap_or_default().contains("back-off 40s"));
+        }
+        v => panic!("{v:?}"),
+    }
 }
