@@ -142,7 +142,7 @@ fn plist_generated_by_install_dry_run_parses_with_the_requested_values() {
     let text = String::from_utf8(out.stdout).unwrap();
     let start = text.find("<?xml").expect("plist in the plan");
     let end = text.find("</plist>\n").expect("plist end") + "</plist>\n".len();
-    let d = plistlib(text[start..end].as_bytes());
+    let d = plistlib(&text.as_bytes()[start..end]);
     assert_launchd_keys(&d);
     assert_eq!(ty(&d, "UserName").1, "ci-runner");
     assert_eq!(ty(&d, "ExitTimeOut").1, 90);

@@ -207,8 +207,13 @@ async fn run(opts: Opts) -> anyhow::Result<bool> {
             Default::default()
         }
     };
-    let mut rep = Report::default();
-    rep.schema = 1;
+    let mut rep = Report {
+        schema: 1,
+        scenario: opts.scenario.as_str().into(),
+        nodes: opts.nodes,
+        latency_scale: opts.latency_scale,
+        ..Report::default()
+    };
     let succeeded = pool
         .ended
         .values()
@@ -220,9 +225,6 @@ async fn run(opts: Opts) -> anyhow::Result<bool> {
         failed: pool.ended.len() as u64 - succeeded,
         deleted: pool.ended.len() as u64,
     };
-    rep.scenario = opts.scenario.as_str().into();
-    rep.nodes = opts.nodes;
-    rep.latency_scale = opts.latency_scale;
     rep.duration_seconds = workload_start.elapsed().as_secs_f64();
     let minutes = workload_start.elapsed().as_secs_f64() / 60.0;
     rep.api_requests_per_node_per_minute = probe::api_rate_for_user(
