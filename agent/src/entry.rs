@@ -20,7 +20,10 @@ use crate::{
     config::{Cli, Command, Config, ConfigError, HostDefaults, RunArgs},
     host::HostInfo,
     metrics::NodeMetrics,
-    node::{ApiAccess, health::HostHealth, lease::LeaseTask, status_loop::StatusLoop},
+    node::{
+        self, ApiAccess, health::HostHealth, lease::LeaseTask, status_loop::StatusLoop,
+        watch::ObservedNode,
+    },
     slots::VmSlots,
 };
 
@@ -203,6 +206,9 @@ pub struct PodSideDeps<T: Tart> {
     pub health: HostHealth,
     /// The node's InternalIP (the Pods' hostIP).
     pub host_ip: String,
+    /// Our Node as one shared watch sees it: allocatable, and whether it was deleted
+    /// (`ObservedNode::Absent`). Prefer it to polling the API (idle request budget).
+    pub node: watch::Receiver<ObservedNode>,
     /// Turns true on shutdown.
     pub shutdown: watch::Receiver<bool>,
 }
@@ -262,7 +268,17 @@ pub async fn run<T: Tart>(
     }
 
     let (owner_tx, owner_rx) = watch::channel(None);
+    let (node_tx, node_rx) = watch::channel(ObservedNode::Unknown);
     let mut tasks: Vec<JoinHandle<()>> = Vec::new();
+    tasks.push(tokio::spawn(
+        node::watch::run(
+            client.clone(),
+            cfg.node_name.clone(),
+            node_tx,
+            shutdown.clone(),
+        )
+        .instrument(info_span!("node_watch")),
+    ));
     tasks.push(tokio::spawn({
         let app = admin::router(registry, readiness.clone());
         let sd = shutdown.clone();
@@ -304,6 +320,7 @@ pub async fn run<T: Tart>(
             access,
             owner: owner_tx,
             internal_ip: internal_ip.clone(),
+            observed: node_rx.clone(),
         }
         .run(shutdown.clone())
         .instrument(info_span!("node_status")),
@@ -315,6 +332,7 @@ pub async fn run<T: Tart>(
         slots,
         health,
         host_ip: internal_ip,
+        node: node_rx,
         shutdown: shutdown.clone(),
     }) {
         tasks.push(h);

@@ -627,3 +627,36 @@ async fn idle_api_requests_per_minute_stay_under_eight() {
         "the Lease alone is 6/min: {per_min:.2} means the count is wrong"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_node_is_registered_again_at_once() {
+    let cp = shared().await;
+    let name = unique("node-del");
+    // Production status intervals: the re-registration must come from the Node watch, not
+    // from a periodic write.
+    let kc = agent_kubeconfig(cp, &name).await;
+    let opts =
+        AgentOptions::new(AGENT, FAKE_TART, kc, &name).args(["--lease-renew-interval", "3s"]);
+    let agent = Agent::start(opts).await.unwrap();
+    let admin = cp.admin_client().await;
+    let first = wait_condition(&admin, &agent, "Ready", "True", Duration::from_secs(90)).await;
+    let nodes: Api<Node> = Api::all(admin.clone());
+    nodes.delete(&name, &Default::default()).await.unwrap();
+    let old_uid = first.metadata.uid.clone();
+    let again = wait_for(Duration::from_secs(30), || async {
+        let n = nodes.get_opt(&name).await.ok()??;
+        (n.metadata.uid != old_uid && status_of(&n, "Ready").as_deref() == Some("True"))
+            .then_some(n)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("node not re-registered: {e}\n{}", agent.log_tail(30)));
+    // The Lease follows the new Node.
+    let leases: Api<Lease> = Api::namespaced(admin.clone(), "kube-node-lease");
+    wait_for(Duration::from_secs(30), || async {
+        let l = leases.get_opt(&name).await.ok()??;
+        let owner = l.metadata.owner_references?.first()?.uid.clone();
+        (Some(owner) == again.metadata.uid).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("lease not re-owned: {e}\n{}", agent.log_tail(30)));
+}

@@ -3,7 +3,8 @@
 //!
 //! Wiring only; the pieces are: [`spec`] (pure labels/taint/providerID), [`status`] (pure
 //! status), [`health`] (health handle shared with the Pod side), [`probe`] (tart check),
-//! [`lease`] (heartbeat task), [`status_loop`] (registration + status task).
+//! [`lease`] (heartbeat task), [`status_loop`] (registration + status task), [`watch`] (one
+//! watch on our own Node, shared with the Pod side).
 
 pub mod health;
 pub mod lease;
@@ -11,6 +12,7 @@ pub mod probe;
 pub mod spec;
 pub mod status;
 pub mod status_loop;
+pub mod watch;
 
 use std::{
     collections::BTreeSet,

@@ -28,6 +28,7 @@ use super::{
     health::HostHealth,
     probe, spec,
     status::{self, StatusInput},
+    watch::ObservedNode,
 };
 use crate::{
     admin::Readiness,
@@ -58,9 +59,15 @@ pub struct StatusLoop<T: Tart> {
     pub owner: watch::Sender<Option<OwnerReference>>,
     /// The node's InternalIP.
     pub internal_ip: String,
+    /// Our Node as the Node watch sees it (deletion is noticed at once).
+    pub observed: watch::Receiver<ObservedNode>,
 }
 
 struct Registered {
+    /// UID of the Node we registered.
+    uid: Option<String>,
+    /// The watch has shown that Node (so a later "absent" means it was deleted).
+    seen: bool,
     labels: BTreeMap<String, String>,
     /// Conditions we last wrote, or the server's right after registration.
     previous: Vec<NodeCondition>,
@@ -71,6 +78,7 @@ impl<T: Tart> StatusLoop<T> {
     /// Run until `shutdown` turns true.
     pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
         let mut health_rx = self.health.subscribe();
+        let mut observed = self.observed.clone();
         let mut reg: Option<Registered> = None;
         let mut failures = 0u32;
         loop {
@@ -117,10 +125,26 @@ impl<T: Tart> StatusLoop<T> {
             } else {
                 super::lease::retry_delay(failures, self.cfg.node_status_check_interval)
             };
-            tokio::select! {
-                _ = tokio::time::sleep(wait) => {}
-                r = health_rx.changed() => if r.is_err() { return },
-                _ = shutdown.changed() => return,
+            let deadline = tokio::time::Instant::now() + wait;
+            loop {
+                tokio::select! {
+                    _ = tokio::time::sleep_until(deadline) => break,
+                    r = health_rx.changed() => if r.is_err() { return } else { break },
+                    r = observed.changed() => {
+                        if r.is_err() {
+                            // The watch task ended (shutdown): keep ticking on the timer.
+                            observed = watch::channel(ObservedNode::Unknown).1;
+                            continue;
+                        }
+                        let obs = observed.borrow_and_update().clone();
+                        if reg.as_mut().is_some_and(|r| node_replaced(r, &obs)) {
+                            warn!(node = %self.cfg.node_name, "node was deleted; registering again");
+                            reg = None;
+                            break;
+                        }
+                    }
+                    _ = shutdown.changed() => return,
+                }
             }
         }
     }
@@ -173,6 +197,8 @@ impl<T: Tart> StatusLoop<T> {
                     });
                 }
                 Some(Registered {
+                    uid: node.metadata.uid.clone(),
+                    seen: false,
                     labels: spec::desired_labels(&self.cfg, facts, tart_version),
                     previous: server_conditions(&node),
                     last_written: None,
@@ -277,6 +303,19 @@ impl<T: Tart> StatusLoop<T> {
             .get_or_create(&OutcomeLabels { outcome: label })
             .inc();
         outcome
+    }
+}
+
+/// Whether the watch shows our registered Node gone (or replaced by another object).
+fn node_replaced(r: &mut Registered, obs: &ObservedNode) -> bool {
+    match obs {
+        ObservedNode::Unknown => false,
+        ObservedNode::Absent => r.seen,
+        ObservedNode::Present(_) if obs.uid() == r.uid.as_deref() => {
+            r.seen = true;
+            false
+        }
+        ObservedNode::Present(_) => r.seen,
     }
 }
 

@@ -1,0 +1,136 @@
+//! One watch on our own Node (`fieldSelector=metadata.name=<node>`), published as
+//! [`ObservedNode`] on a `tokio::sync::watch` channel.
+//!
+//! The status loop uses it to notice at once when the Node is deleted (and register it again);
+//! the Pod side can read allocatable and "Node gone" from it instead of polling the API. A
+//! watch is one long-running request (re-established about every 5 minutes), so this costs far
+//! less than any poll.
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Node;
+use kube::{
+    Api, Client,
+    runtime::{WatchStreamExt, watcher},
+};
+use tokio::sync::watch;
+use tracing::debug;
+
+/// What the Node watch last saw.
+#[derive(Clone, Debug, Default)]
+pub enum ObservedNode {
+    /// The watch has not listed yet.
+    #[default]
+    Unknown,
+    /// The Node as last seen.
+    Present(Arc<Node>),
+    /// The Node does not exist (never created, or deleted).
+    Absent,
+}
+
+impl ObservedNode {
+    /// The Node, when present.
+    pub fn node(&self) -> Option<&Node> {
+        match self {
+            ObservedNode::Present(n) => Some(n),
+            _ => None,
+        }
+    }
+
+    /// The Node's UID, when present.
+    pub fn uid(&self) -> Option<&str> {
+        self.node()?.metadata.uid.as_deref()
+    }
+}
+
+/// Apply one watcher event to the observed state. `listing` buffers the re-list in progress
+/// (`Some(found)` between `Init` and `InitDone`). Returns the new state if it changed.
+pub fn apply_event(
+    event: watcher::Event<Node>,
+    listing: &mut Option<Option<Arc<Node>>>,
+) -> Option<ObservedNode> {
+    match event {
+        watcher::Event::Apply(n) => Some(ObservedNode::Present(Arc::new(n))),
+        watcher::Event::Delete(_) => Some(ObservedNode::Absent),
+        watcher::Event::Init => {
+            *listing = Some(None);
+            None
+        }
+        watcher::Event::InitApply(n) => {
+            *listing = Some(Some(Arc::new(n)));
+            None
+        }
+        watcher::Event::InitDone => match listing.take() {
+            Some(Some(n)) => Some(ObservedNode::Present(n)),
+            Some(None) | None => Some(ObservedNode::Absent),
+        },
+    }
+}
+
+/// Watch `node_name` until `shutdown`; errors are retried with kube's default backoff.
+pub async fn run(
+    client: Client,
+    node_name: String,
+    tx: watch::Sender<ObservedNode>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let api: Api<Node> = Api::all(client);
+    let cfg = watcher::Config::default().fields(&format!("metadata.name={node_name}"));
+    let stream = watcher(api, cfg).default_backoff();
+    futures::pin_mut!(stream);
+    let mut listing = None;
+    loop {
+        tokio::select! {
+            ev = stream.next() => match ev {
+                Some(Ok(ev)) => {
+                    if let Some(state) = apply_event(ev, &mut listing) {
+                        tx.send_replace(state);
+                    }
+                }
+                Some(Err(error)) => debug!(%error, "node watch error; retrying"),
+                None => return,
+            },
+            _ = shutdown.changed() => return,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kube::api::ObjectMeta;
+
+    use super::*;
+
+    fn node(uid: &str) -> Node {
+        Node {
+            metadata: ObjectMeta {
+                name: Some("n".into()),
+                uid: Some(uid.into()),
+                ..ObjectMeta::default()
+            },
+            ..Node::default()
+        }
+    }
+
+    #[test]
+    fn a_relist_without_the_node_means_it_is_gone() {
+        let mut listing = None;
+        assert!(apply_event(watcher::Event::Init, &mut listing).is_none());
+        let s = apply_event(watcher::Event::InitDone, &mut listing).unwrap();
+        assert!(matches!(s, ObservedNode::Absent));
+    }
+
+    #[test]
+    fn listed_applied_and_deleted_nodes_are_tracked() {
+        let mut listing = None;
+        apply_event(watcher::Event::Init, &mut listing);
+        apply_event(watcher::Event::InitApply(node("u1")), &mut listing);
+        let s = apply_event(watcher::Event::InitDone, &mut listing).unwrap();
+        assert_eq!(s.uid(), Some("u1"));
+        let s = apply_event(watcher::Event::Apply(node("u2")), &mut listing).unwrap();
+        assert_eq!(s.uid(), Some("u2"));
+        let s = apply_event(watcher::Event::Delete(node("u2")), &mut listing).unwrap();
+        assert!(s.node().is_none());
+    }
+}
