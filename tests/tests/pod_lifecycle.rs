@@ -21,12 +21,21 @@ fn knobs() -> Knobs {
 async fn pod_reaches_running_one_of_one_with_ip_and_kubelet_events_in_order() {
     let mut env = Env::new("running", knobs(), &[]).await;
     env.start_agent();
+    let t0 = std::time::Instant::now();
     let pod = env.create(&env.pod("vm-1")).await;
     let p = env
         .wait_pod("vm-1", "Running and ready", |p| {
             phase(p) == "Running" && ready(p)
         })
         .await;
+    eprintln!(
+        "figure: create -> Running 1/1 in {:?}; provision_delay_sum={:?} boot_sum={:?}",
+        t0.elapsed(),
+        env.metric("tart_kubelet_pod_provision_delay_seconds_sum")
+            .await,
+        env.metric("tart_kubelet_vm_boot_duration_seconds_sum")
+            .await
+    );
     let st = p.status.unwrap();
     assert!(
         st.pod_ip.as_deref().is_some_and(|ip| !ip.is_empty()),

@@ -1,7 +1,7 @@
 //! End-to-end support for the Pod-side tests: one agent process (the real binary, built as
 //! `agent-under-test`) per test, with its own Node name, namespace, fake `TART_HOME`, admin port
-//! and a kubeconfig minted for its own user bound to the least-privilege ClusterRole below, on
-//! the shared real control plane. Nothing here sleeps to wait: everything polls with a deadline.
+//! and a kubeconfig minted for its own user in group `tart-kubelets`, which the shipped
+//! `packaging/kubernetes/rbac.yaml` binds (least privilege), on the shared real control plane. Nothing here sleeps to wait: everything polls with a deadline.
 #![allow(dead_code)]
 
 use std::{collections::BTreeMap, net::SocketAddr, path::PathBuf, process::Stdio, time::Duration};
@@ -11,7 +11,6 @@ use k8s_openapi::{
     api::{
         core::v1::{Container, Namespace, Pod, PodSpec, Secret, Toleration},
         events::v1::Event,
-        rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, RoleRef, Subject},
     },
 };
 use kube::{
@@ -24,50 +23,35 @@ use tart_kubelet_tests::{
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-/// The Pod side's needs plus the node side's (issue 4), nothing more. Mirrors
-/// `packaging/kubernetes/rbac.yaml`.
-pub const CLUSTER_ROLE: &str = "tart-kubelet-e2e";
-
-fn rule(groups: &[&str], resources: &[&str], verbs: &[&str]) -> PolicyRule {
-    let v = |s: &[&str]| Some(s.iter().map(|x| x.to_string()).collect());
-    PolicyRule {
-        api_groups: v(groups),
-        resources: v(resources),
-        verbs: verbs.iter().map(|x| x.to_string()).collect(),
-        ..Default::default()
-    }
-}
-
-/// The least-privilege rules the agent runs under.
-pub fn agent_rules() -> Vec<PolicyRule> {
-    vec![
-        rule(
-            &[""],
-            &["nodes"],
-            &["get", "list", "watch", "create", "patch", "update"],
-        ),
-        rule(&[""], &["nodes/status"], &["patch", "update"]),
-        rule(
-            &[""],
-            &["pods"],
-            &["get", "list", "watch", "patch", "delete"],
-        ),
-        rule(&[""], &["pods/status"], &["patch", "update"]),
-        rule(&[""], &["secrets"], &["get"]),
-        rule(
-            &["", "events.k8s.io"],
-            &["events"],
-            &["create", "patch", "update"],
-        ),
-        rule(
-            &["coordination.k8s.io"],
-            &["leases"],
-            &["get", "create", "update", "patch"],
-        ),
-    ]
-}
+/// The group `packaging/kubernetes/rbac.yaml` binds its ClusterRole to.
+pub const AGENT_GROUP: &str = "tart-kubelets";
 
 static RBAC: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
+
+/// `kubectl apply -f packaging/kubernetes/rbac.yaml` as the admin (idempotent; retried while
+/// the API server settles). The agent then runs under exactly the shipped least privilege.
+async fn apply_rbac(cp: &ControlPlane) {
+    let yaml = tart_kubelet_tests::agent::rbac_yaml();
+    let r = wait_for(Duration::from_secs(60), || async {
+        let out = tokio::time::timeout(
+            Duration::from_secs(30),
+            tokio::process::Command::new("kubectl")
+                .arg("--kubeconfig")
+                .arg(cp.kubeconfig_path())
+                .arg("apply")
+                .arg("-f")
+                .arg(&yaml)
+                .kill_on_drop(true)
+                .output(),
+        )
+        .await
+        .ok()?
+        .ok()?;
+        out.status.success().then_some(())
+    })
+    .await;
+    assert!(r.is_ok(), "kubectl apply {}: {r:?}", yaml.display());
+}
 
 /// How long a Pod may take to reach a state in these tests (the fake is near-instant; the
 /// machine is shared and slow).
@@ -102,44 +86,9 @@ impl Env {
             .await
             .expect("control plane");
         let admin = cp.admin_client().await;
-        RBAC.get_or_init(|| async {
-            let roles: Api<ClusterRole> = Api::all(admin.clone());
-            let role = ClusterRole {
-                metadata: ObjectMeta {
-                    name: Some(CLUSTER_ROLE.into()),
-                    ..Default::default()
-                },
-                rules: Some(agent_rules()),
-                ..Default::default()
-            };
-            let _ = roles.create(&PostParams::default(), &role).await;
-        })
-        .await;
+        RBAC.get_or_init(|| apply_rbac(cp)).await;
         let node = unique(&format!("mac-{label}"));
-        let user = format!("tart-kubelet-{node}");
-        let kubeconfig = cp.mint_kubeconfig(&user, &[]);
-        let bindings: Api<ClusterRoleBinding> = Api::all(admin.clone());
-        let binding = ClusterRoleBinding {
-            metadata: ObjectMeta {
-                name: Some(user.clone()),
-                ..Default::default()
-            },
-            role_ref: RoleRef {
-                api_group: Some("rbac.authorization.k8s.io".into()),
-                kind: "ClusterRole".into(),
-                name: CLUSTER_ROLE.into(),
-            },
-            subjects: Some(vec![Subject {
-                kind: "User".into(),
-                name: user,
-                api_group: Some("rbac.authorization.k8s.io".into()),
-                ..Default::default()
-            }]),
-        };
-        bindings
-            .create(&PostParams::default(), &binding)
-            .await
-            .expect("create binding");
+        let kubeconfig = cp.mint_kubeconfig(&format!("tart-kubelet-{node}"), &[AGENT_GROUP]);
         let ns = unique(label);
         let nss: Api<Namespace> = Api::all(admin.clone());
         let n = Namespace {
