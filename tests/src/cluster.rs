@@ -10,10 +10,7 @@
 //! only calls them, reads `$RUN/env`, and builds kube clients. See docs/testing.md.
 use std::{
     collections::HashMap,
-    fmt,
-    future::Future,
     path::{Path, PathBuf},
-    process::Command,
     sync::{
         OnceLock,
         atomic::{AtomicU32, Ordering},
@@ -24,14 +21,19 @@ use std::{
 use anyhow::{Context as _, bail};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
+mod process;
+mod wait;
+
+pub use process::processes_of_run;
+use process::run_script;
+pub use wait::{WaitTimeout, unique, wait_for};
+
 /// Deadline for `start.sh` (it has its own 90 s deadline; this one catches a hung script).
 const START_DEADLINE: Duration = Duration::from_secs(150);
 /// Deadline for `build.sh`: a cold build takes 5-12 min on the project's 2-core machines.
 const BUILD_DEADLINE: Duration = Duration::from_secs(40 * 60);
 /// Deadline for stopping or starting one component with `component.sh`.
 const COMPONENT_DEADLINE: Duration = Duration::from_secs(90);
-/// Interval between two polls of [`wait_for`].
-const POLL_INTERVAL: Duration = Duration::from_millis(200);
 
 /// The components, in the order `stop.sh` stops them.
 pub const COMPONENTS: [&str; 4] = [
@@ -306,116 +308,6 @@ pub async fn client_for(kubeconfig: &Path) -> kube::Client {
     kube::Client::try_from(config).expect("kube client from kubeconfig")
 }
 
-/// The PIDs and command lines of live (non-zombie) etcd/kube-* processes whose command line
-/// mentions `run_dir`: what must be empty after `stop.sh`.
-pub fn processes_of_run(run_dir: &Path) -> Vec<(u32, String)> {
-    let needle = format!("{}/", run_dir.display());
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    let mut found = Vec::new();
-    for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Ok(raw) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        let argv: Vec<String> = raw
-            .split(|b| *b == 0)
-            .filter(|a| !a.is_empty())
-            .map(|a| String::from_utf8_lossy(a).into_owned())
-            .collect();
-        let exe = argv.first().map(|a| a.rsplit('/').next().unwrap_or(a));
-        let ours = exe.is_some_and(|e| COMPONENTS.contains(&e));
-        let cmdline = argv.join(" ");
-        if ours && cmdline.contains(&needle) && !is_zombie(entry.path().join("stat")) {
-            found.push((pid, cmdline));
-        }
-    }
-    found
-}
-
-fn is_zombie(stat: PathBuf) -> bool {
-    let text = std::fs::read_to_string(stat).unwrap_or_default();
-    // Format: `pid (comm) S ...`; comm may contain spaces or parens, so split after the last ')'.
-    text.rsplit_once(')')
-        .and_then(|(_, rest)| rest.split_whitespace().next())
-        .is_none_or(|state| state == "Z")
-}
-
-/// A DNS-1123 label unique within this process and very likely across processes:
-/// `<prefix>-<counter>-<random>`, lowercase, at most 63 characters.
-pub fn unique(prefix: &str) -> String {
-    static COUNTER: AtomicU32 = AtomicU32::new(0);
-    let mut p: String = prefix
-        .chars()
-        .map(|c| c.to_ascii_lowercase())
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-        .take(40)
-        .collect();
-    p = p.trim_matches('-').to_owned();
-    if p.is_empty() {
-        p.push('t');
-    }
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    format!("{p}-{n}-{:06x}", rand::random::<u32>() & 0xff_ffff)
-}
-
-/// [`wait_for`] gave up: the condition did not hold before the deadline.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WaitTimeout {
-    /// How long it polled.
-    pub after: Duration,
-    /// How many polls returned `None` (or did not answer in time).
-    pub polls: u32,
-}
-
-impl fmt::Display for WaitTimeout {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "condition not met after {:?} ({} polls)",
-            self.after, self.polls
-        )
-    }
-}
-
-impl std::error::Error for WaitTimeout {}
-
-/// Polls `poll` every 200 ms until it returns `Some`, for at most `deadline`. Each poll is
-/// itself bounded by the time left, so a hung API call cannot outlive the deadline.
-///
-/// # Errors
-/// [`WaitTimeout`] when the deadline passes first.
-pub async fn wait_for<T, F, Fut>(deadline: Duration, mut poll: F) -> Result<T, WaitTimeout>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let t0 = tokio::time::Instant::now();
-    let end = t0 + deadline;
-    let mut polls = 0;
-    loop {
-        polls += 1;
-        if let Ok(Some(v)) = tokio::time::timeout_at(end, poll()).await {
-            return Ok(v);
-        }
-        let now = tokio::time::Instant::now();
-        if now >= end {
-            return Err(WaitTimeout {
-                after: now - t0,
-                polls,
-            });
-        }
-        tokio::time::sleep_until((now + POLL_INTERVAL).min(end)).await;
-    }
-}
-
 // === helpers ===
 
 /// A fresh run dir under `$TMPDIR/tart-kubelet-cp/`, named after the test binary, so logs of a
@@ -472,62 +364,9 @@ fn parse_env(text: &str) -> HashMap<String, String> {
         .collect()
 }
 
-/// Runs a script to completion with a deadline (the script's process group is killed when it
-/// passes) and returns its stdout; stderr goes into the error on failure.
-fn run_script(script: &Path, args: &[&str], deadline: Duration) -> anyhow::Result<String> {
-    use std::os::unix::process::CommandExt as _;
-    let out_file = tempfile::NamedTempFile::new()?;
-    let err_file = tempfile::NamedTempFile::new()?;
-    let mut child = Command::new(script)
-        .args(args)
-        .stdin(std::process::Stdio::null())
-        .stdout(out_file.reopen()?)
-        .stderr(err_file.reopen()?)
-        .process_group(0)
-        .spawn()
-        .with_context(|| format!("spawning {}", script.display()))?;
-    // std has no wait-with-timeout: a thread waits, this one waits on the channel.
-    let pgid = nix::unistd::Pid::from_raw(i32::try_from(child.id())?);
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait());
-    });
-    let status = match rx.recv_timeout(deadline) {
-        Ok(status) => status?,
-        Err(_) => {
-            let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
-            let _ = rx.recv();
-            bail!("{} {args:?}: no exit after {deadline:?}", script.display());
-        }
-    };
-    let stdout = std::fs::read_to_string(out_file.path())?;
-    if !status.success() {
-        let stderr = std::fs::read_to_string(err_file.path())?;
-        bail!("{} {args:?} failed ({status}):\n{stderr}", script.display());
-    }
-    Ok(stdout)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn unique_names_are_dns_1123_labels_and_distinct() {
-        let a = unique("Node_With Lease!");
-        let b = unique("Node_With Lease!");
-        assert_ne!(a, b);
-        for n in [&a, &b, &unique(&"x".repeat(100)), &unique("--")] {
-            assert!(n.len() <= 63, "{n}");
-            assert!(
-                n.chars()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'),
-                "{n}"
-            );
-            assert!(!n.starts_with('-') && !n.ends_with('-'), "{n}");
-        }
-        assert!(a.starts_with("node-with-lease-"), "{a}");
-    }
 
     #[test]
     fn env_file_lines_become_a_map() {
@@ -535,28 +374,5 @@ mod tests {
         assert_eq!(env["SERVER"], "https://127.0.0.1:1234");
         assert_eq!(env["KUBECONFIG"], "/r/kubeconfig");
         assert_eq!(env.len(), 2);
-    }
-
-    #[tokio::test]
-    async fn wait_for_returns_the_first_some() {
-        let mut n = 0;
-        let got = wait_for(Duration::from_secs(5), || {
-            n += 1;
-            let v = (n >= 3).then_some(n);
-            async move { v }
-        })
-        .await;
-        assert_eq!(got, Ok(3));
-    }
-
-    #[tokio::test]
-    async fn wait_for_gives_up_at_the_deadline_even_if_a_poll_hangs() {
-        let t0 = Instant::now();
-        let got: Result<(), _> = wait_for(Duration::from_millis(300), || {
-            std::future::pending::<Option<()>>()
-        })
-        .await;
-        assert!(got.is_err());
-        assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
     }
 }

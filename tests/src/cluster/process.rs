@@ -1,0 +1,127 @@
+//! Processes: running the control-plane scripts with a deadline, and finding the processes
+//! of a run in `/proc` (what must be empty after `stop.sh`).
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+    time::Duration,
+};
+
+use anyhow::{Context as _, bail};
+
+use super::COMPONENTS;
+
+/// The PIDs and command lines of live (non-zombie) etcd/kube-* processes whose command line
+/// mentions `run_dir`: what must be empty after `stop.sh`.
+pub fn processes_of_run(run_dir: &Path) -> Vec<(u32, String)> {
+    let needle = format!("{}/", run_dir.display());
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(raw) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let argv: Vec<String> = raw
+            .split(|b| *b == 0)
+            .filter(|a| !a.is_empty())
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        let exe = argv.first().map(|a| a.rsplit('/').next().unwrap_or(a));
+        let ours = exe.is_some_and(|e| COMPONENTS.contains(&e));
+        let cmdline = argv.join(" ");
+        if ours && cmdline.contains(&needle) && !is_zombie(entry.path().join("stat")) {
+            found.push((pid, cmdline));
+        }
+    }
+    found
+}
+
+fn is_zombie(stat: PathBuf) -> bool {
+    let text = std::fs::read_to_string(stat).unwrap_or_default();
+    // Format: `pid (comm) S ...`; comm may contain spaces or parens, so split after the last ')'.
+    text.rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().next())
+        .is_none_or(|state| state == "Z")
+}
+
+/// Runs a script to completion with a deadline (the script's process group is killed when it
+/// passes) and returns its stdout; stderr goes into the error on failure.
+pub(super) fn run_script(
+    script: &Path,
+    args: &[&str],
+    deadline: Duration,
+) -> anyhow::Result<String> {
+    use std::os::unix::process::CommandExt as _;
+    let out_file = tempfile::NamedTempFile::new()?;
+    let err_file = tempfile::NamedTempFile::new()?;
+    let mut child = Command::new(script)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(out_file.reopen()?)
+        .stderr(err_file.reopen()?)
+        .process_group(0)
+        .spawn()
+        .with_context(|| format!("spawning {}", script.display()))?;
+    // std has no wait-with-timeout: a thread waits, this one waits on the channel.
+    let pgid = nix::unistd::Pid::from_raw(i32::try_from(child.id())?);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait());
+    });
+    let status = match rx.recv_timeout(deadline) {
+        Ok(status) => status?,
+        Err(_) => {
+            let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+            let _ = rx.recv();
+            bail!("{} {args:?}: no exit after {deadline:?}", script.display());
+        }
+    };
+    let stdout = std::fs::read_to_string(out_file.path())?;
+    if !status.success() {
+        let stderr = std::fs::read_to_string(err_file.path())?;
+        bail!("{} {args:?} failed ({status}):\n{stderr}", script.display());
+    }
+    Ok(stdout)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_process_is_alive_and_not_a_zombie() {
+        assert!(!is_zombie(PathBuf::from("/proc/self/stat")));
+        assert!(
+            is_zombie(PathBuf::from("/proc/no-such-pid/stat")),
+            "unreadable counts as gone"
+        );
+    }
+
+    #[test]
+    fn script_past_its_deadline_is_killed_and_reported() {
+        let t0 = std::time::Instant::now();
+        let err =
+            run_script(Path::new("/bin/sleep"), &["30"], Duration::from_millis(300)).unwrap_err();
+        assert!(err.to_string().contains("no exit after"), "{err:#}");
+        assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    }
+
+    #[test]
+    fn failing_script_reports_its_stderr() {
+        let err = run_script(
+            Path::new("/bin/sh"),
+            &["-c", "echo boom >&2; exit 3"],
+            Duration::from_secs(10),
+        )
+        .unwrap_err();
+        assert!(format!("{err:#}").contains("boom"), "{err:#}");
+    }
+}
