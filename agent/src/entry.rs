@@ -321,6 +321,7 @@ pub async fn run<T: Tart>(
             owner: owner_tx,
             internal_ip: internal_ip.clone(),
             observed: node_rx.clone(),
+            started: Default::default(),
         }
         .run(shutdown.clone())
         .instrument(info_span!("node_status")),

@@ -237,6 +237,16 @@ async fn agent_registers_a_ready_node_with_labels_taint_capacity_and_lease() {
         .await
         .unwrap();
     assert!(ok >= 1.0, "lease renewals counted: {ok}");
+    // Kubelet-style node events.
+    wait_for(Duration::from_secs(30), || async {
+        let d = kubectl(&cp.kubeconfig_path(), &["describe", "node", &name])
+            .await
+            .ok()?;
+        (d.contains("Starting") && d.contains("NodeReady") && d.contains("NodeHasSufficientMemory"))
+            .then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("node events missing: {e}\n{}", agent.log_tail(30)));
     if std::env::var_os("SHOW_AGENT_LOG").is_some() {
         eprintln!("{}", agent.log());
     }

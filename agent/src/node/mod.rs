@@ -6,6 +6,7 @@
 //! [`lease`] (heartbeat task), [`status_loop`] (registration + status task), [`watch`] (one
 //! watch on our own Node, shared with the Pod side).
 
+pub mod events;
 pub mod health;
 pub mod lease;
 pub mod probe;

@@ -25,6 +25,7 @@ use tracing::{info, warn};
 
 use super::{
     ApiAccess,
+    events::{NodeEvent, NodeEvents, transition_events},
     health::HostHealth,
     probe, spec,
     status::{self, StatusInput},
@@ -61,9 +62,13 @@ pub struct StatusLoop<T: Tart> {
     pub internal_ip: String,
     /// Our Node as the Node watch sees it (deletion is noticed at once).
     pub observed: watch::Receiver<ObservedNode>,
+    /// The `Starting` event was sent (once per process).
+    pub started: std::sync::atomic::AtomicBool,
 }
 
 struct Registered {
+    /// Publishes events about this Node.
+    events: NodeEvents,
     /// UID of the Node we registered.
     uid: Option<String>,
     /// The watch has shown that Node (so a later "absent" means it was deleted).
@@ -196,7 +201,32 @@ impl<T: Tart> StatusLoop<T> {
                         changed
                     });
                 }
+                let events = NodeEvents::new(
+                    self.client.clone(),
+                    &self.cfg.node_name,
+                    self.cfg.api_timeout,
+                    self.metrics.clone(),
+                    self.access.clone(),
+                );
+                if !self
+                    .started
+                    .swap(true, std::sync::atomic::Ordering::Relaxed)
+                {
+                    let ev = events.clone();
+                    tokio::spawn(async move {
+                        ev.publish(&NodeEvent {
+                            warning: false,
+                            reason: "Starting",
+                            message: format!(
+                                "Starting tart-kubelet {}.",
+                                env!("CARGO_PKG_VERSION")
+                            ),
+                        })
+                        .await;
+                    });
+                }
                 Some(Registered {
+                    events,
                     uid: node.metadata.uid.clone(),
                     seen: false,
                     labels: spec::desired_labels(&self.cfg, facts, tart_version),
@@ -266,7 +296,17 @@ impl<T: Tart> StatusLoop<T> {
                 }) {
                     info!(ready = ?status::condition_status(&desired, "Ready"), "node status written");
                 }
-                r.previous = desired.conditions.clone().unwrap_or_default();
+                let current = desired.conditions.clone().unwrap_or_default();
+                let events = transition_events(&self.cfg.node_name, &r.previous, &current);
+                if !events.is_empty() {
+                    let publisher = r.events.clone();
+                    tokio::spawn(async move {
+                        for ev in &events {
+                            publisher.publish(ev).await;
+                        }
+                    });
+                }
+                r.previous = current;
                 r.last_written = Some((desired, Instant::now()));
                 WriteOutcome::Written
             }

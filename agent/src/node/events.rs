@@ -1,0 +1,209 @@
+//! Node events, kubelet style: `Starting` once per process, and one event per condition
+//! transition (`NodeReady`, `NodeNotReady`, `NodeHasDiskPressure`, ...) with the message
+//! `Node <name> status is now: <Reason>`. Which events to send is pure
+//! ([`transition_events`]); [`NodeEvents`] publishes them under the API deadline, best effort,
+//! as core/v1 Events in `default` with the kubelet's reference (kind Node, UID = node name):
+//! that is what `kubectl describe node` searches for, and API servers before 1.22 reject
+//! events.k8s.io/v1 events about cluster-scoped objects in `default`.
+
+use std::time::Duration;
+
+use k8s_openapi::{
+    api::core::v1::{Event, EventSource, NodeCondition, ObjectReference},
+    apimachinery::pkg::apis::meta::v1::Time,
+    jiff::Timestamp,
+};
+use kube::{
+    Api, Client,
+    api::{ObjectMeta, PostParams},
+};
+use tracing::debug;
+
+use super::{ApiAccess, FIELD_MANAGER};
+use crate::metrics::NodeMetrics;
+
+/// One event to publish.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeEvent {
+    /// Warning (else Normal).
+    pub warning: bool,
+    /// Reason.
+    pub reason: &'static str,
+    /// Note.
+    pub message: String,
+}
+
+/// Kubelet's event reason for condition `type_` turning `status`.
+fn reason(type_: &str, status: &str) -> Option<(&'static str, bool)> {
+    let t = status == "True";
+    Some(match type_ {
+        "Ready" if t => ("NodeReady", false),
+        "Ready" => ("NodeNotReady", false),
+        "MemoryPressure" if t => ("NodeHasInsufficientMemory", false),
+        "MemoryPressure" => ("NodeHasSufficientMemory", false),
+        "DiskPressure" if t => ("NodeHasDiskPressure", false),
+        "DiskPressure" => ("NodeHasNoDiskPressure", false),
+        "PIDPressure" if t => ("NodeHasInsufficientPID", false),
+        "PIDPressure" => ("NodeHasSufficientPID", false),
+        "TartReady" if t => ("TartReady", false),
+        "TartReady" => ("TartNotReady", true),
+        _ => return None,
+    })
+}
+
+/// Events for every condition whose status differs between `previous` and `current`
+/// (a condition absent from `previous` counts as changed).
+pub fn transition_events(
+    node: &str,
+    previous: &[NodeCondition],
+    current: &[NodeCondition],
+) -> Vec<NodeEvent> {
+    current
+        .iter()
+        .filter(|c| {
+            previous
+                .iter()
+                .find(|p| p.type_ == c.type_)
+                .is_none_or(|p| p.status != c.status)
+        })
+        .filter_map(|c| {
+            let (reason, warning) = reason(&c.type_, &c.status)?;
+            let message = match (&c.type_[..], c.message.as_deref()) {
+                ("TartReady", Some(m)) if warning => {
+                    format!("Node {node} status is now: {reason}: {m}")
+                }
+                _ => format!("Node {node} status is now: {reason}"),
+            };
+            Some(NodeEvent {
+                warning,
+                reason,
+                message,
+            })
+        })
+        .collect()
+}
+
+/// Publishes node events.
+#[derive(Clone)]
+pub struct NodeEvents {
+    api: Api<Event>,
+    node: String,
+    reference: ObjectReference,
+    timeout: Duration,
+    metrics: NodeMetrics,
+    access: ApiAccess,
+}
+
+impl NodeEvents {
+    /// Events about Node `name`.
+    pub fn new(
+        client: Client,
+        name: &str,
+        timeout: Duration,
+        metrics: NodeMetrics,
+        access: ApiAccess,
+    ) -> Self {
+        Self {
+            api: Api::namespaced(client, "default"),
+            node: name.into(),
+            reference: ObjectReference {
+                api_version: Some("v1".into()),
+                kind: Some("Node".into()),
+                name: Some(name.into()),
+                // Kubelet's convention, which `kubectl describe node` searches by: the
+                // reference UID of a Node event is the node name, not the object's UID.
+                uid: Some(name.into()),
+                ..ObjectReference::default()
+            },
+            timeout,
+            metrics,
+            access,
+        }
+    }
+
+    /// Publish `ev`; failures are logged and counted, never returned.
+    pub async fn publish(&self, ev: &NodeEvent) {
+        let now = Time(Timestamp::now());
+        let event = Event {
+            metadata: ObjectMeta {
+                generate_name: Some(format!("{}.", self.node)),
+                ..ObjectMeta::default()
+            },
+            involved_object: self.reference.clone(),
+            reason: Some(ev.reason.into()),
+            message: Some(ev.message.clone()),
+            type_: Some(if ev.warning { "Warning" } else { "Normal" }.into()),
+            source: Some(EventSource {
+                component: Some(FIELD_MANAGER.into()),
+                host: Some(self.node.clone()),
+            }),
+            first_timestamp: Some(now.clone()),
+            last_timestamp: Some(now),
+            count: Some(1),
+            reporting_component: Some(FIELD_MANAGER.into()),
+            reporting_instance: Some(self.node.clone()),
+            ..Event::default()
+        };
+        let res = tokio::time::timeout(
+            self.timeout,
+            self.api.create(&PostParams::default(), &event),
+        )
+        .await;
+        match res {
+            Ok(Ok(_)) => {
+                self.access.ok("create", "events");
+                debug!(reason = ev.reason, "node event published");
+            }
+            Ok(Err(e)) => {
+                self.metrics.api_error("event", &e);
+                self.access.failed("create", "events", &e);
+            }
+            Err(_) => {
+                self.metrics
+                    .api_errors
+                    .get_or_create(&crate::metrics::ApiErrorLabels {
+                        resource: "event",
+                        kind: "timeout",
+                    })
+                    .inc();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c(type_: &str, status: &str) -> NodeCondition {
+        NodeCondition {
+            type_: type_.into(),
+            status: status.into(),
+            message: Some("m".into()),
+            ..NodeCondition::default()
+        }
+    }
+
+    #[test]
+    fn only_changed_conditions_produce_events_with_kubelet_reasons() {
+        let prev = [c("MemoryPressure", "False"), c("Ready", "Unknown")];
+        let cur = [
+            c("MemoryPressure", "False"),
+            c("DiskPressure", "True"),
+            c("Ready", "True"),
+        ];
+        let ev = transition_events("mini-1", &prev, &cur);
+        let reasons: Vec<_> = ev.iter().map(|e| e.reason).collect();
+        assert_eq!(reasons, ["NodeHasDiskPressure", "NodeReady"]);
+        assert_eq!(ev[1].message, "Node mini-1 status is now: NodeReady");
+        assert!(transition_events("mini-1", &cur, &cur).is_empty());
+    }
+
+    #[test]
+    fn tart_not_ready_is_a_warning_with_the_reason() {
+        let ev = transition_events("n", &[c("TartReady", "True")], &[c("TartReady", "False")]);
+        assert_eq!(ev.len(), 1);
+        assert!(ev[0].warning);
+        assert_eq!(ev[0].message, "Node n status is now: TartNotReady: m");
+    }
+}
