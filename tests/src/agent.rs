@@ -244,6 +244,29 @@ impl Agent {
         sample(&text, series).with_context(|| format!("no sample {series}"))
     }
 
+    /// Poll `/readyz` until it answers 200, at most `within`.
+    ///
+    /// # Errors
+    /// Not ready in time (the error carries the last body and the log tail).
+    pub async fn wait_ready(&self, within: Duration) -> anyhow::Result<()> {
+        let end = tokio::time::Instant::now() + within;
+        let mut last;
+        loop {
+            match self.get("/readyz").await {
+                Ok(r) if r.status == 200 => return Ok(()),
+                Ok(r) => last = r.body,
+                Err(e) => last = format!("{e:#}"),
+            }
+            if tokio::time::Instant::now() >= end {
+                bail!(
+                    "agent not ready after {within:?}: {last}\n{}",
+                    self.log_tail(30)
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
     /// Send SIGTERM.
     ///
     /// # Errors

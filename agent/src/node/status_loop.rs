@@ -142,7 +142,7 @@ impl<T: Tart> StatusLoop<T> {
                             continue;
                         }
                         let obs = observed.borrow_and_update().clone();
-                        if reg.as_mut().is_some_and(|r| node_replaced(r, &obs)) {
+                        if reg.as_mut().is_some_and(|r| node_replaced(&mut r.seen, r.uid.as_deref(), &obs)) {
                             warn!(node = %self.cfg.node_name, "node was deleted; registering again");
                             reg = None;
                             break;
@@ -346,16 +346,18 @@ impl<T: Tart> StatusLoop<T> {
     }
 }
 
-/// Whether the watch shows our registered Node gone (or replaced by another object).
-fn node_replaced(r: &mut Registered, obs: &ObservedNode) -> bool {
+/// Whether the watch shows our registered Node (UID `uid`) gone or replaced by another
+/// object. `seen` records that the watch has shown our Node, so an "absent" from a list taken
+/// before we created it is not mistaken for a deletion.
+fn node_replaced(seen: &mut bool, uid: Option<&str>, obs: &ObservedNode) -> bool {
     match obs {
         ObservedNode::Unknown => false,
-        ObservedNode::Absent => r.seen,
-        ObservedNode::Present(_) if obs.uid() == r.uid.as_deref() => {
-            r.seen = true;
+        ObservedNode::Absent => *seen,
+        ObservedNode::Present(_) if obs.uid() == uid => {
+            *seen = true;
             false
         }
-        ObservedNode::Present(_) => r.seen,
+        ObservedNode::Present(_) => *seen,
     }
 }
 
@@ -371,4 +373,48 @@ fn server_conditions(node: &Node) -> Vec<NodeCondition> {
         .as_ref()
         .and_then(|s| s.conditions.clone())
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use kube::api::ObjectMeta;
+
+    use super::*;
+
+    fn present(uid: &str) -> ObservedNode {
+        ObservedNode::Present(Arc::new(Node {
+            metadata: ObjectMeta {
+                uid: Some(uid.into()),
+                ..ObjectMeta::default()
+            },
+            ..Node::default()
+        }))
+    }
+
+    #[test]
+    fn a_stale_absent_before_our_node_was_seen_is_not_a_deletion() {
+        let mut seen = false;
+        assert!(!node_replaced(&mut seen, Some("u1"), &ObservedNode::Absent));
+        assert!(!node_replaced(&mut seen, Some("u1"), &present("u1")));
+        assert!(seen);
+        assert!(node_replaced(&mut seen, Some("u1"), &ObservedNode::Absent));
+    }
+
+    #[test]
+    fn a_node_with_another_uid_replaces_ours_once_ours_was_seen() {
+        let mut seen = false;
+        assert!(
+            !node_replaced(&mut seen, Some("u1"), &present("u0")),
+            "old object, not yet seen ours"
+        );
+        assert!(!node_replaced(&mut seen, Some("u1"), &present("u1")));
+        assert!(node_replaced(&mut seen, Some("u1"), &present("u2")));
+        assert!(!node_replaced(
+            &mut seen,
+            Some("u1"),
+            &ObservedNode::Unknown
+        ));
+    }
 }
