@@ -362,3 +362,74 @@ async fn agent_sigkill_and_restart_adopts_running_vms_and_finishes_the_provision
         Some(1.0)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_image_is_err_image_pull_and_the_pod_stays_pending() {
+    let image = "ghcr.io/nobody/missing:1";
+    let k = knobs().with_image(image, ImageKnob::missing());
+    let mut env = Env::new("missing", k, &[]).await;
+    env.start_agent();
+    let mut pod = env.pod("vm-1");
+    pod.spec.as_mut().unwrap().containers[0].image = Some(image.into());
+    env.create(&pod).await;
+    let p = env
+        .wait_pod("vm-1", "ErrImagePull or ImagePullBackOff", |p| {
+            matches!(
+                waiting_reason(p).as_deref(),
+                Some("ErrImagePull" | "ImagePullBackOff")
+            )
+        })
+        .await;
+    assert_eq!(phase(&p), "Pending");
+    let evs = env.wait_event("vm-1", "Failed").await;
+    let (t, _, note) = evs.iter().find(|(_, r, _)| r == "Failed").unwrap();
+    assert_eq!(t, "Warning");
+    assert!(note.contains("Failed to pull image"), "{note}");
+    assert!(
+        env.metric("tart_kubelet_host_faults_total{kind=\"vm_limit\"}")
+            .await
+            .is_some_and(|v| v == 0.0),
+        "a workload fault counted as a host fault"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crashing_guest_under_always_is_restarted_with_restart_count_and_backoff() {
+    // Exit after 3 s (3_000_000 ms × latency scale 0.001): past the 1 s start window, so it is
+    // a crash of a running VM, not a failed start.
+    let k = knobs().with_vm("*", VmKnob::default().exits_after(3_000_000, 3));
+    let mut env = Env::new("crashloop", k, &["--run-start-window", "1s"]).await;
+    env.start_agent();
+    env.create(&env.pod("vm-1")).await;
+    let p = env
+        .wait_pod("vm-1", "restarted once", |p| {
+            p.status
+                .as_ref()
+                .and_then(|s| s.container_statuses.as_ref())
+                .is_some_and(|c| c[0].restart_count >= 1)
+        })
+        .await;
+    assert_eq!(phase(&p), "Running", "a restarting Pod stays Running");
+    let cs = &p.status.unwrap().container_statuses.unwrap()[0];
+    let last = cs.last_state.as_ref().and_then(|l| l.terminated.as_ref());
+    assert_eq!(last.map(|t| t.exit_code), Some(3));
+    assert_eq!(last.and_then(|t| t.reason.as_deref()), Some("Error"));
+    let evs = env.wait_event("vm-1", "BackOff").await;
+    assert!(evs.iter().any(|(t, r, _)| t == "Warning" && r == "BackOff"));
+    // The restart runs the VM again (running after a restart), and the histograms still
+    // count the Pod once. (Repeated Started events become one event series, so count states.)
+    env.wait_pod("vm-1", "running again after a restart", |p| {
+        p.status
+            .as_ref()
+            .and_then(|s| s.container_statuses.as_ref())
+            .is_some_and(|c| {
+                c[0].restart_count >= 1 && c[0].state.as_ref().is_some_and(|s| s.running.is_some())
+            })
+    })
+    .await;
+    assert_eq!(
+        env.metric("tart_kubelet_pod_provision_delay_seconds_count")
+            .await,
+        Some(1.0)
+    );
+}
