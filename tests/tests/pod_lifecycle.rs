@@ -433,3 +433,29 @@ async fn a_crashing_guest_under_always_is_restarted_with_restart_count_and_backo
         Some(1.0)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hostile_image_string_never_reaches_tart_and_fails_as_invalid_image_name() {
+    let marker = std::env::temp_dir().join(format!("pwned-{}", rand::random::<u32>()));
+    let mut env = Env::new("badimage", knobs(), &[]).await;
+    env.start_agent();
+    let mut pod = env.pod("vm-1");
+    pod.spec.as_mut().unwrap().containers[0].image = Some(format!(
+        "ghcr.io/a/b:1;$(touch {m})`touch {m}`'\"",
+        m = marker.display()
+    ));
+    env.create(&pod).await;
+    let p = env
+        .wait_pod("vm-1", "Failed", |p| phase(p) == "Failed")
+        .await;
+    assert_eq!(
+        p.status.and_then(|s| s.reason).as_deref(),
+        Some("InvalidImageName")
+    );
+    assert!(!marker.exists(), "a shell ran the image string");
+    assert!(
+        env.vms().is_empty(),
+        "a VM was made from it: {:?}",
+        env.vms()
+    );
+}
