@@ -206,6 +206,9 @@ pub struct PodSideDeps<T: Tart> {
     pub health: HostHealth,
     /// The node's InternalIP (the Pods' hostIP).
     pub host_ip: String,
+    /// Node-side metrics: count Pod/Event API failures with `api_error("pod" | "event", &err)`
+    /// (`tart_kubelet_api_errors_total`).
+    pub node_metrics: NodeMetrics,
     /// Our Node as one shared watch sees it: allocatable, and whether it was deleted
     /// (`ObservedNode::Absent`). Prefer it to polling the API (idle request budget).
     pub node: watch::Receiver<ObservedNode>,
@@ -315,7 +318,7 @@ pub async fn run<T: Tart>(
             tart: tart.clone(),
             host,
             health: health.clone(),
-            metrics,
+            metrics: metrics.clone(),
             readiness,
             access,
             owner: owner_tx,
@@ -333,6 +336,7 @@ pub async fn run<T: Tart>(
         slots,
         health,
         host_ip: internal_ip,
+        node_metrics: metrics,
         node: node_rx,
         shutdown: shutdown.clone(),
     }) {

@@ -266,9 +266,10 @@ async fn stopped_agent_goes_not_ready_and_restarted_agent_is_ready_on_the_same_n
     let admin = cp.admin_client().await;
     let before = wait_condition(&admin, &agent, "Ready", "True", Duration::from_secs(90)).await;
 
+    let t0 = std::time::Instant::now();
     agent.sigterm().unwrap();
     let st = agent
-        .wait_exit(Duration::from_secs(8))
+        .wait_exit(Duration::from_secs(5))
         .await
         .unwrap_or_else(|e| panic!("{e}\n{}", agent.log_tail(30)));
     assert!(
@@ -276,6 +277,7 @@ async fn stopped_agent_goes_not_ready_and_restarted_agent_is_ready_on_the_same_n
         "clean exit on SIGTERM: {st:?}\n{}",
         agent.log_tail(30)
     );
+    eprintln!("SIGTERM -> exit in {:?}", t0.elapsed());
 
     // The node lifecycle controller (grace 16 s here) marks the silent node Unknown.
     let stale = wait_condition(&admin, &agent, "Ready", "Unknown", Duration::from_secs(60)).await;

@@ -139,3 +139,21 @@ fn semver_parses_three_numbers_only() {
     assert_eq!(parse_semver("2.35"), None);
     assert_eq!(parse_semver("SNAPSHOT"), None);
 }
+
+#[test]
+fn load_reads_the_config_file_and_reports_a_bad_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("good.toml");
+    std::fs::write(&good, "vm_slots = 1\nnode_name = \"from-file\"\n").unwrap();
+    let args = parse(&["--config", good.to_str().unwrap(), "--node-name", "flag"]);
+    let c = Config::load(args, &host()).unwrap();
+    assert_eq!((c.vm_slots, c.node_name.as_str()), (1, "flag"));
+
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "vm_slots = \"two\"\n").unwrap();
+    let e = Config::load(parse(&["--config", bad.to_str().unwrap()]), &host()).unwrap_err();
+    assert!(matches!(e, ConfigError::ParseFile { .. }), "{e}");
+    let missing = dir.path().join("missing.toml");
+    let e = Config::load(parse(&["--config", missing.to_str().unwrap()]), &host()).unwrap_err();
+    assert!(e.to_string().contains("cannot read config file"), "{e}");
+}
