@@ -518,6 +518,18 @@ async fn metrics_pass_promtool_and_count_lease_renewals() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+    let sum = tart_kubelet_tests::agent::sample(
+        &r.body,
+        "tart_kubelet_node_lease_renew_duration_seconds_sum",
+    );
+    let count = tart_kubelet_tests::agent::sample(
+        &r.body,
+        "tart_kubelet_node_lease_renew_duration_seconds_count",
+    );
+    if let (Some(s), Some(c)) = (sum, count) {
+        assert!(c >= 1.0, "lease renewals observed");
+        eprintln!("lease renew: {c} renewals, mean {:.1} ms", s / c * 1000.0);
+    }
     let h = agent.get("/healthz").await.unwrap();
     assert_eq!((h.status, h.body.trim()), (200, "ok"));
 }
