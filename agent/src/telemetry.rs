@@ -57,12 +57,13 @@ pub fn init(format: LogFormat, filter: &str, file: Option<&Path>) -> Result<(), 
             if let Some(dir) = path.parent() {
                 let _ = std::fs::create_dir_all(dir);
             }
-            let f = RotatingFile::open(path, DEFAULT_MAX_BYTES, DEFAULT_KEEP).map_err(|source| {
-                TelemetryError::File {
-                    path: path.to_owned(),
-                    source,
-                }
-            })?;
+            let f =
+                RotatingFile::open(path, DEFAULT_MAX_BYTES, DEFAULT_KEEP).map_err(|source| {
+                    TelemetryError::File {
+                        path: path.to_owned(),
+                        source,
+                    }
+                })?;
             // Under launchd stderr is StandardErrorPath, which nothing rotates: with a log
             // file, stderr only gets warnings and errors.
             BoxMakeWriter::new(std::io::stderr.with_max_level(tracing::Level::WARN).and(f))
@@ -80,4 +81,3 @@ pub fn init(format: LogFormat, filter: &str, file: Option<&Path>) -> Result<(), 
     let _ = res;
     Ok(())
 }
-
