@@ -45,8 +45,6 @@ pub struct PodsConfig {
     pub api_timeout: Duration,
     /// Pods reconciled at once.
     pub concurrency: u16,
-    /// How often our Node is checked (gone? allocatable?).
-    pub node_check_interval: Duration,
     /// How often orphan VMs are looked for.
     pub gc_interval: Duration,
 }

@@ -30,7 +30,7 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::{
     Api,
-    runtime::{Controller, controller, watcher},
+    runtime::{Controller, WatchStreamExt, controller, watcher},
 };
 use prometheus_client::registry::Registry;
 use tart::Tart;
@@ -81,7 +81,6 @@ impl PodsConfig {
             read_pull_secrets: cfg.pull_credentials == PullCredentials::PodSecrets,
             api_timeout: cfg.api_timeout,
             concurrency: cfg.pod_concurrency,
-            node_check_interval: Duration::from_secs(15),
             gc_interval: Duration::from_secs(60),
         }
     }
@@ -186,64 +185,79 @@ pub async fn run<T: Tart>(deps: PodSideDeps<T>, metrics: PodMetrics) {
     info!("pod controller stopped");
 }
 
-/// Keep [`NodeView`] current: allocatable for admission, and whether the Node was deleted.
+/// Keep [`NodeView`] current from a watch on our own Node (one long request, not a poll, so
+/// the node's idle API budget is not spent here): allocatable for admission, and whether the
+/// Node was deleted.
 async fn watch_node<T: Tart>(
     shared: Arc<Shared<T>>,
     tx: watch::Sender<NodeView>,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let api: Api<Node> = Api::all(shared.client.clone());
+    let wc = watcher::Config::default().fields(&format!("metadata.name={}", shared.cfg.node_name));
+    let stream = watcher::watcher(api, wc).default_backoff();
+    futures::pin_mut!(stream);
+    // Gone only after it was seen: at start-up the node side may still be creating it.
     let mut seen = false;
+    let mut listed = false;
     loop {
-        match tokio::time::timeout(shared.cfg.api_timeout, api.get_opt(&shared.cfg.node_name)).await
-        {
-            Ok(Ok(Some(n))) => {
-                seen = true;
-                let alloc = n.status.as_ref().and_then(|s| s.allocatable.as_ref());
-                let get = |k: &str, scale| {
-                    alloc
-                        .and_then(|a| a.get(k))
-                        .and_then(|q| parse_scaled(&q.0, scale))
-                        .and_then(|v| u64::try_from(v).ok())
-                };
-                let limits = match (
-                    get("cpu", 1000),
-                    get("memory", 1),
-                    get("ephemeral-storage", 1),
-                ) {
-                    (Some(c), Some(m), Some(d)) => Some(HostLimits {
-                        cpu_millis: c,
-                        memory_bytes: m,
-                        disk_bytes: d,
-                    }),
-                    _ => None,
-                };
-                if tx.send_if_modified(|v| {
-                    let new = NodeView {
-                        gone: false,
-                        limits,
-                    };
-                    std::mem::replace(v, new) != new
-                }) {
-                    shared.wake();
-                }
-            }
-            // Gone only after it was seen: at start-up the node side may still be creating it.
-            Ok(Ok(None)) if seen => {
-                if tx.send_if_modified(|v| !std::mem::replace(&mut v.gone, true)) {
-                    warn!(node = %shared.cfg.node_name, "our Node is gone; releasing its Pods");
-                    shared.wake();
-                }
-            }
-            Ok(Ok(None)) => {}
-            Ok(Err(error)) => warn!(%error, "cannot read our Node"),
-            Err(_) => warn!("reading our Node timed out"),
-        }
-        tokio::select! {
-            () = tokio::time::sleep(shared.cfg.node_check_interval) => {}
+        let ev = tokio::select! {
+            ev = stream.next() => ev,
             _ = shutdown.wait_for(|s| *s) => return,
+        };
+        let update = match ev {
+            None => return,
+            Some(Err(error)) => {
+                warn!(%error, "watching our Node failed; retrying");
+                continue;
+            }
+            Some(Ok(watcher::Event::Init)) => {
+                listed = false;
+                None
+            }
+            Some(Ok(watcher::Event::Apply(n) | watcher::Event::InitApply(n))) => {
+                seen = true;
+                listed = true;
+                Some(NodeView {
+                    gone: false,
+                    limits: node_limits(&n),
+                })
+            }
+            Some(Ok(watcher::Event::Delete(_))) => Some(NodeView {
+                gone: true,
+                limits: tx.borrow().limits,
+            }),
+            Some(Ok(watcher::Event::InitDone)) if seen && !listed => Some(NodeView {
+                gone: true,
+                limits: tx.borrow().limits,
+            }),
+            Some(Ok(watcher::Event::InitDone)) => None,
+        };
+        if let Some(new) = update
+            && tx.send_if_modified(|v| std::mem::replace(v, new) != new)
+        {
+            if new.gone {
+                warn!(node = %shared.cfg.node_name, "our Node is gone; releasing its Pods");
+            }
+            shared.wake();
         }
     }
+}
+
+/// Allocatable cpu, memory and ephemeral storage of a Node, when all three are known.
+fn node_limits(n: &Node) -> Option<HostLimits> {
+    let alloc = n.status.as_ref().and_then(|s| s.allocatable.as_ref());
+    let get = |k: &str, scale| {
+        alloc
+            .and_then(|a| a.get(k))
+            .and_then(|q| parse_scaled(&q.0, scale))
+            .and_then(|v| u64::try_from(v).ok())
+    };
+    Some(HostLimits {
+        cpu_millis: get("cpu", 1000)?,
+        memory_bytes: get("memory", 1)?,
+        disk_bytes: get("ephemeral-storage", 1)?,
+    })
 }
 
 /// Refresh the pending-age and VM-state gauges every few seconds, so a start that takes hours
@@ -258,7 +272,7 @@ async fn population<T: Tart>(shared: Arc<Shared<T>>, mut shutdown: watch::Receiv
                 let s = h.state.borrow();
                 let i = h.input.borrow();
                 let alive = matches!(s.facts.process, Process::Running { .. });
-                let deleting = i.facts.deleting || i.facts.node_gone;
+                let deleting = i.facts.deleting;
                 if alive && deleting {
                     vms[2] += 1;
                 } else if alive {

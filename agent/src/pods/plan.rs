@@ -147,8 +147,17 @@ pub fn crash_backoff(restart_count: u32) -> Duration {
 /// Decide.
 pub fn plan(pod: &PodFacts, vm: &VmFacts, now: Instant) -> Step {
     let alive = matches!(vm.process, Process::Running { .. });
-    if pod.deleting || pod.node_gone {
-        // Node gone: no one will run this Pod again, so tear down and let go of the Pod.
+    if pod.node_gone && !pod.deleting {
+        // Our Node was deleted: let go of the Pod so it can never hang Terminating because of
+        // us. The VM is left alone; if the Pod goes away, orphan GC removes it, and if the
+        // Node comes back, the finalizer is added again.
+        return if pod.has_finalizer {
+            Step::RemoveFinalizer
+        } else {
+            Step::Nothing
+        };
+    }
+    if pod.deleting {
         if alive {
             return Step::Stop;
         }
@@ -158,11 +167,7 @@ pub fn plan(pod: &PodFacts, vm: &VmFacts, now: Instant) -> Step {
         if pod.has_finalizer {
             return Step::RemoveFinalizer;
         }
-        return if pod.deleting {
-            Step::DeletePod
-        } else {
-            Step::Nothing
-        };
+        return Step::DeletePod;
     }
     if pod.terminal {
         // Phases never leave Succeeded/Failed; a live process here would be a bug elsewhere.
@@ -393,19 +398,24 @@ mod tests {
     }
 
     #[test]
-    fn node_gone_tears_down_and_drops_the_finalizer_without_deleting_the_pod() {
+    fn node_gone_drops_the_finalizer_and_leaves_the_vm_alone() {
         let now = Instant::now();
         let p = PodFacts {
             node_gone: true,
             ..pod()
         };
-        assert_eq!(plan(&p, &running(), now), Step::Stop);
-        assert_eq!(plan(&p, &VmFacts::default(), now), Step::RemoveFinalizer);
+        assert_eq!(plan(&p, &running(), now), Step::RemoveFinalizer);
         let released = PodFacts {
             has_finalizer: false,
+            ..p.clone()
+        };
+        assert_eq!(plan(&released, &running(), now), Step::Nothing);
+        // A deletion still tears down normally while we run.
+        let deleting = PodFacts {
+            deleting: true,
             ..p
         };
-        assert_eq!(plan(&released, &VmFacts::default(), now), Step::Nothing);
+        assert_eq!(plan(&deleting, &running(), now), Step::Stop);
     }
 
     #[test]

@@ -301,7 +301,7 @@ async fn reconcile_inner<T: Tart>(pod: &Pod, ctx: &Arc<Shared<T>>) -> Result<Act
             None if needs_worker(&step) => {
                 w.insert(
                     uid.clone(),
-                    supervisor::spawn(ctx.clone(), vm.clone(), input.clone(), Start::Fresh),
+                    supervisor::spawn(ctx.clone(), vm.clone(), input.clone(), Start::Fresh, 0),
                 );
                 true
             }

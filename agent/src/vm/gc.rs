@@ -5,8 +5,9 @@
 //! still exists a worker — re-attached to its live `tart run` process when there is one (found
 //! by the `config.json` lock, not by `tart ip`), so a running VM is never started again and
 //! its histograms are never observed again. Only after that are VMs with our prefix that no Pod
-//! owns stopped and deleted. The periodic sweep does the same for Pods force-deleted while we
-//! ran (the controller never sees those deletions).
+//! owns stopped and deleted. The periodic sweep does the same for Pods that vanished while we
+//! ran (force-deleted, or removed by pod GC after our Node was deleted): the controller never
+//! sees those deletions.
 
 use std::{
     collections::{HashMap, HashSet},
@@ -162,13 +163,19 @@ pub async fn collect<T: Tart>(shared: &Shared<T>, orphans: Vec<VmName>) {
     }
 }
 
-/// Every `interval`, delete our VMs that have neither a worker nor a Pod in the store.
+/// Every `interval`: drop the workers of Pods that are no longer in the store, then stop and
+/// delete our VMs that have neither a worker nor a Pod.
 pub async fn sweep_loop<T: Tart>(
     shared: Arc<Shared<T>>,
     store: Store<Pod>,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let interval = shared.cfg.gc_interval;
+    // An empty store before the first list would make every VM look orphaned.
+    tokio::select! {
+        r = store.wait_until_ready() => if r.is_err() { return },
+        _ = shutdown.wait_for(|s| *s) => return,
+    }
     loop {
         tokio::select! {
             () = tokio::time::sleep(interval) => {}
@@ -182,6 +189,19 @@ pub async fn sweep_loop<T: Tart>(
             }
         };
         let known: HashSet<String> = store.state().iter().filter_map(|p| p.uid()).collect();
+        // Pods that vanished without us (force-deleted, or deleted by pod GC after our Node
+        // went away and we dropped the finalizer): their workers go, their VMs become orphans.
+        let vanished: Vec<String> = shared.with_workers(|w| {
+            let gone: Vec<String> = w.keys().filter(|u| !known.contains(*u)).cloned().collect();
+            for u in &gone {
+                w.remove(u);
+            }
+            gone
+        });
+        for uid in vanished {
+            info!(pod.uid = %uid, "pod vanished; its VM is now an orphan");
+            shared.events.forget(&uid);
+        }
         let orphans: Vec<VmName> = vms
             .into_iter()
             .filter(|(uid, _)| {

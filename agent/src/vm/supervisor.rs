@@ -4,7 +4,7 @@
 //! teardown steps (stop, delete), owns the `tart run` handle and the slot guard, watches the
 //! VM's exit, and publishes a [`WorkerState`] the reconciler turns into Pod status. Slow tart
 //! calls run here, never in a reconcile, so one stuck Pod never holds up another. A teardown
-//! request (Pod deleted, Node gone) cancels an in-flight pull, clone, set or ip wait at once;
+//! request (Pod deleted) cancels an in-flight pull, clone, set or ip wait at once;
 //! the tart crate kills the process group of a dropped call. `tart run` is never cancelled
 //! half-way: it is bounded by its start window.
 
@@ -224,9 +224,9 @@ struct Worker<T: Tart> {
     creds: Option<tart::Credentials>,
 }
 
-/// Resolves when the Pod is being torn down (deleted, Node gone) or the handle was dropped.
+/// Resolves when the Pod is being deleted or the handle was dropped.
 async fn teardown(rx: &mut watch::Receiver<WorkerInput>) {
-    let _ = rx.wait_for(|i| i.facts.deleting || i.facts.node_gone).await;
+    let _ = rx.wait_for(|i| i.facts.deleting).await;
 }
 
 impl<T: Tart> Worker<T> {

@@ -51,7 +51,6 @@ fn rig(tart: MemTart, slots: u32) -> Rig {
         read_pull_secrets: false,
         api_timeout: Duration::from_secs(1),
         concurrency: 4,
-        node_check_interval: Duration::from_secs(60),
         gc_interval: Duration::from_secs(60),
     };
     let shared = Arc::new(Shared {
