@@ -459,3 +459,24 @@ async fn a_hostile_image_string_never_reaches_tart_and_fails_as_invalid_image_na
         env.vms()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn start_up_deletes_our_orphan_vms_and_never_touches_foreign_ones() {
+    let mut env = Env::new("orphans", knobs(), &[]).await;
+    let orphan = "tkl-0b1c2d3e-4f50-4617-8293-a4b5c6d7e8f9";
+    let lookalike = "tkl-0b1c2d3e-4f50-4617-8293-a4b5c6d7e8f9-copy";
+    for vm in [orphan, lookalike, "macos-base"] {
+        env.home.create_vm(vm).expect("create vm");
+    }
+    env.start_agent();
+    let r = wait_for(WAIT, || async {
+        (!env.home.vm_exists(orphan)).then_some(())
+    })
+    .await;
+    assert!(r.is_ok(), "orphan not deleted\n{}", env.agent_log());
+    assert!(
+        env.home.vm_exists(lookalike),
+        "a VM that is not ours was deleted"
+    );
+    assert!(env.home.vm_exists("macos-base"), "a foreign VM was deleted");
+}
