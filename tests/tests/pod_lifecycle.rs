@@ -137,6 +137,16 @@ async fn third_pod_waits_pending_for_a_slot_and_starts_when_one_is_deleted() {
         evs.iter()
             .any(|(t, r, _)| t == "Normal" && r == "WaitingForVMSlot")
     );
+    // The waiting Pod shows in the pending-age gauge, the two VMs in the running gauge.
+    let gauges = wait_for(WAIT, || async {
+        let pending = env
+            .metric("tart_kubelet_pods_pending{age=\"lt_1m\"}")
+            .await?;
+        let running = env.metric("tart_kubelet_vms{state=\"running\"}").await?;
+        (pending >= 1.0 && running == 2.0).then_some(())
+    })
+    .await;
+    assert!(gauges.is_ok(), "gauges: {}", env.metrics().await);
     env.delete("a", 5).await;
     env.wait_gone("a").await;
     env.wait_pod("c", "Running after a slot freed", |p| {
