@@ -404,3 +404,78 @@ async fn set_finalizer(api: &Api<Pod>, pod: &Pod, add: bool, t: Duration) -> Res
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pods::{admission::admit, fixtures::test_pod};
+
+    const HOST: HostLimits = UNLIMITED;
+
+    fn input(pod: &Pod) -> WorkerInput {
+        let a = admit(pod, &HOST).unwrap();
+        worker_input(pod, &a, pod_facts(pod, false), Duration::from_secs(30))
+    }
+
+    #[test]
+    fn grace_comes_from_the_deletion_then_the_spec_then_the_default() {
+        assert_eq!(input(&test_pod().build()).grace, Duration::from_secs(30));
+        let mut p = test_pod().build();
+        p.spec.as_mut().unwrap().termination_grace_period_seconds = Some(45);
+        assert_eq!(input(&p).grace, Duration::from_secs(45));
+        let p = test_pod().deleting(20).build();
+        assert_eq!(input(&p).grace, Duration::from_secs(20));
+    }
+
+    #[test]
+    fn worker_input_carries_policy_secrets_resources_and_labels() {
+        let p = test_pod()
+            .image("ghcr.io/a/b:1")
+            .pull_policy("Always")
+            .pull_secret("regcred")
+            .limit("cpu", "1500m")
+            .restart_policy("Never")
+            .build();
+        let i = input(&p);
+        assert_eq!(i.pull_policy, PullPolicy::Always);
+        assert_eq!(i.pull_secrets, vec!["regcred".to_string()]);
+        assert_eq!(i.resources.cpu, Some(2));
+        assert_eq!(i.facts.restart_policy, RestartPolicy::Never);
+        assert_eq!(
+            i.pod_label,
+            format!("runner_ci({})", crate::pods::fixtures::UID)
+        );
+        assert!(i.created.is_some());
+    }
+
+    #[test]
+    fn pod_facts_see_finalizer_deletion_and_terminal_phase() {
+        let f = pod_facts(&test_pod().build(), false);
+        assert!(!f.has_finalizer && !f.deleting && !f.terminal);
+        let f = pod_facts(
+            &test_pod()
+                .finalizer(FINALIZER)
+                .deleting(5)
+                .phase("Succeeded")
+                .build(),
+            true,
+        );
+        assert!(f.has_finalizer && f.deleting && f.terminal && f.node_gone);
+    }
+
+    #[test]
+    fn api_error_kinds_are_closed_labels() {
+        let api = |code| Error::Api {
+            what: "x",
+            source: kube::Error::Api(
+                kube::core::Status::failure("m", "r")
+                    .with_code(code)
+                    .boxed(),
+            ),
+        };
+        assert_eq!(api(409).kind(), "conflict");
+        assert_eq!(api(403).kind(), "forbidden");
+        assert_eq!(api(500).kind(), "api");
+        assert_eq!(Error::Timeout { what: "x" }.kind(), "timeout");
+    }
+}
