@@ -490,3 +490,59 @@ async fn start_up_deletes_our_orphan_vms_and_never_touches_foreign_ones() {
     );
     assert!(env.home.vm_exists("macos-base"), "a foreign VM was deleted");
 }
+
+/// A host fault on the way to Running: Pending with a Warning `reason`, retried, never Failed.
+async fn host_fault_is_retried_to_running(label: &str, rule: Rule, reason: &str, kind: &str) {
+    let mut env = Env::new(label, knobs().with_rule(rule.times(1)), &[]).await;
+    env.start_agent();
+    env.create(&env.pod("vm-1")).await;
+    let evs = env.wait_event("vm-1", reason).await;
+    assert!(
+        evs.iter().any(|(t, r, _)| t == "Warning" && r == reason),
+        "{evs:?}"
+    );
+    let api = env.pods();
+    let r = wait_for(WAIT, || {
+        let api = api.clone();
+        async move {
+            let p = api.get("vm-1").await.ok()?;
+            assert_ne!(
+                phase(&p),
+                "Failed",
+                "host fault failed the Pod: {:?}",
+                p.status
+            );
+            (phase(&p) == "Running" && ready(&p)).then_some(())
+        }
+    })
+    .await;
+    assert!(
+        r.is_ok(),
+        "not retried to Running: {r:?}\n{}",
+        env.agent_log()
+    );
+    let series = format!("tart_kubelet_host_faults_total{{kind=\"{kind}\"}}");
+    assert_eq!(env.metric(&series).await, Some(1.0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_disk_during_pull_is_a_host_fault_retried_to_running() {
+    host_fault_is_retried_to_running(
+        "nospace",
+        Rule::no_space("pull"),
+        "HostDiskFull",
+        "no_space",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_locked_auxiliary_storage_at_run_is_a_host_fault_retried_to_running() {
+    host_fault_is_retried_to_running(
+        "auxlock",
+        Rule::aux_storage_locked(),
+        "AuxiliaryStorageLocked",
+        "aux_storage_locked",
+    )
+    .await;
+}
