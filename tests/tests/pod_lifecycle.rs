@@ -546,3 +546,26 @@ async fn a_locked_auxiliary_storage_at_run_is_a_host_fault_retried_to_running() 
     )
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_stops_the_agent_quickly_and_leaves_the_vm_running() {
+    let mut env = Env::new("sigterm", knobs(), &[]).await;
+    env.start_agent();
+    let pod = env.create(&env.pod("vm-1")).await;
+    env.wait_pod("vm-1", "Running", |p| phase(p) == "Running" && ready(p))
+        .await;
+    let vm = Env::vm_of(&pod);
+    let pid = env.home.run_pid(&vm).expect("running");
+    let t0 = std::time::Instant::now();
+    assert!(
+        env.sigterm_agent(Duration::from_secs(15)).await,
+        "agent did not exit on SIGTERM\n{}",
+        env.agent_log()
+    );
+    eprintln!("figure: SIGTERM -> exit in {:?}", t0.elapsed());
+    assert_eq!(
+        env.home.run_pid(&vm),
+        Some(pid),
+        "the VM did not outlive the agent"
+    );
+}

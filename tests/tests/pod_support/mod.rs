@@ -161,6 +161,20 @@ impl Env {
         }
     }
 
+    /// SIGTERM the agent and wait up to `within` for it to exit; returns whether it did.
+    pub async fn sigterm_agent(&mut self, within: Duration) -> bool {
+        let Some(mut c) = self.agent.take() else {
+            return false;
+        };
+        if let Some(pid) = c.id() {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid as i32),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+        }
+        tokio::time::timeout(within, c.wait()).await.is_ok()
+    }
+
     /// The agent's log so far (for failure messages).
     pub fn agent_log(&self) -> String {
         let s = std::fs::read_to_string(&self.log_path).unwrap_or_default();
