@@ -97,6 +97,8 @@ pub struct PodMetrics {
     pub provision_delay: Histogram,
     /// `vm_boot_duration_seconds`.
     pub boot_duration: Histogram,
+    /// `pod_agent_overhead_seconds`: the agent's own time per Pod before `tart run`.
+    pub agent_overhead: Histogram,
     /// `pod_stage_duration_seconds{stage}`.
     pub stage_duration: Family<StageLabels, Histogram>,
     /// `tart_commands_total{command,outcome}`.
@@ -129,6 +131,11 @@ pub struct PodMetrics {
     pub vm_exits: Family<ReasonLabels, Counter>,
 }
 
+/// Buckets for the agent's own overhead: half a millisecond to ten seconds.
+const OVERHEAD_BUCKETS: [f64; 14] = [
+    0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+
 fn vm_histogram() -> Histogram {
     Histogram::new(VM_BUCKETS)
 }
@@ -144,6 +151,7 @@ impl PodMetrics {
     pub fn register(registry: &mut Registry) -> Self {
         let m = Self {
             provision_delay: vm_histogram(),
+            agent_overhead: Histogram::new(OVERHEAD_BUCKETS),
             boot_duration: vm_histogram(),
             stage_duration: Family::new_with_constructor(vm_histogram),
             tart_commands: Family::default(),
@@ -168,6 +176,11 @@ impl PodMetrics {
             "pod_provision_delay_seconds",
             "Pod creation to just before tart run, once per Pod on success",
             m.provision_delay.clone(),
+        );
+        r.register(
+            "pod_agent_overhead_seconds",
+            "Agent time per Pod from first seeing it bound to just before tart run, excluding tart operations, VM-slot waits and backoff; once per Pod on a clean first start",
+            m.agent_overhead.clone(),
         );
         r.register(
             "vm_boot_duration_seconds",

@@ -187,6 +187,7 @@ pub fn spawn<T: Tart>(
         pending_exit,
         slot_waits: 0,
         creds: None,
+        overhead: OverheadClock::new(),
     };
     let task = tokio::spawn(w.run().instrument(span)).abort_handle();
     WorkerHandle {
@@ -222,6 +223,33 @@ struct Worker<T: Tart> {
     pending_exit: Option<Terminated>,
     slot_waits: u32,
     creds: Option<tart::Credentials>,
+    /// When this worker first saw the Pod, and the time since spent in steps that are not the
+    /// agent's own work (tart operations, slot waits, backoff) — for the overhead histogram.
+    overhead: OverheadClock,
+}
+
+/// Measures the agent's own time per Pod before `tart run` (`pod_agent_overhead_seconds`).
+#[derive(Debug, Clone, Copy)]
+struct OverheadClock {
+    born: Instant,
+    excluded: Duration,
+    /// No failure and no backoff so far: only clean first starts are measured.
+    clean: bool,
+}
+
+impl OverheadClock {
+    fn new() -> Self {
+        Self {
+            born: Instant::now(),
+            excluded: Duration::ZERO,
+            clean: true,
+        }
+    }
+
+    /// The agent's own time so far.
+    fn own_time(&self) -> Duration {
+        self.born.elapsed().saturating_sub(self.excluded)
+    }
 }
 
 /// Resolves when the Pod is being deleted or the handle was dropped.
@@ -247,6 +275,8 @@ impl<T: Tart> Worker<T> {
             let now = std::time::Instant::now();
             let step = plan(&input.facts, &self.state.facts, now);
             debug!(?step, "vm step");
+            let step_started = Instant::now();
+            let failures_before = self.failures;
             match step {
                 Step::Pull => self.pull(&input).await,
                 Step::Clone => self.clone_vm(&input).await,
@@ -264,6 +294,7 @@ impl<T: Tart> Worker<T> {
                 Step::Restart(d) => self.restart(&input, d),
                 Step::Finish if !self.state.facts.finished => self.finish(),
                 Step::Wait(d) => {
+                    self.overhead.clean = false;
                     self.backing_off(&input);
                     self.publish();
                     self.idle(Some(d)).await;
@@ -274,6 +305,15 @@ impl<T: Tart> Worker<T> {
                     self.publish();
                     self.idle(None).await;
                 }
+            }
+            if matches!(
+                step,
+                Step::Pull | Step::Clone | Step::Set | Step::WaitForSlot | Step::Wait(_)
+            ) {
+                self.overhead.excluded += step_started.elapsed();
+            }
+            if self.failures > failures_before {
+                self.overhead.clean = false;
             }
             self.publish();
         }

@@ -203,6 +203,7 @@ impl<T: Tart> Worker<T> {
         if let Some(parent) = opts.log_path.parent() {
             let _ = tokio::fs::create_dir_all(parent).await;
         }
+        let own_time = self.overhead.own_time();
         let started = Instant::now();
         let started_ts = Timestamp::now();
         // Not cancellable: a half-started detached VM must not be left behind untracked; the
@@ -215,7 +216,11 @@ impl<T: Tart> Worker<T> {
                 if let Some(created) = input.created {
                     let delay = started_ts.duration_since(created);
                     let delay = Duration::try_from(delay).unwrap_or_default();
-                    self.once.provision(&self.shared.metrics, delay);
+                    let first = self.once.provision(&self.shared.metrics, delay);
+                    if first && self.overhead.clean {
+                        let secs = own_time.as_secs_f64();
+                        self.shared.metrics.agent_overhead.observe(secs);
+                    }
                 }
                 self.shared.health.record_vm_start_ok();
                 self.shared

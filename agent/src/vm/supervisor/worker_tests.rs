@@ -160,6 +160,10 @@ async fn a_fresh_pod_is_provisioned_in_order_and_counted_once() {
         "{t}"
     );
     assert!(t.contains("tart_kubelet_vm_boot_duration_seconds_count 1"));
+    assert!(
+        t.contains("tart_kubelet_pod_agent_overhead_seconds_count 1"),
+        "a clean first start measures the agent's overhead once: {t}"
+    );
     assert!(r.shared.slots.holds(&uid(1)));
 }
 
@@ -312,6 +316,7 @@ async fn an_adopted_vm_is_never_run_again_nor_counted() {
         "{t}"
     );
     assert!(t.contains("tart_kubelet_vm_boot_duration_seconds_count 0"));
+    assert!(t.contains("tart_kubelet_pod_agent_overhead_seconds_count 0"));
 }
 
 #[tokio::test]
