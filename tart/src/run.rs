@@ -114,17 +114,20 @@ impl RunningVm for VmProcess {
         self.exit.borrow().is_none()
     }
     fn wait(&self) -> impl Future<Output = ExitInfo> + Send {
-        let mut rx = self.exit.clone();
-        async move {
-            let seen = rx
-                .wait_for(Option::is_some)
-                .await
-                .ok()
-                .and_then(|v| v.clone());
-            // `None`: the watcher task is gone (runtime shutting down), we cannot know.
-            seen.unwrap_or_else(unknown_exit)
-        }
+        wait_exit(self.exit.clone())
     }
+}
+
+/// Resolves with the exit published on `rx` (at once if it already happened). Shared by every
+/// [`RunningVm`] built on an exit watch channel.
+pub(crate) async fn wait_exit(mut rx: watch::Receiver<Option<ExitInfo>>) -> ExitInfo {
+    let seen = rx
+        .wait_for(Option::is_some)
+        .await
+        .ok()
+        .and_then(|v| v.clone());
+    // `None`: the publishing task is gone (runtime shutting down), we cannot know.
+    seen.unwrap_or_else(unknown_exit)
 }
 
 /// Everything needed to start one `tart run`.

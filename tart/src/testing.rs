@@ -91,19 +91,7 @@ impl RunningVm for MemVm {
         self.exit.borrow().is_none()
     }
     fn wait(&self) -> impl Future<Output = ExitInfo> + Send {
-        let mut rx = self.exit.clone();
-        async move {
-            let seen = rx
-                .wait_for(Option::is_some)
-                .await
-                .ok()
-                .and_then(|v| v.clone());
-            seen.unwrap_or(ExitInfo {
-                reason: ExitReason::Unknown,
-                code: None,
-                signal: None,
-            })
-        }
+        crate::run::wait_exit(self.exit.clone())
     }
 }
 

@@ -22,6 +22,7 @@ use anyhow::{Context as _, bail};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
 mod process;
+pub mod testing;
 mod wait;
 
 pub use process::processes_of_run;

@@ -23,6 +23,20 @@ pub use knobs::{
     DEFAULT_VERSION, FailAction, ImageKnob, Knobs, Rule, VmKnob, glob_match,
 };
 
+/// `knobs` with a small default image (1 GB compressed, 20 GB disk), so pulls in tests are
+/// quick at any latency scale.
+pub fn small_images(knobs: Knobs) -> Knobs {
+    knobs.with_image("default", ImageKnob::sized(1.0, 20))
+}
+
+/// Parses fake-tart's JSON output.
+///
+/// # Panics
+/// With the text, when it is not JSON.
+pub fn parse_json(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("bad JSON ({e}): {text}"))
+}
+
 /// A temporary `TART_HOME` for one test. On drop, every `run` process still holding one of its
 /// VMs is SIGKILLed and the directory is removed.
 #[derive(Debug)]

@@ -3,7 +3,7 @@
 //! Lease, and the node lifecycle controller notices when the Lease stops; minted identities get
 //! only what RBAC (or the Node authorizer) grants, and are audited. Each test isolates itself by
 //! namespace and node name. Stop, watchdog, restart and timing: `cluster_lifecycle.rs`.
-use std::{process::Stdio, time::Duration};
+use std::time::Duration;
 
 use k8s_openapi::{
     api::{
@@ -19,37 +19,12 @@ use kube::{
     api::{DeleteParams, ListParams, Patch, PatchParams, PostParams},
 };
 use serde_json::json;
+use tart_kubelet_tests::cluster::testing::{create_namespace, run_program};
 use tart_kubelet_tests::cluster::{self, ControlPlane, client_for, unique, wait_for};
 use tokio::time::timeout;
 
 /// Deadline for one API call in these tests.
 const CALL: Duration = Duration::from_secs(20);
-
-async fn create_namespace(client: &Client, name: &str) {
-    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
-    timeout(
-        CALL,
-        Api::<Namespace>::all(client.clone()).create(&PostParams::default(), &ns),
-    )
-    .await
-    .expect("create namespace: no answer")
-    .expect("create namespace");
-}
-
-/// Runs a program with a deadline; returns (success, stdout, stderr).
-async fn run(program: &str, args: &[&str]) -> (bool, String, String) {
-    let child = tokio::process::Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .kill_on_drop(true)
-        .output();
-    let out = timeout(Duration::from_secs(60), child)
-        .await
-        .unwrap_or_else(|_| panic!("{program} did not exit within 60 s"))
-        .unwrap_or_else(|e| panic!("spawning {program}: {e}"));
-    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-    (out.status.success(), text(&out.stdout), text(&out.stderr))
-}
 
 // === shared control plane ===
 
@@ -62,7 +37,8 @@ async fn kubectl_and_debian_python_kubernetes_both_list_namespaces() {
     let kubeconfig = cp.kubeconfig_path();
     let kc = kubeconfig.to_str().unwrap();
 
-    let (ok, out, err) = run("kubectl", &["--kubeconfig", kc, "get", "ns", "-o", "name"]).await;
+    let (ok, out, err) =
+        run_program("kubectl", &["--kubeconfig", kc, "get", "ns", "-o", "name"]).await;
     assert!(ok, "kubectl get ns failed: {err}");
     for want in [
         "namespace/default",
@@ -80,7 +56,7 @@ async fn kubectl_and_debian_python_kubernetes_both_list_namespaces() {
         from kubernetes import client, config\n\
         config.load_kube_config(config_file=sys.argv[1])\n\
         for n in client.CoreV1Api().list_namespace(_request_timeout=20).items: print(n.metadata.name)";
-    let (ok, out, err) = run("/usr/bin/python3", &["-c", script, kc]).await;
+    let (ok, out, err) = run_program("/usr/bin/python3", &["-c", script, kc]).await;
     assert!(ok, "python3-kubernetes failed: {err}");
     for want in ["default", "kube-node-lease", ns.as_str()] {
         assert!(
@@ -366,12 +342,12 @@ async fn mint_refuses_names_that_openssl_would_misparse() {
     let mint = cluster::scripts_dir().join("mint-kubeconfig.sh");
     let run_dir = cp.run_dir().to_str().unwrap();
     for bad in ["a/CN=admin", "a,b", "-rf", ""] {
-        let (ok, _, err) = run(mint.to_str().unwrap(), &[run_dir, "user", bad]).await;
+        let (ok, _, err) = run_program(mint.to_str().unwrap(), &[run_dir, "user", bad]).await;
         assert!(
             !ok && err.contains("invalid group name"),
             "group {bad:?}: {err}"
         );
     }
-    let (ok, _, err) = run(mint.to_str().unwrap(), &[run_dir, "x/O=system:masters"]).await;
+    let (ok, _, err) = run_program(mint.to_str().unwrap(), &[run_dir, "x/O=system:masters"]).await;
     assert!(!ok && err.contains("invalid user name"), "{err}");
 }

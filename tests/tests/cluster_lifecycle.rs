@@ -5,11 +5,11 @@
 //! Tests that start a control plane hold `PRIVATE`, so at most one runs at a time (each is
 //! ~400 MB and two cores are shared by everything); this binary starts no shared one, so the
 //! timing figure is not measured under this binary's own extra load.
-use std::{path::Path, process::Stdio, time::Duration};
+use std::{path::Path, time::Duration};
 
 use k8s_openapi::api::core::v1::Namespace;
-use kube::{Api, Client, api::PostParams};
-use serde_json::json;
+use kube::Api;
+use tart_kubelet_tests::cluster::testing::{create_namespace, run_program};
 use tart_kubelet_tests::cluster::{self, ControlPlane, processes_of_run, unique, wait_for};
 use tokio::time::timeout;
 
@@ -17,32 +17,6 @@ use tokio::time::timeout;
 const CALL: Duration = Duration::from_secs(20);
 
 static PRIVATE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-async fn create_namespace(client: &Client, name: &str) {
-    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
-    timeout(
-        CALL,
-        Api::<Namespace>::all(client.clone()).create(&PostParams::default(), &ns),
-    )
-    .await
-    .expect("create namespace: no answer")
-    .expect("create namespace");
-}
-
-/// Runs a program with a deadline; returns (success, stdout, stderr).
-async fn run(program: &str, args: &[&str]) -> (bool, String, String) {
-    let child = tokio::process::Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .kill_on_drop(true)
-        .output();
-    let out = timeout(Duration::from_secs(60), child)
-        .await
-        .unwrap_or_else(|_| panic!("{program} did not exit within 60 s"))
-        .unwrap_or_else(|e| panic!("spawning {program}: {e}"));
-    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-    (out.status.success(), text(&out.stdout), text(&out.stderr))
-}
 
 // === private control planes ===
 
@@ -207,7 +181,7 @@ async fn taken_apiserver_port_makes_start_retry_with_new_ports() {
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     let env = std::fs::read_to_string(dir.path().join("env")).unwrap_or_default();
     let stop = cluster::scripts_dir().join("stop.sh");
-    let (stopped, _, stop_err) = run(stop.to_str().unwrap(), &[run_dir]).await;
+    let (stopped, _, stop_err) = run_program(stop.to_str().unwrap(), &[run_dir]).await;
     assert!(out.status.success(), "start.sh failed:\n{stderr}");
     assert!(
         stderr.contains("port conflict on attempt 1"),
@@ -259,9 +233,9 @@ async fn build_sh_as_non_root_with_nothing_cached_says_it_needs_root() {
             "bash",
             build,
         ];
-        run("setpriv", &args).await
+        run_program("setpriv", &args).await
     } else {
-        run("env", &[&cache, "bash", build]).await
+        run_program("env", &[&cache, "bash", build]).await
     };
     assert!(!ok, "build.sh succeeded without root and without a cache");
     assert!(err.contains("must run as root"), "{err}");

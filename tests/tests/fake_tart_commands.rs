@@ -4,21 +4,13 @@
 
 use std::fs;
 
-use tart_kubelet_tests::fake::{FakeHome, ImageKnob, Knobs};
+use tart_kubelet_tests::fake::{FakeHome, ImageKnob, Knobs, parse_json, small_images};
 
 const FT: &str = env!("CARGO_BIN_EXE_fake-tart");
 const IMG: &str = "ghcr.io/cirruslabs/macos-tahoe-base:latest";
 
 fn home() -> FakeHome {
     FakeHome::new().expect("temp home")
-}
-
-fn small(knobs: Knobs) -> Knobs {
-    knobs.with_image("default", ImageKnob::sized(1.0, 20))
-}
-
-fn json(text: &str) -> serde_json::Value {
-    serde_json::from_str(text).unwrap_or_else(|e| panic!("bad JSON ({e}): {text}"))
 }
 
 #[tokio::test]
@@ -34,13 +26,13 @@ async fn version_is_the_default_or_the_configured_one() {
 #[tokio::test]
 async fn list_json_has_int_size_source_casing_accessed_and_state() {
     let h = home();
-    h.set_knobs(&small(Knobs::new())).unwrap();
+    h.set_knobs(&small_images(Knobs::new())).unwrap();
     assert_eq!(
         h.tart(FT, &["clone", IMG, "vm1"]).await.unwrap().code,
         Some(0)
     );
     let out = h.tart(FT, &["list", "--format", "json"]).await.unwrap();
-    let list = json(&out.stdout);
+    let list = parse_json(&out.stdout);
     let list = list.as_array().unwrap();
     assert_eq!(list.len(), 3, "local VM, tag and digest: {list:?}");
     assert_eq!(list[0]["Source"], "local");
@@ -64,9 +56,9 @@ async fn list_json_has_int_size_source_casing_accessed_and_state() {
         .unwrap();
     assert_eq!(out.stdout, "vm1\n");
     // Older versions: lowercase "oci", SizeOnDisk, no Accessed (spec §2.5).
-    h.set_knobs(&small(Knobs::new()).with_version("2.10.0"))
+    h.set_knobs(&small_images(Knobs::new()).with_version("2.10.0"))
         .unwrap();
-    let old = json(
+    let old = parse_json(
         &h.tart(FT, &["list", "--format", "json", "--source", "oci"])
             .await
             .unwrap()
@@ -74,9 +66,9 @@ async fn list_json_has_int_size_source_casing_accessed_and_state() {
     );
     assert_eq!(old[0]["Source"], "oci");
     assert!(old[0].get("Accessed").is_none());
-    h.set_knobs(&small(Knobs::new()).with_version("2.20.0"))
+    h.set_knobs(&small_images(Knobs::new()).with_version("2.20.0"))
         .unwrap();
-    let mid = json(
+    let mid = parse_json(
         &h.tart(FT, &["list", "--format", "json"])
             .await
             .unwrap()
@@ -91,7 +83,7 @@ async fn empty_list_prints_nothing_quiet_an_empty_line_as_text_and_bad_source_is
     assert_eq!(h.tart(FT, &["list", "-q"]).await.unwrap().stdout, "");
     assert_eq!(h.tart(FT, &["list"]).await.unwrap().stdout, "\n");
     assert_eq!(
-        json(
+        parse_json(
             &h.tart(FT, &["list", "--format", "json"])
                 .await
                 .unwrap()
@@ -116,7 +108,7 @@ async fn get_json_size_is_a_three_decimal_string_and_text_is_a_table() {
         .tart(FT, &["get", "vm1", "--format", "json"])
         .await
         .unwrap();
-    let v = json(&out.stdout);
+    let v = parse_json(&out.stdout);
     assert!(
         out.stdout.contains("\"CPU\" : 4"),
         "Apple-style pretty JSON: {}",
@@ -238,7 +230,7 @@ async fn delete_goes_in_order_and_stops_at_the_first_missing_vm() {
 #[tokio::test]
 async fn delete_of_a_cached_tag_removes_it_and_gc_drops_its_digest() {
     let h = home();
-    h.set_knobs(&small(Knobs::new())).unwrap();
+    h.set_knobs(&small_images(Knobs::new())).unwrap();
     assert_eq!(h.tart(FT, &["pull", IMG]).await.unwrap().code, Some(0));
     assert_eq!(h.tart(FT, &["delete", IMG]).await.unwrap().code, Some(0));
     assert_eq!(h.tart(FT, &["list", "-q"]).await.unwrap().stdout, "");
@@ -248,7 +240,7 @@ async fn delete_of_a_cached_tag_removes_it_and_gc_drops_its_digest() {
 #[tokio::test]
 async fn prune_needs_a_criterion_and_a_zero_budget_empties_the_cache() {
     let h = home();
-    h.set_knobs(&small(Knobs::new())).unwrap();
+    h.set_knobs(&small_images(Knobs::new())).unwrap();
     let out = h.tart(FT, &["prune"]).await.unwrap();
     assert_eq!(out.code, Some(64));
     assert!(
@@ -320,7 +312,7 @@ async fn tmp_gc_runs_before_commands_except_pull_and_clone() {
     let h = home();
     let stale = h.path().join("tmp").join("DEADBEEF-0000");
     fs::create_dir_all(&stale).unwrap();
-    h.set_knobs(&small(Knobs::new())).unwrap();
+    h.set_knobs(&small_images(Knobs::new())).unwrap();
     assert_eq!(h.tart(FT, &["pull", IMG]).await.unwrap().code, Some(0));
     assert!(stale.exists(), "pull must not GC tmp");
     assert_eq!(h.tart(FT, &["list"]).await.unwrap().code, Some(0));

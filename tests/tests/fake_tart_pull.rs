@@ -5,7 +5,7 @@ use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::time::Duration;
 
-use tart_kubelet_tests::fake::{FakeHome, ImageKnob, Knobs, poll_until};
+use tart_kubelet_tests::fake::{FakeHome, ImageKnob, Knobs, parse_json, poll_until, small_images};
 
 const FT: &str = env!("CARGO_BIN_EXE_fake-tart");
 const IMG: &str = "ghcr.io/cirruslabs/macos-tahoe-base:latest";
@@ -14,18 +14,10 @@ fn home() -> FakeHome {
     FakeHome::new().expect("temp home")
 }
 
-fn small(knobs: Knobs) -> Knobs {
-    knobs.with_image("default", ImageKnob::sized(1.0, 20))
-}
-
-fn json(text: &str) -> serde_json::Value {
-    serde_json::from_str(text).unwrap_or_else(|e| panic!("bad JSON ({e}): {text}"))
-}
-
 #[tokio::test]
 async fn pull_prints_plain_progress_lines_with_ci_and_fills_the_cache() {
     let h = home();
-    h.set_knobs(&small(Knobs::new())).unwrap();
+    h.set_knobs(&small_images(Knobs::new())).unwrap();
     let out = h.tart(FT, &["pull", IMG]).await.unwrap();
     assert_eq!(out.code, Some(0), "{out:?}");
     let lines = out.lines();
@@ -85,7 +77,7 @@ async fn pull_prints_plain_progress_lines_with_ci_and_fills_the_cache() {
 #[tokio::test]
 async fn pull_without_ci_rewrites_the_progress_line_with_ansi_escapes() {
     let h = home();
-    h.set_knobs(&small(Knobs::new())).unwrap();
+    h.set_knobs(&small_images(Knobs::new())).unwrap();
     let out = h
         .command(FT)
         .env_remove("CI")
@@ -116,14 +108,16 @@ async fn pull_of_a_local_vm_name_has_nothing_to_do() {
 #[tokio::test]
 async fn a_moved_tag_downloads_the_new_digest_and_gc_drops_the_old_one() {
     let h = home();
-    h.set_knobs(&small(Knobs::new())).unwrap();
+    h.set_knobs(&small_images(Knobs::new())).unwrap();
     assert_eq!(h.tart(FT, &["pull", IMG]).await.unwrap().code, Some(0));
     let repo = h
         .path()
         .join("cache/OCIs/ghcr.io/cirruslabs/macos-tahoe-base");
     let old = fs::read_link(repo.join("latest")).unwrap();
-    h.set_knobs(&small(Knobs::new()).with_image(IMG, ImageKnob::sized(1.0, 20).with_revision(1)))
-        .unwrap();
+    h.set_knobs(
+        &small_images(Knobs::new()).with_image(IMG, ImageKnob::sized(1.0, 20).with_revision(1)),
+    )
+    .unwrap();
     let out = h.tart(FT, &["pull", IMG]).await.unwrap();
     assert!(out.stdout.contains("100%"), "{out:?}");
     let new = fs::read_link(repo.join("latest")).unwrap();
@@ -137,7 +131,7 @@ async fn a_moved_tag_downloads_the_new_digest_and_gc_drops_the_old_one() {
 #[tokio::test]
 async fn pull_by_digest_is_marked_explicitly_pulled_and_survives_gc() {
     let h = home();
-    h.set_knobs(&small(Knobs::new())).unwrap();
+    h.set_knobs(&small_images(Knobs::new())).unwrap();
     let name = format!("ghcr.io/x/y@sha256:{}", "ab".repeat(32));
     assert_eq!(h.tart(FT, &["pull", &name]).await.unwrap().code, Some(0));
     let dir = h
@@ -180,7 +174,7 @@ async fn pull_concurrency_below_one_is_a_usage_error() {
 #[tokio::test]
 async fn clone_of_an_uncached_image_pulls_it_first_without_the_pulling_name_line() {
     let h = home();
-    h.set_knobs(&small(Knobs::new())).unwrap();
+    h.set_knobs(&small_images(Knobs::new())).unwrap();
     let out = h.tart(FT, &["clone", IMG, "vm1"]).await.unwrap();
     assert_eq!(out.code, Some(0), "{out:?}");
     assert_eq!(out.lines()[0], "pulling manifest...");
@@ -202,10 +196,10 @@ async fn clone_of_an_uncached_image_pulls_it_first_without_the_pulling_name_line
 #[tokio::test]
 async fn clone_of_a_cached_image_does_not_contact_the_registry() {
     let h = home();
-    h.set_knobs(&small(Knobs::new())).unwrap();
+    h.set_knobs(&small_images(Knobs::new())).unwrap();
     assert_eq!(h.tart(FT, &["pull", IMG]).await.unwrap().code, Some(0));
     // The registry now answers 404, yet the cached image clones silently (spec §2.2).
-    h.set_knobs(&small(Knobs::new()).with_image(IMG, ImageKnob::missing()))
+    h.set_knobs(&small_images(Knobs::new()).with_image(IMG, ImageKnob::missing()))
         .unwrap();
     let out = h.tart(FT, &["clone", IMG, "vm1"]).await.unwrap();
     assert_eq!(
@@ -220,7 +214,7 @@ async fn clone_of_a_cached_image_does_not_contact_the_registry() {
 #[tokio::test]
 async fn only_a_colliding_clone_gets_a_new_mac_and_an_existing_target_is_overwritten() {
     let h = home();
-    h.set_knobs(&small(Knobs::new())).unwrap();
+    h.set_knobs(&small_images(Knobs::new())).unwrap();
     assert_eq!(
         h.tart(FT, &["clone", IMG, "a"]).await.unwrap().code,
         Some(0)
@@ -370,5 +364,5 @@ async fn cloning_a_suspended_vm_copies_its_snapshot_and_keeps_its_mac() {
         .tart(FT, &["get", "copy", "--format", "json"])
         .await
         .unwrap();
-    assert_eq!(json(&get.stdout)["State"], "suspended");
+    assert_eq!(parse_json(&get.stdout)["State"], "suspended");
 }
