@@ -213,26 +213,7 @@ async fn vm_limit_at_start_keeps_the_pod_pending_with_a_warning_and_it_is_retrie
     assert_eq!(t, "Warning");
     assert!(note.contains("limit"), "{note}");
     // Never Failed on the way to Running.
-    let api = env.pods();
-    let r = wait_for(WAIT, || {
-        let api = api.clone();
-        async move {
-            let p = api.get("vm-1").await.ok()?;
-            assert_ne!(
-                phase(&p),
-                "Failed",
-                "host fault failed the Pod: {:?}",
-                p.status
-            );
-            (phase(&p) == "Running" && ready(&p)).then_some(())
-        }
-    })
-    .await;
-    assert!(
-        r.is_ok(),
-        "not retried to Running: {r:?}\n{}",
-        env.agent_log()
-    );
+    running_without_ever_failing(&env, "vm-1").await;
     assert!(
         env.metric("tart_kubelet_host_faults_total{kind=\"vm_limit\"}")
             .await
@@ -492,20 +473,14 @@ async fn start_up_deletes_our_orphan_vms_and_never_touches_foreign_ones() {
 }
 
 /// A host fault on the way to Running: Pending with a Warning `reason`, retried, never Failed.
-async fn host_fault_is_retried_to_running(label: &str, rule: Rule, reason: &str, kind: &str) {
-    let mut env = Env::new(label, knobs().with_rule(rule.times(1)), &[]).await;
-    env.start_agent();
-    env.create(&env.pod("vm-1")).await;
-    let evs = env.wait_event("vm-1", reason).await;
-    assert!(
-        evs.iter().any(|(t, r, _)| t == "Warning" && r == reason),
-        "{evs:?}"
-    );
+/// Waits until Pod `name` is Running and ready, asserting at every poll that a host fault
+/// never made it Failed on the way.
+async fn running_without_ever_failing(env: &Env, name: &str) {
     let api = env.pods();
     let r = wait_for(WAIT, || {
         let api = api.clone();
         async move {
-            let p = api.get("vm-1").await.ok()?;
+            let p = api.get(name).await.ok()?;
             assert_ne!(
                 phase(&p),
                 "Failed",
@@ -521,6 +496,18 @@ async fn host_fault_is_retried_to_running(label: &str, rule: Rule, reason: &str,
         "not retried to Running: {r:?}\n{}",
         env.agent_log()
     );
+}
+
+async fn host_fault_is_retried_to_running(label: &str, rule: Rule, reason: &str, kind: &str) {
+    let mut env = Env::new(label, knobs().with_rule(rule.times(1)), &[]).await;
+    env.start_agent();
+    env.create(&env.pod("vm-1")).await;
+    let evs = env.wait_event("vm-1", reason).await;
+    assert!(
+        evs.iter().any(|(t, r, _)| t == "Warning" && r == reason),
+        "{evs:?}"
+    );
+    running_without_ever_failing(&env, "vm-1").await;
     let series = format!("tart_kubelet_host_faults_total{{kind=\"{kind}\"}}");
     assert_eq!(env.metric(&series).await, Some(1.0));
 }
