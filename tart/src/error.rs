@@ -270,7 +270,10 @@ fn classify_text(op: Op, text: &str) -> Option<ErrorKind> {
     {
         return Some(ErrorKind::Auth);
     }
-    if has("code: 404") || has("does not exist") {
+    // §2.1: a missing image is the registry's 404. A bare "does not exist" is not enough:
+    // `TART_HOME is invalid: <path> does not exist, yet we can't create it` (§1.1) is a broken
+    // host, and calling it NotFound would make every `delete` look like success.
+    if has("code: 404") {
         return Some(ErrorKind::NotFound);
     }
     const NETWORK: [&str; 10] = [

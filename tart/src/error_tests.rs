@@ -328,3 +328,14 @@ fn retryable_and_host_fault_sets_are_as_documented() {
     assert!(ErrorKind::VmLimit.is_host_fault());
     assert!(!ErrorKind::NotFound.is_host_fault());
 }
+
+#[test]
+fn an_invalid_tart_home_is_not_a_missing_vm() {
+    // §1.1: this message contains "does not exist" but says nothing about the VM; a delete
+    // that treated it as NotFound would report success on a broken host.
+    let stderr = "Error: TART_HOME is invalid: /Volumes/x/.tart does not exist, yet we can't \
+                  create it: Permission denied";
+    for op in [Op::Delete, Op::Get, Op::Clone, Op::Pull] {
+        assert_eq!(classify(op, Some(1), stderr), ErrorKind::Other, "{op:?}");
+    }
+}
