@@ -12,9 +12,9 @@ use std::{net::Ipv4Addr, sync::Arc, time::Duration};
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::jiff::Timestamp;
-use tart::{ErrorKind, ExitInfo, ExitReason, RunningVm, Tart, VmName};
+use tart::{ExitInfo, ExitReason, RunningVm, Tart, VmName};
 use tokio::{sync::watch, task::AbortHandle, time::Instant};
-use tracing::{Instrument, debug, info, info_span, warn};
+use tracing::{Instrument, debug, info, info_span};
 
 use crate::{
     pods::{
@@ -28,6 +28,7 @@ use crate::{
     slots::SlotGuard,
 };
 
+mod outcomes;
 mod steps;
 
 /// What the worker is told about its Pod (replaced on every reconcile).
@@ -113,6 +114,24 @@ pub fn spawn<T: Tart>(
     start: Start<T::Vm>,
     prior_restarts: u32,
 ) -> WorkerHandle {
+    let span = info_span!("vm_worker", pod.uid = %input.uid, %vm);
+    let (w, input, state) = worker(shared, vm, input, start, prior_restarts);
+    let task = tokio::spawn(w.run().instrument(span)).abort_handle();
+    WorkerHandle { input, state, task }
+}
+
+/// A worker and the two ends of its channels, not yet running.
+fn worker<T: Tart>(
+    shared: Arc<Shared<T>>,
+    vm: VmName,
+    input: WorkerInput,
+    start: Start<T::Vm>,
+    prior_restarts: u32,
+) -> (
+    Worker<T>,
+    watch::Sender<WorkerInput>,
+    watch::Receiver<WorkerState>,
+) {
     let mut state = WorkerState {
         facts: VmFacts::default(),
         vm: vm.clone(),
@@ -171,9 +190,8 @@ pub fn spawn<T: Tart>(
         started_at: Timestamp::now(),
         finished_at: Timestamp::now(),
     });
-    let (in_tx, in_rx) = watch::channel(input.clone());
+    let (in_tx, in_rx) = watch::channel(input);
     let (out_tx, out_rx) = watch::channel(state.clone());
-    let span = info_span!("vm_worker", pod.uid = %input.uid, %vm);
     let w = Worker {
         shared,
         input: in_rx,
@@ -183,18 +201,14 @@ pub fn spawn<T: Tart>(
         slot,
         once,
         failures: 0,
+        fail_seq: 0,
         run_started: None,
         pending_exit,
         slot_waits: 0,
         creds: None,
         overhead: OverheadClock::new(),
     };
-    let task = tokio::spawn(w.run().instrument(span)).abort_handle();
-    WorkerHandle {
-        input: in_tx,
-        state: out_rx,
-        task,
-    }
+    (w, in_tx, out_rx)
 }
 
 /// Exit code reported when the exit was not seen (kubelet's `ContainerStatusUnknown`).
@@ -215,8 +229,11 @@ struct Worker<T: Tart> {
     proc: Option<Arc<T::Vm>>,
     slot: Option<SlotGuard>,
     once: PodOnce,
-    /// Consecutive failed provisioning attempts (backoff).
+    /// Consecutive failed provisioning attempts (backoff); reset by a successful start.
     failures: u32,
+    /// Every failed provisioning attempt of this Pod, never reset: the event keys use it, so
+    /// a fault after a restart is a new occurrence, not a repeat of one before it.
+    fail_seq: u32,
     /// When the current run began (monotonic, wall).
     run_started: Option<(Instant, Timestamp)>,
     /// The last exit, until the plan decides between restart and finish.
@@ -357,128 +374,6 @@ impl<T: Tart> Worker<T> {
 
     fn alive(&self) -> bool {
         matches!(self.state.facts.process, Process::Running { .. })
-    }
-
-    /// The `tart run` process ended.
-    fn on_exit(&mut self, info: ExitInfo) {
-        let code = exit_code(&info);
-        let reason = match info.reason {
-            ExitReason::Completed => "completed",
-            ExitReason::Failed => "failed",
-            ExitReason::Signaled => "signaled",
-            ExitReason::Unknown => "unknown",
-        };
-        self.shared
-            .metrics
-            .vm_exits
-            .get_or_create(&crate::pods::metrics::ReasonLabels { reason })
-            .inc();
-        let started_at = match (&self.run_started, &self.state.view) {
-            (Some((_, t)), _) => *t,
-            (None, ContainerView::Running { started_at, .. }) => *started_at,
-            _ => Timestamp::now(),
-        };
-        info!(code, reason, "vm exited");
-        self.pending_exit = Some(Terminated {
-            exit_code: code,
-            reason: Terminated::reason_for(code).into(),
-            message: None,
-            started_at,
-            finished_at: Timestamp::now(),
-        });
-        self.state.facts.process = Process::Exited { code };
-        self.state.facts.slot_held = false;
-        self.slot = None;
-        self.proc = None;
-        self.run_started = None;
-        self.state.pod_ip = None;
-    }
-
-    fn restart(&mut self, input: &WorkerInput, backoff: Duration) {
-        let term = self.pending_exit.take();
-        self.state.last_terminated = term.or(self.state.last_terminated.take());
-        self.state.facts.restarts += 1;
-        self.state.facts.process = Process::None;
-        self.state.facts.blocked_until = Some(std::time::Instant::now() + backoff);
-        self.state.view = waiting(
-            "CrashLoopBackOff",
-            Some(format!(
-                "back-off {}s restarting failed container={} pod={}",
-                backoff.as_secs(),
-                input.container,
-                input.pod_label
-            )),
-        );
-        let key = format!("backoff#{}", self.state.facts.restarts);
-        let occ = crate::pods::events::Occurrence::BackOffRestart {
-            container: input.container.clone(),
-            pod: input.pod_label.clone(),
-        };
-        self.emit(input, &key, occ);
-    }
-
-    fn finish(&mut self) {
-        if let Some(t) = self.pending_exit.take() {
-            self.state.view = ContainerView::Terminated(t);
-        }
-        self.state.facts.finished = true;
-    }
-
-    /// A provisioning step failed: classify, report, back off.
-    fn failed(&mut self, input: &WorkerInput, image_step: bool, err: &tart::Error) {
-        self.fail_with(input, image_step, err.kind(), err.message.clone());
-    }
-
-    fn fail_with(
-        &mut self,
-        input: &WorkerInput,
-        image_step: bool,
-        kind: ErrorKind,
-        message: String,
-    ) {
-        use crate::pods::events::{Occurrence, host_fault_reason};
-        self.failures += 1;
-        let backoff = crate::pods::plan::crash_backoff(self.failures - 1);
-        self.state.facts.blocked_until = Some(std::time::Instant::now() + backoff);
-        let n = self.failures;
-        warn!(kind = kind.as_str(), %message, failures = n, backoff_s = backoff.as_secs(), "vm step failed");
-        if kind.is_host_fault() {
-            self.shared.health.record_host_fault(kind);
-            self.shared.metrics.host_fault(kind);
-            self.state.view = waiting(host_fault_reason(kind), Some(message.clone()));
-            self.emit(
-                input,
-                &format!("hostfault#{n}"),
-                Occurrence::HostFault { kind, message },
-            );
-        } else if image_step {
-            self.state.view = waiting("ErrImagePull", Some(message.clone()));
-            let occ = Occurrence::PullFailed {
-                image: input.image.to_string(),
-                error: message,
-            };
-            self.emit(input, &format!("pullfailed#{n}"), occ);
-        } else {
-            self.state.view = waiting("CreateContainerError", Some(message.clone()));
-            self.emit(
-                input,
-                &format!("failed#{n}"),
-                Occurrence::Failed { message },
-            );
-        }
-    }
-
-    /// Entering a backoff wait: ErrImagePull turns into ImagePullBackOff (kubelet's order).
-    fn backing_off(&mut self, input: &WorkerInput) {
-        if let ContainerView::Waiting { reason, message } = &self.state.view
-            && reason == "ErrImagePull"
-        {
-            self.state.view = waiting("ImagePullBackOff", message.clone());
-            let occ = crate::pods::events::Occurrence::PullBackOff {
-                image: input.image.to_string(),
-            };
-            self.emit(input, &format!("pullbackoff#{}", self.failures), occ);
-        }
     }
 }
 

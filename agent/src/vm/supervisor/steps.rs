@@ -60,7 +60,7 @@ impl<T: Tart> Worker<T> {
                 }
             },
         };
-        let n = self.failures;
+        let n = self.fail_seq;
         match pull_decision(input.pull_policy, cached) {
             PullDecision::UseCached => {
                 let occ = Occurrence::AlreadyPresent {
@@ -79,7 +79,7 @@ impl<T: Tart> Worker<T> {
                 let occ = Occurrence::NeverPull {
                     image: input.image.to_string(),
                 };
-                self.emit(input, &format!("neverpull#{}", self.failures), occ);
+                self.emit(input, &format!("neverpull#{}", self.fail_seq), occ);
             }
             PullDecision::Pull => {
                 let occ = Occurrence::Pulling {

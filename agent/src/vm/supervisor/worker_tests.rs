@@ -67,6 +67,7 @@ fn rig(tart: MemTart, slots: u32) -> Rig {
         node: watch::channel(NodeView::default()).1,
         workers: Default::default(),
         api_failures: Default::default(),
+        api_errors: Default::default(),
     });
     Rig {
         shared,
@@ -361,4 +362,26 @@ async fn restart_count_survives_an_agent_restart() {
         }
         v => panic!("{v:?}"),
     }
+}
+
+#[tokio::test]
+async fn a_fault_after_a_successful_start_is_a_new_event_not_a_repeat() {
+    // The backoff counter resets when a run starts; the event keys must not, or the first
+    // fault after a crash-loop restart would be dropped as a repeat of one before the start.
+    let mut r = rig(MemTart::new(), 2);
+    let vm = r.shared.naming.vm_name(&uid(11)).unwrap();
+    let i = input(&uid(11), RestartPolicy::Always);
+    let (mut w, _in, _out) = worker(r.shared.clone(), vm, i.clone(), Start::Fresh, 0);
+    w.fail_with(&i, false, ErrorKind::VmLimit, "limit".into());
+    w.fail_with(&i, false, ErrorKind::Other, "boom".into());
+    w.fail_with(&i, true, ErrorKind::NotFound, "404".into());
+    w.failures = 0; // what a successful `tart run` does
+    w.fail_with(&i, false, ErrorKind::VmLimit, "limit".into());
+    w.fail_with(&i, false, ErrorKind::Other, "boom".into());
+    w.fail_with(&i, true, ErrorKind::NotFound, "404".into());
+    let evs = reasons(&mut r.events);
+    let count = |reason: &str| evs.iter().filter(|e| *e == reason).count();
+    assert_eq!(count("VMLimitReached"), 2, "{evs:?}");
+    assert_eq!(count("Failed"), 4, "{evs:?}");
+    assert_eq!(w.failures, 3, "backoff counts only since the last start");
 }
