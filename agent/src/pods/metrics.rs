@@ -428,6 +428,14 @@ impl PodOnce {
         m.boot_duration.observe(since_run.as_secs_f64());
         true
     }
+
+    /// The VM's run ended. If it ended before its first IP, the Pod's one boot was not a
+    /// success and a later restart's boot is a retry: neither is observed.
+    pub fn run_ended(&mut self) {
+        if self.provision_done {
+            self.boot_done = true;
+        }
+    }
 }
 
 #[cfg(test)]

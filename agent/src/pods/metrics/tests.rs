@@ -112,6 +112,27 @@ fn an_adopted_vm_is_never_observed() {
 }
 
 #[test]
+fn a_boot_after_the_first_run_died_without_an_ip_is_a_retry_and_never_observed() {
+    let (r, m) = setup();
+    let mut once = PodOnce::default();
+    assert!(once.provision(&m, Duration::from_secs(3)));
+    once.run_ended(); // the guest crashed before it had an address
+    assert!(
+        !once.boot(&m, Duration::from_secs(1)),
+        "restart's boot counted"
+    );
+    let t = text(&r);
+    assert!(t.contains("tart_kubelet_pod_provision_delay_seconds_count 1"));
+    assert!(t.contains("tart_kubelet_vm_boot_duration_seconds_count 0"));
+    // A run that ends after its boot was observed changes nothing.
+    let mut once = PodOnce::default();
+    assert!(once.provision(&m, Duration::from_secs(3)));
+    assert!(once.boot(&m, Duration::from_secs(1)));
+    once.run_ended();
+    assert!(text(&r).contains("tart_kubelet_vm_boot_duration_seconds_count 1"));
+}
+
+#[test]
 fn pending_ages_fall_in_their_buckets() {
     assert_eq!(age_bucket(Duration::from_secs(59)), "lt_1m");
     assert_eq!(age_bucket(Duration::from_secs(60)), "1m_5m");
