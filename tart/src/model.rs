@@ -193,7 +193,7 @@ pub struct Version {
 
 /// Registry credentials, passed to `tart` only through `TART_REGISTRY_*` environment variables
 /// (§1.2), never argv. `Debug` redacts the password.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Credentials {
     /// `TART_REGISTRY_USERNAME`.
     pub username: String,

@@ -1,7 +1,9 @@
 //! Image pulls: single-flight per image, and registry credentials from `imagePullSecrets`.
 //!
-//! Two Pods that need the same image at once share one `tart pull` (Tart serialises pulls per
-//! registry host anyway, §5, and a second pull would only wait on its lock). Credentials come
+//! Two Pods that need the same image with the same credentials at once share one `tart pull`
+//! (Tart serialises pulls per registry host anyway, §5, and a second pull would only wait on
+//! its lock). Pods with other credentials — or none — get a pull of their own: one namespace's
+//! secret must never authorise another namespace's pull, nor its failure be blamed on it. Credentials come
 //! from the Pod's `kubernetes.io/dockerconfigjson` secrets, matched by registry host, and go to
 //! tart only through `TART_REGISTRY_*` (never argv, never logs: `tart::Credentials` redacts
 //! its password in `Debug`).
@@ -28,27 +30,32 @@ pub struct PullFailure {
 
 type PullFuture = Shared<futures::future::BoxFuture<'static, Result<(), PullFailure>>>;
 
-/// In-flight pulls by image.
+/// What makes two pulls the same pull: the image and the credentials it is pulled with.
+type PullKey = (String, Option<Credentials>);
+
+/// In-flight pulls by image and credentials.
 #[derive(Clone, Default)]
 pub struct Pulls {
-    inflight: Arc<Mutex<HashMap<String, PullFuture>>>,
+    inflight: Arc<Mutex<HashMap<PullKey, PullFuture>>>,
 }
 
 impl Pulls {
-    /// Pull `image`, joining a pull of the same image already in flight. The pull runs in its
-    /// own task, so a waiter that goes away (Pod deleted) does not kill it for the others.
+    /// Pull `image`, joining a pull of the same image with the same credentials already in
+    /// flight. The pull runs in its own task, so a waiter that goes away (Pod deleted) does not
+    /// kill it for the others.
     pub async fn pull<T: Tart>(
         &self,
         tart: Arc<T>,
         image: &str,
         creds: Option<Credentials>,
     ) -> Result<(), PullFailure> {
+        let key: PullKey = (image.to_owned(), creds.clone());
         let fut = {
             let mut map = self
                 .inflight
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            map.entry(image.to_owned())
+            map.entry(key.clone())
                 .or_insert_with(|| {
                     let image = image.to_owned();
                     let task = tokio::spawn(async move {
@@ -78,8 +85,8 @@ impl Pulls {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         // Only remove the entry if it is still this pull (a later one may have replaced it).
-        if map.get(image).is_some_and(|f| f.ptr_eq(&fut)) {
-            map.remove(image);
+        if map.get(&key).is_some_and(|f| f.ptr_eq(&fut)) {
+            map.remove(&key);
         }
         res
     }
@@ -207,5 +214,33 @@ mod tests {
         assert_eq!((c.username.as_str(), c.password.as_str()), ("user", "pass"));
         assert!(from_dockerconfig(j, "docker.io").is_none());
         assert!(from_dockerconfig(b"not json", "ghcr.io").is_none());
+    }
+
+    fn creds(user: &str) -> Option<Credentials> {
+        Some(Credentials {
+            username: user.into(),
+            password: "p".into(),
+            hostname: Some("ghcr.io".into()),
+        })
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn pulls_are_shared_only_between_the_same_image_and_credentials() {
+        let img = "ghcr.io/cirruslabs/macos:15";
+        let tart = Arc::new(tart::testing::MemTart::new().with_registry([img]));
+        tart.set_latency(tart::Op::Pull, std::time::Duration::from_secs(5));
+        let pulls = Pulls::default();
+        let p = |c| pulls.pull(tart.clone(), img, c);
+        let (a, b, c, d) = tokio::join!(p(creds("a")), p(creds("a")), p(creds("b")), p(None));
+        assert!(a.is_ok() && b.is_ok() && c.is_ok() && d.is_ok());
+        assert_eq!(
+            tart.calls_of(tart::Op::Pull).len(),
+            3,
+            "same credentials share one pull; other or no credentials pull on their own"
+        );
+        assert!(
+            pulls.inflight.lock().unwrap().is_empty(),
+            "entries left behind"
+        );
     }
 }
