@@ -33,6 +33,9 @@ pub struct ConditionLabels {
     pub condition: &'static str,
 }
 
+/// The `tart_kubelet_api_errors_total` family, shared by the node and Pod sides.
+pub type ApiErrors = Family<ApiErrorLabels, Counter>;
+
 /// `api_errors_total` labels.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ApiErrorLabels {
@@ -164,13 +167,21 @@ impl NodeMetrics {
 
     /// Count an API error.
     pub fn api_error(&self, resource: &'static str, err: &kube::Error) {
-        self.api_errors
-            .get_or_create(&ApiErrorLabels {
-                resource,
-                kind: crate::node::api_error_kind(err),
-            })
-            .inc();
+        count_api_error(&self.api_errors, resource, Some(err));
     }
+}
+
+/// Count a failed API call on `tart_kubelet_api_errors_total`; `None` is a request that ran
+/// past its deadline.
+pub fn count_api_error(
+    family: &Family<ApiErrorLabels, Counter>,
+    resource: &'static str,
+    err: Option<&kube::Error>,
+) {
+    let kind = err.map_or("timeout", crate::node::api_error_kind);
+    family
+        .get_or_create(&ApiErrorLabels { resource, kind })
+        .inc();
 }
 
 #[cfg(test)]

@@ -77,6 +77,8 @@ pub struct Shared<T: Tart> {
     pub workers: Mutex<HashMap<String, WorkerHandle>>,
     /// Consecutive failed reconciles by UID (error backoff).
     pub api_failures: Mutex<HashMap<String, u32>>,
+    /// `tart_kubelet_api_errors_total` (the node side's family; resource `pod` here).
+    pub api_errors: crate::metrics::ApiErrors,
 }
 
 /// What the Pod side needs to know about its Node.

@@ -30,7 +30,7 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::{
     Api,
-    runtime::{Controller, WatchStreamExt, controller, watcher},
+    runtime::{Controller, controller, watcher},
 };
 use prometheus_client::registry::Registry;
 use tart::Tart;
@@ -49,6 +49,7 @@ use self::{
 use crate::{
     config::{Config, PullCredentials},
     entry::PodSideDeps,
+    node::watch::ObservedNode,
     vm::{gc, naming::VmNaming},
 };
 
@@ -116,7 +117,12 @@ pub async fn run<T: Tart>(deps: PodSideDeps<T>, metrics: PodMetrics) {
     let (trigger, trigger_rx) = futures::channel::mpsc::unbounded::<()>();
     let (node_tx, node_rx) = watch::channel(NodeView::default());
     let shared = Arc::new(Shared {
-        events: EventSink::spawn(deps.client.clone(), &cfg.node_name, cfg.api_timeout),
+        events: EventSink::spawn(
+            deps.client.clone(),
+            &cfg.node_name,
+            cfg.api_timeout,
+            deps.node_metrics.api_errors.clone(),
+        ),
         client: deps.client.clone(),
         tart: deps.tart.clone(),
         naming,
@@ -128,11 +134,13 @@ pub async fn run<T: Tart>(deps: PodSideDeps<T>, metrics: PodMetrics) {
         node: node_rx,
         workers: Default::default(),
         api_failures: Default::default(),
+        api_errors: deps.node_metrics.api_errors.clone(),
         cfg,
     });
     let mut shutdown = deps.shutdown.clone();
     tokio::spawn(
-        watch_node(shared.clone(), node_tx, shutdown.clone()).instrument(info_span!("pods_node")),
+        follow_node(shared.clone(), deps.node.clone(), node_tx, shutdown.clone())
+            .instrument(info_span!("pods_node")),
     );
     tokio::spawn(population(shared.clone(), shutdown.clone()));
 
@@ -185,54 +193,19 @@ pub async fn run<T: Tart>(deps: PodSideDeps<T>, metrics: PodMetrics) {
     info!("pod controller stopped");
 }
 
-/// Keep [`NodeView`] current from a watch on our own Node (one long request, not a poll, so
-/// the node's idle API budget is not spent here): allocatable for admission, and whether the
-/// Node was deleted.
-async fn watch_node<T: Tart>(
+/// Keep [`NodeView`] current from the node side's one watch on our Node (shared, so the Pod
+/// side adds no API load of its own): allocatable for admission, and whether the Node was
+/// deleted.
+async fn follow_node<T: Tart>(
     shared: Arc<Shared<T>>,
+    mut observed: watch::Receiver<ObservedNode>,
     tx: watch::Sender<NodeView>,
     mut shutdown: watch::Receiver<bool>,
 ) {
-    let api: Api<Node> = Api::all(shared.client.clone());
-    let wc = watcher::Config::default().fields(&format!("metadata.name={}", shared.cfg.node_name));
-    let stream = watcher::watcher(api, wc).default_backoff();
-    futures::pin_mut!(stream);
     // Gone only after it was seen: at start-up the node side may still be creating it.
     let mut seen = false;
-    let mut listed = false;
     loop {
-        let ev = tokio::select! {
-            ev = stream.next() => ev,
-            _ = shutdown.wait_for(|s| *s) => return,
-        };
-        let update = match ev {
-            None => return,
-            Some(Err(error)) => {
-                warn!(%error, "watching our Node failed; retrying");
-                continue;
-            }
-            Some(Ok(watcher::Event::Init)) => {
-                listed = false;
-                None
-            }
-            Some(Ok(watcher::Event::Apply(n) | watcher::Event::InitApply(n))) => {
-                seen = true;
-                listed = true;
-                Some(NodeView {
-                    gone: false,
-                    limits: node_limits(&n),
-                })
-            }
-            Some(Ok(watcher::Event::Delete(_))) => Some(NodeView {
-                gone: true,
-                limits: tx.borrow().limits,
-            }),
-            Some(Ok(watcher::Event::InitDone)) if seen && !listed => Some(NodeView {
-                gone: true,
-                limits: tx.borrow().limits,
-            }),
-            Some(Ok(watcher::Event::InitDone)) => None,
-        };
+        let update = node_view(&observed.borrow_and_update(), &mut seen, *tx.borrow());
         if let Some(new) = update
             && tx.send_if_modified(|v| std::mem::replace(v, new) != new)
         {
@@ -241,6 +214,29 @@ async fn watch_node<T: Tart>(
             }
             shared.wake();
         }
+        tokio::select! {
+            r = observed.changed() => if r.is_err() { return },
+            _ = shutdown.wait_for(|s| *s) => return,
+        }
+    }
+}
+
+/// What the Pod side makes of one observation of our Node; `None` leaves the view as it is.
+fn node_view(obs: &ObservedNode, seen: &mut bool, prev: NodeView) -> Option<NodeView> {
+    match obs {
+        ObservedNode::Unknown => None,
+        ObservedNode::Present(n) => {
+            *seen = true;
+            Some(NodeView {
+                gone: false,
+                limits: node_limits(n).or(prev.limits),
+            })
+        }
+        ObservedNode::Absent if *seen => Some(NodeView {
+            gone: true,
+            limits: prev.limits,
+        }),
+        ObservedNode::Absent => None,
     }
 }
 
@@ -294,5 +290,42 @@ async fn population<T: Tart>(shared: Arc<Shared<T>>, mut shutdown: watch::Receiv
             () = tokio::time::sleep(Duration::from_secs(5)) => {}
             _ = shutdown.wait_for(|s| *s) => return,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(cpu: &str) -> ObservedNode {
+        let n: Node = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "mac-1"},
+            "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "ephemeral-storage": "100Gi"}}
+        }))
+        .unwrap();
+        ObservedNode::Present(Arc::new(n))
+    }
+
+    #[test]
+    fn the_node_is_gone_only_after_it_was_seen() {
+        let mut seen = false;
+        let v = NodeView::default();
+        assert_eq!(node_view(&ObservedNode::Unknown, &mut seen, v), None);
+        assert_eq!(
+            node_view(&ObservedNode::Absent, &mut seen, v),
+            None,
+            "not yet registered is not gone"
+        );
+        let present = node_view(&node("4"), &mut seen, v).unwrap();
+        assert!(!present.gone);
+        assert_eq!(present.limits.unwrap().cpu_millis, 4000);
+        let gone = node_view(&ObservedNode::Absent, &mut seen, present).unwrap();
+        assert!(gone.gone);
+        assert_eq!(
+            gone.limits, present.limits,
+            "limits kept while the Node is away"
+        );
+        let back = node_view(&node("2"), &mut seen, gone).unwrap();
+        assert_eq!((back.gone, back.limits.unwrap().cpu_millis), (false, 2000));
     }
 }

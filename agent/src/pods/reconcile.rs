@@ -28,6 +28,7 @@ use super::{
     plan::{PodFacts, RestartPolicy, Step, plan},
     status::{self, Desired, Observation},
 };
+use crate::metrics::count_api_error;
 use crate::vm::{
     naming::NamingError,
     supervisor::{self, Start, WorkerInput, WorkerState},
@@ -122,6 +123,11 @@ pub async fn reconcile<T: Tart>(pod: Arc<Pod>, ctx: Arc<Shared<T>>) -> Result<Ac
         m.reconcile_errors
             .get_or_create(&KindLabels { kind: e.kind() })
             .inc();
+        match e {
+            Error::Api { source, .. } => count_api_error(&ctx.api_errors, "pod", Some(source)),
+            Error::Timeout { .. } => count_api_error(&ctx.api_errors, "pod", None),
+            Error::NoUid | Error::Naming(_) => {}
+        }
     }
     if let Some(uid) = pod.uid() {
         ctx.with_api_failures(|f| {

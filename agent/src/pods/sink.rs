@@ -18,6 +18,7 @@ use tokio::sync::mpsc;
 use tracing::{debug, warn};
 
 use super::events::{Occurrence, spec};
+use crate::metrics::{ApiErrors, count_api_error};
 
 /// Cheap to clone; all clones share one queue and one dedupe table.
 #[derive(Clone)]
@@ -27,8 +28,14 @@ pub struct EventSink {
 }
 
 impl EventSink {
-    /// Start the publisher task; it ends when every sink clone is dropped.
-    pub fn spawn(client: kube::Client, node: &str, timeout: Duration) -> Self {
+    /// Start the publisher task; it ends when every sink clone is dropped. Failed publishes
+    /// are counted in `api_errors` (resource `event`).
+    pub fn spawn(
+        client: kube::Client,
+        node: &str,
+        timeout: Duration,
+        api_errors: ApiErrors,
+    ) -> Self {
         let recorder = Recorder::new(
             client,
             Reporter {
@@ -49,8 +56,14 @@ impl EventSink {
                 };
                 match tokio::time::timeout(timeout, recorder.publish(&ev, &obj)).await {
                     Ok(Ok(())) => debug!(reason = %s.reason, "event published"),
-                    Ok(Err(error)) => warn!(%error, reason = %s.reason, "event not published"),
-                    Err(_) => warn!(reason = %s.reason, "event publish timed out"),
+                    Ok(Err(error)) => {
+                        count_api_error(&api_errors, "event", Some(&error));
+                        warn!(%error, reason = %s.reason, "event not published");
+                    }
+                    Err(_) => {
+                        count_api_error(&api_errors, "event", None);
+                        warn!(reason = %s.reason, "event publish timed out");
+                    }
                 }
             }
         });
