@@ -1,6 +1,7 @@
 //! The Kubernetes API permissions the agent needs, as data: `doctor` asks the API server about
 //! each one with a SelfSubjectAccessReview, and tests/tests/ship_rbac.rs checks that
-//! packaging/kubernetes/rbac.yaml grants every one of them.
+//! packaging/kubernetes/rbac.yaml grants exactly these (plus doctor's own review) — every one,
+//! and nothing more.
 use crate::config::{Config, PullCredentials};
 
 /// Namespace of node Leases.
@@ -93,9 +94,16 @@ pub const ALWAYS: &[Permission] = &[
         "",
         "Node conditions, capacity, heartbeat",
     ),
-    p("", "pods", "", "get", "", "read Pods bound to this Node"),
     p("", "pods", "", "list", "", "list Pods bound to this Node"),
     p("", "pods", "", "watch", "", "watch Pods bound to this Node"),
+    p(
+        "",
+        "pods",
+        "",
+        "patch",
+        "",
+        "add and remove the agent's finalizer",
+    ),
     p(
         "",
         "pods",
@@ -112,13 +120,14 @@ pub const ALWAYS: &[Permission] = &[
         "",
         "Pod phase and container status",
     ),
+    p("", "events", "", "create", "", "kubelet-style Node events"),
     p(
         "events.k8s.io",
         "events",
         "",
         "create",
         "",
-        "kubelet-style Pod and Node events",
+        "kubelet-style Pod events",
     ),
     p(
         "events.k8s.io",
@@ -132,25 +141,9 @@ pub const ALWAYS: &[Permission] = &[
         "coordination.k8s.io",
         "leases",
         "",
-        "get",
-        LEASE_NAMESPACE,
-        "read the Node Lease",
-    ),
-    p(
-        "coordination.k8s.io",
-        "leases",
-        "",
         "create",
         LEASE_NAMESPACE,
-        "create the Node Lease",
-    ),
-    p(
-        "coordination.k8s.io",
-        "leases",
-        "",
-        "update",
-        LEASE_NAMESPACE,
-        "renew the Node Lease",
+        "create the Node Lease (first apply)",
     ),
     p(
         "coordination.k8s.io",
@@ -194,7 +187,7 @@ mod tests {
         let lease = ALWAYS.iter().find(|p| p.resource == "leases").unwrap();
         assert_eq!(
             lease.display(),
-            "get leases.coordination.k8s.io in namespace kube-node-lease"
+            "create leases.coordination.k8s.io in namespace kube-node-lease"
         );
     }
 
