@@ -19,7 +19,10 @@ KUBE_VERSION=1.20.2
 DEB_VER=${DEB_VER:-1.20.5+really1.20.2-1.1+deb12u1}
 KUBE_CACHE=${KUBE_CACHE:-$HOME/.cache/tart-kubelet/kube-$KUBE_VERSION}
 BINS="kube-apiserver kube-scheduler kube-controller-manager"
-APT_PKGS="golang-go etcd-server etcd-client golang-github-modern-go-reflect2-dev golang-github-json-iterator-go-dev openssl curl python3-kubernetes prometheus"
+APT_PKGS="golang-go etcd-server etcd-client golang-github-modern-go-reflect2-dev golang-github-json-iterator-go-dev openssl curl python3-kubernetes prometheus shellcheck"
+# kubectl: the machine's own when it has one (any client from 1.19 on talks to v1.20.2);
+# otherwise Debian's, built from the same source package as the control plane.
+command -v kubectl >/dev/null 2>&1 || APT_PKGS="$APT_PKGS kubernetes-client"
 export DEBIAN_FRONTEND=noninteractive
 
 die() { echo "cluster/build.sh: $*" >&2; exit 1; }
