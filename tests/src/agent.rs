@@ -154,6 +154,9 @@ impl Agent {
             .stdin(Stdio::null())
             .stdout(Stdio::from(log.try_clone()?))
             .stderr(Stdio::from(log))
+            // A group of its own, as under launchd: a terminal's Ctrl-C meant for the sandbox
+            // or a test run must not stop the agent before it has torn its Pods down.
+            .process_group(0)
             .kill_on_drop(true);
         for (k, _) in std::env::vars_os() {
             if k.to_string_lossy().starts_with("TART_KUBELET_") {

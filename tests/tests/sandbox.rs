@@ -57,3 +57,98 @@ async fn a_small_steady_sandbox_run_holds_every_invariant_and_writes_the_report(
     }
     assert!(r["agents"][0]["rss_bytes"].as_u64().unwrap() > 0);
 }
+
+/// Live, non-zombie processes whose command line or environment mentions `dir`.
+fn processes_mentioning(dir: &std::path::Path) -> Vec<(i32, String)> {
+    let needle = dir.display().to_string().into_bytes();
+    let mine = std::process::id() as i32;
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| *pid != mine)
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let state = stat.rsplit(") ").next()?.chars().next()?;
+            if state == 'Z' {
+                return None;
+            }
+            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+            let has = |b: &[u8]| b.windows(needle.len()).any(|w| w == needle.as_slice());
+            (has(&cmd) || has(&env))
+                .then(|| (pid, String::from_utf8_lossy(&cmd).replace('\0', " ")))
+        })
+        .collect()
+}
+
+/// Ctrl-C in a terminal (SIGINT to the sandbox's process group) while VMs run: the agents,
+/// in groups of their own, are still there to delete the Pods and their VMs; then every
+/// process the sandbox started is gone and the report says so.
+#[tokio::test]
+async fn ctrl_c_during_the_workload_tears_everything_down() {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report.json");
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_sandbox"))
+        .args(["--nodes", "1", "--pods", "20", "--latency-scale", "0.02"])
+        .arg("--report")
+        .arg(&report)
+        // Everything it creates (control plane run dir, fake-tart homes) lands under `dir`.
+        .env("TMPDIR", dir.path())
+        .process_group(0)
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let pgid = nix::unistd::Pid::from_raw(child.id().unwrap() as i32);
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen = String::new();
+    // Wait until at least one VM has run: the status line reads "... ran N ...".
+    let running = timeout(Duration::from_secs(240), async {
+        while let Some(l) = lines.next_line().await.unwrap() {
+            seen.push_str(&l);
+            seen.push('\n');
+            if l.split("ran ").nth(1).is_some_and(|r| !r.starts_with('0')) {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert!(matches!(running, Ok(true)), "no VM ran:\n{seen}");
+    nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let rest = timeout(Duration::from_secs(240), async {
+        let mut rest = String::new();
+        while let Ok(Some(l)) = lines.next_line().await {
+            rest.push_str(&l);
+            rest.push('\n');
+        }
+        (child.wait().await.unwrap(), rest)
+    })
+    .await;
+    let (status, rest) = rest.expect("sandbox did not end within 240 s of Ctrl-C");
+    assert_eq!(
+        status.code(),
+        Some(1),
+        "an interrupted run is not a success:\n{rest}"
+    );
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    for must in [
+        "no_stranded_finalizer",
+        "no_orphan_vm",
+        "agents_stopped_cleanly",
+        "no_process_left",
+        "no_control_plane_process_left",
+    ] {
+        let inv = r["invariants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["name"] == must)
+            .unwrap_or_else(|| panic!("no invariant {must}:\n{rest}"));
+        assert_eq!(inv["ok"], true, "{must}: {inv}\n{rest}");
+    }
+    let left = processes_mentioning(dir.path());
+    assert!(left.is_empty(), "left running: {left:?}\n{rest}");
+}

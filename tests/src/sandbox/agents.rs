@@ -96,11 +96,26 @@ impl SimMac {
         Ok(())
     }
 
-    /// SIGTERM and wait up to `grace` (the harness kills it on drop otherwise).
-    pub async fn stop(&mut self, grace: Duration) {
-        if self.agent.sigterm().is_ok() {
-            let _ = self.agent.wait_exit(grace).await;
+    /// SIGTERM and wait up to `grace`; past it, SIGKILL. Returns whether it exited on its own.
+    pub async fn stop(&mut self, grace: Duration) -> bool {
+        let clean = self.agent.sigterm().is_ok() && self.agent.wait_exit(grace).await.is_ok();
+        if !clean {
+            let _ = self.agent.sigkill().await;
         }
+        clean
+    }
+
+    /// Kills every other process of this home still alive (a tart command a SIGKILLed agent
+    /// left behind, say); returns how many there were. Run after the agent has stopped.
+    pub fn kill_stray_processes(&self) -> usize {
+        let pids = crate::fake::processes_of_home(self.agent.home().path());
+        for pid in &pids {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(*pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        pids.len()
     }
 
     /// Kills every `tart run` process still holding a VM lock in this home (cleanup after

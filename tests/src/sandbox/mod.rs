@@ -5,6 +5,7 @@
 
 pub mod agents;
 pub mod chaos;
+pub mod interrupt;
 pub mod invariants;
 pub mod metrics;
 pub mod probe;
@@ -72,7 +73,8 @@ pub struct Opts {
     #[arg(long, default_value_t = 2)]
     pub slots: u32,
     /// Scale of fake-tart's realistic latencies (25 GB pull ~250 s, clone ~1 s, boot ~10 s,
-    /// CI job ~60 s at 1.0). 0 = instant (for the overhead benchmark).
+    /// CI job of `--job-ms` at 1.0). 0.001 for the agent-overhead benchmark (at 0 the CI job ends
+    /// before the guest has an address, so no boot is counted).
     #[arg(long, default_value_t = 0.05)]
     pub latency_scale: f64,
     /// Length of one CI job inside the VM before the guest shuts down, before scaling.
@@ -131,12 +133,20 @@ pub fn mac_knobs(opts: &Opts) -> Knobs {
     )
 }
 
-async fn run(opts: Opts) -> anyhow::Result<bool> {
-    let t0 = Instant::now();
-    let mut progress = progress::Progress::new();
-    progress.line("building/checking the control plane (cached after the first run)");
-    cluster::build()?;
-    let bins = Binaries::beside_me()?;
+/// What start-up leaves running. Dropping it stops everything (agents are killed on drop,
+/// fake-tart homes kill their VMs, the control plane stops).
+struct Started {
+    cp: ControlPlane,
+    admin: Client,
+    macs: Vec<SimMac>,
+}
+
+/// Start the control plane and one agent per simulated Mac, and wait for their Nodes.
+async fn start(
+    opts: &Opts,
+    bins: &Binaries,
+    progress: &mut progress::Progress,
+) -> anyhow::Result<Started> {
     let cp = ControlPlane::start_private("sandbox")?;
     progress.line(&format!(
         "control plane ready in {:.1} s at {} (logs {})",
@@ -168,15 +178,19 @@ async fn run(opts: Opts) -> anyhow::Result<bool> {
             args.extend(chaos::agent_args());
         }
         let node = format!("mac-mini-{i}");
-        macs.push(SimMac::start(&node, &bins, &agent_kc, mac_knobs(&opts), args).await?);
+        macs.push(SimMac::start(&node, bins, &agent_kc, mac_knobs(opts), args).await?);
     }
     progress.line(&format!(
-        "{} agents started (logs: {})",
+        "{} agents started (logs: {}; metrics: {})",
         macs.len(),
         macs.iter()
             .map(|m| m.agent.log_path().display().to_string())
             .collect::<Vec<_>>()
-            .join(", ")
+            .join(", "),
+        macs.iter()
+            .map(|m| format!("http://{}/metrics", m.agent.admin_addr()))
+            .collect::<Vec<_>>()
+            .join(" ")
     ));
     if let Err(e) = invariants::wait_nodes_ready(&admin, &macs, Duration::from_secs(90)).await {
         for m in &macs {
@@ -185,13 +199,38 @@ async fn run(opts: Opts) -> anyhow::Result<bool> {
         save_logs(&cp, &macs);
         return Err(e);
     }
+    Ok(Started { cp, admin, macs })
+}
+
+async fn run(opts: Opts) -> anyhow::Result<bool> {
+    let t0 = Instant::now();
+    let mut progress = progress::Progress::new();
+    progress.line("building/checking the control plane (cached after the first run)");
+    // Before the handlers are installed: Ctrl-C during a build ends it at once, as usual.
+    cluster::build()?;
+    let bins = Binaries::beside_me()?;
+    let interrupts = interrupt::Interrupts::listen()?;
+    let started = tokio::select! {
+        r = start(&opts, &bins, &mut progress) => Some(r?),
+        () = interrupts.reached(1) => None,
+    };
+    let Some(Started {
+        cp,
+        admin,
+        mut macs,
+    }) = started
+    else {
+        // The start-up future was dropped: what it had started went with it.
+        println!("interrupted during start-up; everything started was stopped");
+        return Ok(false);
+    };
     ensure_namespace(&admin).await?;
     let audit_start = probe::now_rfc3339();
     let workload_start = Instant::now();
 
     let outcome = tokio::select! {
         r = drive(&opts, &admin, &mut macs, &mut progress) => Some(r),
-        _ = tokio::signal::ctrl_c() => None,
+        () = interrupts.reached(1) => None,
     };
     let interrupted = outcome.is_none();
     let mut failed = false;
@@ -252,21 +291,49 @@ async fn run(opts: Opts) -> anyhow::Result<bool> {
             "everything is up; in another shell:\n  export KUBECONFIG={}\n  kubectl get nodes,pods -A\nCtrl-C stops it all.",
             cp.kubeconfig_path().display()
         );
-        let _ = tokio::signal::ctrl_c().await;
+        interrupts.reached(interrupts.count() + 1).await;
     }
-    // Teardown: delete the Pods through the agents, then check nothing is left.
+    // Teardown: delete the Pods through the agents, then check nothing is left. A second
+    // interrupt skips to killing what is left.
+    let skip = interrupts.count() + 1;
     if opts.scenario != Scenario::Idle || interrupted {
-        rep.invariants
-            .extend(invariants::teardown(&admin, &macs, Duration::from_secs(120)).await);
+        let checks = tokio::select! {
+            c = invariants::teardown(&admin, &macs, Duration::from_secs(120)) => c,
+            () = interrupts.reached(skip) => vec![invariants::check(
+                "teardown_completed",
+                false,
+                "interrupted again: VMs and agents were killed, not torn down".into(),
+            )],
+        };
+        rep.invariants.extend(checks);
     }
+    let mut agents_exited = 0;
     for m in &mut macs {
-        m.stop(Duration::from_secs(10)).await;
+        let grace = if interrupts.count() >= skip {
+            Duration::ZERO
+        } else {
+            Duration::from_secs(10)
+        };
+        agents_exited += u32::from(m.stop(grace).await);
     }
+    rep.invariants.push(invariants::check(
+        "agents_stopped_cleanly",
+        agents_exited == opts.nodes,
+        format!(
+            "{} of {} agents did not exit within 10 s of SIGTERM",
+            opts.nodes - agents_exited,
+            opts.nodes
+        ),
+    ));
     let leftovers: usize = macs.iter().map(SimMac::kill_leftover_vms).sum();
+    let strays: usize = macs.iter().map(SimMac::kill_stray_processes).sum();
     rep.invariants.push(invariants::check(
         "no_process_left",
-        leftovers == 0,
-        format!("{leftovers} tart run processes were still alive after the agents stopped"),
+        leftovers + strays == 0,
+        format!(
+            "{leftovers} tart run processes and {strays} other fake-tart processes were still \
+             alive after the agents stopped"
+        ),
     ));
     if !interrupted {
         rep.invariants

@@ -70,7 +70,8 @@ pub struct PodCounts {
     pub succeeded: u64,
     /// Ended `Failed` (expected for injected crashes).
     pub failed: u64,
-    /// Deleted by the workload before they ended.
+    /// Deleted by the workload once they had ended (every ended Pod is deleted, as a CI
+    /// system deletes a finished runner).
     pub deleted: u64,
 }
 
@@ -90,7 +91,7 @@ pub struct Invariant {
 pub struct Report {
     /// Bumped when a key changes meaning.
     pub schema: u32,
-    /// `steady`, `image-roll` or `chaos`.
+    /// `steady`, `image-roll`, `chaos` or `idle`.
     pub scenario: String,
     /// Simulated Mac minis.
     pub nodes: u32,

@@ -385,28 +385,13 @@ impl Drop for Env {
         }
         // VMs are detached `fake-tart run` processes, and a killed agent leaves its in-flight
         // tart commands (own process groups) behind: end every process of our TART_HOME.
-        for pid in processes_with_env("TART_HOME", self.home.path()) {
+        for pid in tart_kubelet_tests::fake::processes_of_home(self.home.path()) {
             let _ = nix::sys::signal::kill(
                 nix::unistd::Pid::from_raw(pid),
                 nix::sys::signal::Signal::SIGKILL,
             );
         }
     }
-}
-
-/// PIDs of processes whose environment has `key=value` (Linux `/proc`).
-pub fn processes_with_env(key: &str, value: &std::path::Path) -> Vec<i32> {
-    let want = format!("{key}={}", value.display()).into_bytes();
-    std::fs::read_dir("/proc")
-        .map(|d| {
-            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-                .filter(|pid| {
-                    std::fs::read(format!("/proc/{pid}/environ"))
-                        .is_ok_and(|env| env.split(|b| *b == 0).any(|kv| kv == want.as_slice()))
-                })
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// Pod phase.

@@ -154,15 +154,9 @@ pub fn procs() -> Vec<Proc> {
 
 /// Live processes whose environment has `TART_HOME=<home>` (children of fake-tart included).
 pub fn procs_of_home(home: &Path) -> Vec<u32> {
-    let needle = format!("TART_HOME={}", home.display()).into_bytes();
-    procs()
+    tart_kubelet_tests::fake::processes_of_home(home)
         .into_iter()
-        .filter(|p| {
-            std::fs::read(format!("/proc/{}/environ", p.pid))
-                .map(|env| env.split(|b| *b == 0).any(|kv| kv == needle.as_slice()))
-                .unwrap_or(false)
-        })
-        .map(|p| p.pid)
+        .map(|p| p as u32)
         .collect()
 }
 
