@@ -417,6 +417,10 @@ impl Rule {
     pub fn hang(op: &str) -> Rule {
         Rule::new(op, Action::Hang(true))
     }
+    /// `op` starts a helper in its process group holding its stdout/stderr, then hangs.
+    pub fn hang_with_child(op: &str) -> Rule {
+        Rule::new(op, Action::HangWithChild(true))
+    }
     /// `op` writes `stderr` and exits with `code` before doing anything.
     pub fn fail(op: &str, code: i32, stderr: &str) -> Rule {
         Rule::new(

@@ -38,7 +38,9 @@ async fn hung_clone_is_killed_with_its_group_and_retried() {
     let home = home_with_vm("src").await;
     home.knobs(json!({
         "latency_scale": 0.001,
-        "rules": [{"op": "clone", "vm": "hung-target", "times": 1, "action": {"hang": true}}]
+        // A helper in the hung process's group holds its pipes: only a group kill ends both,
+        // and a wait for pipe EOF would never return.
+        "rules": [{"op": "clone", "vm": "hung-target", "times": 1, "action": {"hang_with_child": true}}]
     }));
     let rec = Recorder::new();
     let deadline = Duration::from_secs(1);
@@ -53,10 +55,15 @@ async fn hung_clone_is_killed_with_its_group_and_retried() {
         let cli = cli.clone();
         async move { cli.clone_vm("src", &vm("hung-target"), None).await }
     });
-    // The hung fake-tart, found by its TART_HOME while it hangs.
-    let hung = poll(Duration::from_secs(5), "the hung clone process", || {
-        procs_of_home(home.path()).first().copied()
-    })
+    // The hung fake-tart and its helper, found by their TART_HOME while they hang.
+    let hung = poll(
+        Duration::from_secs(5),
+        "the hung clone and its helper",
+        || {
+            let p = procs_of_home(home.path());
+            (p.len() == 2).then(|| p.into_iter().min().unwrap())
+        },
+    )
     .await;
     t(task).await.unwrap().expect("second attempt succeeds");
     let elapsed = start.elapsed();
@@ -71,9 +78,26 @@ async fn hung_clone_is_killed_with_its_group_and_retried() {
         elapsed <= 2 * deadline + Duration::from_millis(500),
         "{elapsed:?}"
     );
-    // The killed leader was reaped (no zombie) and nothing of its group survives.
-    let left = group_or_pid_exists(hung);
-    assert!(left.is_empty(), "left behind: {left:?}");
+    // The killed leader was reaped by us at once (no zombie of ours)...
+    let leader = group_or_pid_exists(hung)
+        .into_iter()
+        .filter(|p| p.pid == hung)
+        .collect::<Vec<_>>();
+    assert!(leader.is_empty(), "leader left behind: {leader:?}");
+    // ...and its helper died with the group: orphaned, it is init's to reap, so give init a
+    // moment. A PID-only kill would leave it running, holding the pipes, for good.
+    let mut left = vec![];
+    let gone = poll(
+        Duration::from_secs(5),
+        "the hung clone's group to go",
+        || {
+            left = group_or_pid_exists(hung);
+            left.is_empty().then_some(())
+        },
+    );
+    tokio::time::timeout(Duration::from_secs(6), gone)
+        .await
+        .unwrap_or_else(|_| panic!("left behind: {left:?}"));
     assert!(procs_of_home(home.path()).is_empty());
     let names: Vec<_> = t(cli.list())
         .await

@@ -130,11 +130,19 @@ fn rule_names<'a>(sub: &str, p: &'a cli::Parsed) -> Vec<&'a str> {
     }
 }
 
+/// Internal subcommand of the `hang_with_child` helper (not a Tart command).
+const HOLD: &str = "__fake-tart-hold";
+
 async fn dispatch(args: Vec<String>) -> Result<(), Failure> {
     let Some(sub) = args.first().cloned() else {
         print!("{ROOT_HELP}");
         return Ok(());
     };
+    if sub == HOLD {
+        // The helper: hold the inherited pipes until killed (or the home is gone).
+        watch_home(&Home::from_env()?);
+        std::future::pending::<()>().await;
+    }
     let rest = &args[1..];
     if sub == "--help" || sub == "-h" || sub == "help" {
         print!("{ROOT_HELP}");
@@ -214,6 +222,17 @@ async fn apply_generic(action: Option<Action>) -> Result<Option<Action>, Failure
             let _ = std::io::stdout().flush();
             // Blocks until a signal with a default action (SIGINT, SIGTERM, SIGKILL) ends us,
             // or the home-watch task sees TART_HOME gone.
+            std::future::pending::<()>().await;
+            unreachable!("pending never completes")
+        }
+        Some(Action::HangWithChild(true)) => {
+            let _ = std::io::stdout().flush();
+            // Inherits our process group, environment (TART_HOME) and stdio.
+            let exe = std::env::current_exe().map_err(|e| Failure::other(e.to_string()))?;
+            let _helper = tokio::process::Command::new(exe)
+                .arg(HOLD)
+                .spawn()
+                .map_err(|e| Failure::other(e.to_string()))?;
             std::future::pending::<()>().await;
             unreachable!("pending never completes")
         }

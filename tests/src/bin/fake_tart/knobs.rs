@@ -116,6 +116,10 @@ pub struct Rule {
 pub enum Action {
     /// Print nothing more and block until killed (value must be `true`).
     Hang(bool),
+    /// Like `hang`, after starting a helper process in the same process group that holds
+    /// stdout and stderr open: only a kill of the whole group ends both, and until the helper
+    /// is gone the pipes never reach EOF.
+    HangWithChild(bool),
     /// Write `stderr` (plus a newline) and exit with `code`, before doing anything.
     Fail(FailAction),
     /// Wait this long (NOT scaled), then behave normally.
