@@ -214,7 +214,7 @@ async fn vm_limit_and_aux_storage_fail_run_with_the_spec_texts() {
     assert_eq!(out.code, Some(1));
     assert_eq!(
         out.stderr,
-        "Error: Error Domain=VZErrorDomain Code=2 \"Failed to lock auxiliary storage.\" UserInfo={NSLocalizedFailure=Failed to lock auxiliary storage.}\n"
+        "Error Domain=VZErrorDomain Code=2 \"Failed to lock auxiliary storage.\" UserInfo={NSLocalizedFailure=Failed to lock auxiliary storage.}\n"
     );
     assert!(!h.is_running("b"), "the lock dies with the process");
     kill(Pid::from_raw(a.id().unwrap() as i32), Signal::SIGINT).unwrap();

@@ -217,8 +217,11 @@ async fn supervise(
         ));
     }
     if matches!(action, Some(Action::AuxStorageLocked(true))) {
-        return Err(Failure::other(
+        // §2.6: a VM that fails to start is printed as `"\(error)"`, without the `Error: `
+        // prefix of other thrown errors.
+        return Err(Failure::runtime(
             "Error Domain=VZErrorDomain Code=2 \"Failed to lock auxiliary storage.\" UserInfo={NSLocalizedFailure=Failed to lock auxiliary storage.}",
+            1,
         ));
     }
     let dir = ctx.home.vm_dir(name);
