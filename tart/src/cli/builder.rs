@@ -61,15 +61,19 @@ impl TartCliBuilder {
     }
     /// Build.
     pub fn build(self) -> TartCli {
-        let mut env = vec![
-            ("TART_HOME".into(), self.tart_home.clone().into_os_string()),
-            // §1.2: plain progress lines instead of ANSI rewrites.
-            ("CI".into(), "1".into()),
-        ];
+        // Extra variables first, and never TART_HOME or CI: the home is this client's, and
+        // the progress parser needs CI's plain lines.
+        let mut env: Vec<(OsString, OsString)> = self
+            .extra_env
+            .into_iter()
+            .filter(|(k, _)| k != "TART_HOME" && k != "CI")
+            .collect();
+        env.push(("TART_HOME".into(), self.tart_home.clone().into_os_string()));
+        // §1.2: plain progress lines instead of ANSI rewrites.
+        env.push(("CI".into(), "1".into()));
         if self.no_auto_prune {
             env.push(("TART_NO_AUTO_PRUNE".into(), "1".into()));
         }
-        env.extend(self.extra_env);
         TartCli {
             inner: Arc::new(Inner {
                 program: self.program,
@@ -98,5 +102,26 @@ impl TartCli {
             observer: Arc::new(NoopObserver),
             output_cap: process::DEFAULT_OUTPUT_CAP,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn extra_env_cannot_override_the_home_or_ci() {
+        let cli = TartCli::builder("/var/tart")
+            .env("CI", "")
+            .env("TART_HOME", "/elsewhere")
+            .env("TART_REGISTRY_HOSTNAME", "ghcr.io")
+            .build();
+        let env = &cli.inner.env;
+        let get = |k: &str| -> Vec<&OsString> {
+            env.iter().filter(|(n, _)| n == k).map(|(_, v)| v).collect()
+        };
+        assert_eq!(get("TART_HOME"), ["/var/tart"]);
+        assert_eq!(get("CI"), ["1"]);
+        assert_eq!(get("TART_REGISTRY_HOSTNAME"), ["ghcr.io"]);
     }
 }
