@@ -66,6 +66,7 @@ struct Call<'a> {
     args: Vec<OsString>,
     deadline: Duration,
     stall: Option<Duration>,
+    size_deadline: Option<process::SizeDeadline>,
     creds: Option<&'a Credentials>,
     retry: RetryPolicy,
 }
@@ -135,6 +136,7 @@ impl TartCli {
                 env_clear: self.inner.env_clear,
                 deadline: call.deadline,
                 stall: call.stall,
+                size_deadline: call.size_deadline,
                 output_cap: self.inner.output_cap,
             };
             debug!(argv = %command::display(&call.args), "running tart");
@@ -187,6 +189,7 @@ impl TartCli {
             args,
             deadline,
             stall: None,
+            size_deadline: None,
             creds: None,
             retry: self.inner.retry,
         }
@@ -233,6 +236,7 @@ impl Tart for TartCli {
         let args = command::pull(image).map_err(|e| arg_error(Op::Pull, e))?;
         self.call(Call {
             stall: Some(d.pull_stall),
+            size_deadline: Some(d.size_deadline()),
             creds,
             ..self.simple(Op::Pull, None, args, d.pull)
         })
@@ -244,13 +248,18 @@ impl Tart for TartCli {
         let d = &self.inner.deadlines;
         let args = command::clone(source, vm).map_err(|e| arg_error(Op::Clone, e))?;
         // An uncached remote source is pulled first with the same progress lines (§2.2).
-        let (deadline, stall) = if command::is_remote(source) {
-            (d.clone.max(d.pull), Some(d.pull_stall))
+        let (deadline, stall, size_deadline) = if command::is_remote(source) {
+            (
+                d.clone.max(d.pull),
+                Some(d.pull_stall),
+                Some(d.size_deadline()),
+            )
         } else {
-            (d.clone, None)
+            (d.clone, None, None)
         };
         self.call(Call {
             stall,
+            size_deadline,
             creds,
             ..self.simple(Op::Clone, Some(vm), args, deadline)
         })

@@ -19,8 +19,13 @@ pub struct Deadlines {
     /// `clone` from a local VM. A remote source may pull first and gets
     /// `max(clone, pull)` plus the stall watchdog.
     pub clone: Duration,
-    /// `pull` overall.
+    /// `pull` overall: the upper bound. Once the compressed disk size is printed, the pull
+    /// must also end within `pull_base + size × pull_per_gb` (§7.4).
     pub pull: Duration,
+    /// Per compressed GB of a pull's disk (§7.4: 60 s).
+    pub pull_per_gb: Duration,
+    /// Added to the per-GB part (§7.4: 10 min).
+    pub pull_base: Duration,
     /// No new stdout line for this long kills a pull (or a remote clone), except while it is
     /// `waiting for lock...`.
     pub pull_stall: Duration,
@@ -42,10 +47,44 @@ impl Default for Deadlines {
             delete: Duration::from_secs(60),
             clone: Duration::from_secs(5 * 60),
             pull: Duration::from_secs(3 * 3600),
+            pull_per_gb: Duration::from_secs(60),
+            pull_base: Duration::from_secs(10 * 60),
             pull_stall: Duration::from_secs(10 * 60),
             ip_extra: Duration::from_secs(15),
             stop_extra: Duration::from_secs(15),
             prune: Duration::from_secs(10 * 60),
         }
+    }
+}
+
+impl Deadlines {
+    /// The size-aware part of a pull's deadline.
+    pub fn size_deadline(&self) -> crate::process::SizeDeadline {
+        crate::process::SizeDeadline {
+            per_gb: self.pull_per_gb,
+            base: self.pull_base,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_follow_spec_section_7() {
+        let d = Deadlines::default();
+        assert_eq!(d.list, Duration::from_secs(60));
+        assert_eq!(d.clone, Duration::from_secs(300));
+        assert_eq!(d.pull_stall, Duration::from_secs(600));
+        assert_eq!(d.ip_extra, Duration::from_secs(15));
+        assert_eq!(d.stop_extra, Duration::from_secs(15));
+        // A 25 GB image: 25 × 60 s + 10 min = 35 min after its disk line.
+        let now = tokio::time::Instant::now();
+        let at = d.size_deadline().at(now, 25.0);
+        assert_eq!(at - now, Duration::from_secs(35 * 60));
+        // Nonsense sizes never overflow or shorten the bound below the base.
+        assert!(d.size_deadline().at(now, f64::NAN) > now + d.pull_base);
+        assert_eq!(d.size_deadline().at(now, -3.0) - now, d.pull_base);
     }
 }

@@ -49,8 +49,34 @@ pub struct Spec<'a> {
     /// Kill the group when no stdout line arrived for this long, except while the last line
     /// was `waiting for lock...` (§7.4).
     pub stall: Option<Duration>,
+    /// A pull's size-aware deadline (§7.4): once `pulling disk (N GB compressed)...` is
+    /// printed, the call must end within `base + N × per_gb` of that line (never later than
+    /// `deadline`).
+    pub size_deadline: Option<SizeDeadline>,
     /// Stored bytes per stream.
     pub output_cap: usize,
+}
+
+/// The part of a pull's deadline that grows with the image (§7.4: `compressed_GB × 60 s +
+/// 10 min`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SizeDeadline {
+    /// Per compressed GB.
+    pub per_gb: Duration,
+    /// On top.
+    pub base: Duration,
+}
+
+impl SizeDeadline {
+    /// The deadline for a disk of `gb` compressed GB whose download starts `now`.
+    pub fn at(&self, now: Instant, gb: f64) -> Instant {
+        let gb = if gb.is_finite() {
+            gb.clamp(0.0, 1e4)
+        } else {
+            1e4
+        };
+        now + self.base + self.per_gb.mul_f64(gb)
+    }
 }
 
 /// Why the child was killed.
@@ -138,7 +164,7 @@ pub async fn run(
     let mut out_buf = vec![0u8; 8192];
     let mut err_buf = vec![0u8; 8192];
     let mut lines = LineSplitter::default();
-    let deadline = start + spec.deadline;
+    let mut deadline = start + spec.deadline;
     let mut last_line = start;
     let mut waiting_for_lock = false;
 
@@ -151,7 +177,13 @@ pub async fn run(
                     for line in lines.push(chunk) {
                         trace!(pid, line = %line, "stdout");
                         last_line = Instant::now();
-                        waiting_for_lock = pull_line(&line) == PullLine::WaitingForLock;
+                        let kind = pull_line(&line);
+                        waiting_for_lock = kind == PullLine::WaitingForLock;
+                        if let (Some(sd), PullLine::Disk { compressed_gb: Some(gb) }) =
+                            (spec.size_deadline, &kind)
+                        {
+                            deadline = deadline.min(sd.at(last_line, *gb));
+                        }
                         on_line(&line);
                     }
                 }

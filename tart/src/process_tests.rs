@@ -20,6 +20,7 @@ fn spec<'a>(program: &'a Path, args: &'a [OsString], deadline_ms: u64) -> Spec<'
         env_clear: false,
         deadline: Duration::from_millis(deadline_ms),
         stall: None,
+        size_deadline: None,
         output_cap: DEFAULT_OUTPUT_CAP,
     }
 }
@@ -131,6 +132,35 @@ async fn waiting_for_lock_is_not_a_stall() {
     let (o, lines) = run_ok(&s).await;
     assert!(o.success(), "{:?}", o.ended);
     assert_eq!(lines, ["waiting for lock...", "5%", "100%"]);
+}
+
+#[tokio::test]
+async fn the_disk_size_line_sets_the_pull_deadline() {
+    // A pull that keeps printing (no stall) but is far slower than its size allows: 0.5 GB at
+    // 1 s per GB plus 0.3 s is due 0.8 s after the disk line, long before the 20 s cap.
+    let (p, a) = (
+        sh(),
+        args("echo 'pulling disk (0.5 GB compressed)...'; while :; do echo 1%; sleep 0.1; done"),
+    );
+    let mut s = spec(&p, &a, 20_000);
+    s.stall = Some(Duration::from_secs(5));
+    s.size_deadline = Some(SizeDeadline {
+        per_gb: Duration::from_secs(1),
+        base: Duration::from_millis(300),
+    });
+    let (o, lines) = run_ok(&s).await;
+    assert_eq!(o.ended, Ended::Killed(Killed::Deadline));
+    assert!(o.elapsed < Duration::from_secs(3), "{:?}", o.elapsed);
+    assert!(lines.len() > 2, "{lines:?}");
+    // Without a size line the cap alone applies.
+    let (p, a) = (sh(), args("echo 'pulling disk...'; sleep 1; echo 100%"));
+    let mut s = spec(&p, &a, 20_000);
+    s.size_deadline = Some(SizeDeadline {
+        per_gb: Duration::from_secs(1),
+        base: Duration::ZERO,
+    });
+    let (o, _) = run_ok(&s).await;
+    assert!(o.success(), "{:?}", o.ended);
 }
 
 #[tokio::test]

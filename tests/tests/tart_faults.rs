@@ -193,6 +193,7 @@ async fn pull_waiting_for_the_host_lock_is_not_a_stall() {
             env_clear: false,
             deadline: Duration::from_secs(60),
             stall: None,
+            size_deadline: None,
             output_cap: 1 << 20,
         };
         tart::process::run(&spec, &mut |l| {
