@@ -313,6 +313,26 @@ impl Env {
     }
 
     /// Wait until the Pod has an event with `reason`; returns all events then.
+    /// How many times each reason was reported for `pod`: Event objects, each counting its
+    /// series (a repeated event is one object with `series.count`).
+    pub async fn event_counts(&self, pod: &str) -> BTreeMap<String, i32> {
+        let api: Api<Event> = Api::namespaced(self.admin.clone(), &self.ns);
+        let mut m = BTreeMap::new();
+        for e in api
+            .list(&Default::default())
+            .await
+            .map(|l| l.items)
+            .unwrap_or_default()
+        {
+            if e.regarding.as_ref().and_then(|r| r.name.as_deref()) != Some(pod) {
+                continue;
+            }
+            let n = e.series.as_ref().map_or(1, |s| s.count.max(1));
+            *m.entry(e.reason.unwrap_or_default()).or_default() += n;
+        }
+        m
+    }
+
     pub async fn wait_event(&self, pod: &str, reason: &str) -> Vec<(String, String, String)> {
         match wait_for(WAIT, || async {
             let e = self.events(pod).await;
