@@ -382,4 +382,14 @@ impl Tart for TartCli {
             .await
             .map(drop)
     }
+
+    async fn cached_digest(&self, host: &str, repository: &str, tag: &str) -> Option<String> {
+        let link = parse::tag_link(&self.inner.tart_home, host, repository, tag)?;
+        // A local file system call, still bounded: TART_HOME may be on a stalled volume.
+        let target = tokio::time::timeout(Duration::from_secs(5), tokio::fs::read_link(&link))
+            .await
+            .ok()?
+            .ok()?;
+        parse::digest_name(target.file_name()?.to_str()?)
+    }
 }

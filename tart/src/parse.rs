@@ -226,6 +226,41 @@ fn json_err(what: &'static str, detail: String) -> ParseError {
     ParseError::Json { what, detail }
 }
 
+/// `$TART_HOME/cache/OCIs/<host>/<repository>/<tag>`, the tag symlink of a cached image
+/// (§1.1; a `:port` in the host is percent-encoded). `None` for a component that could step
+/// outside the cache (empty, `.`, `..`, or a `/` in the host or tag).
+pub fn tag_link(
+    tart_home: &std::path::Path,
+    host: &str,
+    repository: &str,
+    tag: &str,
+) -> Option<std::path::PathBuf> {
+    let bad = |c: &str| c.is_empty() || c == "." || c == ".." || c.contains('\0');
+    if bad(host) || bad(tag) || host.contains('/') || tag.contains('/') {
+        return None;
+    }
+    if repository.split('/').any(bad) {
+        return None;
+    }
+    Some(
+        tart_home
+            .join("cache/OCIs")
+            .join(host.replace(':', "%3A"))
+            .join(repository)
+            .join(tag),
+    )
+}
+
+/// `sha256:<64 lowercase hex>` as is; anything else is not a digest.
+pub fn digest_name(s: &str) -> Option<String> {
+    let hex = s.strip_prefix("sha256:")?;
+    (hex.len() == 64
+        && hex
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+    .then(|| s.to_owned())
+}
+
 #[cfg(test)]
 #[path = "parse_tests.rs"]
 mod tests;

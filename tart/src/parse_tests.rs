@@ -168,3 +168,31 @@ fn pull_lines_from_the_spec_are_classified() {
         assert_eq!(&pull_line(line), want, "line {line:?}");
     }
 }
+
+#[test]
+fn tag_links_stay_inside_the_cache_and_encode_the_port() {
+    let home = std::path::Path::new("/h");
+    assert_eq!(
+        tag_link(home, "localhost:5000", "ns/img", "v1").unwrap(),
+        std::path::Path::new("/h/cache/OCIs/localhost%3A5000/ns/img/v1")
+    );
+    for (host, repo, tag) in [
+        ("..", "x", "t"),
+        ("h", "x/../../..", "t"),
+        ("h", "x", ".."),
+        ("h", "x", "a/b"),
+        ("h/i", "x", "t"),
+        ("h", "", "t"),
+    ] {
+        assert_eq!(tag_link(home, host, repo, tag), None, "{host} {repo} {tag}");
+    }
+}
+
+#[test]
+fn only_sha256_names_are_digests() {
+    let d = format!("sha256:{}", "ab".repeat(32));
+    assert_eq!(digest_name(&d), Some(d.clone()));
+    assert_eq!(digest_name("sha256:abc"), None);
+    assert_eq!(digest_name(&d.to_uppercase()), None);
+    assert_eq!(digest_name("latest"), None);
+}

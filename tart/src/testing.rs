@@ -41,6 +41,15 @@ struct MemVmEntry {
     pid: u32,
 }
 
+/// The digest MemTart reports for a cached image: stable, derived from its name.
+pub fn fake_digest(image: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in image.bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("sha256:{h:016x}{h:016x}{h:016x}{h:016x}")
+}
+
 #[derive(Debug, Default)]
 struct State {
     vms: BTreeMap<String, MemVmEntry>,

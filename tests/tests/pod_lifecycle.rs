@@ -48,6 +48,15 @@ async fn pod_reaches_running_one_of_one_with_ip_and_kubelet_events_in_order() {
         Some(format!("tart://{}", Env::vm_of(&pod)).as_str())
     );
     assert!(cs.state.as_ref().unwrap().running.is_some());
+    // imageID: the digest the cached tag points at, as containerd reports it.
+    let (repo, _tag) = cs.image.rsplit_once(':').unwrap();
+    let id = cs.image_id.strip_prefix(&format!("{repo}@sha256:"));
+    assert!(
+        id.is_some_and(|hex| hex.len() == 64),
+        "imageID {:?} for image {:?}",
+        cs.image_id,
+        cs.image
+    );
     let conds = st.conditions.unwrap();
     for c in ["PodScheduled", "Initialized", "ContainersReady", "Ready"] {
         assert!(

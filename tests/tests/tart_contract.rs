@@ -72,6 +72,18 @@ async fn contract<T: Tart>(
             .any(|i| i.source == Source::Oci && i.name == image),
         "{list:?}"
     );
+    // The cached tag points at a digest, and that digest is itself a cache entry.
+    let (host, rest) = image.split_once('/').unwrap();
+    let (repo, tag) = rest.rsplit_once(':').unwrap();
+    let digest = t(tart.cached_digest(host, repo, tag))
+        .await
+        .expect("digest of a cached tag");
+    assert!(
+        digest.starts_with("sha256:") && digest.len() == 71,
+        "{digest}"
+    );
+    assert_eq!(t(tart.cached_digest(host, repo, "not-pulled")).await, None);
+    assert_eq!(t(tart.cached_digest(host, "../..", tag)).await, None);
     t(tart.clone_vm(image, &name, None)).await.unwrap();
     let list = t(tart.list()).await.unwrap();
     let entry = list

@@ -355,7 +355,7 @@ fn observation<T: Tart>(ctx: &Shared<T>, pod: &Pod, ws: &WorkerState) -> Observa
         host_ip: Some(ctx.cfg.host_ip.clone()),
         container: c.map(|c| c.name.clone()).unwrap_or_default(),
         image: c.and_then(|c| c.image.clone()).unwrap_or_default(),
-        image_id: None,
+        image_id: ws.image_id.clone(),
         vm: Some(ws.vm.to_string()),
         state: ws.view.clone(),
         last_terminated: ws.last_terminated.clone(),

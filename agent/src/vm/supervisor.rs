@@ -75,6 +75,8 @@ pub struct WorkerState {
     pub pod_ip: Option<Ipv4Addr>,
     /// The VM was found running after an agent restart.
     pub adopted: bool,
+    /// `<host>/<repository>@sha256:<hex>` of the image, once known (the Pod's `imageID`).
+    pub image_id: Option<String>,
 }
 
 /// The reconciler's handle on a worker. Dropping it stops the worker task (not the VM).
@@ -139,6 +141,7 @@ fn worker<T: Tart>(
         last_terminated: None,
         pod_ip: None,
         adopted: false,
+        image_id: None,
     };
     let mut proc = None;
     let mut slot = None;
@@ -302,6 +305,9 @@ impl<T: Tart> Worker<T> {
                 Step::Run => self.run_vm(&input).await,
                 Step::WaitIp => self.wait_ip(&input).await,
                 Step::MarkRunning => {
+                    if self.state.image_id.is_none() {
+                        self.state.image_id = image_id(&*self.shared.tart, &input.image).await;
+                    }
                     self.state.facts.process = Process::Running {
                         has_ip: true,
                         marked: true,
@@ -375,6 +381,20 @@ impl<T: Tart> Worker<T> {
     fn alive(&self) -> bool {
         matches!(self.state.facts.process, Process::Running { .. })
     }
+}
+
+/// The image's `<host>/<repository>@sha256:<hex>`: its own digest when pinned, else the digest
+/// its cached tag points at (Tart's default tag is `latest`).
+async fn image_id<T: Tart>(tart: &T, image: &ImageRef) -> Option<String> {
+    let digest = match &image.digest {
+        Some(d) => d.clone(),
+        None => {
+            let tag = image.tag.as_deref().unwrap_or("latest");
+            tart.cached_digest(&image.host, &image.repository, tag)
+                .await?
+        }
+    };
+    Some(format!("{}/{}@{digest}", image.host, image.repository))
 }
 
 /// `tart run` options for a VM: NAT networking, no shares, a per-VM log file.

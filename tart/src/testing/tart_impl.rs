@@ -230,4 +230,12 @@ impl Tart for MemTart {
     async fn prune(&self, _opts: &PruneOpts) -> Result<()> {
         self.enter(Op::Prune, "").await
     }
+
+    async fn cached_digest(&self, host: &str, repository: &str, tag: &str) -> Option<String> {
+        let image = format!("{host}/{repository}:{tag}");
+        self.lock()
+            .cache
+            .contains(&image)
+            .then(|| super::fake_digest(&image))
+    }
 }

@@ -148,6 +148,17 @@ async fn a_fresh_pod_is_provisioned_in_order_and_counted_once() {
     let s = until(&mut h, "running with an IP", running_with_ip).await;
     assert!(matches!(s.view, ContainerView::Running { ready: true, .. }));
     assert_eq!(
+        s.image_id.as_deref(),
+        Some(
+            format!(
+                "ghcr.io/cirruslabs/macos@{}",
+                tart::testing::fake_digest(IMAGE)
+            )
+            .as_str()
+        ),
+        "imageID from the cached tag's digest"
+    );
+    assert_eq!(
         reasons(&mut r.events),
         ["CreatingVM", "Pulling", "Pulled", "Created", "Started"]
     );
