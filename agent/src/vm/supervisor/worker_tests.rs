@@ -396,3 +396,27 @@ async fn a_fault_after_a_successful_start_is_a_new_event_not_a_repeat() {
     assert_eq!(count("Failed"), 4, "{evs:?}");
     assert_eq!(w.failures, 3, "backoff counts only since the last start");
 }
+
+#[tokio::test]
+async fn a_denied_registry_login_is_err_image_pull_not_a_host_fault() {
+    let mut r = rig(MemTart::new(), 2);
+    r.tart.fail(Op::Pull, ErrorKind::Auth);
+    let vm = r.shared.naming.vm_name(&uid(12)).unwrap();
+    let mut h = spawn(
+        r.shared.clone(),
+        vm,
+        input(&uid(12), RestartPolicy::Always),
+        Start::Fresh,
+        0,
+    );
+    until(&mut h, "ErrImagePull", |s| {
+        matches!(&s.view, ContainerView::Waiting { reason, .. } if reason == "ErrImagePull" || reason == "ImagePullBackOff")
+    })
+    .await;
+    assert!(reasons(&mut r.events).contains(&"Failed".to_string()));
+    assert!(
+        r.shared.health.snapshot().fault.is_none(),
+        "auth is the workload's problem"
+    );
+    assert!(!metrics(&r.registry).contains("tart_kubelet_host_faults_total{kind=\"auth\"}"));
+}
