@@ -11,6 +11,8 @@ pub mod metrics;
 pub mod probe;
 pub mod progress;
 pub mod report;
+mod start;
+mod teardown;
 pub mod workload;
 
 use std::{
@@ -133,75 +135,6 @@ pub fn mac_knobs(opts: &Opts) -> Knobs {
     )
 }
 
-/// What start-up leaves running. Dropping it stops everything (agents are killed on drop,
-/// fake-tart homes kill their VMs, the control plane stops).
-struct Started {
-    cp: ControlPlane,
-    admin: Client,
-    macs: Vec<SimMac>,
-}
-
-/// Start the control plane and one agent per simulated Mac, and wait for their Nodes.
-async fn start(
-    opts: &Opts,
-    bins: &Binaries,
-    progress: &mut progress::Progress,
-) -> anyhow::Result<Started> {
-    let cp = ControlPlane::start_private("sandbox")?;
-    progress.line(&format!(
-        "control plane ready in {:.1} s at {} (logs {})",
-        cp.start_to_ready().as_secs_f64(),
-        cp.server_url(),
-        cp.logs_dir().display()
-    ));
-    let admin = cp.admin_client().await;
-    apply_rbac(&cp)?;
-    let agent_kc = cp.mint_kubeconfig("tart-kubelet-sandbox", &["tart-kubelets"]);
-    let mut macs = Vec::new();
-    for i in 1..=opts.nodes {
-        // A Mac mini M2 Pro: 10 cores, 32 GiB (the Linux host's own figures would not fit a
-        // macOS VM's requests).
-        let mut args: Vec<String> = [
-            "--vm-slots",
-            &opts.slots.to_string(),
-            "--cpu",
-            "10",
-            "--memory",
-            "32Gi",
-        ]
-        .map(String::from)
-        .to_vec();
-        // Tart's 5 s start window, scaled like every other latency (at least 100 ms).
-        let window_ms = ((5000.0 * opts.latency_scale) as u64).max(100);
-        args.extend(["--run-start-window".to_string(), format!("{window_ms}ms")]);
-        if opts.scenario == Scenario::Chaos {
-            args.extend(chaos::agent_args());
-        }
-        let node = format!("mac-mini-{i}");
-        macs.push(SimMac::start(&node, bins, &agent_kc, mac_knobs(opts), args).await?);
-    }
-    progress.line(&format!(
-        "{} agents started (logs: {}; metrics: {})",
-        macs.len(),
-        macs.iter()
-            .map(|m| m.agent.log_path().display().to_string())
-            .collect::<Vec<_>>()
-            .join(", "),
-        macs.iter()
-            .map(|m| format!("http://{}/metrics", m.agent.admin_addr()))
-            .collect::<Vec<_>>()
-            .join(" ")
-    ));
-    if let Err(e) = invariants::wait_nodes_ready(&admin, &macs, Duration::from_secs(90)).await {
-        for m in &macs {
-            eprintln!("--- {} log tail ---\n{}", m.node, m.agent.log_tail(30));
-        }
-        save_logs(&cp, &macs);
-        return Err(e);
-    }
-    Ok(Started { cp, admin, macs })
-}
-
 async fn run(opts: Opts) -> anyhow::Result<bool> {
     let t0 = Instant::now();
     let mut progress = progress::Progress::new();
@@ -211,10 +144,10 @@ async fn run(opts: Opts) -> anyhow::Result<bool> {
     let bins = Binaries::beside_me()?;
     let interrupts = interrupt::Interrupts::listen()?;
     let started = tokio::select! {
-        r = start(&opts, &bins, &mut progress) => Some(r?),
+        r = start::start(&opts, &bins, &mut progress) => Some(r?),
         () = interrupts.reached(1) => None,
     };
-    let Some(Started {
+    let Some(start::Started {
         cp,
         admin,
         mut macs,
@@ -293,48 +226,8 @@ async fn run(opts: Opts) -> anyhow::Result<bool> {
         );
         interrupts.reached(interrupts.count() + 1).await;
     }
-    // Teardown: delete the Pods through the agents, then check nothing is left. A second
-    // interrupt skips to killing what is left.
-    let skip = interrupts.count() + 1;
-    if opts.scenario != Scenario::Idle || interrupted {
-        let checks = tokio::select! {
-            c = invariants::teardown(&admin, &macs, Duration::from_secs(120)) => c,
-            () = interrupts.reached(skip) => vec![invariants::check(
-                "teardown_completed",
-                false,
-                "interrupted again: VMs and agents were killed, not torn down".into(),
-            )],
-        };
-        rep.invariants.extend(checks);
-    }
-    let mut agents_exited = 0;
-    for m in &mut macs {
-        let grace = if interrupts.count() >= skip {
-            Duration::ZERO
-        } else {
-            Duration::from_secs(10)
-        };
-        agents_exited += u32::from(m.stop(grace).await);
-    }
-    rep.invariants.push(invariants::check(
-        "agents_stopped_cleanly",
-        agents_exited == opts.nodes,
-        format!(
-            "{} of {} agents did not exit within 10 s of SIGTERM",
-            opts.nodes - agents_exited,
-            opts.nodes
-        ),
-    ));
-    let leftovers: usize = macs.iter().map(SimMac::kill_leftover_vms).sum();
-    let strays: usize = macs.iter().map(SimMac::kill_stray_processes).sum();
-    rep.invariants.push(invariants::check(
-        "no_process_left",
-        leftovers + strays == 0,
-        format!(
-            "{leftovers} tart run processes and {strays} other fake-tart processes were still \
-             alive after the agents stopped"
-        ),
-    ));
+    rep.invariants
+        .extend(teardown::run(&opts, &admin, &mut macs, &interrupts, interrupted).await);
     if !interrupted {
         rep.invariants
             .extend(invariants::workload(&opts, &pool, &rep));
@@ -432,24 +325,6 @@ fn save_logs(cp: &ControlPlane, macs: &[SimMac]) {
             cp.logs_dir().join(format!("agent-{}.log", m.node)),
         );
     }
-}
-
-fn apply_rbac(cp: &ControlPlane) -> anyhow::Result<()> {
-    let manifest =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../packaging/kubernetes/rbac.yaml");
-    let out = std::process::Command::new("kubectl")
-        .arg("--kubeconfig")
-        .arg(cp.kubeconfig_path())
-        .args(["apply", "--request-timeout=30s", "-f"])
-        .arg(&manifest)
-        .output()?;
-    anyhow::ensure!(
-        out.status.success(),
-        "kubectl apply {}: {}",
-        manifest.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Ok(())
 }
 
 async fn ensure_namespace(admin: &Client) -> anyhow::Result<()> {

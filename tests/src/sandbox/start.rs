@@ -1,0 +1,100 @@
+//! Start-up of a sandbox run: a private control plane under the shipped RBAC, one agent per
+//! simulated Mac mini, and the wait for their Nodes to be Ready.
+
+use std::{path::PathBuf, time::Duration};
+
+use kube::Client;
+
+use super::{
+    Opts, Scenario,
+    agents::{Binaries, SimMac},
+    chaos, invariants, mac_knobs, progress, save_logs,
+};
+use crate::cluster::ControlPlane;
+
+/// What start-up leaves running. Dropping it stops everything (agents are killed on drop,
+/// fake-tart homes kill their VMs, the control plane stops).
+pub struct Started {
+    pub cp: ControlPlane,
+    pub admin: Client,
+    pub macs: Vec<SimMac>,
+}
+
+/// Start the control plane and one agent per simulated Mac, and wait for their Nodes.
+pub async fn start(
+    opts: &Opts,
+    bins: &Binaries,
+    progress: &mut progress::Progress,
+) -> anyhow::Result<Started> {
+    let cp = ControlPlane::start_private("sandbox")?;
+    progress.line(&format!(
+        "control plane ready in {:.1} s at {} (logs {})",
+        cp.start_to_ready().as_secs_f64(),
+        cp.server_url(),
+        cp.logs_dir().display()
+    ));
+    let admin = cp.admin_client().await;
+    apply_rbac(&cp)?;
+    let agent_kc = cp.mint_kubeconfig("tart-kubelet-sandbox", &["tart-kubelets"]);
+    let mut macs = Vec::new();
+    for i in 1..=opts.nodes {
+        // A Mac mini M2 Pro: 10 cores, 32 GiB (the Linux host's own figures would not fit a
+        // macOS VM's requests).
+        let mut args: Vec<String> = [
+            "--vm-slots",
+            &opts.slots.to_string(),
+            "--cpu",
+            "10",
+            "--memory",
+            "32Gi",
+        ]
+        .map(String::from)
+        .to_vec();
+        // Tart's 5 s start window, scaled like every other latency (at least 100 ms).
+        let window_ms = ((5000.0 * opts.latency_scale) as u64).max(100);
+        args.extend(["--run-start-window".to_string(), format!("{window_ms}ms")]);
+        if opts.scenario == Scenario::Chaos {
+            args.extend(chaos::agent_args());
+        }
+        let node = format!("mac-mini-{i}");
+        macs.push(SimMac::start(&node, bins, &agent_kc, mac_knobs(opts), args).await?);
+    }
+    progress.line(&format!(
+        "{} agents started (logs: {}; metrics: {})",
+        macs.len(),
+        macs.iter()
+            .map(|m| m.agent.log_path().display().to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+        macs.iter()
+            .map(|m| format!("http://{}/metrics", m.agent.admin_addr()))
+            .collect::<Vec<_>>()
+            .join(" ")
+    ));
+    if let Err(e) = invariants::wait_nodes_ready(&admin, &macs, Duration::from_secs(90)).await {
+        for m in &macs {
+            eprintln!("--- {} log tail ---\n{}", m.node, m.agent.log_tail(30));
+        }
+        save_logs(&cp, &macs);
+        return Err(e);
+    }
+    Ok(Started { cp, admin, macs })
+}
+
+fn apply_rbac(cp: &ControlPlane) -> anyhow::Result<()> {
+    let manifest =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../packaging/kubernetes/rbac.yaml");
+    let out = std::process::Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(cp.kubeconfig_path())
+        .args(["apply", "--request-timeout=30s", "-f"])
+        .arg(&manifest)
+        .output()?;
+    anyhow::ensure!(
+        out.status.success(),
+        "kubectl apply {}: {}",
+        manifest.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(())
+}

@@ -1,0 +1,62 @@
+//! The end of a sandbox run: the agents delete the Pods and their VMs, the agents stop, and
+//! nothing of the run may be left. A second interrupt cuts it short (see [`super::interrupt`]).
+
+use std::time::Duration;
+
+use kube::Client;
+
+use super::{Opts, Scenario, agents::SimMac, interrupt::Interrupts, invariants, report::Invariant};
+
+/// Tear down and return the invariants checked on the way.
+pub async fn run(
+    opts: &Opts,
+    admin: &Client,
+    macs: &mut [SimMac],
+    interrupts: &Interrupts,
+    interrupted: bool,
+) -> Vec<Invariant> {
+    let mut out = vec![];
+    // Teardown: delete the Pods through the agents, then check nothing is left. A second
+    // interrupt skips to killing what is left.
+    let skip = interrupts.count() + 1;
+    if opts.scenario != Scenario::Idle || interrupted {
+        let checks = tokio::select! {
+            c = invariants::teardown(admin, macs, Duration::from_secs(120)) => c,
+            () = interrupts.reached(skip) => vec![invariants::check(
+                "teardown_completed",
+                false,
+                "interrupted again: VMs and agents were killed, not torn down".into(),
+            )],
+        };
+        out.extend(checks);
+    }
+    let mut agents_exited = 0;
+    for m in macs.iter_mut() {
+        let grace = if interrupts.count() >= skip {
+            Duration::ZERO
+        } else {
+            Duration::from_secs(10)
+        };
+        agents_exited += u32::from(m.stop(grace).await);
+    }
+    out.push(invariants::check(
+        "agents_stopped_cleanly",
+        agents_exited == opts.nodes,
+        format!(
+            "{} of {} agents did not exit within 10 s of SIGTERM",
+            opts.nodes - agents_exited,
+            opts.nodes
+        ),
+    ));
+    let leftovers: usize = macs.iter().map(SimMac::kill_leftover_vms).sum();
+    let strays: usize = macs.iter().map(SimMac::kill_stray_processes).sum();
+    out.push(invariants::check(
+        "no_process_left",
+        leftovers + strays == 0,
+        format!(
+            "{leftovers} tart run processes and {strays} other fake-tart processes were still \
+             alive after the agents stopped"
+        ),
+    ));
+    out
+}
