@@ -231,14 +231,15 @@ async fn vm_limit_at_run_is_a_host_fault_that_keeps_the_pod_waiting() {
     assert!(metrics(&r.registry).contains("tart_kubelet_host_faults_total{kind=\"vm_limit\"} 1"));
 }
 
-#[tokio::test]
-async fn a_missing_image_is_err_image_pull_not_a_host_fault() {
-    let mut r = rig(MemTart::new().with_registry([]), 2);
-    let vm = r.shared.naming.vm_name(&uid(4)).unwrap();
+/// A pull that fails for the workload's reasons: ErrImagePull (then ImagePullBackOff), a
+/// Warning `Failed`, and nothing reported against the host.
+async fn pull_failure_is_err_image_pull_not_a_host_fault(tart: MemTart, n: u8) {
+    let mut r = rig(tart, 2);
+    let vm = r.shared.naming.vm_name(&uid(n)).unwrap();
     let mut h = spawn(
         r.shared.clone(),
         vm,
-        input(&uid(4), RestartPolicy::Always),
+        input(&uid(n), RestartPolicy::Always),
         Start::Fresh,
         0,
     );
@@ -248,7 +249,28 @@ async fn a_missing_image_is_err_image_pull_not_a_host_fault() {
     .await;
     let evs = reasons(&mut r.events);
     assert!(evs.contains(&"Failed".to_string()), "{evs:?}");
-    assert!(r.shared.health.snapshot().fault.is_none());
+    assert!(
+        r.shared.health.snapshot().fault.is_none(),
+        "reported against the host"
+    );
+    let t = metrics(&r.registry);
+    let counted: Vec<&str> = t
+        .lines()
+        .filter(|l| l.starts_with("tart_kubelet_host_faults_total{") && !l.ends_with(" 0"))
+        .collect();
+    assert!(counted.is_empty(), "{counted:?}");
+}
+
+#[tokio::test]
+async fn a_missing_image_is_err_image_pull_not_a_host_fault() {
+    pull_failure_is_err_image_pull_not_a_host_fault(MemTart::new().with_registry([]), 4).await;
+}
+
+#[tokio::test]
+async fn a_denied_registry_login_is_err_image_pull_not_a_host_fault() {
+    let tart = MemTart::new();
+    tart.fail(Op::Pull, ErrorKind::Auth);
+    pull_failure_is_err_image_pull_not_a_host_fault(tart, 12).await;
 }
 
 #[tokio::test]
@@ -395,28 +417,4 @@ async fn a_fault_after_a_successful_start_is_a_new_event_not_a_repeat() {
     assert_eq!(count("VMLimitReached"), 2, "{evs:?}");
     assert_eq!(count("Failed"), 4, "{evs:?}");
     assert_eq!(w.failures, 3, "backoff counts only since the last start");
-}
-
-#[tokio::test]
-async fn a_denied_registry_login_is_err_image_pull_not_a_host_fault() {
-    let mut r = rig(MemTart::new(), 2);
-    r.tart.fail(Op::Pull, ErrorKind::Auth);
-    let vm = r.shared.naming.vm_name(&uid(12)).unwrap();
-    let mut h = spawn(
-        r.shared.clone(),
-        vm,
-        input(&uid(12), RestartPolicy::Always),
-        Start::Fresh,
-        0,
-    );
-    until(&mut h, "ErrImagePull", |s| {
-        matches!(&s.view, ContainerView::Waiting { reason, .. } if reason == "ErrImagePull" || reason == "ImagePullBackOff")
-    })
-    .await;
-    assert!(reasons(&mut r.events).contains(&"Failed".to_string()));
-    assert!(
-        r.shared.health.snapshot().fault.is_none(),
-        "auth is the workload's problem"
-    );
-    assert!(!metrics(&r.registry).contains("tart_kubelet_host_faults_total{kind=\"auth\"}"));
 }
