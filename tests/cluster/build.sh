@@ -52,10 +52,15 @@ have_pkgs() {
 }
 
 # The deb-src entry is derived from the machine's own Debian entry: same URI, same keyring,
-# the main suite only. No registry host is written in this repository.
+# the main suite only. No registry host is written in this repository. Skipped only when apt
+# already knows the exact source version (an unrelated deb-src entry is not enough).
 ensure_deb_src() {
   if grep -rqsE '^(Types:.*deb-src|deb-src )' /etc/apt/sources.list /etc/apt/sources.list.d/; then
-    return 0
+    apt_update
+    if apt-cache showsrc kubernetes 2>/dev/null | grep -qxF "Version: $DEB_VER"; then
+      return 0
+    fi
+    [ -f /etc/apt/sources.list.d/tart-kubelet-src.sources ] && return 0
   fi
   local uri="" suite="" keyring=""
   local f
