@@ -75,8 +75,8 @@ pub struct Opts {
     #[arg(long, default_value_t = 2)]
     pub slots: u32,
     /// Scale of fake-tart's realistic latencies (25 GB pull ~250 s, clone ~1 s, boot ~10 s,
-    /// CI job of `--job-ms` at 1.0). 0.001 for the agent-overhead benchmark (at 0 the CI job ends
-    /// before the guest has an address, so no boot is counted).
+    /// CI job of `--job-ms` at 1.0). 0.001 for the agent-overhead benchmark (at 0 the CI job
+    /// ends before the guest has an address, so no boot is counted).
     #[arg(long, default_value_t = 0.05)]
     pub latency_scale: f64,
     /// Length of one CI job inside the VM before the guest shuts down, before scaling.
