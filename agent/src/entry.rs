@@ -119,6 +119,12 @@ async fn run_until_signal(cfg: Config) -> ExitCode {
     });
     let observer = crate::pods::metrics::LateObserver::default();
     let tart = Arc::new(tart_cli(&cfg, Arc::new(observer.clone())));
+    // Before anything else runs tart: an earlier incarnation that was killed may have left a
+    // hung pull or clone holding Tart's locks (tart::inflight).
+    let orphans = tart.reap_orphans().await;
+    if !orphans.is_empty() {
+        warn!(pids = ?orphans, "killed tart commands a previous agent left running");
+    }
     let host: Arc<dyn HostInfo> = default_host();
     match run(cfg, tart, host, Registry::default(), rx, observer).await {
         Ok(()) => ExitCode::SUCCESS,
@@ -189,6 +195,7 @@ pub fn tart_cli(cfg: &Config, observer: Arc<dyn tart::Observer>) -> tart::TartCl
             ..tart::RetryPolicy::default()
         })
         .observer(observer)
+        .track_inflight(true)
         .build()
 }
 

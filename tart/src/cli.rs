@@ -46,6 +46,8 @@ struct Inner {
     retry: RetryPolicy,
     observer: Arc<dyn Observer>,
     output_cap: usize,
+    /// Where in-flight commands are recorded ([`crate::inflight`]), when tracked.
+    inflight: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for TartCli {
@@ -75,6 +77,16 @@ impl TartCli {
     /// `TART_HOME`.
     pub fn tart_home(&self) -> &Path {
         &self.inner.tart_home
+    }
+
+    /// SIGKILL the process groups of tart commands that an earlier agent left running when it
+    /// died (recorded with [`TartCliBuilder::track_inflight`]); returns their PIDs. Call once
+    /// at start-up: a hung orphan would otherwise hold Tart's pull or home lock (§1.4).
+    pub async fn reap_orphans(&self) -> Vec<u32> {
+        match &self.inner.inflight {
+            Some(dir) => crate::inflight::reap(dir, &self.inner.program).await,
+            None => vec![],
+        }
     }
 
     /// The program run.
@@ -138,6 +150,7 @@ impl TartCli {
                 stall: call.stall,
                 size_deadline: call.size_deadline,
                 output_cap: self.inner.output_cap,
+                inflight: self.inner.inflight.as_deref(),
             };
             debug!(argv = %command::display(&call.args), "running tart");
             let outcome = process::run(&spec, &mut |_| {})

@@ -15,6 +15,7 @@ pub mod cli;
 pub mod command;
 pub mod deadlines;
 pub mod error;
+pub mod inflight;
 pub mod model;
 pub mod observe;
 pub mod parse;

@@ -55,6 +55,9 @@ pub struct Spec<'a> {
     pub size_deadline: Option<SizeDeadline>,
     /// Stored bytes per stream.
     pub output_cap: usize,
+    /// Record the child here while it runs ([`crate::inflight`]), so that a later agent can
+    /// end it if this one dies first.
+    pub inflight: Option<&'a Path>,
 }
 
 /// The part of a pull's deadline that grows with the image (§7.4: `compressed_GB × 60 s +
@@ -157,6 +160,10 @@ pub async fn run(
     let mut child = cmd.spawn()?;
     let pid = child.id().unwrap_or_default();
     let mut group = GroupGuard(Some(pid));
+    // Declared after the guard, so dropped first: the record goes, then the group is killed.
+    let _record = spec
+        .inflight
+        .and_then(|dir| crate::inflight::record(dir, pid, spec.program));
     debug!(pid, program = %spec.program.display(), "tart child started");
 
     let mut out = Stream::new(child.stdout.take(), spec.output_cap);

@@ -22,6 +22,7 @@ fn spec<'a>(program: &'a Path, args: &'a [OsString], deadline_ms: u64) -> Spec<'
         stall: None,
         size_deadline: None,
         output_cap: DEFAULT_OUTPUT_CAP,
+        inflight: None,
     }
 }
 

@@ -264,3 +264,57 @@ async fn a_locked_auxiliary_storage_at_run_is_a_host_fault_retried_to_running() 
     )
     .await;
 }
+
+/// An agent SIGKILLed while a clone hangs leaves that clone (and what it started) running in
+/// a process group of its own; a hung clone or pull would hold Tart's locks against every
+/// later one. The next agent ends them before it runs tart, and the Pod still gets its VM.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_agent_kills_the_tart_commands_its_killed_predecessor_left_hung() {
+    use tart_kubelet_tests::fake::processes_of_home;
+    let mut env = Env::new(
+        "orphans",
+        knobs().with_rule(Rule::hang_with_child("clone").times(1)),
+        &[],
+    )
+    .await;
+    env.start_agent();
+    env.create(&env.pod("vm-1")).await;
+    let hung = wait_for(WAIT, || async {
+        let p = processes_of_home(env.home.path());
+        (p.len() == 2).then_some(p)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("no hung clone: {e}\n{}", env.agent_log()));
+    env.kill_agent().await;
+    let alive = |pids: &[i32]| {
+        pids.iter()
+            .filter(|p| std::path::Path::new(&format!("/proc/{p}/environ")).exists())
+            .count()
+    };
+    assert_eq!(
+        alive(&hung),
+        2,
+        "the hung clone died with its agent: nothing to test"
+    );
+    env.start_agent();
+    let gone = wait_for(WAIT, || async {
+        let left: Vec<i32> = processes_of_home(env.home.path())
+            .into_iter()
+            .filter(|p| hung.contains(p))
+            .collect();
+        left.is_empty().then_some(())
+    })
+    .await;
+    assert!(
+        gone.is_ok(),
+        "orphaned clone {hung:?} still running\n{}",
+        env.agent_log()
+    );
+    assert!(
+        env.agent_log()
+            .contains("killed tart commands a previous agent left running"),
+        "{}",
+        env.agent_log()
+    );
+    running_without_ever_failing(&env, "vm-1").await;
+}

@@ -194,6 +194,7 @@ async fn pull_waiting_for_the_host_lock_is_not_a_stall() {
             deadline: Duration::from_secs(60),
             stall: None,
             size_deadline: None,
+            inflight: None,
             output_cap: 1 << 20,
         };
         tart::process::run(&spec, &mut |l| {

@@ -12,6 +12,7 @@ pub struct TartCliBuilder {
     extra_env: Vec<(OsString, OsString)>,
     env_clear: bool,
     no_auto_prune: bool,
+    track_inflight: bool,
     deadlines: Deadlines,
     retry: RetryPolicy,
     observer: Arc<dyn Observer>,
@@ -37,6 +38,12 @@ impl TartCliBuilder {
     /// Set `TART_NO_AUTO_PRUNE` (§4: its mere presence disables auto-prune).
     pub fn no_auto_prune(mut self, yes: bool) -> Self {
         self.no_auto_prune = yes;
+        self
+    }
+    /// Record each running command under `$TART_HOME/.tart-kubelet/inflight` so that
+    /// [`TartCli::reap_orphans`] can end what a crashed agent left running.
+    pub fn track_inflight(mut self, yes: bool) -> Self {
+        self.track_inflight = yes;
         self
     }
     /// Deadlines.
@@ -74,6 +81,9 @@ impl TartCliBuilder {
         if self.no_auto_prune {
             env.push(("TART_NO_AUTO_PRUNE".into(), "1".into()));
         }
+        let inflight = self
+            .track_inflight
+            .then(|| self.tart_home.join(".tart-kubelet").join("inflight"));
         TartCli {
             inner: Arc::new(Inner {
                 program: self.program,
@@ -84,6 +94,7 @@ impl TartCliBuilder {
                 retry: self.retry,
                 observer: self.observer,
                 output_cap: self.output_cap,
+                inflight,
             }),
         }
     }
@@ -97,6 +108,7 @@ impl TartCli {
             extra_env: Vec::new(),
             env_clear: false,
             no_auto_prune: false,
+            track_inflight: false,
             deadlines: Deadlines::default(),
             retry: RetryPolicy::default(),
             observer: Arc::new(NoopObserver),
