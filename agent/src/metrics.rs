@@ -173,11 +173,7 @@ impl NodeMetrics {
 
 /// Count a failed API call on `tart_kubelet_api_errors_total`; `None` is a request that ran
 /// past its deadline.
-pub fn count_api_error(
-    family: &Family<ApiErrorLabels, Counter>,
-    resource: &'static str,
-    err: Option<&kube::Error>,
-) {
+pub fn count_api_error(family: &ApiErrors, resource: &'static str, err: Option<&kube::Error>) {
     let kind = err.map_or("timeout", crate::node::api_error_kind);
     family
         .get_or_create(&ApiErrorLabels { resource, kind })

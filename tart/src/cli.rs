@@ -68,7 +68,7 @@ struct Call<'a> {
     args: Vec<OsString>,
     deadline: Duration,
     stall: Option<Duration>,
-    size_deadline: Option<process::SizeDeadline>,
+    size_deadline: Option<crate::deadlines::SizeDeadline>,
     creds: Option<&'a Credentials>,
     retry: RetryPolicy,
 }
@@ -249,7 +249,7 @@ impl Tart for TartCli {
         let args = command::pull(image).map_err(|e| arg_error(Op::Pull, e))?;
         self.call(Call {
             stall: Some(d.pull_stall),
-            size_deadline: Some(d.size_deadline()),
+            size_deadline: Some(d.pull_size),
             creds,
             ..self.simple(Op::Pull, None, args, d.pull)
         })
@@ -262,11 +262,7 @@ impl Tart for TartCli {
         let args = command::clone(source, vm).map_err(|e| arg_error(Op::Clone, e))?;
         // An uncached remote source is pulled first with the same progress lines (§2.2).
         let (deadline, stall, size_deadline) = if command::is_remote(source) {
-            (
-                d.clone.max(d.pull),
-                Some(d.pull_stall),
-                Some(d.size_deadline()),
-            )
+            (d.clone.max(d.pull), Some(d.pull_stall), Some(d.pull_size))
         } else {
             (d.clone, None, None)
         };

@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 /// Per-operation deadlines (spec §7.4). On expiry the process group is SIGKILLed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Deadlines {
@@ -20,12 +22,10 @@ pub struct Deadlines {
     /// `max(clone, pull)` plus the stall watchdog.
     pub clone: Duration,
     /// `pull` overall: the upper bound. Once the compressed disk size is printed, the pull
-    /// must also end within `pull_base + size × pull_per_gb` (§7.4).
+    /// must also end within [`Deadlines::pull_size`] of that line (§7.4).
     pub pull: Duration,
-    /// Per compressed GB of a pull's disk (§7.4: 60 s).
-    pub pull_per_gb: Duration,
-    /// Added to the per-GB part (§7.4: 10 min).
-    pub pull_base: Duration,
+    /// The size-aware part of a pull's deadline (§7.4: 60 s per GB + 10 min).
+    pub pull_size: SizeDeadline,
     /// No new stdout line for this long kills a pull (or a remote clone), except while it is
     /// `waiting for lock...`.
     pub pull_stall: Duration,
@@ -47,8 +47,10 @@ impl Default for Deadlines {
             delete: Duration::from_secs(60),
             clone: Duration::from_secs(5 * 60),
             pull: Duration::from_secs(3 * 3600),
-            pull_per_gb: Duration::from_secs(60),
-            pull_base: Duration::from_secs(10 * 60),
+            pull_size: SizeDeadline {
+                per_gb: Duration::from_secs(60),
+                base: Duration::from_secs(10 * 60),
+            },
             pull_stall: Duration::from_secs(10 * 60),
             ip_extra: Duration::from_secs(15),
             stop_extra: Duration::from_secs(15),
@@ -57,13 +59,25 @@ impl Default for Deadlines {
     }
 }
 
-impl Deadlines {
-    /// The size-aware part of a pull's deadline.
-    pub fn size_deadline(&self) -> crate::process::SizeDeadline {
-        crate::process::SizeDeadline {
-            per_gb: self.pull_per_gb,
-            base: self.pull_base,
-        }
+/// The part of a pull's deadline that grows with the image (§7.4: `compressed_GB × 60 s +
+/// 10 min`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SizeDeadline {
+    /// Per compressed GB.
+    pub per_gb: Duration,
+    /// On top.
+    pub base: Duration,
+}
+
+impl SizeDeadline {
+    /// The deadline for a disk of `gb` compressed GB whose download starts `now`.
+    pub fn at(&self, now: Instant, gb: f64) -> Instant {
+        let gb = if gb.is_finite() {
+            gb.clamp(0.0, 1e4)
+        } else {
+            1e4
+        };
+        now + self.base + self.per_gb.mul_f64(gb)
     }
 }
 
@@ -81,10 +95,10 @@ mod tests {
         assert_eq!(d.stop_extra, Duration::from_secs(15));
         // A 25 GB image: 25 × 60 s + 10 min = 35 min after its disk line.
         let now = tokio::time::Instant::now();
-        let at = d.size_deadline().at(now, 25.0);
+        let at = d.pull_size.at(now, 25.0);
         assert_eq!(at - now, Duration::from_secs(35 * 60));
         // Nonsense sizes never overflow or shorten the bound below the base.
-        assert!(d.size_deadline().at(now, f64::NAN) > now + d.pull_base);
-        assert_eq!(d.size_deadline().at(now, -3.0) - now, d.pull_base);
+        assert!(d.pull_size.at(now, f64::NAN) > now + d.pull_size.base);
+        assert_eq!(d.pull_size.at(now, -3.0) - now, d.pull_size.base);
     }
 }

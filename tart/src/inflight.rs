@@ -30,16 +30,22 @@ impl Drop for Record {
     }
 }
 
-/// Record that `pid` (a group leader) runs `program` for this process. Best effort: a record
-/// that cannot be written only means that command could not be reaped after a crash.
+/// Record that `pid` (a group leader) runs `program` for this process. One write per command;
+/// the directory is created only when it is missing. Best effort: a record that cannot be
+/// written only means that command could not be reaped after a crash.
 pub(crate) fn record(dir: &Path, pid: u32, program: &Path) -> Option<Record> {
-    if let Err(error) = std::fs::create_dir_all(dir) {
-        warn!(%error, dir = %dir.display(), "cannot record in-flight tart commands");
-        return None;
-    }
     let path = dir.join(pid.to_string());
     let body = format!("{}\n{}\n", std::process::id(), program.display());
-    std::fs::write(&path, body).ok()?;
+    let written = match std::fs::write(&path, &body) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&path, &body))
+        }
+        r => r,
+    };
+    if let Err(error) = written {
+        warn!(%error, dir = %dir.display(), "cannot record an in-flight tart command");
+        return None;
+    }
     Some(Record(path))
 }
 
@@ -145,7 +151,9 @@ mod tests {
 
     #[tokio::test]
     async fn records_of_this_process_are_never_reaped_and_gone_ones_are_cleared() {
-        let dir = tempfile_dir();
+        let tmp = tempfile::tempdir().unwrap();
+        // Not there yet: the first record creates it.
+        let dir = tmp.path().join("inflight");
         let me = std::process::id();
         let rec = record(&dir, me, Path::new("/bin/sh")).unwrap();
         // A record of a process that no longer exists, left by another owner.
@@ -161,16 +169,5 @@ mod tests {
             !dir.join(me.to_string()).exists(),
             "record outlived its command"
         );
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    fn tempfile_dir() -> PathBuf {
-        let d = std::env::temp_dir().join(format!(
-            "tart-inflight-test-{}-{}",
-            std::process::id(),
-            rand::random::<u32>()
-        ));
-        std::fs::create_dir_all(&d).unwrap();
-        d
     }
 }

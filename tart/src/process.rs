@@ -22,7 +22,10 @@ use tokio::{
 };
 use tracing::{debug, trace, warn};
 
-use crate::parse::{PullLine, pull_line};
+use crate::{
+    deadlines::SizeDeadline,
+    parse::{PullLine, pull_line},
+};
 
 /// How long pipes are read after the child exited before they are dropped.
 pub const DRAIN: Duration = Duration::from_millis(100);
@@ -58,28 +61,6 @@ pub struct Spec<'a> {
     /// Record the child here while it runs ([`crate::inflight`]), so that a later agent can
     /// end it if this one dies first.
     pub inflight: Option<&'a Path>,
-}
-
-/// The part of a pull's deadline that grows with the image (§7.4: `compressed_GB × 60 s +
-/// 10 min`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SizeDeadline {
-    /// Per compressed GB.
-    pub per_gb: Duration,
-    /// On top.
-    pub base: Duration,
-}
-
-impl SizeDeadline {
-    /// The deadline for a disk of `gb` compressed GB whose download starts `now`.
-    pub fn at(&self, now: Instant, gb: f64) -> Instant {
-        let gb = if gb.is_finite() {
-            gb.clamp(0.0, 1e4)
-        } else {
-            1e4
-        };
-        now + self.base + self.per_gb.mul_f64(gb)
-    }
 }
 
 /// Why the child was killed.

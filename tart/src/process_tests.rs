@@ -3,6 +3,7 @@
 use std::{path::PathBuf, time::Duration};
 
 use super::*;
+use crate::deadlines::SizeDeadline;
 
 fn sh() -> PathBuf {
     PathBuf::from("/bin/sh")

@@ -25,8 +25,8 @@ mod process;
 pub mod testing;
 mod wait;
 
-pub use process::processes_of_run;
 use process::run_script;
+pub use process::{live_pids, processes_mentioning, processes_of_run};
 pub use wait::{WaitTimeout, unique, wait_for};
 
 /// Deadline for `start.sh` (it has its own 90 s deadline; this one catches a hung script).

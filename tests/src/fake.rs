@@ -294,17 +294,16 @@ impl Drop for FakeHome {
 
 /// PIDs of live processes whose environment has `TART_HOME=<home>`: every fake-tart process
 /// of that home whoever started it, the children of a killed agent included (Linux `/proc`;
-/// a zombie's environment is empty, so reaped-or-not exited processes do not count).
+/// zombies do not count).
 pub fn processes_of_home(home: &Path) -> Vec<i32> {
     let want = format!("TART_HOME={}", home.display()).into_bytes();
-    let Ok(dir) = fs::read_dir("/proc") else {
-        return vec![];
-    };
-    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+    crate::cluster::live_pids()
+        .into_iter()
         .filter(|pid| {
             fs::read(format!("/proc/{pid}/environ"))
                 .is_ok_and(|env| env.split(|b| *b == 0).any(|kv| kv == want.as_slice()))
         })
+        .filter_map(|pid| i32::try_from(pid).ok())
         .collect()
 }
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 use node_support::*;
 use tart_kubelet_tests::{
     agent::{Agent, AgentOptions},
-    cluster::{ControlPlane, unique, wait_for},
+    cluster::{unique, wait_for},
     fake::FakeHome,
 };
 
@@ -93,13 +93,7 @@ async fn metrics_pass_promtool_and_count_lease_renewals() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readyz_follows_the_api_server_going_away_and_coming_back() {
-    let cp = tokio::task::spawn_blocking(|| {
-        tart_kubelet_tests::cluster::build().expect("control plane binaries");
-        ControlPlane::start_private("readyz")
-    })
-    .await
-    .unwrap()
-    .expect("private control plane");
+    let cp = private("readyz").await;
     let name = unique("node-readyz");
     let agent = start(&cp, &name, FakeHome::new().unwrap(), &[]).await;
     let ready = |want: u16| {
@@ -164,13 +158,7 @@ fn agent_request_lines(metrics: &str) -> Vec<(String, f64)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "takes 3 minutes; run with --ignored idle"]
 async fn idle_api_requests_per_minute_stay_under_eight() {
-    let cp = tokio::task::spawn_blocking(|| {
-        tart_kubelet_tests::cluster::build().expect("control plane binaries");
-        ControlPlane::start_private("idle")
-    })
-    .await
-    .unwrap()
-    .expect("private control plane");
+    let cp = private("idle").await;
     let name = unique("node-idle");
     let kc = agent_kubeconfig(&cp, &name).await;
     let opts = AgentOptions::new(AGENT, FAKE_TART, kc, &name);

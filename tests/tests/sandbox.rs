@@ -58,29 +58,6 @@ async fn a_small_steady_sandbox_run_holds_every_invariant_and_writes_the_report(
     assert!(r["agents"][0]["rss_bytes"].as_u64().unwrap() > 0);
 }
 
-/// Live, non-zombie processes whose command line or environment mentions `dir`.
-fn processes_mentioning(dir: &std::path::Path) -> Vec<(i32, String)> {
-    let needle = dir.display().to_string().into_bytes();
-    let mine = std::process::id() as i32;
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| *pid != mine)
-        .filter_map(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            let state = stat.rsplit(") ").next()?.chars().next()?;
-            if state == 'Z' {
-                return None;
-            }
-            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
-            let has = |b: &[u8]| b.windows(needle.len()).any(|w| w == needle.as_slice());
-            (has(&cmd) || has(&env))
-                .then(|| (pid, String::from_utf8_lossy(&cmd).replace('\0', " ")))
-        })
-        .collect()
-}
-
 /// Ctrl-C in a terminal (SIGINT to the sandbox's process group) while VMs run: the agents,
 /// in groups of their own, are still there to delete the Pods and their VMs; then every
 /// process the sandbox started is gone and the report says so.
@@ -149,6 +126,6 @@ async fn ctrl_c_during_the_workload_tears_everything_down() {
             .unwrap_or_else(|| panic!("no invariant {must}:\n{rest}"));
         assert_eq!(inv["ok"], true, "{must}: {inv}\n{rest}");
     }
-    let left = processes_mentioning(dir.path());
+    let left = tart_kubelet_tests::cluster::processes_mentioning(dir.path());
     assert!(left.is_empty(), "left running: {left:?}\n{rest}");
 }

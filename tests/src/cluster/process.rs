@@ -1,5 +1,6 @@
-//! Processes: running the control-plane scripts with a deadline, and finding the processes
-//! of a run in `/proc` (what must be empty after `stop.sh`).
+//! Processes: running the control-plane scripts with a deadline, and finding processes in
+//! `/proc` — those of a control-plane run (what must be empty after `stop.sh`), or any that
+//! still mention a directory.
 use std::{
     path::{Path, PathBuf},
     process::Command,
@@ -14,19 +15,9 @@ use super::COMPONENTS;
 /// mentions `run_dir`: what must be empty after `stop.sh`.
 pub fn processes_of_run(run_dir: &Path) -> Vec<(u32, String)> {
     let needle = format!("{}/", run_dir.display());
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
     let mut found = Vec::new();
-    for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Ok(raw) = std::fs::read(entry.path().join("cmdline")) else {
+    for pid in live_pids() {
+        let Ok(raw) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
             continue;
         };
         let argv: Vec<String> = raw
@@ -37,11 +28,41 @@ pub fn processes_of_run(run_dir: &Path) -> Vec<(u32, String)> {
         let exe = argv.first().map(|a| a.rsplit('/').next().unwrap_or(a));
         let ours = exe.is_some_and(|e| COMPONENTS.contains(&e));
         let cmdline = argv.join(" ");
-        if ours && cmdline.contains(&needle) && !is_zombie(entry.path().join("stat")) {
+        if ours && cmdline.contains(&needle) {
             found.push((pid, cmdline));
         }
     }
     found
+}
+
+/// Live processes other than this one whose command line or environment mentions `dir`,
+/// with their command lines: what a run confined to `dir` (its `TMPDIR`, say) left behind.
+pub fn processes_mentioning(dir: &Path) -> Vec<(u32, String)> {
+    let needle = dir.display().to_string().into_bytes();
+    let has = |b: &[u8]| b.windows(needle.len()).any(|w| w == needle.as_slice());
+    let me = std::process::id();
+    live_pids()
+        .into_iter()
+        .filter(|pid| *pid != me)
+        .filter_map(|pid| {
+            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+            (has(&cmd) || has(&env))
+                .then(|| (pid, String::from_utf8_lossy(&cmd).replace('\0', " ")))
+        })
+        .collect()
+}
+
+/// PIDs of the processes in `/proc` that are not zombies (Linux).
+pub fn live_pids() -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| !is_zombie(PathBuf::from(format!("/proc/{pid}/stat"))))
+        .collect()
 }
 
 fn is_zombie(stat: PathBuf) -> bool {

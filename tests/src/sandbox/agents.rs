@@ -105,35 +105,32 @@ impl SimMac {
         clean
     }
 
-    /// Kills every other process of this home still alive (a tart command a SIGKILLed agent
-    /// left behind, say); returns how many there were. Run after the agent has stopped.
-    pub fn kill_stray_processes(&self) -> usize {
-        let pids = crate::fake::processes_of_home(self.agent.home().path());
-        for pid in &pids {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(*pid),
-                nix::sys::signal::Signal::SIGKILL,
-            );
-        }
-        pids.len()
-    }
-
-    /// Kills every `tart run` process still holding a VM lock in this home (cleanup after
-    /// Ctrl-C or a failed run); returns how many there were.
-    pub fn kill_leftover_vms(&self) -> usize {
+    /// Kills whatever of this home is still alive after its agent stopped (cleanup after
+    /// Ctrl-C or a failed run): `tart run` processes holding a VM lock, with their groups, and
+    /// any other fake-tart process (a tart command a SIGKILLed agent left behind, say).
+    /// Returns how many of each there were.
+    pub fn kill_leftovers(&self) -> (usize, usize) {
+        use nix::sys::signal::{Signal::SIGKILL, kill, killpg};
+        use nix::unistd::Pid;
         let home = self.agent.home();
-        let Ok(rd) = std::fs::read_dir(home.path().join("vms")) else {
-            return 0;
-        };
-        let mut n = 0;
-        for e in rd.flatten() {
-            if let Some(pid) = home.run_pid(&e.file_name().to_string_lossy()) {
-                let pid = nix::unistd::Pid::from_raw(pid);
-                let _ = nix::sys::signal::killpg(pid, nix::sys::signal::Signal::SIGKILL);
-                let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
-                n += 1;
-            }
+        let vms: Vec<i32> = std::fs::read_dir(home.path().join("vms"))
+            .map(|rd| {
+                rd.flatten()
+                    .filter_map(|e| home.run_pid(&e.file_name().to_string_lossy()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        for pid in &vms {
+            let _ = killpg(Pid::from_raw(*pid), SIGKILL);
+            let _ = kill(Pid::from_raw(*pid), SIGKILL);
         }
-        n
+        let others: Vec<i32> = crate::fake::processes_of_home(home.path())
+            .into_iter()
+            .filter(|p| !vms.contains(p))
+            .collect();
+        for pid in &others {
+            let _ = kill(Pid::from_raw(*pid), SIGKILL);
+        }
+        (vms.len(), others.len())
     }
 }

@@ -30,10 +30,8 @@ impl Interrupts {
                     _ = int.recv() => {}
                     _ = term.recv() => {}
                 }
-                let n = {
-                    tx.send_modify(|n| *n += 1);
-                    *tx.borrow()
-                };
+                tx.send_modify(|n| *n += 1);
+                let n = *tx.borrow();
                 if n == 1 {
                     eprintln!(
                         "\ninterrupted: stopping the workload and tearing down (again to skip the teardown)"

@@ -1,7 +1,7 @@
 //! Start-up of a sandbox run: a private control plane under the shipped RBAC, one agent per
 //! simulated Mac mini, and the wait for their Nodes to be Ready.
 
-use std::{path::PathBuf, time::Duration};
+use std::time::Duration;
 
 use kube::Client;
 
@@ -82,8 +82,7 @@ pub async fn start(
 }
 
 fn apply_rbac(cp: &ControlPlane) -> anyhow::Result<()> {
-    let manifest =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../packaging/kubernetes/rbac.yaml");
+    let manifest = crate::agent::rbac_yaml();
     let out = std::process::Command::new("kubectl")
         .arg("--kubeconfig")
         .arg(cp.kubeconfig_path())

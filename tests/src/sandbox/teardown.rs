@@ -30,26 +30,28 @@ pub async fn run(
         };
         out.extend(checks);
     }
+    let grace = if interrupts.count() >= skip {
+        Duration::ZERO
+    } else {
+        Duration::from_secs(10)
+    };
     let mut agents_exited = 0;
     for m in macs.iter_mut() {
-        let grace = if interrupts.count() >= skip {
-            Duration::ZERO
-        } else {
-            Duration::from_secs(10)
-        };
-        agents_exited += u32::from(m.stop(grace).await);
+        agents_exited += usize::from(m.stop(grace).await);
     }
     out.push(invariants::check(
         "agents_stopped_cleanly",
-        agents_exited == opts.nodes,
+        agents_exited == macs.len(),
         format!(
-            "{} of {} agents did not exit within 10 s of SIGTERM",
-            opts.nodes - agents_exited,
-            opts.nodes
+            "{} of {} agents did not exit within {grace:?} of SIGTERM",
+            macs.len() - agents_exited,
+            macs.len()
         ),
     ));
-    let leftovers: usize = macs.iter().map(SimMac::kill_leftover_vms).sum();
-    let strays: usize = macs.iter().map(SimMac::kill_stray_processes).sum();
+    let (leftovers, strays) = macs
+        .iter()
+        .map(SimMac::kill_leftovers)
+        .fold((0, 0), |(a, b), (v, o)| (a + v, b + o));
     out.push(invariants::check(
         "no_process_left",
         leftovers + strays == 0,

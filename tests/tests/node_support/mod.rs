@@ -34,6 +34,17 @@ pub async fn shared() -> &'static ControlPlane {
         .expect("control plane start panicked")
 }
 
+/// A control plane of the test's own (stopped on drop), built first if needed.
+pub async fn private(label: &'static str) -> ControlPlane {
+    tokio::task::spawn_blocking(move || {
+        tart_kubelet_tests::cluster::build().expect("control plane binaries");
+        ControlPlane::start_private(label)
+    })
+    .await
+    .unwrap()
+    .expect("private control plane")
+}
+
 pub async fn kubectl(kubeconfig: &Path, args: &[&str]) -> anyhow::Result<String> {
     let out = tokio::time::timeout(
         Duration::from_secs(60),

@@ -312,7 +312,6 @@ impl Env {
             .collect()
     }
 
-    /// Wait until the Pod has an event with `reason`; returns all events then.
     /// How many times each reason was reported for `pod`: Event objects, each counting its
     /// series (a repeated event is one object with `series.count`).
     pub async fn event_counts(&self, pod: &str) -> BTreeMap<String, i32> {
@@ -333,6 +332,7 @@ impl Env {
         m
     }
 
+    /// Wait until the Pod has an event with `reason`; returns all events then.
     pub async fn wait_event(&self, pod: &str, reason: &str) -> Vec<(String, String, String)> {
         match wait_for(WAIT, || async {
             let e = self.events(pod).await;
