@@ -17,7 +17,7 @@ use tracing::{Instrument, error, info, info_span, warn};
 
 use crate::{
     admin::{self, Readiness},
-    config::{Cli, Command, Config, ConfigError, HostDefaults, RunArgs},
+    config::{Cli, Command, Config, HostDefaults},
     host::HostInfo,
     metrics::NodeMetrics,
     node::{
@@ -25,6 +25,7 @@ use crate::{
         watch::ObservedNode,
     },
     slots::VmSlots,
+    telemetry::error_chain,
 };
 
 /// Exit code for configuration errors (the same as clap's usage errors).
@@ -409,33 +410,4 @@ async fn internal_ip(kc: &kube::Config) -> IpAddr {
         .map(|a| a.ip()),
     };
     crate::host::local_ip_towards(peer.unwrap_or(IpAddr::from([127, 0, 0, 1])))
-}
-
-/// `error: cause: cause` on one line.
-pub fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut src = e.source();
-    while let Some(c) = src {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        src = c.source();
-    }
-    s
-}
-
-/// Parse `argv` into a validated [`Config`] the way `cli_main` does (for tests and tools).
-///
-/// # Errors
-/// Clap's error text or the [`ConfigError`].
-pub fn config_from_argv<I, S>(argv: I, host: &HostDefaults) -> Result<Config, String>
-where
-    I: IntoIterator<Item = S>,
-    S: Into<std::ffi::OsString> + Clone,
-{
-    let cli = Cli::try_parse_from(argv).map_err(|e| e.to_string())?;
-    let args: RunArgs = match cli.command {
-        Some(Command::Run(a)) => a.or(cli.run),
-        _ => cli.run,
-    };
-    Config::load(args, host).map_err(|e: ConfigError| error_chain(&e))
 }

@@ -7,6 +7,8 @@
 //! [`entry`] wires them together; [`cli_main`] is the process entry point.
 
 pub mod admin;
+pub mod api;
+pub mod backoff;
 pub mod config;
 pub mod entry;
 pub mod host;
@@ -14,6 +16,7 @@ pub mod macos;
 pub mod metrics;
 pub mod node;
 pub mod pods;
+pub mod quantity;
 pub mod ship;
 pub mod slots;
 pub mod telemetry;

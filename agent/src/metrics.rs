@@ -3,6 +3,7 @@
 //! values come only from closed sets (`&'static str` from `as_str` functions). Pod-side
 //! metrics live in `crate::pods::metrics`.
 
+use crate::api::ApiErrorKind;
 use prometheus_client::{
     encoding::EncodeLabelSet,
     metrics::{counter::Counter, family::Family, gauge::Gauge, histogram::Histogram},
@@ -41,7 +42,7 @@ pub type ApiErrors = Family<ApiErrorLabels, Counter>;
 pub struct ApiErrorLabels {
     /// `node`, `lease`, `pod` or `event`.
     pub resource: &'static str,
-    /// `forbidden`, `conflict`, `timeout` or `other`.
+    /// [`ApiErrorKind::as_str`].
     pub kind: &'static str,
 }
 
@@ -142,7 +143,7 @@ impl NodeMetrics {
                 .get_or_create(&ConditionLabels { condition });
         }
         for resource in ["node", "lease", "pod", "event"] {
-            for kind in ["forbidden", "conflict", "timeout", "other"] {
+            for kind in ApiErrorKind::ALL.map(ApiErrorKind::as_str) {
                 let _ = m
                     .api_errors
                     .get_or_create(&ApiErrorLabels { resource, kind });
@@ -174,7 +175,7 @@ impl NodeMetrics {
 /// Count a failed API call on `tart_kubelet_api_errors_total`; `None` is a request that ran
 /// past its deadline.
 pub fn count_api_error(family: &ApiErrors, resource: &'static str, err: Option<&kube::Error>) {
-    let kind = err.map_or("timeout", crate::node::api_error_kind);
+    let kind = err.map_or(ApiErrorKind::Timeout, ApiErrorKind::of).as_str();
     family
         .get_or_create(&ApiErrorLabels { resource, kind })
         .inc();

@@ -41,30 +41,16 @@ pub fn fmt_duration(d: Duration) -> String {
 }
 
 /// Parse a byte quantity: `1073741824`, `512Mi`, `4Gi`, `1Ti`, `500M`, `2G` (Kubernetes
-/// suffixes; binary `Ki..Pi` and decimal `k..P`). Fractions are not accepted.
+/// quantity syntax, [`crate::quantity`]).
 pub fn parse_bytes(s: &str) -> Result<u64, String> {
     let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let n: u64 = num
-        .parse()
-        .map_err(|_| format!("{s:?} is not a byte quantity (use e.g. 4Gi, 512Mi, 500M)"))?;
-    let mult: u64 = match unit {
-        "" => 1,
-        "Ki" => 1 << 10,
-        "Mi" => 1 << 20,
-        "Gi" => 1 << 30,
-        "Ti" => 1 << 40,
-        "Pi" => 1 << 50,
-        "k" => 1_000,
-        "M" => 1_000_000,
-        "G" => 1_000_000_000,
-        "T" => 1_000_000_000_000,
-        "P" => 1_000_000_000_000_000,
-        _ => return Err(format!("{s:?} has unknown quantity suffix {unit:?}")),
-    };
-    n.checked_mul(mult)
-        .ok_or_else(|| format!("{s:?} is too large"))
+    crate::quantity::parse_bytes(s).ok_or_else(|| {
+        if crate::quantity::parse_scaled(s, 1).is_some() {
+            format!("{s:?} is too large")
+        } else {
+            format!("{s:?} is not a byte quantity: a number with a Kubernetes suffix such as 4Gi, 512Mi, 500M")
+        }
+    })
 }
 
 /// Free-space threshold under which the `TART_HOME` volume is under disk pressure.
@@ -221,6 +207,7 @@ mod tests {
         assert_eq!(parse_bytes("500M"), Ok(500_000_000));
         assert_eq!(parse_bytes("1024"), Ok(1024));
         assert!(parse_bytes("4GB").unwrap_err().contains("suffix"));
+        assert_eq!(parse_bytes("1.5Ki"), Ok(1536));
         assert!(
             parse_bytes("99999999999Pi")
                 .unwrap_err()

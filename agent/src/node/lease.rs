@@ -21,7 +21,7 @@ use tokio::{sync::watch, time::Instant};
 use tracing::{debug, warn};
 
 use super::{ApiAccess, FIELD_MANAGER};
-use crate::{admin::Readiness, metrics::NodeMetrics};
+use crate::{admin::Readiness, backoff::API_RETRY, metrics::NodeMetrics};
 
 /// Namespace of node Leases.
 pub const NAMESPACE: &str = "kube-node-lease";
@@ -71,11 +71,10 @@ pub fn desired_lease(
     }
 }
 
-/// Backoff after `failures` consecutive failed renewals: 0.5 s doubling, capped at 7 s and
-/// never longer than the normal interval.
+/// Backoff after `failures` (≥ 1) consecutive failed writes: [`API_RETRY`], never longer
+/// than the normal interval.
 pub fn retry_delay(failures: u32, interval: Duration) -> Duration {
-    let d = Duration::from_millis(500) * 2u32.saturating_pow(failures.saturating_sub(1).min(5));
-    d.min(Duration::from_secs(7)).min(interval)
+    API_RETRY.delay(failures.saturating_sub(1)).min(interval)
 }
 
 impl LeaseTask {

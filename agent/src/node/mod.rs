@@ -32,16 +32,6 @@ use crate::{config::Config, host::HostFacts};
 /// Field manager / user-visible identity of our writes.
 pub const FIELD_MANAGER: &str = "tart-kubelet";
 
-/// Closed classification of a Kubernetes API error, for `tart_kubelet_api_errors_total`.
-pub fn api_error_kind(err: &kube::Error) -> &'static str {
-    match err {
-        kube::Error::Api(s) if s.code == 403 => "forbidden",
-        kube::Error::Api(s) if s.code == 409 => "conflict",
-        kube::Error::Api(s) if s.code == 504 || s.code == 408 => "timeout",
-        _ => "other",
-    }
-}
-
 /// Logs API failures; a 403 is logged once (at `error`, naming the verb and resource) until
 /// that call succeeds again, so a missing RBAC rule is one clear line, not a flood.
 #[derive(Clone, Debug, Default)]
@@ -189,14 +179,6 @@ mod tests {
             message: "m".into(),
             ..Default::default()
         }))
-    }
-
-    #[test]
-    fn api_errors_map_to_closed_kinds() {
-        assert_eq!(api_error_kind(&api_err(403)), "forbidden");
-        assert_eq!(api_error_kind(&api_err(409)), "conflict");
-        assert_eq!(api_error_kind(&api_err(504)), "timeout");
-        assert_eq!(api_error_kind(&api_err(500)), "other");
     }
 
     #[test]

@@ -42,7 +42,6 @@ use self::{
     context::{NodeView, PodsConfig, Shared},
     metrics::PodMetrics,
     plan::Process,
-    resources::parse_scaled,
     sink::EventSink,
     status::ContainerView,
 };
@@ -50,23 +49,12 @@ use crate::{
     config::{Config, PullCredentials},
     entry::PodSideDeps,
     node::watch::ObservedNode,
+    quantity::parse_scaled,
     vm::{gc, naming::VmNaming},
 };
 
 /// VM log files are cut to their last half past this size.
 const VM_LOG_CAP: u64 = 64 << 20;
-
-/// The error and its sources, `: `-joined, for one log line.
-pub fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        cur = c.source();
-    }
-    s
-}
 
 impl PodsConfig {
     /// From the agent configuration.

@@ -8,6 +8,7 @@
 use std::time::{Duration, Instant};
 
 use super::admission::Rejection;
+use crate::backoff::CRASH_LOOP;
 
 /// `spec.restartPolicy`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -138,10 +139,9 @@ pub enum Step {
     Nothing,
 }
 
-/// Kubelet's container restart backoff: 10 s doubling, capped at 300 s.
+/// Kubelet's container restart backoff after `restart_count` restarts.
 pub fn crash_backoff(restart_count: u32) -> Duration {
-    let secs = 10u64.saturating_mul(1u64 << restart_count.min(5));
-    Duration::from_secs(secs.min(300))
+    CRASH_LOOP.delay(restart_count)
 }
 
 /// Decide.

@@ -28,11 +28,11 @@ use super::{
     plan::{PodFacts, RestartPolicy, Step, plan},
     status::{self, Desired, Observation},
 };
-use crate::metrics::count_api_error;
 use crate::vm::{
     naming::NamingError,
     supervisor::{self, Start, WorkerInput, WorkerState},
 };
+use crate::{api::ApiErrorKind, backoff::REQUEUE, metrics::count_api_error};
 
 /// Admission limits before our Node's allocatable is known: admit everything.
 const UNLIMITED: HostLimits = HostLimits {
@@ -72,20 +72,8 @@ impl Error {
     pub fn kind(&self) -> &'static str {
         match self {
             Error::NoUid => "no_uid",
-            Error::Api {
-                source: kube::Error::Api(s),
-                ..
-            } if s.code == 409 => "conflict",
-            Error::Api {
-                source: kube::Error::Api(s),
-                ..
-            } if s.code == 403 => "forbidden",
-            Error::Api {
-                source: kube::Error::Api(s),
-                ..
-            } if s.code == 404 => "not_found",
-            Error::Api { .. } => "api",
-            Error::Timeout { .. } => "timeout",
+            Error::Api { source, .. } => ApiErrorKind::of(source).as_str(),
+            Error::Timeout { .. } => ApiErrorKind::Timeout.as_str(),
             Error::Naming(_) => "naming",
         }
     }
@@ -147,11 +135,9 @@ pub fn error_policy<T: Tart>(pod: Arc<Pod>, err: &Error, ctx: Arc<Shared<T>>) ->
         .uid()
         .map(|u| ctx.with_api_failures(|f| f.get(&u).copied().unwrap_or(1)))
         .unwrap_or(1);
-    let base =
-        Duration::from_secs(1u64 << n.saturating_sub(1).min(9)).min(Duration::from_secs(300));
-    let jitter = base.mul_f64(rand::random::<f64>() * 0.2);
-    warn!(error = %crate::pods::error_chain(err), pod = %pod.name_any(), retry_s = base.as_secs(), "reconcile failed");
-    Action::requeue(base + jitter)
+    let delay = REQUEUE.jittered(n.saturating_sub(1), rand::random::<f64>());
+    warn!(error = %crate::telemetry::error_chain(err), pod = %pod.name_any(), retry_s = delay.as_secs(), "reconcile failed");
+    Action::requeue(delay)
 }
 
 fn is_terminal(pod: &Pod) -> bool {
@@ -481,7 +467,7 @@ mod tests {
         };
         assert_eq!(api(409).kind(), "conflict");
         assert_eq!(api(403).kind(), "forbidden");
-        assert_eq!(api(500).kind(), "api");
+        assert_eq!(api(500).kind(), "other");
         assert_eq!(Error::Timeout { what: "x" }.kind(), "timeout");
     }
 }

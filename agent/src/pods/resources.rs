@@ -7,11 +7,14 @@
 //! - memory: bytes rounded up to whole MiB (`--memory` is MiB, §2.3);
 //! - ephemeral-storage: bytes rounded up to whole GB of 10⁹ bytes (`--disk-size`, §2.3).
 //!
-//! Quantities are parsed here (k8s-openapi keeps them as strings). Pure; no I/O.
+//! Quantities are parsed by [`crate::quantity`] (k8s-openapi keeps them as strings). Pure;
+//! no I/O.
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::{api::core::v1::Container, apimachinery::pkg::api::resource::Quantity};
+
+use crate::quantity::parse_scaled;
 
 const MIB: u128 = 1 << 20;
 const GB: u128 = 1_000_000_000;
@@ -98,60 +101,6 @@ fn clamp_u16(v: u128) -> u16 {
     u16::try_from(v).unwrap_or(u16::MAX)
 }
 
-/// Parse a Kubernetes quantity and return `value × scale`, rounded up to an integer.
-/// `scale` is 1000 for cpu (result in millicores) and 1 for bytes.
-///
-/// Accepts `<decimal>[suffix]` with binary (`Ki`..`Ei`) or decimal (`n u m k M G T P E`)
-/// suffixes, or an `e`/`E` exponent. Negative values are rejected.
-pub fn parse_scaled(s: &str, scale: u128) -> Option<u128> {
-    let s = s.trim();
-    let split = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+'))
-        .unwrap_or(s.len());
-    let (num, suffix) = s.split_at(split);
-    let num = num.strip_prefix('+').unwrap_or(num);
-    if num.is_empty() || num == "." {
-        return None;
-    }
-    let (int, frac) = num.split_once('.').unwrap_or((num, ""));
-    if !int.bytes().all(|b| b.is_ascii_digit()) || !frac.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    // value = digits / 10^frac_len × mult_num / mult_den × scale
-    let digits: u128 = format!("{int}{frac}").parse().ok()?;
-    let mut den: u128 = 10u128.checked_pow(u32::try_from(frac.len()).ok()?)?;
-    let mut mul: u128 = scale;
-    match suffix {
-        "" => {}
-        "Ki" => mul = mul.checked_mul(1 << 10)?,
-        "Mi" => mul = mul.checked_mul(1 << 20)?,
-        "Gi" => mul = mul.checked_mul(1 << 30)?,
-        "Ti" => mul = mul.checked_mul(1 << 40)?,
-        "Pi" => mul = mul.checked_mul(1 << 50)?,
-        "Ei" => mul = mul.checked_mul(1 << 60)?,
-        "n" => den = den.checked_mul(1_000_000_000)?,
-        "u" => den = den.checked_mul(1_000_000)?,
-        "m" => den = den.checked_mul(1000)?,
-        "k" => mul = mul.checked_mul(1000)?,
-        "M" => mul = mul.checked_mul(1_000_000)?,
-        "G" => mul = mul.checked_mul(1_000_000_000)?,
-        "T" => mul = mul.checked_mul(1_000_000_000_000)?,
-        "P" => mul = mul.checked_mul(1_000_000_000_000_000)?,
-        "E" => mul = mul.checked_mul(1_000_000_000_000_000_000)?,
-        e if e.starts_with(['e', 'E']) => {
-            let exp: i32 = e[1..].parse().ok()?;
-            let p = 10u128.checked_pow(exp.unsigned_abs())?;
-            if exp >= 0 {
-                mul = mul.checked_mul(p)?;
-            } else {
-                den = den.checked_mul(p)?;
-            }
-        }
-        _ => return None,
-    }
-    digits.checked_mul(mul).map(|n| n.div_ceil(den))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -173,28 +122,6 @@ mod tests {
                 ..Default::default()
             }),
             ..Default::default()
-        }
-    }
-
-    #[test]
-    fn quantities_parse_with_every_suffix_family() {
-        assert_eq!(parse_scaled("2", 1000), Some(2000));
-        assert_eq!(parse_scaled("500m", 1000), Some(500));
-        assert_eq!(parse_scaled("1.5", 1000), Some(1500));
-        assert_eq!(parse_scaled("0.0001", 1000), Some(1)); // rounded up
-        assert_eq!(parse_scaled("8Gi", 1), Some(8 << 30));
-        assert_eq!(parse_scaled("1.5Gi", 1), Some(3 << 29));
-        assert_eq!(parse_scaled("4G", 1), Some(4_000_000_000));
-        assert_eq!(parse_scaled("128974848", 1), Some(128_974_848));
-        assert_eq!(parse_scaled("129e6", 1), Some(129_000_000));
-        assert_eq!(parse_scaled("123Mi", 1), Some(123 << 20));
-        assert_eq!(parse_scaled("+1k", 1), Some(1000));
-    }
-
-    #[test]
-    fn garbage_quantities_are_rejected() {
-        for q in ["", "abc", "-1", "1Xi", "1..2", "Gi", "1 Gi", "."] {
-            assert_eq!(parse_scaled(q, 1), None, "{q:?}");
         }
     }
 
