@@ -2,8 +2,8 @@
 //! runs every Pod bound to it as a Tart macOS VM.
 //!
 //! Node side (this crate's [`node`], [`slots`], [`host`], [`admin`], [`metrics`]): registration,
-//! Lease heartbeat, status and conditions, VM slots, the admin endpoint. Pod side ([`pods`],
-//! [`vm`]): one VM per Pod. Shipping ([`ship`], [`macos`]): launchd and macOS host facts.
+//! Lease heartbeat, status and conditions, VM slots, the admin endpoint. Pod side ([`pods`]):
+//! one VM per Pod. Shipping ([`ship`], [`macos`]): launchd and macOS host facts.
 //! [`entry`] wires them together; [`cli_main`] is the process entry point.
 
 pub mod admin;
@@ -20,6 +20,5 @@ pub mod quantity;
 pub mod ship;
 pub mod slots;
 pub mod telemetry;
-pub mod vm;
 
 pub use entry::{cli_main, run};

@@ -28,6 +28,16 @@ pub struct HostLimits {
     pub disk_bytes: u64,
 }
 
+impl HostLimits {
+    /// Before our Node's allocatable is known, and for Pods that already have a VM: admit
+    /// everything.
+    pub const UNLIMITED: HostLimits = HostLimits {
+        cpu_millis: u64::MAX,
+        memory_bytes: u64::MAX,
+        disk_bytes: u64::MAX,
+    };
+}
+
 /// Closed set of rejection reasons (metric label and event reason).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum RejectReason {

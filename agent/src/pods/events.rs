@@ -1,13 +1,16 @@
 //! Which event to publish for what happened, with kubelet's reasons and messages
 //! (host-and-conventions.md §5.3), plus our own `CreatingVM`, `WaitingForVMSlot` and the host
-//! fault Warnings. Each [`Occurrence`] is published once: the caller supplies a dedupe key
-//! naming the occurrence (e.g. the attempt number), and the sink drops repeats of a key, so a
-//! re-run reconcile never repeats an event. Pure; publishing lives in `pods::sink`.
+//! fault Warnings. Each [`Occurrence`] is published once: the caller supplies a sequence number
+//! naming the occurrence (e.g. the attempt number), the sink drops repeats of the pair
+//! ([`EventKind`], number), so a re-run reconcile never repeats an event. Pure; publishing lives
+//! in `pods::sink`.
 
 use std::time::Duration;
 
 use kube::runtime::events::EventType;
 use tart::ErrorKind;
+
+use super::{admission::RejectReason, reasons::host_fault_reason};
 
 /// Something worth an event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,11 +97,66 @@ pub enum Occurrence {
     },
     /// Rejected at admission.
     Rejected {
-        /// Kubelet-style reason.
-        reason: String,
+        /// Why.
+        reason: RejectReason,
         /// Message.
         message: String,
     },
+}
+
+/// The kind of an occurrence: with a sequence number, what the sink dedupes on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EventKind {
+    /// [`Occurrence::CreatingVm`].
+    CreatingVm,
+    /// [`Occurrence::Pulling`].
+    Pulling,
+    /// [`Occurrence::Pulled`] or [`Occurrence::AlreadyPresent`]: one per pull attempt.
+    Pulled,
+    /// [`Occurrence::PullFailed`].
+    PullFailed,
+    /// [`Occurrence::PullBackOff`].
+    PullBackOff,
+    /// [`Occurrence::NeverPull`].
+    NeverPull,
+    /// [`Occurrence::Created`].
+    Created,
+    /// [`Occurrence::Started`].
+    Started,
+    /// [`Occurrence::Killing`].
+    Killing,
+    /// [`Occurrence::Failed`].
+    Failed,
+    /// [`Occurrence::BackOffRestart`].
+    BackOffRestart,
+    /// [`Occurrence::WaitingForSlot`].
+    WaitingForSlot,
+    /// [`Occurrence::HostFault`].
+    HostFault,
+    /// [`Occurrence::Rejected`].
+    Rejected,
+}
+
+impl Occurrence {
+    /// Its kind.
+    pub fn kind(&self) -> EventKind {
+        match self {
+            Self::CreatingVm { .. } => EventKind::CreatingVm,
+            Self::Pulling { .. } => EventKind::Pulling,
+            Self::Pulled { .. } | Self::AlreadyPresent { .. } => EventKind::Pulled,
+            Self::PullFailed { .. } => EventKind::PullFailed,
+            Self::PullBackOff { .. } => EventKind::PullBackOff,
+            Self::NeverPull { .. } => EventKind::NeverPull,
+            Self::Created { .. } => EventKind::Created,
+            Self::Started { .. } => EventKind::Started,
+            Self::Killing { .. } => EventKind::Killing,
+            Self::Failed { .. } => EventKind::Failed,
+            Self::BackOffRestart { .. } => EventKind::BackOffRestart,
+            Self::WaitingForSlot { .. } => EventKind::WaitingForSlot,
+            Self::HostFault { .. } => EventKind::HostFault,
+            Self::Rejected { .. } => EventKind::Rejected,
+        }
+    }
 }
 
 /// A ready-to-publish event.
@@ -112,17 +170,6 @@ pub struct EventSpec {
     pub note: String,
     /// events.k8s.io `action`.
     pub action: &'static str,
-}
-
-/// The event reason a host fault is reported under.
-pub fn host_fault_reason(kind: ErrorKind) -> &'static str {
-    match kind {
-        ErrorKind::VmLimit => "VMLimitReached",
-        ErrorKind::AuxStorageLocked => "AuxiliaryStorageLocked",
-        ErrorKind::NoSpace => "HostDiskFull",
-        ErrorKind::Spawn => "TartUnavailable",
-        _ => "HostFault",
-    }
 }
 
 fn host_fault_text(kind: ErrorKind) -> &'static str {
@@ -147,6 +194,16 @@ fn cap(mut s: String, max: usize) -> String {
         s.truncate(i);
     }
     s
+}
+
+/// `message` without the `Error: ` that Tart puts in front of its own messages, so that
+/// kubelet's `Error: <message>` never reads `Error: Error: …`.
+pub fn without_error_prefix(message: &str) -> &str {
+    let mut m = message.trim_start();
+    while let Some(rest) = m.strip_prefix("Error:") {
+        m = rest.trim_start();
+    }
+    m
 }
 
 /// The event for an occurrence.
@@ -216,9 +273,12 @@ pub fn spec(o: &Occurrence) -> EventSpec {
             format!("Stopping container {container}"),
             "Kill",
         ),
-        Occurrence::Failed { message } => {
-            (Warning, "Failed", format!("Error: {message}"), "Create")
-        }
+        Occurrence::Failed { message } => (
+            Warning,
+            "Failed",
+            format!("Error: {}", without_error_prefix(message)),
+            "Create",
+        ),
         Occurrence::BackOffRestart { container, pod } => (
             Warning,
             "BackOff",
@@ -243,7 +303,7 @@ pub fn spec(o: &Occurrence) -> EventSpec {
             "Start",
         ),
         Occurrence::Rejected { reason, message } => {
-            (Warning, reason.as_str(), message.clone(), "Admit")
+            (Warning, reason.pod_reason(), message.clone(), "Admit")
         }
     };
     EventSpec {
@@ -298,6 +358,16 @@ mod tests {
         assert_eq!(s.type_, EventType::Normal);
         assert_eq!(s.reason, "WaitingForVMSlot");
         assert!(s.note.contains("All 2 VM slots"));
+    }
+
+    #[test]
+    fn a_failure_message_never_doubles_the_error_prefix() {
+        let s = spec(&Occurrence::Failed {
+            message: "Error: VM needs at least 4 CPUs".into(),
+        });
+        assert_eq!(s.note, "Error: VM needs at least 4 CPUs");
+        assert_eq!(without_error_prefix("Error: Error:  x"), "x");
+        assert_eq!(without_error_prefix("plain"), "plain");
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! Test fixtures: a chainable Pod builder (`test_pod().image("…").deleting(30)`).
+//! Test fixtures: a chainable Pod builder (`test_pod().image("…").deleting(30)`) and a
+//! [`Rig`]: the Pod side's contexts around `MemTart`.
 
 use k8s_openapi::{
     api::core::v1::{
@@ -9,7 +10,23 @@ use k8s_openapi::{
     apimachinery::pkg::{api::resource::Quantity, apis::meta::v1::Time},
     jiff::Timestamp,
 };
-use kube::api::ObjectMeta;
+use std::{sync::Arc, time::Duration};
+
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::{api::ObjectMeta, runtime::reflector::ObjectRef};
+use prometheus_client::{metrics::gauge::Gauge, registry::Registry};
+use tart::testing::MemTart;
+use tokio::sync::{mpsc, watch};
+
+use super::{
+    context::{NodeView, PodsConfig, Shared},
+    events::{Occurrence, spec},
+    metrics::PodMetrics,
+    naming::VmNaming,
+    sink::EventSink,
+    worker::{Waker, WorkerConfig, WorkerContext},
+};
+use crate::{node::health::HostHealth, slots::VmSlots};
 
 pub const UID: &str = "3f2c1a9e-5b7d-4e21-9a0b-c1d2e3f4a5b6";
 
@@ -182,5 +199,97 @@ impl PodBuilder {
             .get_or_insert_with(Vec::new)
             .push(k8s_openapi::api::core::v1::LocalObjectReference { name: name.into() });
         self
+    }
+}
+
+/// A Pod side with `MemTart` and no API server behind its client: events go to a channel,
+/// wake-ups to another, metrics to a registry of its own.
+pub struct Rig {
+    pub worker: Arc<WorkerContext<MemTart>>,
+    pub tart: MemTart,
+    pub events: mpsc::UnboundedReceiver<(ObjectReference, Occurrence)>,
+    pub wakes: futures::channel::mpsc::UnboundedReceiver<ObjectRef<Pod>>,
+    pub registry: Registry,
+}
+
+/// A client whose requests can never succeed (nothing listens on port 9).
+pub fn offline_client() -> kube::Client {
+    kube::Client::try_from(kube::Config::new("http://127.0.0.1:9".parse().unwrap()))
+        .expect("client")
+}
+
+pub fn rig(tart: MemTart, slots: u32) -> Rig {
+    rig_with_client(tart, slots, offline_client())
+}
+
+pub fn rig_with_client(tart: MemTart, slots: u32, client: kube::Client) -> Rig {
+    let mut registry = Registry::default();
+    let metrics = PodMetrics::register(&mut registry);
+    let (tx, events) = mpsc::unbounded_channel();
+    let (wake_tx, wakes) = futures::channel::mpsc::unbounded();
+    let cfg = WorkerConfig {
+        vm_log_dir: std::env::temp_dir(),
+        vm_log_cap_bytes: 1 << 20,
+        run_start_window: Duration::from_millis(10),
+        ip_wait: Duration::from_secs(1),
+        read_pull_secrets: false,
+        api_timeout: Duration::from_secs(1),
+    };
+    let worker = Arc::new(WorkerContext {
+        client,
+        tart: Arc::new(tart.clone()),
+        cfg,
+        slots: VmSlots::new(slots, Gauge::default()),
+        health: HostHealth::new(1, Duration::from_secs(600)),
+        metrics,
+        events: EventSink::with_sender(tx),
+        pulls: Default::default(),
+        waker: Waker::new(wake_tx),
+    });
+    Rig {
+        worker,
+        tart,
+        events,
+        wakes,
+        registry,
+    }
+}
+
+impl Rig {
+    /// The controller's context around this rig's worker context.
+    pub fn shared(&self, node: NodeView) -> Arc<Shared<MemTart>> {
+        Arc::new(Shared {
+            client: self.worker.client.clone(),
+            cfg: PodsConfig {
+                node_name: "mac-1".into(),
+                host_ip: "192.0.2.10".into(),
+                default_grace: Duration::from_secs(5),
+                api_timeout: Duration::from_secs(1),
+                concurrency: 4,
+                gc_interval: Duration::from_secs(60),
+            },
+            worker: self.worker.clone(),
+            naming: VmNaming::default(),
+            node: watch::channel(node).1,
+            workers: Default::default(),
+            api_failures: Default::default(),
+            api_errors: Default::default(),
+        })
+    }
+
+    /// The event reasons published so far, in order.
+    pub fn reasons(&mut self) -> Vec<String> {
+        let mut v = vec![];
+        while let Ok((_, o)) = self.events.try_recv() {
+            v.push(spec(&o).reason);
+        }
+        v
+    }
+
+    /// The registry's text exposition.
+    pub fn metrics(&self) -> String {
+        let mut s = String::new();
+        prometheus_client::encoding::text::encode(&mut s, &self.registry).unwrap();
+        s
     }
 }

@@ -16,6 +16,7 @@ use prometheus_client::{
 use tart::{Attempt, AttemptOutcome, ErrorKind, Observer, Op};
 
 use super::admission::RejectReason;
+use crate::metrics::OutcomeLabels;
 
 /// Buckets for VM-scale durations: a start that takes hours must not hide in the top bucket.
 pub const VM_BUCKETS: [f64; 15] = [
@@ -87,7 +88,6 @@ labels!(CommandKindLabels { command, kind });
 labels!(KindLabels { kind });
 labels!(AgeLabels { age });
 labels!(StateLabels { state });
-labels!(OutcomeLabels { outcome });
 labels!(ReasonLabels { reason });
 
 /// The Pod-side metrics. Clones share the same series.

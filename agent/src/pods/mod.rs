@@ -1,9 +1,10 @@
 //! Pod side of the agent: every Pod bound to this node becomes a Tart VM.
 //!
-//! Wiring only. Pure cores: [`admission`], [`image`], [`resources`], [`plan`], [`status`],
-//! [`events`]. I/O: [`reconcile`] (API side of one Pod), [`crate::vm::supervisor`] (the per-Pod
-//! worker that owns the VM), [`crate::vm::gc`] (restart recovery and orphans), [`sink`]
-//! (events), [`pull`] (single-flight pulls and credentials), [`metrics`].
+//! Wiring only. Pure cores: [`admission`], [`image`], [`resources`], [`input`], [`plan`],
+//! [`status`], [`reasons`], [`events`], [`naming`]. I/O: [`reconcile`] (the Pod object: Pod
+//! steps, worker input, status), [`worker`] (the per-Pod task that owns the VM: VM steps),
+//! [`recovery`] (restart recovery and orphans), [`sink`] (events), [`pull`] (single-flight pulls
+//! and credentials), [`metrics`]. docs/architecture.md draws the arrows between them.
 //!
 //! Start-up order: register metrics, then (once the node side runs) recovery — re-attach
 //! running VMs, then delete orphans — and only then the controller, with field selector
@@ -13,13 +14,18 @@ pub mod admission;
 pub mod context;
 pub mod events;
 pub mod image;
+pub mod input;
 pub mod metrics;
+pub mod naming;
 pub mod plan;
 pub mod pull;
+pub mod reasons;
 pub mod reconcile;
+pub mod recovery;
 pub mod resources;
 pub mod sink;
 pub mod status;
+pub mod worker;
 
 #[cfg(test)]
 pub(crate) mod fixtures;
@@ -41,16 +47,18 @@ use self::{
     admission::HostLimits,
     context::{NodeView, PodsConfig, Shared},
     metrics::PodMetrics,
+    naming::VmNaming,
     plan::Process,
     sink::EventSink,
     status::ContainerView,
+    worker::{Waker, WorkerConfig, WorkerContext},
 };
 use crate::{
+    backoff::{API_RETRY, WatchBackoff},
     config::{Config, PullCredentials},
     entry::PodSideDeps,
     node::watch::ObservedNode,
     quantity::parse_scaled,
-    vm::{gc, naming::VmNaming},
 };
 
 /// VM log files are cut to their last half past this size.
@@ -62,15 +70,24 @@ impl PodsConfig {
         Self {
             node_name: cfg.node_name.clone(),
             host_ip,
+            default_grace: cfg.default_termination_grace,
+            api_timeout: cfg.api_timeout,
+            concurrency: cfg.pod_concurrency,
+            gc_interval: Duration::from_secs(60),
+        }
+    }
+}
+
+impl WorkerConfig {
+    /// From the agent configuration.
+    pub fn from_config(cfg: &Config) -> Self {
+        Self {
             vm_log_dir: cfg.vm_log_dir.clone(),
             vm_log_cap_bytes: VM_LOG_CAP,
             run_start_window: cfg.run_start_window,
             ip_wait: cfg.ip_wait,
-            default_grace: cfg.default_termination_grace,
             read_pull_secrets: cfg.pull_credentials == PullCredentials::PodSecrets,
             api_timeout: cfg.api_timeout,
-            concurrency: cfg.pod_concurrency,
-            gc_interval: Duration::from_secs(60),
         }
     }
 }
@@ -102,23 +119,29 @@ pub async fn run<T: Tart>(deps: PodSideDeps<T>, metrics: PodMetrics) {
             return;
         }
     };
-    let (trigger, trigger_rx) = futures::channel::mpsc::unbounded::<()>();
+    let (wake_tx, wake_rx) = futures::channel::mpsc::unbounded();
+    let (wake_all_tx, wake_all_rx) = futures::channel::mpsc::unbounded::<()>();
     let (node_tx, node_rx) = watch::channel(NodeView::default());
-    let shared = Arc::new(Shared {
+    let worker = Arc::new(WorkerContext {
+        client: deps.client.clone(),
+        tart: deps.tart.clone(),
+        cfg: WorkerConfig::from_config(&deps.cfg),
+        slots: deps.slots.clone(),
+        health: deps.health.clone(),
         events: EventSink::spawn(
             deps.client.clone(),
             &cfg.node_name,
             cfg.api_timeout,
             deps.node_metrics.api_errors.clone(),
         ),
-        client: deps.client.clone(),
-        tart: deps.tart.clone(),
-        naming,
-        slots: deps.slots.clone(),
-        health: deps.health.clone(),
         metrics,
         pulls: Default::default(),
-        trigger,
+        waker: Waker::new(wake_tx),
+    });
+    let shared = Arc::new(Shared {
+        client: deps.client.clone(),
+        worker,
+        naming,
         node: node_rx,
         workers: Default::default(),
         api_failures: Default::default(),
@@ -127,21 +150,27 @@ pub async fn run<T: Tart>(deps: PodSideDeps<T>, metrics: PodMetrics) {
     });
     let mut shutdown = deps.shutdown.clone();
     tokio::spawn(
-        follow_node(shared.clone(), deps.node.clone(), node_tx, shutdown.clone())
+        follow_node(
+            shared.cfg.node_name.clone(),
+            deps.node.clone(),
+            node_tx,
+            wake_all_tx,
+            shutdown.clone(),
+        )
             .instrument(info_span!("pods_node")),
     );
     tokio::spawn(population(shared.clone(), shutdown.clone()));
 
     // Restart recovery before the controller: adopt running VMs, then delete orphans.
     loop {
-        match gc::recover(&shared).await {
+        match recovery::recover(&shared).await {
             Ok(orphans) => {
                 info!(
                     adopted = shared.with_workers(|w| w.len()),
                     orphans = orphans.len(),
                     "recovery done"
                 );
-                gc::collect(&shared, orphans).await;
+                recovery::collect(&shared, orphans).await;
                 break;
             }
             Err(error) => warn!(%error, "recovery failed; retrying"),
@@ -154,18 +183,23 @@ pub async fn run<T: Tart>(deps: PodSideDeps<T>, metrics: PodMetrics) {
 
     let pods: Api<Pod> = Api::all(shared.client.clone());
     let wc = watcher::Config::default().fields(&format!("spec.nodeName={}", shared.cfg.node_name));
-    let controller = Controller::new(pods, wc).with_config(
-        controller::Config::default()
-            .concurrency(shared.cfg.concurrency)
-            .debounce(Duration::from_millis(50)),
-    );
+    // A watch that lost the API server re-lists within seconds of its return, so Pod status
+    // the node lifecycle controller changed meanwhile is put right at once.
+    let controller = Controller::new(pods, wc)
+        .with_config(
+            controller::Config::default()
+                .concurrency(shared.cfg.concurrency)
+                .debounce(Duration::from_millis(50)),
+        )
+        .trigger_backoff(WatchBackoff::new(API_RETRY));
     tokio::spawn(
-        gc::sweep_loop(shared.clone(), controller.store(), shutdown.clone())
+        recovery::sweep_loop(shared.clone(), controller.store(), shutdown.clone())
             .instrument(info_span!("vm_gc")),
     );
     let mut sd = shutdown.clone();
     controller
-        .reconcile_all_on(trigger_rx)
+        .reconcile_on(wake_rx)
+        .reconcile_all_on(wake_all_rx)
         .graceful_shutdown_on(async move {
             let _ = sd.wait_for(|s| *s).await;
         })
@@ -184,10 +218,11 @@ pub async fn run<T: Tart>(deps: PodSideDeps<T>, metrics: PodMetrics) {
 /// Keep [`NodeView`] current from the node side's one watch on our Node (shared, so the Pod
 /// side adds no API load of its own): allocatable for admission, and whether the Node was
 /// deleted.
-async fn follow_node<T: Tart>(
-    shared: Arc<Shared<T>>,
+async fn follow_node(
+    node_name: String,
     mut observed: watch::Receiver<ObservedNode>,
     tx: watch::Sender<NodeView>,
+    wake_all: futures::channel::mpsc::UnboundedSender<()>,
     mut shutdown: watch::Receiver<bool>,
 ) {
     // Gone only after it was seen: at start-up the node side may still be creating it.
@@ -198,9 +233,10 @@ async fn follow_node<T: Tart>(
             && tx.send_if_modified(|v| std::mem::replace(v, new) != new)
         {
             if new.gone {
-                warn!(node = %shared.cfg.node_name, "our Node is gone; releasing its Pods");
+                warn!(node = %node_name, "our Node is gone; releasing its Pods");
             }
-            shared.wake();
+            // Admission limits or the Node's presence changed: every Pod may decide anew.
+            let _ = wake_all.unbounded_send(());
         }
         tokio::select! {
             r = observed.changed() => if r.is_err() { return },
@@ -273,7 +309,7 @@ async fn population<T: Tart>(shared: Arc<Shared<T>>, mut shutdown: watch::Receiv
             }
             (ages, vms)
         });
-        shared.metrics.set_population(&ages, vms);
+        shared.worker.metrics.set_population(&ages, vms);
         tokio::select! {
             () = tokio::time::sleep(Duration::from_secs(5)) => {}
             _ = shutdown.wait_for(|s| *s) => return,

@@ -1,11 +1,14 @@
-//! The decision core: Pod facts + what we know of its VM -> the next [`Step`].
+//! The decision core: Pod facts + what we know of its VM -> one [`Decision`], whose Pod half
+//! ([`PodStep`]) the reconciler carries out on the Pod object and whose VM half ([`VmStep`]) the
+//! Pod's worker carries out with tart. Each half has exactly one executor, which matches it
+//! without a catch-all arm, so a new step does not compile until it is handled.
 //!
-//! Level-triggered and idempotent: the same inputs always give the same step, and executing a
-//! step only moves the inputs forward. The reconciler runs the Pod-level steps (finalizer,
-//! rejection, teardown); the per-Pod worker runs the VM steps (pull … ip, restart). Both call
-//! [`plan`]. Pure; no I/O, time is passed in.
+//! Level-triggered and idempotent: the same inputs always give the same decision, and carrying
+//! out a step only moves the inputs forward. Pure; no I/O, the time is passed in.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use super::admission::Rejection;
 use crate::backoff::CRASH_LOOP;
@@ -100,14 +103,36 @@ pub struct VmFacts {
     pub restarts: u32,
 }
 
-/// The next thing to do for a Pod.
+/// What to do next for one Pod: one step on the Pod object, one on its VM.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Step {
+pub struct Decision {
+    /// The reconciler's half.
+    pub pod: PodStep,
+    /// The worker's half.
+    pub vm: VmStep,
+}
+
+/// A step on the Pod object, carried out by the reconciler.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PodStep {
+    /// Nothing to change on the object: keep the worker's input and the Pod status in step.
+    Sync,
     /// Add our finalizer and requeue at once.
     AddFinalizer,
     /// Mark the Pod Failed with this reason; emit a Warning.
     Reject(Rejection),
-    /// A retry or restart backoff is running: wait this long.
+    /// Remove our finalizer.
+    RemoveFinalizer,
+    /// Delete the Pod with grace 0 and a UID precondition.
+    DeletePod,
+}
+
+/// A step on the Pod's VM, carried out by its worker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VmStep {
+    /// Nothing to do until the input or the VM changes.
+    Idle,
+    /// A retry backoff is running: wait this long.
     Wait(Duration),
     /// Ensure the image is present (pull per policy).
     Pull,
@@ -125,18 +150,28 @@ pub enum Step {
     MarkRunning,
     /// The VM exited and the restart policy restarts it: back off this long, then run again.
     Restart(Duration),
-    /// The VM exited for good: report the terminal phase.
+    /// The VM exited for good: report the terminal state.
     Finish,
     /// Stop the VM (graceful).
     Stop,
     /// `tart delete`.
     Delete,
-    /// Remove our finalizer.
-    RemoveFinalizer,
-    /// Delete the Pod with grace 0 and a UID precondition.
-    DeletePod,
-    /// Nothing to do until something changes.
-    Nothing,
+}
+
+impl Decision {
+    fn pod(pod: PodStep) -> Self {
+        Self {
+            pod,
+            vm: VmStep::Idle,
+        }
+    }
+
+    fn vm(vm: VmStep) -> Self {
+        Self {
+            pod: PodStep::Sync,
+            vm,
+        }
+    }
 }
 
 /// Kubelet's container restart backoff after `restart_count` restarts.
@@ -145,72 +180,74 @@ pub fn crash_backoff(restart_count: u32) -> Duration {
 }
 
 /// Decide.
-pub fn plan(pod: &PodFacts, vm: &VmFacts, now: Instant) -> Step {
+pub fn plan(pod: &PodFacts, vm: &VmFacts, now: Instant) -> Decision {
     let alive = matches!(vm.process, Process::Running { .. });
     if pod.node_gone && !pod.deleting {
         // Our Node was deleted: let go of the Pod so it can never hang Terminating because of
         // us. The VM is left alone; if the Pod goes away, orphan GC removes it, and if the
         // Node comes back, the finalizer is added again.
         return if pod.has_finalizer {
-            Step::RemoveFinalizer
+            Decision::pod(PodStep::RemoveFinalizer)
         } else {
-            Step::Nothing
+            Decision::vm(VmStep::Idle)
         };
     }
     if pod.deleting {
-        if alive {
-            return Step::Stop;
-        }
-        if vm.cloned {
-            return Step::Delete;
-        }
-        if pod.has_finalizer {
-            return Step::RemoveFinalizer;
-        }
-        return Step::DeletePod;
+        return if alive {
+            Decision::vm(VmStep::Stop)
+        } else if vm.cloned {
+            Decision::vm(VmStep::Delete)
+        } else if pod.has_finalizer {
+            Decision::pod(PodStep::RemoveFinalizer)
+        } else {
+            Decision::pod(PodStep::DeletePod)
+        };
     }
     if pod.terminal {
         // Phases never leave Succeeded/Failed; a live process here would be a bug elsewhere.
-        return if alive { Step::Stop } else { Step::Nothing };
+        return Decision::vm(if alive { VmStep::Stop } else { VmStep::Idle });
     }
     if !pod.has_finalizer {
-        return Step::AddFinalizer;
+        return Decision::pod(PodStep::AddFinalizer);
     }
     if let Some(r) = &pod.rejection {
-        return Step::Reject(r.clone());
+        return Decision::pod(PodStep::Reject(r.clone()));
     }
+    Decision::vm(vm_step(pod, vm, now))
+}
+
+/// The VM step of an admitted Pod that is neither deleting nor terminal.
+fn vm_step(pod: &PodFacts, vm: &VmFacts, now: Instant) -> VmStep {
     if vm.finished {
-        return Step::Finish;
+        return VmStep::Idle;
     }
     match vm.process {
-        Process::Running { has_ip: false, .. } => return Step::WaitIp,
-        Process::Running { marked: false, .. } => return Step::MarkRunning,
-        Process::Running { .. } => return Step::Nothing,
+        Process::Running { has_ip: false, .. } => return VmStep::WaitIp,
+        Process::Running { marked: false, .. } => return VmStep::MarkRunning,
+        Process::Running { .. } => return VmStep::Idle,
         Process::Exited { code } => {
             return if pod.restart_policy.restarts(code) {
-                Step::Restart(crash_backoff(vm.restarts))
+                VmStep::Restart(crash_backoff(vm.restarts))
             } else {
-                Step::Finish
+                VmStep::Finish
             };
         }
         Process::None => {}
     }
     if let Some(until) = vm.blocked_until.filter(|u| *u > now) {
-        return Step::Wait(until - now);
+        return VmStep::Wait(until - now);
     }
     if !vm.image_ready && !vm.cloned {
-        return Step::Pull;
+        VmStep::Pull
+    } else if !vm.cloned {
+        VmStep::Clone
+    } else if !vm.configured {
+        VmStep::Set
+    } else if !vm.slot_held {
+        VmStep::WaitForSlot
+    } else {
+        VmStep::Run
     }
-    if !vm.cloned {
-        return Step::Clone;
-    }
-    if !vm.configured {
-        return Step::Set;
-    }
-    if !vm.slot_held {
-        return Step::WaitForSlot;
-    }
-    Step::Run
 }
 
 #[cfg(test)]
@@ -239,13 +276,18 @@ mod tests {
         }
     }
 
+    fn pod_step(p: PodStep) -> Decision {
+        Decision::pod(p)
+    }
+
+    fn vm_step(v: VmStep) -> Decision {
+        Decision::vm(v)
+    }
+
     #[test]
     fn first_sight_adds_the_finalizer_before_anything_else() {
-        let p = PodFacts::default();
-        assert_eq!(
-            plan(&p, &VmFacts::default(), Instant::now()),
-            Step::AddFinalizer
-        );
+        let d = plan(&PodFacts::default(), &VmFacts::default(), Instant::now());
+        assert_eq!(d, pod_step(PodStep::AddFinalizer));
     }
 
     #[test]
@@ -258,10 +300,8 @@ mod tests {
             rejection: Some(r.clone()),
             ..pod()
         };
-        assert_eq!(
-            plan(&p, &VmFacts::default(), Instant::now()),
-            Step::Reject(r)
-        );
+        let d = plan(&p, &VmFacts::default(), Instant::now());
+        assert_eq!(d, pod_step(PodStep::Reject(r)));
     }
 
     #[test]
@@ -271,42 +311,34 @@ mod tests {
         let mut vm = VmFacts::default();
         let mut seen = vec![];
         for _ in 0..10 {
-            let s = plan(&p, &vm, now);
-            seen.push(s.clone());
-            match s {
-                Step::Pull => vm.image_ready = true,
-                Step::Clone => vm.cloned = true,
-                Step::Set => vm.configured = true,
-                Step::WaitForSlot => vm.slot_held = true,
-                Step::Run => {
+            let d = plan(&p, &vm, now);
+            assert_eq!(d.pod, PodStep::Sync, "provisioning is the worker's");
+            seen.push(d.vm.clone());
+            match d.vm {
+                VmStep::Pull => vm.image_ready = true,
+                VmStep::Clone => vm.cloned = true,
+                VmStep::Set => vm.configured = true,
+                VmStep::WaitForSlot => vm.slot_held = true,
+                VmStep::Run => {
                     vm.process = Process::Running {
                         has_ip: false,
                         marked: false,
                     }
                 }
-                Step::WaitIp => {
+                VmStep::WaitIp => {
                     vm.process = Process::Running {
                         has_ip: true,
                         marked: false,
                     }
                 }
-                Step::MarkRunning => vm.process = running().process,
+                VmStep::MarkRunning => vm.process = running().process,
                 _ => break,
             }
         }
-        use Step::*;
+        use VmStep::*;
         assert_eq!(
             seen,
-            vec![
-                Pull,
-                Clone,
-                Set,
-                WaitForSlot,
-                Run,
-                WaitIp,
-                MarkRunning,
-                Nothing
-            ]
+            vec![Pull, Clone, Set, WaitForSlot, Run, WaitIp, MarkRunning, Idle]
         );
     }
 
@@ -316,7 +348,7 @@ mod tests {
             cloned: true,
             ..Default::default()
         };
-        assert_eq!(plan(&pod(), &vm, Instant::now()), Step::Set);
+        assert_eq!(plan(&pod(), &vm, Instant::now()), vm_step(VmStep::Set));
     }
 
     #[test]
@@ -326,8 +358,10 @@ mod tests {
             blocked_until: Some(now + Duration::from_secs(7)),
             ..Default::default()
         };
-        assert_eq!(plan(&pod(), &vm, now), Step::Wait(Duration::from_secs(7)));
-        assert_eq!(plan(&pod(), &vm, now + Duration::from_secs(8)), Step::Pull);
+        let wait = vm_step(VmStep::Wait(Duration::from_secs(7)));
+        assert_eq!(plan(&pod(), &vm, now), wait);
+        let later = now + Duration::from_secs(8);
+        assert_eq!(plan(&pod(), &vm, later), vm_step(VmStep::Pull));
     }
 
     #[test]
@@ -342,20 +376,24 @@ mod tests {
             ..pod()
         };
         use RestartPolicy::*;
-        assert_eq!(plan(&with(Never), &exited(0), now), Step::Finish);
-        assert_eq!(plan(&with(Never), &exited(1), now), Step::Finish);
-        assert_eq!(plan(&with(OnFailure), &exited(0), now), Step::Finish);
-        let ten = Step::Restart(Duration::from_secs(10));
+        let finish = vm_step(VmStep::Finish);
+        assert_eq!(plan(&with(Never), &exited(0), now), finish);
+        assert_eq!(plan(&with(Never), &exited(1), now), finish);
+        assert_eq!(plan(&with(OnFailure), &exited(0), now), finish);
+        let ten = vm_step(VmStep::Restart(Duration::from_secs(10)));
         assert_eq!(plan(&with(OnFailure), &exited(1), now), ten);
         assert_eq!(plan(&with(Always), &exited(0), now), ten);
         let third = VmFacts {
             restarts: 2,
             ..exited(3)
         };
-        assert_eq!(
-            plan(&with(Always), &third, now),
-            Step::Restart(Duration::from_secs(40))
-        );
+        let forty = vm_step(VmStep::Restart(Duration::from_secs(40)));
+        assert_eq!(plan(&with(Always), &third, now), forty);
+        let done = VmFacts {
+            finished: true,
+            ..exited(0)
+        };
+        assert_eq!(plan(&with(Never), &done, now), vm_step(VmStep::Idle));
     }
 
     #[test]
@@ -365,18 +403,19 @@ mod tests {
             deleting: true,
             ..pod()
         };
-        assert_eq!(plan(&p, &running(), now), Step::Stop);
+        assert_eq!(plan(&p, &running(), now), vm_step(VmStep::Stop));
         let stopped = VmFacts {
             process: Process::Exited { code: 0 },
             ..running()
         };
-        assert_eq!(plan(&p, &stopped, now), Step::Delete);
-        assert_eq!(plan(&p, &VmFacts::default(), now), Step::RemoveFinalizer);
+        assert_eq!(plan(&p, &stopped, now), vm_step(VmStep::Delete));
+        let gone = VmFacts::default();
+        assert_eq!(plan(&p, &gone, now), pod_step(PodStep::RemoveFinalizer));
         let released = PodFacts {
             has_finalizer: false,
             ..p
         };
-        assert_eq!(plan(&released, &VmFacts::default(), now), Step::DeletePod);
+        assert_eq!(plan(&released, &gone, now), pod_step(PodStep::DeletePod));
     }
 
     #[test]
@@ -394,7 +433,7 @@ mod tests {
             blocked_until: Some(now + Duration::from_secs(60)),
             ..Default::default()
         };
-        assert_eq!(plan(&p, &vm, now), Step::RemoveFinalizer);
+        assert_eq!(plan(&p, &vm, now), pod_step(PodStep::RemoveFinalizer));
     }
 
     #[test]
@@ -404,27 +443,32 @@ mod tests {
             node_gone: true,
             ..pod()
         };
-        assert_eq!(plan(&p, &running(), now), Step::RemoveFinalizer);
+        assert_eq!(
+            plan(&p, &running(), now),
+            pod_step(PodStep::RemoveFinalizer)
+        );
         let released = PodFacts {
             has_finalizer: false,
             ..p.clone()
         };
-        assert_eq!(plan(&released, &running(), now), Step::Nothing);
+        assert_eq!(plan(&released, &running(), now), vm_step(VmStep::Idle));
         // A deletion still tears down normally while we run.
         let deleting = PodFacts {
             deleting: true,
             ..p
         };
-        assert_eq!(plan(&deleting, &running(), now), Step::Stop);
+        assert_eq!(plan(&deleting, &running(), now), vm_step(VmStep::Stop));
     }
 
     #[test]
-    fn terminal_pods_are_left_alone() {
+    fn terminal_pods_are_left_alone_and_a_live_vm_is_stopped() {
         let p = PodFacts {
             terminal: true,
             ..pod()
         };
-        assert_eq!(plan(&p, &VmFacts::default(), Instant::now()), Step::Nothing);
+        let now = Instant::now();
+        assert_eq!(plan(&p, &VmFacts::default(), now), vm_step(VmStep::Idle));
+        assert_eq!(plan(&p, &running(), now), vm_step(VmStep::Stop));
     }
 
     #[test]

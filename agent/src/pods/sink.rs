@@ -1,10 +1,11 @@
-//! Publishing events: one queue, one publisher task, per-Pod dedupe.
+//! Publishing Pod events: one queue, one publisher task, per-Pod dedupe.
 //!
-//! Callers hand over an [`Occurrence`] with a dedupe key naming that occurrence (for example
-//! `pulling#2` for the second pull attempt); a key already seen for that Pod is dropped, so a
-//! re-run reconcile never repeats an event. A single task publishes in order through kube's
-//! `Recorder` (events.k8s.io/v1) with a deadline per request, so a slow API server never
-//! blocks a Pod worker and CreatingVM, Pulling, Pulled, Created, Started keep their order.
+//! Callers hand over an [`Occurrence`] with a sequence number naming that occurrence (for
+//! example 2 for the second pull attempt); a (kind, number) already seen for that Pod is dropped,
+//! so a re-run reconcile never repeats an event. A single task publishes in order as
+//! events.k8s.io/v1 Events with a deadline per request, so a slow API server never blocks a Pod
+//! worker and CreatingVM, Pulling, Pulled, Created, Started keep their order. Event names come
+//! from [`crate::api::event_name`], valid for every valid Pod name.
 
 use std::{
     collections::{HashMap, HashSet},
@@ -12,19 +13,33 @@ use std::{
     time::Duration,
 };
 
-use k8s_openapi::api::core::v1::ObjectReference;
-use kube::runtime::events::{Event, Recorder, Reporter};
+use k8s_openapi::{
+    api::{core::v1::ObjectReference, events::v1::Event},
+    apimachinery::pkg::apis::meta::v1::MicroTime,
+    jiff::Timestamp,
+};
+use kube::{
+    Api,
+    api::{ObjectMeta, PostParams},
+    runtime::events::EventType,
+};
 use tokio::sync::mpsc;
 use tracing::{debug, warn};
 
-use super::events::{Occurrence, spec};
-use crate::metrics::{ApiErrors, count_api_error};
+use super::events::{EventKind, EventSpec, Occurrence, spec};
+use crate::{
+    api::event_name,
+    metrics::{ApiErrors, count_api_error},
+};
+
+/// Who reports the events (`reportingController`).
+const CONTROLLER: &str = "tart-kubelet";
 
 /// Cheap to clone; all clones share one queue and one dedupe table.
 #[derive(Clone)]
 pub struct EventSink {
     tx: mpsc::UnboundedSender<(ObjectReference, Occurrence)>,
-    seen: Arc<Mutex<HashMap<String, HashSet<String>>>>,
+    seen: Arc<Mutex<HashMap<String, HashSet<(EventKind, u32)>>>>,
 }
 
 impl EventSink {
@@ -36,26 +51,18 @@ impl EventSink {
         timeout: Duration,
         api_errors: ApiErrors,
     ) -> Self {
-        let recorder = Recorder::new(
-            client,
-            Reporter {
-                controller: "tart-kubelet".into(),
-                instance: Some(node.to_owned()),
-            },
-        );
         let (tx, mut rx) = mpsc::unbounded_channel::<(ObjectReference, Occurrence)>();
+        let node = node.to_owned();
         tokio::spawn(async move {
             while let Some((obj, occ)) = rx.recv().await {
                 let s = spec(&occ);
-                let ev = Event {
-                    type_: s.type_,
-                    reason: s.reason.clone(),
-                    note: Some(s.note),
-                    action: s.action.into(),
-                    secondary: None,
-                };
-                match tokio::time::timeout(timeout, recorder.publish(&ev, &obj)).await {
-                    Ok(Ok(())) => debug!(reason = %s.reason, "event published"),
+                let ev = event(&obj, &s, &node, Timestamp::now());
+                let api: Api<Event> =
+                    Api::namespaced(client.clone(), obj.namespace.as_deref().unwrap_or("default"));
+                let res =
+                    tokio::time::timeout(timeout, api.create(&PostParams::default(), &ev)).await;
+                match res {
+                    Ok(Ok(_)) => debug!(reason = %s.reason, "event published"),
                     Ok(Err(error)) => {
                         count_api_error(&api_errors, "event", Some(&error));
                         warn!(%error, reason = %s.reason, "event not published");
@@ -78,29 +85,56 @@ impl EventSink {
         }
     }
 
-    /// Publish `occ` about `obj` unless `key` was already used for this Pod (`uid`).
-    /// Returns whether it was queued.
-    pub fn emit(&self, uid: &str, obj: &ObjectReference, key: &str, occ: Occurrence) -> bool {
+    /// Publish `occ` about `obj` unless an occurrence of its kind numbered `seq` was already
+    /// published for this Pod (`uid`). Returns whether it was queued.
+    pub fn emit(&self, uid: &str, obj: &ObjectReference, seq: u32, occ: Occurrence) -> bool {
         let fresh = self
             .lock()
             .entry(uid.to_owned())
             .or_default()
-            .insert(key.to_owned());
+            .insert((occ.kind(), seq));
         if fresh {
             let _ = self.tx.send((obj.clone(), occ));
         }
         fresh
     }
 
-    /// Forget a Pod's keys once it is gone.
+    /// Forget a Pod's occurrences once it is gone.
     pub fn forget(&self, uid: &str) {
         self.lock().remove(uid);
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, HashSet<String>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, HashSet<(EventKind, u32)>>> {
         self.seen
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// The Event object for `s` about `obj`, reported by this node's agent.
+fn event(obj: &ObjectReference, s: &EventSpec, node: &str, now: Timestamp) -> Event {
+    let regarding = obj.name.as_deref().unwrap_or(CONTROLLER);
+    Event {
+        metadata: ObjectMeta {
+            name: Some(event_name(regarding, &format!("{:x}", now.as_nanosecond()))),
+            namespace: obj.namespace.clone(),
+            ..ObjectMeta::default()
+        },
+        event_time: Some(MicroTime(now)),
+        action: Some(s.action.into()),
+        reason: Some(s.reason.clone()),
+        note: Some(s.note.clone()),
+        type_: Some(
+            match s.type_ {
+                EventType::Normal => "Normal",
+                EventType::Warning => "Warning",
+            }
+            .into(),
+        ),
+        regarding: Some(obj.clone()),
+        reporting_controller: Some(CONTROLLER.into()),
+        reporting_instance: Some(node.to_owned()),
+        ..Event::default()
     }
 }
 
@@ -109,23 +143,46 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_key_is_published_once_per_pod() {
+    fn an_occurrence_is_published_once_per_pod() {
         let (tx, mut rx) = mpsc::unbounded_channel();
         let sink = EventSink::with_sender(tx);
         let obj = ObjectReference::default();
         let occ = || Occurrence::Started {
             container: "vm".into(),
         };
-        assert!(sink.emit("u1", &obj, "started#0", occ()));
-        assert!(!sink.emit("u1", &obj, "started#0", occ()));
-        assert!(sink.emit("u1", &obj, "started#1", occ()));
-        assert!(sink.emit("u2", &obj, "started#0", occ()));
+        assert!(sink.emit("u1", &obj, 0, occ()));
+        assert!(!sink.emit("u1", &obj, 0, occ()));
+        assert!(sink.emit("u1", &obj, 1, occ()));
+        assert!(sink.emit("u2", &obj, 0, occ()));
+        let killing = Occurrence::Killing {
+            container: "vm".into(),
+        };
+        assert!(sink.emit("u1", &obj, 0, killing), "another kind, same number");
         sink.forget("u1");
-        assert!(sink.emit("u1", &obj, "started#0", occ()));
+        assert!(sink.emit("u1", &obj, 0, occ()));
         let mut n = 0;
         while rx.try_recv().is_ok() {
             n += 1;
         }
-        assert_eq!(n, 4);
+        assert_eq!(n, 5);
+    }
+
+    #[test]
+    fn the_event_of_a_pod_with_the_longest_name_is_valid() {
+        let name = "p".repeat(253);
+        let obj = ObjectReference {
+            name: Some(name.clone()),
+            namespace: Some("ci".into()),
+            ..ObjectReference::default()
+        };
+        let s = spec(&Occurrence::Started {
+            container: "vm".into(),
+        });
+        let ev = event(&obj, &s, "mac-1", Timestamp::UNIX_EPOCH);
+        let n = ev.metadata.name.unwrap();
+        assert!(n.len() <= 253, "{} chars", n.len());
+        assert_eq!(ev.regarding.unwrap().name.unwrap(), name);
+        assert_eq!(ev.reporting_instance.as_deref(), Some("mac-1"));
+        assert_eq!(ev.type_.as_deref(), Some("Normal"));
     }
 }

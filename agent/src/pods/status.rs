@@ -1,23 +1,38 @@
-//! Observation -> Pod status (the body of a strategic-merge patch on `pods/status`).
+//! Observation -> Pod status, built with k8s-openapi's types and sent as the body of a
+//! strategic-merge patch on `pods/status`.
 //!
 //! Follows kubelet's `getPhase` and container-state conventions (host-and-conventions.md §5.3)
 //! with one synthesized container whose `containerID` is `tart://<vm>`. Only fields that exist in
 //! Kubernetes 1.20 are written. Condition transition times are carried over from the current
 //! status while a condition's status is unchanged, so an unchanged observation builds an
 //! identical patch and [`needs_patch`] says no: our own status writes retrigger the watch, and
-//! this is what keeps that from looping. Pure; no I/O, time is passed in.
+//! this is what keeps that from looping. A `True` condition carries no reason or message, as
+//! kubelet's; the patch deletes any left from when it was `False` (a strategic merge keeps
+//! fields it is not told to remove). Pure; no I/O, time is passed in.
 
-use k8s_openapi::{api::core::v1::PodStatus, jiff::Timestamp};
-use serde_json::{Map, Value, json};
+use k8s_openapi::{
+    api::core::v1::{
+        ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStateWaiting,
+        ContainerStatus, PodCondition, PodIP, PodStatus,
+    },
+    apimachinery::pkg::apis::meta::v1::Time,
+    jiff::Timestamp,
+};
+use serde_json::Value;
+
+use super::{
+    admission::RejectReason,
+    reasons::{TerminatedReason, WaitingReason},
+};
 
 /// A finished run of the VM.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Terminated {
     /// Exit code (signals: 128 + signal, as container runtimes report).
     pub exit_code: i32,
-    /// `Completed` (0) or `Error`.
-    pub reason: String,
-    /// Optional detail.
+    /// Why it ended.
+    pub reason: TerminatedReason,
+    /// What the user should know beyond the reason.
     pub message: Option<String>,
     /// When `tart run` started.
     pub started_at: Timestamp,
@@ -25,22 +40,14 @@ pub struct Terminated {
     pub finished_at: Timestamp,
 }
 
-impl Terminated {
-    /// `Completed` for exit 0, `Error` otherwise (containerd's reasons).
-    pub fn reason_for(code: i32) -> &'static str {
-        if code == 0 { "Completed" } else { "Error" }
-    }
-}
-
 /// The one container's state.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ContainerView {
-    /// Not running: `ContainerCreating`, `ErrImagePull`, `ImagePullBackOff`,
-    /// `ErrImageNeverPull`, `CrashLoopBackOff`, or a host-fault reason.
+    /// Not running yet, or between runs.
     Waiting {
-        /// Reason.
-        reason: String,
-        /// Message.
+        /// Why.
+        reason: WaitingReason,
+        /// What the user should know beyond the reason.
         message: Option<String>,
     },
     /// `tart run` is alive.
@@ -52,6 +59,21 @@ pub enum ContainerView {
     },
     /// Exited for good.
     Terminated(Terminated),
+}
+
+impl ContainerView {
+    /// Waiting for `reason`.
+    pub fn waiting(reason: WaitingReason, message: Option<String>) -> Self {
+        Self::Waiting { reason, message }
+    }
+
+    /// The waiting reason, if waiting.
+    pub fn waiting_reason(&self) -> Option<WaitingReason> {
+        match self {
+            Self::Waiting { reason, .. } => Some(*reason),
+            _ => None,
+        }
+    }
 }
 
 /// What the agent knows about a Pod, in status terms.
@@ -82,8 +104,8 @@ pub struct Observation {
 pub enum Desired {
     /// Rejected at admission: phase Failed with reason and message, nothing else.
     Rejected {
-        /// `status.reason`.
-        reason: String,
+        /// Why.
+        reason: RejectReason,
         /// `status.message`.
         message: String,
     },
@@ -97,125 +119,194 @@ impl From<Observation> for Desired {
     }
 }
 
-fn ts(t: &Timestamp) -> String {
-    // Same format as k8s-openapi's `Time` (seconds precision), so round trips compare equal.
-    t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+/// The Pod phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Not started yet.
+    Pending,
+    /// Started (or restarting).
+    Running,
+    /// Ended with exit 0 for good.
+    Succeeded,
+    /// Ended otherwise for good, or rejected.
+    Failed,
 }
 
-fn terminated_json(t: &Terminated) -> Value {
-    let mut v = json!({
-        "exitCode": t.exit_code,
-        "reason": t.reason,
-        "startedAt": ts(&t.started_at),
-        "finishedAt": ts(&t.finished_at),
-    });
-    if let Some(m) = &t.message {
-        v["message"] = json!(m);
+impl Phase {
+    /// The phase as Kubernetes shows it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "Pending",
+            Self::Running => "Running",
+            Self::Succeeded => "Succeeded",
+            Self::Failed => "Failed",
+        }
     }
-    v
+
+    fn is_terminal(self) -> bool {
+        matches!(self, Self::Succeeded | Self::Failed)
+    }
 }
 
 /// The phase, per kubelet's rules for a single container.
-pub fn phase(o: &Observation) -> &'static str {
+pub fn phase(o: &Observation) -> Phase {
     match &o.state {
-        ContainerView::Running { .. } => "Running",
-        ContainerView::Terminated(t) if t.exit_code == 0 => "Succeeded",
-        ContainerView::Terminated(_) => "Failed",
+        ContainerView::Running { .. } => Phase::Running,
+        ContainerView::Terminated(t) if t.exit_code == 0 => Phase::Succeeded,
+        ContainerView::Terminated(_) => Phase::Failed,
         // A waiting container that ran before is restarting: kubelet counts it as stopped and
         // keeps the Pod Running.
-        ContainerView::Waiting { .. } if o.last_terminated.is_some() => "Running",
-        ContainerView::Waiting { .. } => "Pending",
+        ContainerView::Waiting { .. } if o.last_terminated.is_some() => Phase::Running,
+        ContainerView::Waiting { .. } => Phase::Pending,
     }
 }
 
-/// Build the `status` object. `current` supplies transition times and `startTime`.
-pub fn build(desired: &Desired, current: Option<&PodStatus>, now: Timestamp) -> Value {
+fn time(t: Timestamp) -> Time {
+    // k8s-openapi writes `Time` with seconds precision: keep ours the same, so what we build
+    // compares equal to what the server returns.
+    Time(Timestamp::from_second(t.as_second()).unwrap_or(t))
+}
+
+fn terminated_state(t: &Terminated) -> ContainerStateTerminated {
+    ContainerStateTerminated {
+        exit_code: t.exit_code,
+        reason: Some(t.reason.as_str().into()),
+        message: t.message.clone(),
+        started_at: Some(time(t.started_at)),
+        finished_at: Some(time(t.finished_at)),
+        ..ContainerStateTerminated::default()
+    }
+}
+
+fn container_state(v: &ContainerView) -> ContainerState {
+    match v {
+        ContainerView::Waiting { reason, message } => ContainerState {
+            waiting: Some(ContainerStateWaiting {
+                reason: Some(reason.as_str().into()),
+                message: message.clone(),
+            }),
+            ..ContainerState::default()
+        },
+        ContainerView::Running { started_at, .. } => ContainerState {
+            running: Some(ContainerStateRunning {
+                started_at: Some(time(*started_at)),
+            }),
+            ..ContainerState::default()
+        },
+        ContainerView::Terminated(t) => ContainerState {
+            terminated: Some(terminated_state(t)),
+            ..ContainerState::default()
+        },
+    }
+}
+
+/// One condition; its transition time is carried over while its status is unchanged.
+fn condition(
+    current: Option<&PodStatus>,
+    type_: &str,
+    ok: bool,
+    not_ok: Option<(&str, String)>,
+    now: Timestamp,
+) -> PodCondition {
+    let status = if ok { "True" } else { "False" };
+    let prev = current
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|cs| cs.iter().find(|c| c.type_ == type_));
+    let since = match prev {
+        Some(c) if c.status == status => c.last_transition_time.clone(),
+        _ => None,
+    };
+    let (reason, message) = match not_ok.filter(|_| !ok) {
+        Some((r, m)) => (Some(r.to_owned()), Some(m)),
+        None => (None, None),
+    };
+    PodCondition {
+        type_: type_.into(),
+        status: status.into(),
+        last_transition_time: Some(since.unwrap_or_else(|| time(now))),
+        reason,
+        message,
+        ..PodCondition::default()
+    }
+}
+
+/// The desired status. `current` supplies transition times and `startTime`.
+pub fn desired_status(desired: &Desired, current: Option<&PodStatus>, now: Timestamp) -> PodStatus {
     let o = match desired {
         Desired::Rejected { reason, message } => {
-            return json!({ "phase": "Failed", "reason": reason, "message": message });
+            return PodStatus {
+                phase: Some(Phase::Failed.as_str().into()),
+                reason: Some(reason.pod_reason().into()),
+                message: Some(message.clone()),
+                ..PodStatus::default()
+            };
         }
         Desired::Observed(o) => o,
     };
     let ready = matches!(o.state, ContainerView::Running { ready: true, .. });
     let phase = phase(o);
-    let terminal = matches!(phase, "Succeeded" | "Failed");
-    let cond = |ty: &str, ok: bool, reason: Option<&str>| {
-        let status = if ok { "True" } else { "False" };
-        let prev = current
-            .and_then(|s| s.conditions.as_ref())
-            .and_then(|cs| cs.iter().find(|c| c.type_ == ty));
-        let since = match prev {
-            Some(c) if c.status == status => c
-                .last_transition_time
-                .as_ref()
-                .map(|t| ts(&t.0))
-                .unwrap_or_else(|| ts(&now)),
-            _ => ts(&now),
-        };
-        let mut c = json!({ "type": ty, "status": status, "lastTransitionTime": since });
-        if let Some(r) = reason.filter(|_| !ok) {
-            c["reason"] = json!(r);
-        }
-        c
-    };
-    let not_ready = if terminal {
-        "PodCompleted"
+    let not_ready = if phase.is_terminal() {
+        ("PodCompleted", String::new())
     } else {
-        "ContainersNotReady"
+        (
+            "ContainersNotReady",
+            format!("containers with unready status: [{}]", o.container),
+        )
     };
-    let state = match &o.state {
-        ContainerView::Waiting { reason, message } => {
-            let mut w = json!({ "reason": reason });
-            if let Some(m) = message {
-                w["message"] = json!(m);
-            }
-            json!({ "waiting": w })
-        }
-        ContainerView::Running { started_at, .. } => {
-            json!({ "running": { "startedAt": ts(started_at) } })
-        }
-        ContainerView::Terminated(t) => json!({ "terminated": terminated_json(t) }),
+    let not_ready = || Some((not_ready.0, not_ready.1.clone()));
+    let container = ContainerStatus {
+        name: o.container.clone(),
+        image: o.image.clone(),
+        image_id: o.image_id.clone().unwrap_or_default(),
+        container_id: o.vm.as_ref().map(|vm| format!("tart://{vm}")),
+        ready,
+        started: Some(matches!(o.state, ContainerView::Running { .. })),
+        restart_count: i32::try_from(o.restart_count).unwrap_or(i32::MAX),
+        state: Some(container_state(&o.state)),
+        last_state: o.last_terminated.as_ref().map(|t| ContainerState {
+            terminated: Some(terminated_state(t)),
+            ..ContainerState::default()
+        }),
+        ..ContainerStatus::default()
     };
-    let mut cs = json!({
-        "name": o.container,
-        "image": o.image,
-        "imageID": o.image_id.clone().unwrap_or_default(),
-        "ready": ready,
-        "started": matches!(o.state, ContainerView::Running { .. }),
-        "restartCount": o.restart_count,
-        "state": state,
-    });
-    if let Some(vm) = &o.vm {
-        cs["containerID"] = json!(format!("tart://{vm}"));
-    }
-    if let Some(t) = &o.last_terminated {
-        cs["lastState"] = json!({ "terminated": terminated_json(t) });
-    }
     let start = current
-        .and_then(|s| s.start_time.as_ref())
-        .map(|t| ts(&t.0))
-        .unwrap_or_else(|| ts(&now));
-    let mut s = Map::new();
-    s.insert("phase".into(), json!(phase));
-    s.insert("startTime".into(), json!(start));
-    s.insert(
-        "conditions".into(),
-        json!([
-            cond("PodScheduled", true, None),
-            cond("Initialized", true, None),
-            cond("ContainersReady", ready, Some(not_ready)),
-            cond("Ready", ready, Some(not_ready)),
+        .and_then(|s| s.start_time.clone())
+        .unwrap_or_else(|| time(now));
+    PodStatus {
+        phase: Some(phase.as_str().into()),
+        start_time: Some(start),
+        conditions: Some(vec![
+            condition(current, "PodScheduled", true, None, now),
+            condition(current, "Initialized", true, None, now),
+            condition(current, "ContainersReady", ready, not_ready(), now),
+            condition(current, "Ready", ready, not_ready(), now),
         ]),
-    );
-    s.insert("containerStatuses".into(), json!([cs]));
-    if let Some(h) = &o.host_ip {
-        s.insert("hostIP".into(), json!(h));
+        container_statuses: Some(vec![container]),
+        host_ip: o.host_ip.clone(),
+        pod_ip: o.pod_ip.clone(),
+        pod_ips: o.pod_ip.clone().map(|ip| vec![PodIP { ip }]),
+        ..PodStatus::default()
     }
-    if let Some(ip) = &o.pod_ip {
-        s.insert("podIP".into(), json!(ip));
-        s.insert("podIPs".into(), json!([{ "ip": ip }]));
+}
+
+/// The patch body for `status`: the status as JSON, with explicit `null`s that delete the
+/// reason and message a `True` condition may still carry on the server.
+pub fn patch_body(status: &PodStatus) -> Value {
+    let mut v = serde_json::to_value(status).unwrap_or(Value::Null);
+    if let Some(conds) = v.get_mut("conditions").and_then(Value::as_array_mut) {
+        for c in conds {
+            if c["status"] == "True" {
+                c["reason"] = Value::Null;
+                c["message"] = Value::Null;
+            }
+        }
     }
-    Value::Object(s)
+    v
+}
+
+/// The body of the status patch for `desired` (see [`desired_status`], [`patch_body`]).
+pub fn build(desired: &Desired, current: Option<&PodStatus>, now: Timestamp) -> Value {
+    patch_body(&desired_status(desired, current, now))
 }
 
 /// Whether `desired` says anything `current` does not already say. Only keys present in

@@ -1,6 +1,9 @@
 use k8s_openapi::{api::core::v1::PodStatus, jiff::Timestamp};
 
+use serde_json::json;
+
 use super::*;
+use crate::pods::reasons::{TerminatedReason, WaitingReason};
 
 fn t(s: i64) -> Timestamp {
     Timestamp::from_second(s).unwrap()
@@ -63,10 +66,10 @@ fn running_with_ip_is_one_of_one_ready() {
 
 #[test]
 fn provisioning_is_pending_container_creating_not_ready() {
-    let o = obs(ContainerView::Waiting {
-        reason: "ContainerCreating".into(),
-        message: None,
-    });
+    let o = obs(ContainerView::waiting(
+        WaitingReason::ContainerCreating,
+        None,
+    ));
     let v = build(&Desired::from(o), None, t(1));
     assert_eq!(v["phase"], "Pending");
     assert_eq!(cond(&v, "Ready")["status"], "False");
@@ -83,7 +86,7 @@ fn exit_zero_is_succeeded_completed_and_non_zero_failed_error() {
     let term = |code| {
         ContainerView::Terminated(Terminated {
             exit_code: code,
-            reason: Terminated::reason_for(code).into(),
+            reason: TerminatedReason::for_exit(code),
             message: None,
             started_at: t(10),
             finished_at: t(20),
@@ -105,14 +108,14 @@ fn exit_zero_is_succeeded_completed_and_non_zero_failed_error() {
 
 #[test]
 fn crash_loop_keeps_running_phase_with_last_state_and_restart_count() {
-    let mut o = obs(ContainerView::Waiting {
-        reason: "CrashLoopBackOff".into(),
-        message: Some("back-off 10s restarting failed container=vm".into()),
-    });
+    let mut o = obs(ContainerView::waiting(
+        WaitingReason::CrashLoopBackOff,
+        Some("back-off 10s restarting failed container=vm".into()),
+    ));
     o.restart_count = 1;
     o.last_terminated = Some(Terminated {
         exit_code: 1,
-        reason: "Error".into(),
+        reason: TerminatedReason::Error,
         message: None,
         started_at: t(10),
         finished_at: t(20),
@@ -127,7 +130,7 @@ fn crash_loop_keeps_running_phase_with_last_state_and_restart_count() {
 #[test]
 fn rejected_is_failed_with_reason_and_message() {
     let d = Desired::Rejected {
-        reason: "UnsupportedContainerCount".into(),
+        reason: RejectReason::ContainerCount,
         message: "two".into(),
     };
     let v = build(&d, None, t(1));
@@ -181,4 +184,46 @@ fn condition_order_from_the_server_does_not_matter() {
 fn no_current_status_always_needs_a_patch() {
     let v = build(&Desired::from(obs(running(true))), None, t(1));
     assert!(needs_patch(&v, None));
+}
+
+#[test]
+fn a_true_ready_condition_carries_no_reason_and_clears_the_old_one() {
+    let waiting = Desired::from(obs(ContainerView::waiting(
+        WaitingReason::ContainerCreating,
+        None,
+    )));
+    let before = build(&waiting, None, t(100));
+    assert_eq!(cond(&before, "Ready")["reason"], "ContainersNotReady");
+    assert_eq!(
+        cond(&before, "Ready")["message"],
+        "containers with unready status: [vm]"
+    );
+    let server = as_status(&before);
+    let v = build(&Desired::from(obs(running(true))), Some(&server), t(200));
+    for ty in ["Ready", "ContainersReady"] {
+        let c = cond(&v, ty);
+        assert_eq!(c["status"], "True");
+        // null in a strategic merge patch deletes the server's stale reason and message.
+        assert_eq!((&c["reason"], &c["message"]), (&Value::Null, &Value::Null), "{ty}");
+    }
+    assert!(needs_patch(&v, Some(&server)));
+    // Once the server has dropped them, the same status needs no patch.
+    let mut after = as_status(&v);
+    for c in after.conditions.iter_mut().flatten() {
+        assert!(c.reason.is_none() || c.status != "True");
+    }
+    after.qos_class = Some("BestEffort".into());
+    assert!(!needs_patch(&build(&Desired::from(obs(running(true))), Some(&after), t(300)), Some(&after)));
+}
+
+#[test]
+fn a_stale_reason_on_a_true_condition_is_a_reason_to_patch() {
+    let d = Desired::from(obs(running(true)));
+    let mut server = as_status(&build(&d, None, t(100)));
+    for c in server.conditions.iter_mut().flatten() {
+        if c.type_ == "Ready" {
+            c.reason = Some("ContainersNotReady".into());
+        }
+    }
+    assert!(needs_patch(&build(&d, Some(&server), t(200)), Some(&server)));
 }

@@ -1,81 +1,18 @@
 //! The worker against `MemTart`: provisioning order, events, once-per-Pod histograms, host
 //! faults, slots, teardown and adoption. No API server: events go to a channel.
 
-use std::{sync::Arc, time::Duration};
+use std::time::Duration;
 
-use k8s_openapi::api::core::v1::ObjectReference;
-use prometheus_client::{encoding::text::encode, metrics::gauge::Gauge, registry::Registry};
 use tart::{ErrorKind, Op, Tart, testing::MemTart};
-use tokio::sync::{mpsc, watch};
 
-use super::*;
-use crate::{
-    node::health::HostHealth,
-    pods::{
-        context::{NodeView, PodsConfig, Shared},
-        events::Occurrence,
-        image::ImageRef,
-        metrics::PodMetrics,
-        plan::{PodFacts, RestartPolicy},
-        sink::EventSink,
-    },
-    slots::VmSlots,
-    vm::naming::VmNaming,
+use super::{outcomes::Failure, *};
+use crate::pods::{
+    fixtures::rig,
+    naming::VmNaming,
+    plan::RestartPolicy,
 };
 
 const IMAGE: &str = "ghcr.io/cirruslabs/macos:15";
-
-struct Rig {
-    shared: Arc<Shared<MemTart>>,
-    tart: MemTart,
-    events: mpsc::UnboundedReceiver<(ObjectReference, Occurrence)>,
-    registry: Registry,
-}
-
-fn rig(tart: MemTart, slots: u32) -> Rig {
-    let mut registry = Registry::default();
-    let metrics = PodMetrics::register(&mut registry);
-    let (tx, events) = mpsc::unbounded_channel();
-    let (trigger, _rx) = futures::channel::mpsc::unbounded();
-    std::mem::forget(_rx);
-    let client = kube::Client::try_from(kube::Config::new("http://127.0.0.1:9".parse().unwrap()))
-        .expect("client");
-    let cfg = PodsConfig {
-        node_name: "mac-1".into(),
-        host_ip: "192.0.2.10".into(),
-        vm_log_dir: std::env::temp_dir(),
-        vm_log_cap_bytes: 1 << 20,
-        run_start_window: Duration::from_millis(10),
-        ip_wait: Duration::from_secs(1),
-        default_grace: Duration::from_secs(5),
-        read_pull_secrets: false,
-        api_timeout: Duration::from_secs(1),
-        concurrency: 4,
-        gc_interval: Duration::from_secs(60),
-    };
-    let shared = Arc::new(Shared {
-        client,
-        tart: Arc::new(tart.clone()),
-        cfg,
-        naming: VmNaming::default(),
-        slots: VmSlots::new(slots, Gauge::default()),
-        health: HostHealth::new(1, Duration::from_secs(600)),
-        metrics,
-        events: EventSink::with_sender(tx),
-        pulls: Default::default(),
-        trigger,
-        node: watch::channel(NodeView::default()).1,
-        workers: Default::default(),
-        api_failures: Default::default(),
-        api_errors: Default::default(),
-    });
-    Rig {
-        shared,
-        tart,
-        events,
-        registry,
-    }
-}
 
 fn input(uid: &str, policy: RestartPolicy) -> WorkerInput {
     WorkerInput {
@@ -116,18 +53,8 @@ async fn until(
     }
 }
 
-fn reasons(rx: &mut mpsc::UnboundedReceiver<(ObjectReference, Occurrence)>) -> Vec<String> {
-    let mut v = vec![];
-    while let Ok((_, o)) = rx.try_recv() {
-        v.push(crate::pods::events::spec(&o).reason);
-    }
-    v
-}
-
-fn metrics(r: &Registry) -> String {
-    let mut s = String::new();
-    encode(&mut s, r).unwrap();
-    s
+fn waiting_for(s: &WorkerState, reason: WaitingReason) -> bool {
+    s.view.waiting_reason() == Some(reason)
 }
 
 fn running_with_ip(s: &WorkerState) -> bool {
@@ -137,9 +64,9 @@ fn running_with_ip(s: &WorkerState) -> bool {
 #[tokio::test]
 async fn a_fresh_pod_is_provisioned_in_order_and_counted_once() {
     let mut r = rig(MemTart::new(), 2);
-    let vm = r.shared.naming.vm_name(&uid(1)).unwrap();
+    let vm = VmNaming::default().vm_name(&uid(1)).unwrap();
     let mut h = spawn(
-        r.shared.clone(),
+        r.worker.clone(),
         vm.clone(),
         input(&uid(1), RestartPolicy::Always),
         Start::Fresh,
@@ -159,14 +86,14 @@ async fn a_fresh_pod_is_provisioned_in_order_and_counted_once() {
         "imageID from the cached tag's digest"
     );
     assert_eq!(
-        reasons(&mut r.events),
+        r.reasons(),
         ["CreatingVM", "Pulling", "Pulled", "Created", "Started"]
     );
     let ops: Vec<Op> = r.tart.calls().iter().map(|c| c.op).collect();
     let pos = |op| ops.iter().position(|o| *o == op).unwrap();
     assert!(pos(Op::Pull) < pos(Op::Clone) && pos(Op::Clone) < pos(Op::Set));
     assert!(pos(Op::Set) < pos(Op::Run) && pos(Op::Run) < pos(Op::Ip));
-    let t = metrics(&r.registry);
+    let t = r.metrics();
     assert!(
         t.contains("tart_kubelet_pod_provision_delay_seconds_count 1"),
         "{t}"
@@ -176,15 +103,15 @@ async fn a_fresh_pod_is_provisioned_in_order_and_counted_once() {
         t.contains("tart_kubelet_pod_agent_overhead_seconds_count 1"),
         "a clean first start measures the agent's overhead once: {t}"
     );
-    assert!(r.shared.slots.holds(&uid(1)));
+    assert!(r.worker.slots.holds(&uid(1)));
 }
 
 #[tokio::test]
 async fn exit_zero_under_never_finishes_completed_and_frees_the_slot() {
     let r = rig(MemTart::new(), 2);
-    let vm = r.shared.naming.vm_name(&uid(2)).unwrap();
+    let vm = VmNaming::default().vm_name(&uid(2)).unwrap();
     let mut h = spawn(
-        r.shared.clone(),
+        r.worker.clone(),
         vm.clone(),
         input(&uid(2), RestartPolicy::Never),
         Start::Fresh,
@@ -199,7 +126,7 @@ async fn exit_zero_under_never_finishes_completed_and_frees_the_slot() {
         }
         v => panic!("not terminated: {v:?}"),
     }
-    assert!(!r.shared.slots.holds(&uid(2)));
+    assert!(!r.worker.slots.holds(&uid(2)));
     assert_eq!(r.tart.calls_of(Op::Run).len(), 1, "restarted under Never");
 }
 
@@ -207,9 +134,9 @@ async fn exit_zero_under_never_finishes_completed_and_frees_the_slot() {
 async fn vm_limit_at_run_is_a_host_fault_that_keeps_the_pod_waiting() {
     let mut r = rig(MemTart::new(), 2);
     r.tart.fail(Op::Run, ErrorKind::VmLimit);
-    let vm = r.shared.naming.vm_name(&uid(3)).unwrap();
+    let vm = VmNaming::default().vm_name(&uid(3)).unwrap();
     let mut h = spawn(
-        r.shared.clone(),
+        r.worker.clone(),
         vm,
         input(&uid(3), RestartPolicy::Always),
         Start::Fresh,
@@ -218,42 +145,42 @@ async fn vm_limit_at_run_is_a_host_fault_that_keeps_the_pod_waiting() {
     let s = until(
         &mut h,
         "host fault",
-        |s| matches!(&s.view, ContainerView::Waiting { reason, .. } if reason == "VMLimitReached"),
+        |s| waiting_for(s, WaitingReason::HostFault(ErrorKind::VmLimit)),
     )
     .await;
     assert!(s.facts.blocked_until.is_some(), "no backoff");
     assert!(!s.facts.slot_held, "slot kept after a failed start");
-    assert!(reasons(&mut r.events).contains(&"VMLimitReached".to_string()));
+    assert!(r.reasons().contains(&"VMLimitReached".to_string()));
     assert!(
-        r.shared.health.snapshot().fault.is_some(),
+        r.worker.health.snapshot().fault.is_some(),
         "not reported to HostHealth"
     );
-    assert!(metrics(&r.registry).contains("tart_kubelet_host_faults_total{kind=\"vm_limit\"} 1"));
+    assert!(r.metrics().contains("tart_kubelet_host_faults_total{kind=\"vm_limit\"} 1"));
 }
 
 /// A pull that fails for the workload's reasons: ErrImagePull (then ImagePullBackOff), a
 /// Warning `Failed`, and nothing reported against the host.
 async fn pull_failure_is_err_image_pull_not_a_host_fault(tart: MemTart, n: u8) {
     let mut r = rig(tart, 2);
-    let vm = r.shared.naming.vm_name(&uid(n)).unwrap();
+    let vm = VmNaming::default().vm_name(&uid(n)).unwrap();
     let mut h = spawn(
-        r.shared.clone(),
+        r.worker.clone(),
         vm,
         input(&uid(n), RestartPolicy::Always),
         Start::Fresh,
         0,
     );
     until(&mut h, "ErrImagePull", |s| {
-        matches!(&s.view, ContainerView::Waiting { reason, .. } if reason == "ErrImagePull" || reason == "ImagePullBackOff")
+        waiting_for(s, WaitingReason::ErrImagePull) || waiting_for(s, WaitingReason::ImagePullBackOff)
     })
     .await;
-    let evs = reasons(&mut r.events);
+    let evs = r.reasons();
     assert!(evs.contains(&"Failed".to_string()), "{evs:?}");
     assert!(
-        r.shared.health.snapshot().fault.is_none(),
+        r.worker.health.snapshot().fault.is_none(),
         "reported against the host"
     );
-    let t = metrics(&r.registry);
+    let t = r.metrics();
     let counted: Vec<&str> = t
         .lines()
         .filter(|l| l.starts_with("tart_kubelet_host_faults_total{") && !l.ends_with(" 0"))
@@ -276,10 +203,10 @@ async fn a_denied_registry_login_is_err_image_pull_not_a_host_fault() {
 #[tokio::test]
 async fn a_second_pod_waits_for_the_only_slot_and_runs_when_it_frees() {
     let mut r = rig(MemTart::new(), 1);
-    let vm1 = r.shared.naming.vm_name(&uid(5)).unwrap();
-    let vm2 = r.shared.naming.vm_name(&uid(6)).unwrap();
+    let vm1 = VmNaming::default().vm_name(&uid(5)).unwrap();
+    let vm2 = VmNaming::default().vm_name(&uid(6)).unwrap();
     let mut h1 = spawn(
-        r.shared.clone(),
+        r.worker.clone(),
         vm1.clone(),
         input(&uid(5), RestartPolicy::Never),
         Start::Fresh,
@@ -287,17 +214,17 @@ async fn a_second_pod_waits_for_the_only_slot_and_runs_when_it_frees() {
     );
     until(&mut h1, "first running", running_with_ip).await;
     let mut h2 = spawn(
-        r.shared.clone(),
+        r.worker.clone(),
         vm2,
         input(&uid(6), RestartPolicy::Never),
         Start::Fresh,
         0,
     );
     until(&mut h2, "second waiting for a slot", |s| {
-        matches!(&s.view, ContainerView::Waiting { reason, .. } if reason == "WaitingForVMSlot")
+        waiting_for(s, WaitingReason::WaitingForVmSlot)
     })
     .await;
-    assert!(reasons(&mut r.events).contains(&"WaitingForVMSlot".to_string()));
+    assert!(r.reasons().contains(&"WaitingForVMSlot".to_string()));
     r.tart.exit_vm(&vm1, 0);
     until(&mut h2, "second running", running_with_ip).await;
 }
@@ -305,9 +232,9 @@ async fn a_second_pod_waits_for_the_only_slot_and_runs_when_it_frees() {
 #[tokio::test]
 async fn deletion_stops_then_deletes_the_vm() {
     let mut r = rig(MemTart::new(), 2);
-    let vm = r.shared.naming.vm_name(&uid(7)).unwrap();
+    let vm = VmNaming::default().vm_name(&uid(7)).unwrap();
     let i = input(&uid(7), RestartPolicy::Always);
-    let mut h = spawn(r.shared.clone(), vm.clone(), i.clone(), Start::Fresh, 0);
+    let mut h = spawn(r.worker.clone(), vm.clone(), i.clone(), Start::Fresh, 0);
     until(&mut h, "running", running_with_ip).await;
     let mut del = i;
     del.facts.deleting = true;
@@ -315,26 +242,30 @@ async fn deletion_stops_then_deletes_the_vm() {
     until(&mut h, "deleted", |s| !s.facts.cloned && s.facts.finished).await;
     assert!(!r.tart.vm_names().contains(&vm.to_string()));
     assert_eq!(r.tart.calls_of(Op::Stop).len(), 1);
-    assert!(reasons(&mut r.events).contains(&"Killing".to_string()));
-    assert!(!r.shared.slots.holds(&uid(7)));
+    assert!(r.reasons().contains(&"Killing".to_string()));
+    assert!(!r.worker.slots.holds(&uid(7)));
 }
 
 #[tokio::test]
 async fn an_adopted_vm_is_never_run_again_nor_counted() {
     let r = rig(MemTart::new().with_cached(IMAGE), 2);
-    let vm = r.shared.naming.vm_name(&uid(8)).unwrap();
+    let vm = VmNaming::default().vm_name(&uid(8)).unwrap();
     r.tart.clone_vm(IMAGE, &vm, None).await.unwrap();
     let proc = r
         .tart
-        .run(&vm, &run_opts(&r.shared.cfg, &vm))
+        .run(&vm, &r.worker.cfg.run_opts(&vm))
         .await
         .unwrap();
-    let guard = r.shared.slots.acquire_for_adopted(&uid(8));
+    let guard = r.worker.slots.acquire_for_adopted(&uid(8));
     let mut h = spawn(
-        r.shared.clone(),
+        r.worker.clone(),
         vm,
         input(&uid(8), RestartPolicy::Always),
-        Start::Adopted(proc, guard),
+        Start::Adopted {
+            vm: proc,
+            slot: guard,
+            started_at: None,
+        },
         0,
     );
     let s = until(&mut h, "running with an IP", running_with_ip).await;
@@ -344,7 +275,7 @@ async fn an_adopted_vm_is_never_run_again_nor_counted() {
         1,
         "adopted VM started again"
     );
-    let t = metrics(&r.registry);
+    let t = r.metrics();
     assert!(
         t.contains("tart_kubelet_pod_provision_delay_seconds_count 0"),
         "{t}"
@@ -356,10 +287,10 @@ async fn an_adopted_vm_is_never_run_again_nor_counted() {
 #[tokio::test]
 async fn a_vm_that_stopped_while_the_agent_was_away_is_not_run_again_under_never() {
     let r = rig(MemTart::new().with_cached(IMAGE), 2);
-    let vm = r.shared.naming.vm_name(&uid(9)).unwrap();
+    let vm = VmNaming::default().vm_name(&uid(9)).unwrap();
     r.tart.clone_vm(IMAGE, &vm, None).await.unwrap();
     let i = input(&uid(9), RestartPolicy::Never);
-    let mut h = spawn(r.shared.clone(), vm, i, Start::ExitedUnwatched, 0);
+    let mut h = spawn(r.worker.clone(), vm, i, Start::ExitedUnwatched, 0);
     let s = until(&mut h, "finished", |s| s.facts.finished).await;
     match s.view {
         ContainerView::Terminated(t) => {
@@ -379,12 +310,12 @@ async fn a_vm_that_stopped_while_the_agent_was_away_is_not_run_again_under_never
 #[tokio::test]
 async fn restart_count_survives_an_agent_restart() {
     let r = rig(MemTart::new().with_cached(IMAGE), 2);
-    let vm = r.shared.naming.vm_name(&uid(10)).unwrap();
+    let vm = VmNaming::default().vm_name(&uid(10)).unwrap();
     r.tart.clone_vm(IMAGE, &vm, None).await.unwrap();
     let i = input(&uid(10), RestartPolicy::Always);
-    let mut h = spawn(r.shared.clone(), vm, i, Start::ExitedUnwatched, 2);
+    let mut h = spawn(r.worker.clone(), vm, i, Start::ExitedUnwatched, 2);
     let s = until(&mut h, "crash-loop backoff", |s| {
-        matches!(&s.view, ContainerView::Waiting { reason, .. } if reason == "CrashLoopBackOff")
+        waiting_for(s, WaitingReason::CrashLoopBackOff)
     })
     .await;
     assert_eq!(s.facts.restarts, 3);
@@ -402,17 +333,18 @@ async fn a_fault_after_a_successful_start_is_a_new_event_not_a_repeat() {
     // The backoff counter resets when a run starts; the event keys must not, or the first
     // fault after a crash-loop restart would be dropped as a repeat of one before the start.
     let mut r = rig(MemTart::new(), 2);
-    let vm = r.shared.naming.vm_name(&uid(11)).unwrap();
+    let vm = VmNaming::default().vm_name(&uid(11)).unwrap();
     let i = input(&uid(11), RestartPolicy::Always);
-    let (mut w, _in, _out) = worker(r.shared.clone(), vm, i.clone(), Start::Fresh, 0);
-    w.fail_with(&i, false, ErrorKind::VmLimit, "limit".into());
-    w.fail_with(&i, false, ErrorKind::Other, "boom".into());
-    w.fail_with(&i, true, ErrorKind::NotFound, "404".into());
+    let (_in, rx) = watch::channel(i.clone());
+    let mut w = Worker::new(r.worker.clone(), vm, rx, Start::Fresh, 0);
+    w.fail_with(&i, Failure::Create, ErrorKind::VmLimit, "limit".into());
+    w.fail_with(&i, Failure::Create, ErrorKind::Other, "boom".into());
+    w.fail_with(&i, Failure::Image, ErrorKind::NotFound, "404".into());
     w.failures = 0; // what a successful `tart run` does
-    w.fail_with(&i, false, ErrorKind::VmLimit, "limit".into());
-    w.fail_with(&i, false, ErrorKind::Other, "boom".into());
-    w.fail_with(&i, true, ErrorKind::NotFound, "404".into());
-    let evs = reasons(&mut r.events);
+    w.fail_with(&i, Failure::Create, ErrorKind::VmLimit, "limit".into());
+    w.fail_with(&i, Failure::Create, ErrorKind::Other, "boom".into());
+    w.fail_with(&i, Failure::Image, ErrorKind::NotFound, "404".into());
+    let evs = r.reasons();
     let count = |reason: &str| evs.iter().filter(|e| *e == reason).count();
     assert_eq!(count("VMLimitReached"), 2, "{evs:?}");
     assert_eq!(count("Failed"), 4, "{evs:?}");

@@ -1,10 +1,11 @@
 //! Restart recovery and orphan garbage collection.
 //!
 //! Recovery runs once, before the controller starts: list local VMs, keep those whose name is
-//! ours ([`VmNaming::is_ours`](super::naming::VmNaming::is_ours)), and give each one whose Pod
+//! ours ([`VmNaming::pod_uid`](super::naming::VmNaming::pod_uid)), and give each one whose Pod
 //! still exists a worker — re-attached to its live `tart run` process when there is one (found
 //! by the `config.json` lock, not by `tart ip`), so a running VM is never started again and
-//! its histograms are never observed again. Only after that are VMs with our prefix that no Pod
+//! its histograms are never observed again; it keeps the start time its Pod's status already
+//! shows. Only after that are VMs with our prefix that no Pod
 //! owns stopped and deleted. The periodic sweep does the same for Pods that vanished while we
 //! ran (force-deleted, or removed by pod GC after our Node was deleted): the controller never
 //! sees those deletions.
@@ -21,16 +22,16 @@ use tart::{Source, Tart, VmName};
 use tokio::sync::watch;
 use tracing::{info, warn};
 
-use super::supervisor::{self, Start};
-use crate::pods::{
+use super::{
     admission::{HostLimits, admit},
     context::Shared,
-    reconcile::{pod_facts, worker_input},
+    input::{pod_facts, restart_count, running_since, started_before, worker_input},
+    worker::{self, Start},
 };
 
 /// Our local VMs, by Pod UID.
 async fn our_vms<T: Tart>(shared: &Shared<T>) -> Result<HashMap<String, VmName>, tart::Error> {
-    let list = shared.tart.list().await?;
+    let list = shared.worker.tart.list().await?;
     Ok(list
         .into_iter()
         .filter(|v| v.source == Source::Local)
@@ -61,18 +62,13 @@ pub async fn recover<T: Tart>(shared: &Arc<Shared<T>>) -> Result<Vec<VmName>, St
         .iter()
         .filter_map(|p| p.uid().map(|u| (u, p)))
         .collect();
-    let unlimited = HostLimits {
-        cpu_millis: u64::MAX,
-        memory_bytes: u64::MAX,
-        disk_bytes: u64::MAX,
-    };
     let mut orphans = vec![];
     for (uid, vm) in vms {
         let Some(pod) = by_uid.get(&uid) else {
             orphans.push(vm);
             continue;
         };
-        let Ok(admitted) = admit(pod, &unlimited) else {
+        let Ok(admitted) = admit(pod, &HostLimits::UNLIMITED) else {
             warn!(%vm, pod = %pod.name_any(), "VM of a Pod that is not admissible; leaving it to teardown");
             orphans.push(vm);
             continue;
@@ -83,11 +79,15 @@ pub async fn recover<T: Tart>(shared: &Arc<Shared<T>>) -> Result<Vec<VmName>, St
             pod_facts(pod, false),
             shared.cfg.default_grace,
         );
-        let opts = supervisor::run_opts(&shared.cfg, &vm);
-        let start = match shared.tart.attach(&vm, &opts).await {
+        let opts = shared.worker.cfg.run_opts(&vm);
+        let start = match shared.worker.tart.attach(&vm, &opts).await {
             Ok(Some(proc)) => {
                 info!(%vm, pod = %pod.name_any(), "adopted running VM");
-                Start::Adopted(proc, shared.slots.acquire_for_adopted(&uid))
+                Start::Adopted {
+                    vm: proc,
+                    slot: shared.worker.slots.acquire_for_adopted(&uid),
+                    started_at: running_since(pod),
+                }
             }
             Ok(None) if started_before(pod) => {
                 info!(%vm, pod = %pod.name_any(), "VM stopped while the agent was away");
@@ -103,46 +103,20 @@ pub async fn recover<T: Tart>(shared: &Arc<Shared<T>>) -> Result<Vec<VmName>, St
             }
         };
         let prior = restart_count(pod);
-        let h = supervisor::spawn(shared.clone(), vm, input, start, prior);
+        let h = worker::spawn(shared.worker.clone(), vm, input, start, prior);
         shared.with_workers(|w| w.insert(uid, h));
     }
     Ok(orphans)
 }
 
-/// The Pod's reported `restartCount`.
-fn restart_count(pod: &Pod) -> u32 {
-    pod.status
-        .as_ref()
-        .and_then(|s| s.container_statuses.as_ref())
-        .and_then(|c| c.first())
-        .map(|c| u32::try_from(c.restart_count).unwrap_or(0))
-        .unwrap_or(0)
-}
-
-/// Whether the Pod's status says its VM was started before (running, terminated, restarted).
-fn started_before(pod: &Pod) -> bool {
-    pod.status
-        .as_ref()
-        .and_then(|s| s.container_statuses.as_ref())
-        .and_then(|c| c.first())
-        .is_some_and(|c| {
-            c.restart_count > 0
-                || c.last_state
-                    .as_ref()
-                    .is_some_and(|l| l.terminated.is_some())
-                || c.state
-                    .as_ref()
-                    .is_some_and(|s| s.running.is_some() || s.terminated.is_some())
-        })
-}
-
 /// Stop (if running) and delete VMs no Pod owns.
 pub async fn collect<T: Tart>(shared: &Shared<T>, orphans: Vec<VmName>) {
     for vm in orphans {
-        let opts = supervisor::run_opts(&shared.cfg, &vm);
-        match shared.tart.attach(&vm, &opts).await {
+        let tart = &shared.worker.tart;
+        let opts = shared.worker.cfg.run_opts(&vm);
+        match tart.attach(&vm, &opts).await {
             Ok(Some(proc)) => {
-                if let Err(error) = shared.tart.stop(&proc, Duration::from_secs(5)).await {
+                if let Err(error) = tart.stop(&proc, Duration::from_secs(5)).await {
                     warn!(%vm, %error, "cannot stop orphan VM");
                     continue;
                 }
@@ -153,7 +127,7 @@ pub async fn collect<T: Tart>(shared: &Shared<T>, orphans: Vec<VmName>) {
                 continue;
             }
         }
-        match shared.tart.delete(&vm).await {
+        match tart.delete(&vm).await {
             Ok(()) => {
                 info!(%vm, "deleted orphan VM");
                 let _ = tokio::fs::remove_file(opts.log_path).await;
@@ -200,7 +174,7 @@ pub async fn sweep_loop<T: Tart>(
         });
         for uid in vanished {
             info!(pod.uid = %uid, "pod vanished; its VM is now an orphan");
-            shared.events.forget(&uid);
+            shared.worker.events.forget(&uid);
         }
         let orphans: Vec<VmName> = vms
             .into_iter()

@@ -6,16 +6,18 @@ use std::{sync::Arc, time::Duration};
 use k8s_openapi::{api::core::v1::Secret, jiff::Timestamp};
 use kube::Api;
 use tart::{IpResolver, RunOpts, RunningVm, SetOpts, Source, Tart};
-use tokio::time::Instant;
+use tokio::{sync::watch, time::Instant};
 use tracing::{info, warn};
 
-use super::{Worker, WorkerInput, teardown, waiting};
+use super::{Worker, WorkerInput, WorkerState, outcomes::Failure, teardown};
+use crate::metrics::OutcomeLabels;
 use crate::pods::{
     events::Occurrence,
-    image::{PullDecision, pull_decision},
+    image::{ImageRef, PullDecision, PullPolicy, pull_decision},
     metrics::Stage,
     plan::Process,
     pull::credentials_for,
+    reasons::WaitingReason,
     status::ContainerView,
 };
 
@@ -25,31 +27,31 @@ const TEARDOWN_RETRY: Duration = Duration::from_secs(2);
 
 impl<T: Tart> Worker<T> {
     pub(super) fn run_opts(&self) -> RunOpts {
-        super::run_opts(&self.shared.cfg, &self.state.vm)
+        self.ctx.cfg.run_opts(&self.state.vm)
     }
 
     async fn credentials(&mut self, input: &WorkerInput) -> Option<tart::Credentials> {
         if self.creds.is_none()
-            && self.shared.cfg.read_pull_secrets
+            && self.ctx.cfg.read_pull_secrets
             && !input.pull_secrets.is_empty()
         {
-            let api: Api<Secret> = Api::namespaced(self.shared.client.clone(), &input.namespace);
+            let api: Api<Secret> = Api::namespaced(self.ctx.client.clone(), &input.namespace);
             self.creds = credentials_for(
                 &api,
                 &input.pull_secrets,
                 &input.image.host,
-                self.shared.cfg.api_timeout,
+                self.ctx.cfg.api_timeout,
             )
             .await;
         }
         self.creds.clone()
     }
 
-    pub(super) async fn pull(&mut self, input: &WorkerInput) {
-        let tart = self.shared.tart.clone();
+    pub(super) async fn pull(&mut self, input: &WorkerInput, out: &watch::Sender<WorkerState>) {
+        let tart = self.ctx.tart.clone();
         let cache_name = input.image.cache_name();
         let cached = match input.pull_policy {
-            crate::pods::image::PullPolicy::Always => false,
+            PullPolicy::Always => false,
             _ => match tart.list().await {
                 Ok(l) => l
                     .iter()
@@ -66,7 +68,7 @@ impl<T: Tart> Worker<T> {
                 let occ = Occurrence::AlreadyPresent {
                     image: input.image.to_string(),
                 };
-                self.emit(input, &format!("pulled#{n}"), occ);
+                self.emit(input, n, occ);
                 self.state.facts.image_ready = true;
             }
             PullDecision::NeverPullMissing => {
@@ -74,45 +76,46 @@ impl<T: Tart> Worker<T> {
                     "Container image \"{}\" is not present with pull policy of Never",
                     input.image
                 );
-                self.fail_with(input, false, tart::ErrorKind::NotFound, msg);
-                self.state.view = waiting("ErrImageNeverPull", None);
+                self.fail_with(input, Failure::Create, tart::ErrorKind::NotFound, msg);
+                self.state.view = ContainerView::waiting(WaitingReason::ErrImageNeverPull, None);
                 let occ = Occurrence::NeverPull {
                     image: input.image.to_string(),
                 };
-                self.emit(input, &format!("neverpull#{}", self.fail_seq), occ);
+                self.emit(input, self.fail_seq, occ);
             }
             PullDecision::Pull => {
                 let occ = Occurrence::Pulling {
                     image: input.image.to_string(),
                 };
-                self.emit(input, &format!("pulling#{n}"), occ);
-                self.publish();
+                self.emit(input, n, occ);
+                self.publish(out);
                 let creds = self.credentials(input).await;
                 let started = Instant::now();
-                let pulls = self.shared.pulls.clone();
+                let pulls = self.ctx.pulls.clone();
                 let res = tokio::select! {
                     r = pulls.pull(tart, input.image.as_str(), creds) => r,
                     () = teardown(&mut self.input) => return,
                 };
-                self.shared.metrics.stage(Stage::Pull, started.elapsed());
+                self.ctx.metrics.stage(Stage::Pull, started.elapsed());
                 match res {
                     Ok(()) => {
                         let occ = Occurrence::Pulled {
                             image: input.image.to_string(),
                             took: started.elapsed(),
                         };
-                        self.emit(input, &format!("pulled#{n}"), occ);
+                        self.emit(input, n, occ);
                         self.state.facts.image_ready = true;
-                        self.state.view = waiting("ContainerCreating", None);
+                        self.state.view =
+                            ContainerView::waiting(WaitingReason::ContainerCreating, None);
                     }
-                    Err(f) => self.fail_with(input, true, f.kind, f.message),
+                    Err(f) => self.fail_with(input, Failure::Image, f.kind, f.message),
                 }
             }
         }
     }
 
     pub(super) async fn clone_vm(&mut self, input: &WorkerInput) {
-        let tart = self.shared.tart.clone();
+        let tart = self.ctx.tart.clone();
         let creds = self.credentials(input).await;
         let vm = self.state.vm.clone();
         let started = Instant::now();
@@ -120,19 +123,19 @@ impl<T: Tart> Worker<T> {
             r = tart.clone_vm(input.image.as_str(), &vm, creds.as_ref()) => r,
             () = teardown(&mut self.input) => return,
         };
-        self.shared.metrics.stage(Stage::Clone, started.elapsed());
+        self.ctx.metrics.stage(Stage::Clone, started.elapsed());
         match res {
             Ok(()) => {
                 info!("vm cloned");
                 self.state.facts.cloned = true;
-                self.state.view = waiting("ContainerCreating", None);
+                self.state.view = ContainerView::waiting(WaitingReason::ContainerCreating, None);
             }
-            Err(e) => self.failed(input, true, &e),
+            Err(e) => self.failed(input, Failure::Image, &e),
         }
     }
 
     pub(super) async fn set(&mut self, input: &WorkerInput) {
-        let tart = self.shared.tart.clone();
+        let tart = self.ctx.tart.clone();
         let vm = self.state.vm.clone();
         let started = Instant::now();
         let r = input.resources;
@@ -157,37 +160,36 @@ impl<T: Tart> Worker<T> {
             } => r,
             () = teardown(&mut self.input) => return,
         };
-        self.shared.metrics.stage(Stage::Set, started.elapsed());
+        self.ctx.metrics.stage(Stage::Set, started.elapsed());
         match res {
             Ok(()) => {
                 self.state.facts.configured = true;
                 let occ = Occurrence::Created {
                     container: input.container.clone(),
                 };
-                self.emit(input, "created", occ);
+                self.emit(input, 0, occ);
             }
-            Err(e) => self.failed(input, false, &e),
+            Err(e) => self.config_refused(input, &e),
         }
     }
 
-    pub(super) async fn wait_slot(&mut self, input: &WorkerInput) {
-        if let Some(g) = self.shared.slots.try_acquire(&input.uid) {
+    pub(super) async fn wait_slot(&mut self, input: &WorkerInput, out: &watch::Sender<WorkerState>) {
+        if let Some(g) = self.ctx.slots.try_acquire(&input.uid) {
             self.slot = Some(g);
             self.state.facts.slot_held = true;
             return;
         }
-        let (used, total) = (self.shared.slots.used(), self.shared.slots.total());
+        let (used, total) = (self.ctx.slots.used(), self.ctx.slots.total());
         let msg = format!("waiting for a free VM slot ({used} of {total} in use)");
-        let episode = matches!(&self.state.view,
-            ContainerView::Waiting { reason, .. } if reason == "WaitingForVMSlot");
+        let episode = self.state.view.waiting_reason() == Some(WaitingReason::WaitingForVmSlot);
         if !episode {
             self.slot_waits += 1;
             let occ = Occurrence::WaitingForSlot { used, total };
-            self.emit(input, &format!("slotwait#{}", self.slot_waits), occ);
+            self.emit(input, self.slot_waits, occ);
         }
-        self.state.view = waiting("WaitingForVMSlot", Some(msg));
-        self.publish();
-        let mut changed = self.shared.slots.changed();
+        self.state.view = ContainerView::waiting(WaitingReason::WaitingForVmSlot, Some(msg));
+        self.publish(out);
+        let mut changed = self.ctx.slots.changed();
         tokio::select! {
             _ = changed.changed() => {}
             () = teardown(&mut self.input) => {}
@@ -197,7 +199,7 @@ impl<T: Tart> Worker<T> {
     }
 
     pub(super) async fn run_vm(&mut self, input: &WorkerInput) {
-        let tart = self.shared.tart.clone();
+        let tart = self.ctx.tart.clone();
         let vm = self.state.vm.clone();
         let opts = self.run_opts();
         if let Some(parent) = opts.log_path.parent() {
@@ -209,21 +211,21 @@ impl<T: Tart> Worker<T> {
         // Not cancellable: a half-started detached VM must not be left behind untracked; the
         // call is bounded by the start window.
         let res = tart.run(&vm, &opts).await;
-        self.shared.metrics.stage(Stage::Run, started.elapsed());
-        let outcome = |o| crate::pods::metrics::OutcomeLabels { outcome: o };
+        self.ctx.metrics.stage(Stage::Run, started.elapsed());
+        let outcome = |o| OutcomeLabels { outcome: o };
         match res {
             Ok(proc) => {
                 if let Some(created) = input.created {
                     let delay = started_ts.duration_since(created);
                     let delay = Duration::try_from(delay).unwrap_or_default();
-                    let first = self.once.provision(&self.shared.metrics, delay);
+                    let first = self.once.provision(&self.ctx.metrics, delay);
                     if first && self.overhead.clean {
                         let secs = own_time.as_secs_f64();
-                        self.shared.metrics.agent_overhead.observe(secs);
+                        self.ctx.metrics.agent_overhead.observe(secs);
                     }
                 }
-                self.shared.health.record_vm_start_ok();
-                self.shared
+                self.ctx.health.record_vm_start_ok();
+                self.ctx
                     .metrics
                     .pod_starts
                     .get_or_create(&outcome("ok"))
@@ -243,27 +245,35 @@ impl<T: Tart> Worker<T> {
                 let occ = Occurrence::Started {
                     container: input.container.clone(),
                 };
-                self.emit(
-                    input,
-                    &format!("started#{}", self.state.facts.restarts),
-                    occ,
-                );
+                self.emit(input, self.state.facts.restarts, occ);
             }
             Err(e) => {
-                self.shared
+                self.ctx
                     .metrics
                     .pod_starts
                     .get_or_create(&outcome("error"))
                     .inc();
                 self.slot = None;
                 self.state.facts.slot_held = false;
-                self.failed(input, false, &e);
+                self.failed(input, Failure::Create, &e);
             }
         }
     }
 
-    pub(super) async fn wait_ip(&mut self, _input: &WorkerInput) {
-        let tart = self.shared.tart.clone();
+    /// Report the VM running and ready, with its image's digest.
+    pub(super) async fn mark_running(&mut self, input: &WorkerInput) {
+        if self.state.image_id.is_none() {
+            self.state.image_id = image_id(&*self.ctx.tart, &input.image).await;
+        }
+        self.state.facts.process = Process::Running {
+            has_ip: true,
+            marked: true,
+        };
+        info!(ip = ?self.state.pod_ip, "vm running");
+    }
+
+    pub(super) async fn wait_ip(&mut self) {
+        let tart = self.ctx.tart.clone();
         let vm = self.state.vm.clone();
         let Some(proc) = self.proc.clone() else {
             // Running without a handle cannot happen; treat as exited so the plan moves on.
@@ -271,14 +281,14 @@ impl<T: Tart> Worker<T> {
             return;
         };
         let started = Instant::now();
-        let wait = self.shared.cfg.ip_wait;
+        let wait = self.ctx.cfg.ip_wait;
         tokio::select! {
             r = tart.ip(&vm, wait, IpResolver::Dhcp) => {
-                self.shared.metrics.stage(Stage::Ip, started.elapsed());
+                self.ctx.metrics.stage(Stage::Ip, started.elapsed());
                 match r {
                     Ok(ip) => {
                         if let Some((run_at, _)) = self.run_started {
-                            self.once.boot(&self.shared.metrics, run_at.elapsed());
+                            self.once.boot(&self.ctx.metrics, run_at.elapsed());
                         }
                         self.state.pod_ip = Some(ip);
                         self.state.facts.process = Process::Running { has_ip: true, marked: false };
@@ -308,8 +318,8 @@ impl<T: Tart> Worker<T> {
         let occ = Occurrence::Killing {
             container: input.container.clone(),
         };
-        self.emit(input, "killing", occ);
-        let tart = self.shared.tart.clone();
+        self.emit(input, 0, occ);
+        let tart = self.ctx.tart.clone();
         info!(grace_s = input.grace.as_secs(), "stopping vm");
         match tart.stop(&proc, input.grace).await {
             Ok(outcome) => {
@@ -331,7 +341,7 @@ impl<T: Tart> Worker<T> {
     }
 
     pub(super) async fn delete(&mut self) {
-        let tart = self.shared.tart.clone();
+        let tart = self.ctx.tart.clone();
         let vm = self.state.vm.clone();
         match tart.delete(&vm).await {
             Ok(()) => {
@@ -346,4 +356,18 @@ impl<T: Tart> Worker<T> {
             }
         }
     }
+}
+
+/// The image's `<host>/<repository>@sha256:<hex>`: its own digest when pinned, else the digest
+/// its cached tag points at (Tart's default tag is `latest`).
+async fn image_id<T: Tart>(tart: &T, image: &ImageRef) -> Option<String> {
+    let digest = match &image.digest {
+        Some(d) => d.clone(),
+        None => {
+            let tag = image.tag.as_deref().unwrap_or("latest");
+            tart.cached_digest(&image.host, &image.repository, tag)
+                .await?
+        }
+    };
+    Some(format!("{}/{}@{digest}", image.host, image.repository))
 }

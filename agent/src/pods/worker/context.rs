@@ -1,0 +1,90 @@
+//! What a Pod's worker needs, and nothing more: the tart driver, its settings, the node's VM
+//! slots and health, metrics, the event sink, in-flight pulls, an API client for pull secrets,
+//! and a [`Waker`] that asks the reconciler to look at this one Pod again. The controller's
+//! context contains one of these; the worker never sees the controller's.
+
+use std::{path::PathBuf, sync::Arc, time::Duration};
+
+use futures::channel::mpsc::UnboundedSender;
+use k8s_openapi::api::core::v1::{ObjectReference, Pod};
+use kube::runtime::reflector::ObjectRef;
+use tart::{Tart, VmName};
+
+use crate::{
+    node::health::HostHealth,
+    pods::{metrics::PodMetrics, pull::Pulls, sink::EventSink},
+    slots::VmSlots,
+};
+
+/// The worker's settings.
+#[derive(Debug, Clone)]
+pub struct WorkerConfig {
+    /// Where each VM's `tart run` output is written (`<vm>.log`).
+    pub vm_log_dir: PathBuf,
+    /// A VM log file is cut to its last half past this size.
+    pub vm_log_cap_bytes: u64,
+    /// `tart run` exiting within this window is a start failure.
+    pub run_start_window: Duration,
+    /// Deadline of one `tart ip --wait`.
+    pub ip_wait: Duration,
+    /// Read `imagePullSecrets` (needs `get secrets`).
+    pub read_pull_secrets: bool,
+    /// Deadline of each API request.
+    pub api_timeout: Duration,
+}
+
+impl WorkerConfig {
+    /// `tart run` options for `vm`: NAT networking, no shares, a per-VM log file.
+    pub fn run_opts(&self, vm: &VmName) -> tart::RunOpts {
+        tart::RunOpts {
+            dirs: vec![],
+            network: tart::Network::Shared,
+            suspendable: false,
+            log_path: self.vm_log_dir.join(format!("{vm}.log")),
+            log_cap_bytes: self.vm_log_cap_bytes,
+            start_window: self.run_start_window,
+        }
+    }
+}
+
+/// Asks the reconciler to reconcile one Pod again (its worker's state changed). Coalesced by
+/// the controller's queue.
+#[derive(Clone, Debug)]
+pub struct Waker(UnboundedSender<ObjectRef<Pod>>);
+
+impl Waker {
+    /// A waker that sends to `tx`.
+    pub fn new(tx: UnboundedSender<ObjectRef<Pod>>) -> Self {
+        Self(tx)
+    }
+
+    /// Reconcile the Pod `obj` refers to.
+    pub fn wake(&self, obj: &ObjectReference) {
+        let (Some(name), Some(ns)) = (obj.name.as_deref(), obj.namespace.as_deref()) else {
+            return;
+        };
+        let _ = self.0.unbounded_send(ObjectRef::new(name).within(ns));
+    }
+}
+
+/// Everything a worker uses. One per agent, shared by every worker.
+pub struct WorkerContext<T: Tart> {
+    /// API client, for pull secrets only.
+    pub client: kube::Client,
+    /// Tart driver.
+    pub tart: Arc<T>,
+    /// Settings.
+    pub cfg: WorkerConfig,
+    /// The node's VM slots.
+    pub slots: VmSlots,
+    /// Host faults and VM starts are reported here (the node's `TartReady`).
+    pub health: HostHealth,
+    /// Pod-side metrics.
+    pub metrics: PodMetrics,
+    /// Events.
+    pub events: EventSink,
+    /// In-flight pulls, shared between workers.
+    pub pulls: Pulls,
+    /// Reconciles this worker's Pod when its state changes.
+    pub waker: Waker,
+}

@@ -1,0 +1,425 @@
+//! The per-Pod worker: one task per Pod that owns its VM.
+//!
+//! It carries out the VM half of [`plan`]'s decision — pull, clone, set, slot, run, ip,
+//! restart, stop, delete — owns the `tart run` handle and the slot guard, watches the VM's exit,
+//! and publishes a [`WorkerState`] the reconciler turns into Pod status. Slow tart calls run
+//! here, never in a reconcile, so one stuck Pod never holds up another. A teardown request (Pod
+//! deleted) cancels an in-flight pull, clone, set or ip wait at once; the tart crate kills the
+//! process group of a dropped call. `tart run` is never cancelled half-way: it is bounded by its
+//! start window. Time is tokio's, so tests can pause it.
+
+use std::{net::Ipv4Addr, sync::Arc, time::Duration};
+
+use k8s_openapi::{api::core::v1::ObjectReference, jiff::Timestamp};
+use tart::{RunningVm, Tart, VmName};
+use tokio::{sync::watch, task::AbortHandle, time::Instant};
+use tracing::{Instrument, debug, info_span};
+
+use super::{
+    events::Occurrence,
+    image::{ImageRef, PullPolicy},
+    metrics::PodOnce,
+    plan::{PodFacts, Process, VmFacts, VmStep, plan},
+    reasons::{TerminatedReason, WaitingReason},
+    resources::VmResources,
+    status::{ContainerView, Terminated},
+};
+use crate::slots::SlotGuard;
+
+mod context;
+mod outcomes;
+mod steps;
+
+pub use context::{Waker, WorkerConfig, WorkerContext};
+
+/// What the worker is told about its Pod (replaced on every reconcile).
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkerInput {
+    /// Pod facts for [`plan`].
+    pub facts: PodFacts,
+    /// Pod UID.
+    pub uid: String,
+    /// The Pod, as events and wake-ups refer to it.
+    pub obj: ObjectReference,
+    /// `<pod>_<ns>(<uid>)`, for BackOff messages.
+    pub pod_label: String,
+    /// Namespace (for pull secrets).
+    pub namespace: String,
+    /// Container name.
+    pub container: String,
+    /// Image.
+    pub image: ImageRef,
+    /// Pull policy.
+    pub pull_policy: PullPolicy,
+    /// `imagePullSecrets` names.
+    pub pull_secrets: Vec<String>,
+    /// What `tart set` gives the VM.
+    pub resources: VmResources,
+    /// Pod creation time (start of the provision delay).
+    pub created: Option<Timestamp>,
+    /// Termination grace.
+    pub grace: Duration,
+}
+
+/// What the worker publishes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkerState {
+    /// Facts for [`plan`].
+    pub facts: VmFacts,
+    /// The VM.
+    pub vm: VmName,
+    /// Container state for status.
+    pub view: ContainerView,
+    /// Previous run.
+    pub last_terminated: Option<Terminated>,
+    /// Guest IP.
+    pub pod_ip: Option<Ipv4Addr>,
+    /// The VM was found running after an agent restart.
+    pub adopted: bool,
+    /// `<host>/<repository>@sha256:<hex>` of the image, once known (the Pod's `imageID`).
+    pub image_id: Option<String>,
+}
+
+/// The reconciler's handle on a worker. Dropping it stops the worker task (not the VM).
+pub struct WorkerHandle {
+    /// Latest Pod input.
+    pub input: watch::Sender<WorkerInput>,
+    /// Latest state.
+    pub state: watch::Receiver<WorkerState>,
+    task: AbortHandle,
+}
+
+impl Drop for WorkerHandle {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// How a worker begins.
+pub enum Start<V> {
+    /// Nothing exists yet.
+    Fresh,
+    /// Recovery found the VM cloned but not running.
+    Cloned,
+    /// Recovery found the VM running and re-attached to it.
+    Adopted {
+        /// The live `tart run`.
+        vm: V,
+        /// Its slot.
+        slot: Option<SlotGuard>,
+        /// When this run started, as the Pod's status already says; `None` takes the time
+        /// the process started.
+        started_at: Option<Timestamp>,
+    },
+    /// Recovery found the VM stopped although its Pod had already started it: it exited
+    /// while no agent watched (exit code unknown).
+    ExitedUnwatched,
+}
+
+/// Exit code reported when the exit was not seen (kubelet's `ContainerStatusUnknown`).
+pub const UNKNOWN_EXIT: i32 = 137;
+
+/// Spawn a worker for `vm`. `prior_restarts` carries the Pod's `restartCount` over an agent
+/// restart (0 for a fresh Pod).
+pub fn spawn<T: Tart>(
+    ctx: Arc<WorkerContext<T>>,
+    vm: VmName,
+    input: WorkerInput,
+    start: Start<T::Vm>,
+    prior_restarts: u32,
+) -> WorkerHandle {
+    let span = info_span!("vm_worker", pod.uid = %input.uid, %vm);
+    let (in_tx, in_rx) = watch::channel(input);
+    let w = Worker::new(ctx, vm, in_rx, start, prior_restarts);
+    let (out_tx, out_rx) = watch::channel(w.state.clone());
+    let task = tokio::spawn(w.run(out_tx).instrument(span)).abort_handle();
+    WorkerHandle {
+        input: in_tx,
+        state: out_rx,
+        task,
+    }
+}
+
+struct Worker<T: Tart> {
+    ctx: Arc<WorkerContext<T>>,
+    input: watch::Receiver<WorkerInput>,
+    state: WorkerState,
+    proc: Option<Arc<T::Vm>>,
+    slot: Option<SlotGuard>,
+    once: PodOnce,
+    /// Consecutive failed provisioning attempts (backoff); reset by a successful start.
+    failures: u32,
+    /// Every failed provisioning attempt of this Pod, never reset: events are numbered with
+    /// it, so a fault after a restart is a new occurrence, not a repeat of one before it.
+    fail_seq: u32,
+    /// When the current run began (monotonic, wall).
+    run_started: Option<(Instant, Timestamp)>,
+    /// The last exit, until the plan decides between restart and finish.
+    pending_exit: Option<Terminated>,
+    slot_waits: u32,
+    creds: Option<tart::Credentials>,
+    /// The agent's own time for this Pod before `tart run` (`pod_agent_overhead_seconds`).
+    overhead: OverheadClock,
+}
+
+/// Measures the agent's own time per Pod before `tart run`: since the worker first saw the Pod,
+/// less the time spent in steps that are not the agent's own work (tart operations, slot
+/// waits, backoff).
+#[derive(Debug, Clone, Copy)]
+struct OverheadClock {
+    born: Instant,
+    excluded: Duration,
+    /// No failure and no backoff so far: only clean first starts are measured.
+    clean: bool,
+}
+
+impl OverheadClock {
+    fn new() -> Self {
+        Self {
+            born: Instant::now(),
+            excluded: Duration::ZERO,
+            clean: true,
+        }
+    }
+
+    fn own_time(&self) -> Duration {
+        self.born.elapsed().saturating_sub(self.excluded)
+    }
+}
+
+/// Resolves when the Pod is being deleted or the handle was dropped.
+async fn teardown(rx: &mut watch::Receiver<WorkerInput>) {
+    let _ = rx.wait_for(|i| i.facts.deleting).await;
+}
+
+impl<T: Tart> Worker<T> {
+    fn new(
+        ctx: Arc<WorkerContext<T>>,
+        vm: VmName,
+        input: watch::Receiver<WorkerInput>,
+        start: Start<T::Vm>,
+        prior_restarts: u32,
+    ) -> Self {
+        let mut w = Worker {
+            ctx,
+            input,
+            state: WorkerState {
+                facts: VmFacts::default(),
+                vm,
+                view: ContainerView::waiting(WaitingReason::ContainerCreating, None),
+                last_terminated: None,
+                pod_ip: None,
+                adopted: false,
+                image_id: None,
+            },
+            proc: None,
+            slot: None,
+            once: PodOnce::default(),
+            failures: 0,
+            fail_seq: 0,
+            run_started: None,
+            pending_exit: None,
+            slot_waits: 0,
+            creds: None,
+            overhead: OverheadClock::new(),
+        };
+        w.begin(start);
+        w.state.facts.restarts = prior_restarts;
+        w
+    }
+
+    /// Take over what recovery found.
+    fn begin(&mut self, start: Start<T::Vm>) {
+        let provisioned = VmFacts {
+            image_ready: true,
+            cloned: true,
+            configured: true,
+            ..VmFacts::default()
+        };
+        match start {
+            Start::Fresh => {}
+            Start::Cloned => {
+                self.state.facts.image_ready = true;
+                self.state.facts.cloned = true;
+            }
+            Start::ExitedUnwatched => {
+                self.state.facts = VmFacts {
+                    process: Process::Exited { code: UNKNOWN_EXIT },
+                    ..provisioned
+                };
+                let now = Timestamp::now();
+                self.pending_exit = Some(Terminated {
+                    exit_code: UNKNOWN_EXIT,
+                    reason: TerminatedReason::ContainerStatusUnknown,
+                    message: Some("The VM stopped while the agent was not running".into()),
+                    started_at: now,
+                    finished_at: now,
+                });
+                self.once = PodOnce::adopted();
+            }
+            Start::Adopted {
+                vm,
+                slot,
+                started_at,
+            } => {
+                self.state.facts = VmFacts {
+                    slot_held: true,
+                    process: Process::Running {
+                        has_ip: false,
+                        marked: false,
+                    },
+                    ..provisioned
+                };
+                let started_at = started_at.unwrap_or_else(|| {
+                    Timestamp::try_from(vm.started_at()).unwrap_or_else(|_| Timestamp::now())
+                });
+                self.state.view = ContainerView::Running {
+                    started_at,
+                    ready: false,
+                };
+                self.state.adopted = true;
+                self.proc = Some(Arc::new(vm));
+                self.slot = slot;
+                self.once = PodOnce::adopted();
+            }
+        }
+    }
+
+    async fn run(mut self, out: watch::Sender<WorkerState>) {
+        let first = self.input.borrow().clone();
+        if !self.state.facts.cloned {
+            let vm = self.state.vm.to_string();
+            self.emit(&first, 0, Occurrence::CreatingVm { vm });
+        }
+        loop {
+            if self.input.has_changed().is_err() {
+                debug!("worker handle dropped; worker ends, the VM is left as it is");
+                return;
+            }
+            let input = self.input.borrow_and_update().clone();
+            let step = plan(&input.facts, &self.state.facts, Instant::now()).vm;
+            debug!(?step, "vm step");
+            let step_started = Instant::now();
+            let failures_before = self.failures;
+            let own_work = self.execute(&step, &input, &out).await;
+            if !own_work {
+                self.overhead.excluded += step_started.elapsed();
+            }
+            if self.failures > failures_before {
+                self.overhead.clean = false;
+            }
+            self.publish(&out);
+        }
+    }
+
+    /// Carry out one VM step. Returns whether its time counts as the agent's own work.
+    async fn execute(
+        &mut self,
+        step: &VmStep,
+        input: &WorkerInput,
+        out: &watch::Sender<WorkerState>,
+    ) -> bool {
+        match *step {
+            VmStep::Pull => {
+                self.pull(input, out).await;
+                false
+            }
+            VmStep::Clone => {
+                self.clone_vm(input).await;
+                false
+            }
+            VmStep::Set => {
+                self.set(input).await;
+                false
+            }
+            VmStep::WaitForSlot => {
+                self.wait_slot(input, out).await;
+                false
+            }
+            VmStep::Run => {
+                self.run_vm(input).await;
+                true
+            }
+            VmStep::WaitIp => {
+                self.wait_ip().await;
+                true
+            }
+            VmStep::MarkRunning => {
+                self.mark_running(input).await;
+                true
+            }
+            VmStep::Restart(d) => {
+                self.restart(input, d);
+                true
+            }
+            VmStep::Finish => {
+                self.finish();
+                true
+            }
+            VmStep::Wait(d) => {
+                self.overhead.clean = false;
+                self.backing_off(input);
+                self.publish(out);
+                self.idle(Some(d)).await;
+                false
+            }
+            VmStep::Stop => {
+                self.stop(input).await;
+                true
+            }
+            VmStep::Delete => {
+                self.delete().await;
+                true
+            }
+            VmStep::Idle => {
+                self.publish(out);
+                self.idle(None).await;
+                true
+            }
+        }
+    }
+
+    /// Publish the state if it changed, and ask for this Pod to be reconciled.
+    fn publish(&self, out: &watch::Sender<WorkerState>) {
+        let changed = out.send_if_modified(|s| {
+            if *s == self.state {
+                false
+            } else {
+                *s = self.state.clone();
+                true
+            }
+        });
+        if changed {
+            self.ctx.waker.wake(&self.input.borrow().obj);
+        }
+    }
+
+    /// Publish `occ`, numbered `seq` among occurrences of its kind for this Pod.
+    fn emit(&self, input: &WorkerInput, seq: u32, occ: Occurrence) {
+        self.ctx.events.emit(&input.uid, &input.obj, seq, occ);
+    }
+
+    /// Wait for new input, the VM's exit, or `max`.
+    async fn idle(&mut self, max: Option<Duration>) {
+        let proc = self.proc.clone().filter(|_| self.alive());
+        let exit = async move {
+            match proc {
+                Some(p) => p.wait().await,
+                None => std::future::pending().await,
+            }
+        };
+        let sleep = tokio::time::sleep(max.unwrap_or(Duration::from_secs(3600)));
+        tokio::select! {
+            _ = self.input.changed() => {}
+            info = exit => self.on_exit(info),
+            _ = sleep => {}
+        }
+    }
+
+    fn alive(&self) -> bool {
+        matches!(self.state.facts.process, Process::Running { .. })
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,204 @@
+//! How a worker takes what happened to its VM: an exit of `tart run`, a crash-loop restart,
+//! a failed provisioning step (host fault, image pull failure, a configuration the image
+//! refuses, create failure) and the backoff that follows. Each sets the container view kubelet
+//! would show and emits its event once per occurrence.
+
+use std::time::Duration;
+
+use k8s_openapi::jiff::Timestamp;
+use tart::{ErrorKind, ExitInfo, ExitReason, Tart};
+use tokio::time::Instant;
+use tracing::{info, warn};
+
+use super::{Worker, WorkerInput};
+use crate::pods::{
+    events::{Occurrence, without_error_prefix},
+    metrics::ReasonLabels,
+    plan::{Process, crash_backoff},
+    reasons::{TerminatedReason, WaitingReason},
+    status::{ContainerView, Terminated},
+};
+
+/// The exit code a container runtime would report: the code, or 128 + signal.
+pub fn exit_code(info: &ExitInfo) -> i32 {
+    match (info.code, info.signal, info.reason) {
+        (Some(c), _, _) => c,
+        (None, Some(s), _) => 128 + s,
+        (None, None, ExitReason::Completed) => 0,
+        (None, None, _) => 1,
+    }
+}
+
+/// How a failed provisioning step is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Failure {
+    /// The image could not be pulled or cloned from the registry.
+    Image,
+    /// The VM cannot be configured as the Pod asks (`tart set` refused).
+    Config,
+    /// Creating or starting the VM failed otherwise.
+    Create,
+}
+
+impl<T: Tart> Worker<T> {
+    /// The `tart run` process ended.
+    pub(super) fn on_exit(&mut self, info: ExitInfo) {
+        let code = exit_code(&info);
+        let reason = match info.reason {
+            ExitReason::Completed => "completed",
+            ExitReason::Failed => "failed",
+            ExitReason::Signaled => "signaled",
+            ExitReason::Unknown => "unknown",
+        };
+        self.ctx
+            .metrics
+            .vm_exits
+            .get_or_create(&ReasonLabels { reason })
+            .inc();
+        let started_at = match (&self.run_started, &self.state.view) {
+            (Some((_, t)), _) => *t,
+            (None, ContainerView::Running { started_at, .. }) => *started_at,
+            _ => Timestamp::now(),
+        };
+        info!(code, reason, "vm exited");
+        self.once.run_ended();
+        self.pending_exit = Some(Terminated {
+            exit_code: code,
+            reason: TerminatedReason::for_exit(code),
+            message: None,
+            started_at,
+            finished_at: Timestamp::now(),
+        });
+        self.state.facts.process = Process::Exited { code };
+        self.state.facts.slot_held = false;
+        self.slot = None;
+        self.proc = None;
+        self.run_started = None;
+        self.state.pod_ip = None;
+    }
+
+    pub(super) fn restart(&mut self, input: &WorkerInput, backoff: Duration) {
+        let term = self.pending_exit.take();
+        self.state.last_terminated = term.or(self.state.last_terminated.take());
+        self.state.facts.restarts += 1;
+        self.state.facts.process = Process::None;
+        self.state.facts.blocked_until = Some(Instant::now() + backoff);
+        self.state.view = ContainerView::waiting(
+            WaitingReason::CrashLoopBackOff,
+            Some(format!(
+                "back-off {}s restarting failed container={} pod={}",
+                backoff.as_secs(),
+                input.container,
+                input.pod_label
+            )),
+        );
+        let occ = Occurrence::BackOffRestart {
+            container: input.container.clone(),
+            pod: input.pod_label.clone(),
+        };
+        self.emit(input, self.state.facts.restarts, occ);
+    }
+
+    pub(super) fn finish(&mut self) {
+        if let Some(t) = self.pending_exit.take() {
+            self.state.view = ContainerView::Terminated(t);
+        }
+        self.state.facts.finished = true;
+    }
+
+    /// `tart set` refused the Pod's configuration (for example fewer CPUs than the image's
+    /// minimum). A host fault is still a host fault; anything else is the Pod's configuration.
+    pub(super) fn config_refused(&mut self, input: &WorkerInput, err: &tart::Error) {
+        let how = if err.kind().is_host_fault() {
+            Failure::Create
+        } else {
+            Failure::Config
+        };
+        self.failed(input, how, err);
+    }
+
+    /// A provisioning step failed: classify, report, back off.
+    pub(super) fn failed(&mut self, input: &WorkerInput, how: Failure, err: &tart::Error) {
+        self.fail_with(input, how, err.kind(), err.message.clone());
+    }
+
+    pub(super) fn fail_with(
+        &mut self,
+        input: &WorkerInput,
+        how: Failure,
+        kind: ErrorKind,
+        message: String,
+    ) {
+        self.failures += 1;
+        self.fail_seq += 1;
+        let backoff = crash_backoff(self.failures - 1);
+        self.state.facts.blocked_until = Some(Instant::now() + backoff);
+        let n = self.fail_seq;
+        let message = without_error_prefix(&message).to_owned();
+        warn!(kind = kind.as_str(), %message, failures = self.failures, backoff_s = backoff.as_secs(), "vm step failed");
+        if kind.is_host_fault() {
+            self.ctx.health.record_host_fault(kind);
+            self.ctx.metrics.host_fault(kind);
+            let reason = WaitingReason::HostFault(kind);
+            self.state.view = ContainerView::waiting(reason, Some(message.clone()));
+            self.emit(input, n, Occurrence::HostFault { kind, message });
+            return;
+        }
+        match how {
+            Failure::Image => {
+                let reason = WaitingReason::ErrImagePull;
+                self.state.view = ContainerView::waiting(reason, Some(message.clone()));
+                let occ = Occurrence::PullFailed {
+                    image: input.image.to_string(),
+                    error: message,
+                };
+                self.emit(input, n, occ);
+            }
+            Failure::Config => {
+                let reason = WaitingReason::CreateContainerConfigError;
+                self.state.view = ContainerView::waiting(reason, Some(message.clone()));
+                self.emit(input, n, Occurrence::Failed { message });
+            }
+            Failure::Create => {
+                let reason = WaitingReason::CreateContainerError;
+                self.state.view = ContainerView::waiting(reason, Some(message.clone()));
+                self.emit(input, n, Occurrence::Failed { message });
+            }
+        }
+    }
+
+    /// Entering a backoff wait: ErrImagePull turns into ImagePullBackOff (kubelet's order).
+    pub(super) fn backing_off(&mut self, input: &WorkerInput) {
+        if let ContainerView::Waiting {
+            reason: WaitingReason::ErrImagePull,
+            message,
+        } = &self.state.view
+        {
+            let message = message.clone();
+            self.state.view = ContainerView::waiting(WaitingReason::ImagePullBackOff, message);
+            let occ = Occurrence::PullBackOff {
+                image: input.image.to_string(),
+            };
+            self.emit(input, self.fail_seq, occ);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes_follow_container_runtime_conventions() {
+        let e = |reason, code, signal| ExitInfo {
+            reason,
+            code,
+            signal,
+        };
+        assert_eq!(exit_code(&e(ExitReason::Completed, Some(0), None)), 0);
+        assert_eq!(exit_code(&e(ExitReason::Failed, Some(3), None)), 3);
+        assert_eq!(exit_code(&e(ExitReason::Signaled, None, Some(9))), 137);
+        assert_eq!(exit_code(&e(ExitReason::Unknown, None, None)), 1);
+        assert_eq!(exit_code(&e(ExitReason::Completed, None, None)), 0);
+    }
+}
