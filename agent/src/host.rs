@@ -2,8 +2,8 @@
 //! and chip, the `TART_HOME` volume's size and free space, and process counts.
 //!
 //! Implementations: [`FixedHost`] (fixed values, for tests and for Linux CI runs),
-//! [`LinuxHost`] (reads `/proc` and `statvfs`) and, on macOS, `crate::macos::MacHost`
-//! (assignment F). [`HostFacts::gather`] takes one snapshot; it may block briefly, so call it
+//! [`LinuxHost`] (reads `/proc` and `statvfs`) and, on macOS, the `macos` module's `MacHost`
+//! [`HostFacts::gather`] takes one snapshot; it may block briefly, so call it
 //! from `spawn_blocking`. Everything downstream (node status) is pure over [`HostFacts`].
 
 use std::{

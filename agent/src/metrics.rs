@@ -1,7 +1,7 @@
 //! Node-side metrics (prefix `tart_kubelet_`). One [`NodeMetrics`] is registered into the
 //! [`Registry`] that `entry::run` creates and is cloned into the tasks that update it. Label
 //! values come only from closed sets (`&'static str` from `as_str` functions). Pod-side
-//! metrics live in `crate::pods::metrics`.
+//! metrics are registered by the Pod side.
 
 use crate::api::ApiErrorKind;
 use prometheus_client::{
@@ -61,7 +61,7 @@ pub struct NodeMetrics {
     pub node_condition: Family<ConditionLabels, Gauge>,
     /// `tart_kubelet_vm_slots`.
     pub vm_slots: Gauge,
-    /// `tart_kubelet_vm_slots_used` (kept by [`crate::slots::VmSlots`]).
+    /// `tart_kubelet_vm_slots_used` (kept equal to the slots in use by the node's `VmSlots`).
     pub vm_slots_used: Gauge,
     /// `tart_kubelet_tart_home_free_bytes`.
     pub tart_home_free_bytes: Gauge,

@@ -7,6 +7,8 @@ mod pod_support;
 
 use std::time::Duration;
 
+use k8s_openapi::api::core::v1::Pod;
+
 use pod_support::{Env, WAIT, in_order, phase, ready, waiting_reason};
 use tart_kubelet_tests::{
     cluster::wait_for,
@@ -239,6 +241,15 @@ async fn agent_sigkill_and_restart_adopts_running_vms_and_finishes_the_provision
         .iter()
         .map(|p| env.home.run_pid(&Env::vm_of(p)).expect("running"))
         .collect();
+    let started_at = |p: &Pod| {
+        let s = p.status.as_ref()?.container_statuses.as_ref()?.first()?;
+        Some(s.state.as_ref()?.running.as_ref()?.started_at.clone()?.0)
+    };
+    let mut started = vec![];
+    for n in ["a", "b"] {
+        let p = env.pods().get(n).await.expect("get pod");
+        started.push(started_at(&p).expect("a running Pod has startedAt"));
+    }
     // The third Pod's clone takes 15 s: kill the agent while it provisions.
     env.home
         .set_knobs(
@@ -262,6 +273,11 @@ async fn agent_sigkill_and_restart_adopts_running_vms_and_finishes_the_provision
             "VM of {} was restarted",
             p.metadata.name.as_deref().unwrap_or_default()
         );
+    }
+    // An adopted VM did not restart: its Pod keeps the start time it had.
+    for (n, was) in ["a", "b"].iter().zip(&started) {
+        let p = env.pods().get(n).await.expect("get pod");
+        assert_eq!(started_at(&p).as_ref(), Some(was), "startedAt of {n} moved");
     }
     let mut vms = env.vms();
     vms.sort();

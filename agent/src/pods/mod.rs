@@ -157,7 +157,7 @@ pub async fn run<T: Tart>(deps: PodSideDeps<T>, metrics: PodMetrics) {
             wake_all_tx,
             shutdown.clone(),
         )
-            .instrument(info_span!("pods_node")),
+        .instrument(info_span!("pods_node")),
     );
     tokio::spawn(population(shared.clone(), shutdown.clone()));
 

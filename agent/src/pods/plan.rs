@@ -338,7 +338,16 @@ mod tests {
         use VmStep::*;
         assert_eq!(
             seen,
-            vec![Pull, Clone, Set, WaitForSlot, Run, WaitIp, MarkRunning, Idle]
+            vec![
+                Pull,
+                Clone,
+                Set,
+                WaitForSlot,
+                Run,
+                WaitIp,
+                MarkRunning,
+                Idle
+            ]
         );
     }
 

@@ -266,7 +266,11 @@ async fn reject<T: Tart>(ctx: &Shared<T>, v: &View<'_>, r: Rejection) -> Result<
         reason: r.reason,
         message: r.message.clone(),
     };
-    if ctx.worker.events.emit(&v.uid, &v.pod.object_ref(&()), 0, occ) {
+    if ctx
+        .worker
+        .events
+        .emit(&v.uid, &v.pod.object_ref(&()), 0, occ)
+    {
         info!(reason = r.reason.pod_reason(), message = %r.message, "pod rejected");
         let reason = r.reason.as_str();
         ctx.worker
@@ -291,7 +295,13 @@ async fn delete_pod(v: &View<'_>) -> Result<(), Error> {
         }),
         ..DeleteParams::default()
     };
-    match call("delete pod", v.timeout, v.api.delete(&v.pod.name_any(), &dp)).await {
+    match call(
+        "delete pod",
+        v.timeout,
+        v.api.delete(&v.pod.name_any(), &dp),
+    )
+    .await
+    {
         Ok(_) => info!("pod deleted"),
         Err(e) if e.is_moot() => debug!("pod already gone"),
         Err(e) => return Err(e),
@@ -323,7 +333,12 @@ async fn patch_status(v: &View<'_>, d: &Desired) -> Result<(), Error> {
     let patch = Patch::Strategic(json!({ "status": body }));
     let name = v.pod.name_any();
     let pp = PatchParams::default();
-    call("patch pod status", v.timeout, v.api.patch_status(&name, &pp, &patch)).await?;
+    call(
+        "patch pod status",
+        v.timeout,
+        v.api.patch_status(&name, &pp, &patch),
+    )
+    .await?;
     debug!(phase = %body["phase"], "status patched");
     Ok(())
 }

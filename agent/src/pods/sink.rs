@@ -57,8 +57,10 @@ impl EventSink {
             while let Some((obj, occ)) = rx.recv().await {
                 let s = spec(&occ);
                 let ev = event(&obj, &s, &node, Timestamp::now());
-                let api: Api<Event> =
-                    Api::namespaced(client.clone(), obj.namespace.as_deref().unwrap_or("default"));
+                let api: Api<Event> = Api::namespaced(
+                    client.clone(),
+                    obj.namespace.as_deref().unwrap_or("default"),
+                );
                 let res =
                     tokio::time::timeout(timeout, api.create(&PostParams::default(), &ev)).await;
                 match res {
@@ -157,7 +159,10 @@ mod tests {
         let killing = Occurrence::Killing {
             container: "vm".into(),
         };
-        assert!(sink.emit("u1", &obj, 0, killing), "another kind, same number");
+        assert!(
+            sink.emit("u1", &obj, 0, killing),
+            "another kind, same number"
+        );
         sink.forget("u1");
         assert!(sink.emit("u1", &obj, 0, occ()));
         let mut n = 0;

@@ -2,7 +2,7 @@
 //! `launchctl` commands to run in which order, plus the parser of `launchctl print`.
 //!
 //! `--dry-run` prints [`render_plan`]; the real run executes the same steps
-//! (`super::install`), so what is printed is exactly what is done. launchctl 2 syntax,
+//! (the `install` module), so what is printed is exactly what is done. launchctl 2 syntax,
 //! host-and-conventions.md §1.5: `bootout` returns before the job has exited, and a
 //! `bootstrap` during that window fails with "Bootstrap failed: 5", so every bootout is
 //! followed by a poll of `launchctl print` until the job is really gone.

@@ -1,4 +1,4 @@
-//! Shipping the agent to a Mac mini (issue 7): the `install`, `uninstall` and `doctor`
+//! Shipping the agent to a Mac mini: the `install`, `uninstall` and `doctor`
 //! subcommands and the agent's own rotating log file.
 //!
 //! This module owns the clap `Args` of those three subcommands and their entry points; the

@@ -6,11 +6,7 @@ use std::{sync::Arc, time::Duration};
 
 use http::{Method, Request, Response};
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
-use kube::{
-    Client, ResourceExt,
-    client::Body,
-    runtime::controller::Action,
-};
+use kube::{Client, ResourceExt, client::Body, runtime::controller::Action};
 use serde_json::{Value, json};
 use tart::{Op, testing::MemTart};
 use tokio::time::timeout;
@@ -223,7 +219,11 @@ async fn deletion_stops_and_deletes_the_vm_then_releases_the_finalizer_then_dele
     //    the status current); no finalizer change, no Pod deletion yet.
     reconcile_with(&shared, &deleting, || async {
         let c = next_call(&mut handle).await;
-        assert_eq!(c.path, format!("{POD}/status"), "only the status may be written");
+        assert_eq!(
+            c.path,
+            format!("{POD}/status"),
+            "only the status may be written"
+        );
         c.answer(&deleting);
     })
     .await;
@@ -234,7 +234,10 @@ async fn deletion_stops_and_deletes_the_vm_then_releases_the_finalizer_then_dele
         .unwrap();
     let ops: Vec<Op> = rig.tart.calls().iter().map(|c| c.op).collect();
     let stop = ops.iter().position(|o| *o == Op::Stop).expect("no stop");
-    let delete = ops.iter().position(|o| *o == Op::Delete).expect("no delete");
+    let delete = ops
+        .iter()
+        .position(|o| *o == Op::Delete)
+        .expect("no delete");
     assert!(stop < delete, "{ops:?}");
     // 2. The VM is gone: release the finalizer.
     reconcile_with(&shared, &deleting, || async {
@@ -255,7 +258,10 @@ async fn deletion_stops_and_deletes_the_vm_then_releases_the_finalizer_then_dele
     })
     .await;
     assert_eq!(action, Action::await_change());
-    assert!(shared.with_workers(|w| w.is_empty()), "the worker is let go");
+    assert!(
+        shared.with_workers(|w| w.is_empty()),
+        "the worker is let go"
+    );
     assert_eq!(released.name_any(), "runner");
     assert_no_call(&mut handle);
 }

@@ -204,7 +204,11 @@ fn a_true_ready_condition_carries_no_reason_and_clears_the_old_one() {
         let c = cond(&v, ty);
         assert_eq!(c["status"], "True");
         // null in a strategic merge patch deletes the server's stale reason and message.
-        assert_eq!((&c["reason"], &c["message"]), (&Value::Null, &Value::Null), "{ty}");
+        assert_eq!(
+            (&c["reason"], &c["message"]),
+            (&Value::Null, &Value::Null),
+            "{ty}"
+        );
     }
     assert!(needs_patch(&v, Some(&server)));
     // Once the server has dropped them, the same status needs no patch.
@@ -213,7 +217,10 @@ fn a_true_ready_condition_carries_no_reason_and_clears_the_old_one() {
         assert!(c.reason.is_none() || c.status != "True");
     }
     after.qos_class = Some("BestEffort".into());
-    assert!(!needs_patch(&build(&Desired::from(obs(running(true))), Some(&after), t(300)), Some(&after)));
+    assert!(!needs_patch(
+        &build(&Desired::from(obs(running(true))), Some(&after), t(300)),
+        Some(&after)
+    ));
 }
 
 #[test]
@@ -225,5 +232,8 @@ fn a_stale_reason_on_a_true_condition_is_a_reason_to_patch() {
             c.reason = Some("ContainersNotReady".into());
         }
     }
-    assert!(needs_patch(&build(&d, Some(&server), t(200)), Some(&server)));
+    assert!(needs_patch(
+        &build(&d, Some(&server), t(200)),
+        Some(&server)
+    ));
 }

@@ -31,9 +31,7 @@ impl<T: Tart> Worker<T> {
     }
 
     async fn credentials(&mut self, input: &WorkerInput) -> Option<tart::Credentials> {
-        if self.creds.is_none()
-            && self.ctx.cfg.read_pull_secrets
-            && !input.pull_secrets.is_empty()
+        if self.creds.is_none() && self.ctx.cfg.read_pull_secrets && !input.pull_secrets.is_empty()
         {
             let api: Api<Secret> = Api::namespaced(self.ctx.client.clone(), &input.namespace);
             self.creds = credentials_for(
@@ -173,7 +171,11 @@ impl<T: Tart> Worker<T> {
         }
     }
 
-    pub(super) async fn wait_slot(&mut self, input: &WorkerInput, out: &watch::Sender<WorkerState>) {
+    pub(super) async fn wait_slot(
+        &mut self,
+        input: &WorkerInput,
+        out: &watch::Sender<WorkerState>,
+    ) {
         if let Some(g) = self.ctx.slots.try_acquire(&input.uid) {
             self.slot = Some(g);
             self.state.facts.slot_held = true;

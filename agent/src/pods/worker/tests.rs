@@ -6,11 +6,7 @@ use std::time::Duration;
 use tart::{ErrorKind, Op, Tart, testing::MemTart};
 
 use super::{outcomes::Failure, *};
-use crate::pods::{
-    fixtures::rig,
-    naming::VmNaming,
-    plan::RestartPolicy,
-};
+use crate::pods::{fixtures::rig, naming::VmNaming, plan::RestartPolicy};
 
 const IMAGE: &str = "ghcr.io/cirruslabs/macos:15";
 
@@ -142,11 +138,9 @@ async fn vm_limit_at_run_is_a_host_fault_that_keeps_the_pod_waiting() {
         Start::Fresh,
         0,
     );
-    let s = until(
-        &mut h,
-        "host fault",
-        |s| waiting_for(s, WaitingReason::HostFault(ErrorKind::VmLimit)),
-    )
+    let s = until(&mut h, "host fault", |s| {
+        waiting_for(s, WaitingReason::HostFault(ErrorKind::VmLimit))
+    })
     .await;
     assert!(s.facts.blocked_until.is_some(), "no backoff");
     assert!(!s.facts.slot_held, "slot kept after a failed start");
@@ -155,7 +149,10 @@ async fn vm_limit_at_run_is_a_host_fault_that_keeps_the_pod_waiting() {
         r.worker.health.snapshot().fault.is_some(),
         "not reported to HostHealth"
     );
-    assert!(r.metrics().contains("tart_kubelet_host_faults_total{kind=\"vm_limit\"} 1"));
+    assert!(
+        r.metrics()
+            .contains("tart_kubelet_host_faults_total{kind=\"vm_limit\"} 1")
+    );
 }
 
 /// A pull that fails for the workload's reasons: ErrImagePull (then ImagePullBackOff), a
@@ -171,7 +168,8 @@ async fn pull_failure_is_err_image_pull_not_a_host_fault(tart: MemTart, n: u8) {
         0,
     );
     until(&mut h, "ErrImagePull", |s| {
-        waiting_for(s, WaitingReason::ErrImagePull) || waiting_for(s, WaitingReason::ImagePullBackOff)
+        waiting_for(s, WaitingReason::ErrImagePull)
+            || waiting_for(s, WaitingReason::ImagePullBackOff)
     })
     .await;
     let evs = r.reasons();
@@ -251,11 +249,7 @@ async fn an_adopted_vm_is_never_run_again_nor_counted() {
     let r = rig(MemTart::new().with_cached(IMAGE), 2);
     let vm = VmNaming::default().vm_name(&uid(8)).unwrap();
     r.tart.clone_vm(IMAGE, &vm, None).await.unwrap();
-    let proc = r
-        .tart
-        .run(&vm, &r.worker.cfg.run_opts(&vm))
-        .await
-        .unwrap();
+    let proc = r.tart.run(&vm, &r.worker.cfg.run_opts(&vm)).await.unwrap();
     let guard = r.worker.slots.acquire_for_adopted(&uid(8));
     let mut h = spawn(
         r.worker.clone(),
@@ -350,3 +344,5 @@ async fn a_fault_after_a_successful_start_is_a_new_event_not_a_repeat() {
     assert_eq!(count("Failed"), 4, "{evs:?}");
     assert_eq!(w.failures, 3, "backoff counts only since the last start");
 }
+
+mod timing;
