@@ -10,6 +10,14 @@ use prometheus_client::{
     registry::Registry,
 };
 
+/// Register each `name, help => metric` into a registry (its prefix set by the caller).
+macro_rules! register {
+    ($r:expr; $($name:literal, $help:literal => $metric:expr;)*) => {
+        $( $r.register($name, $help, $metric.clone()); )*
+    };
+}
+pub(crate) use register;
+
 /// `outcome` label.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct OutcomeLabels {
@@ -95,42 +103,16 @@ impl NodeMetrics {
             api_errors: Family::default(),
         };
         let r = registry.sub_registry_with_prefix("tart_kubelet");
-        r.register(
-            "build_info",
-            "Agent and tart versions; always 1",
-            m.build_info.clone(),
-        );
-        r.register(
-            "node_lease_renewals",
-            "Node Lease renewals by outcome",
-            m.lease_renewals.clone(),
-        );
-        r.register(
-            "node_lease_renew_duration_seconds",
-            "Duration of one Node Lease renewal request",
-            m.lease_renew_duration.clone(),
-        );
-        r.register(
-            "node_status_updates",
-            "Node status writes by outcome",
-            m.status_updates.clone(),
-        );
-        r.register(
-            "node_condition",
-            "1 when the node condition's status is True",
-            m.node_condition.clone(),
-        );
-        r.register("vm_slots", "VM slots of this node", m.vm_slots.clone());
-        r.register("vm_slots_used", "VM slots in use", m.vm_slots_used.clone());
-        r.register(
-            "tart_home_free_bytes",
-            "Free bytes on the TART_HOME volume",
-            m.tart_home_free_bytes.clone(),
-        );
-        r.register(
-            "api_errors",
-            "Kubernetes API errors by resource and kind",
-            m.api_errors.clone(),
+        register!(r;
+            "build_info", "Agent and tart versions; always 1" => m.build_info;
+            "node_lease_renewals", "Node Lease renewals by outcome" => m.lease_renewals;
+            "node_lease_renew_duration_seconds", "Duration of one Node Lease renewal request" => m.lease_renew_duration;
+            "node_status_updates", "Node status writes by outcome" => m.status_updates;
+            "node_condition", "1 when the node condition's status is True" => m.node_condition;
+            "vm_slots", "VM slots of this node" => m.vm_slots;
+            "vm_slots_used", "VM slots in use" => m.vm_slots_used;
+            "tart_home_free_bytes", "Free bytes on the TART_HOME volume" => m.tart_home_free_bytes;
+            "api_errors", "Kubernetes API errors by resource and kind" => m.api_errors;
         );
         // Pre-create the closed label sets so every series exists from the first scrape.
         for outcome in ["ok", "error"] {

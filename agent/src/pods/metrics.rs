@@ -16,7 +16,7 @@ use prometheus_client::{
 use tart::{Attempt, AttemptOutcome, ErrorKind, Observer, Op};
 
 use super::admission::RejectReason;
-use crate::metrics::OutcomeLabels;
+use crate::metrics::{OutcomeLabels, register};
 
 /// Buckets for VM-scale durations: a start that takes hours must not hide in the top bucket.
 pub const VM_BUCKETS: [f64; 15] = [
@@ -172,84 +172,26 @@ impl PodMetrics {
             vm_exits: Family::default(),
         };
         let r = registry.sub_registry_with_prefix("tart_kubelet");
-        r.register(
-            "pod_provision_delay_seconds",
-            "Pod creation to just before tart run, once per Pod on success",
-            m.provision_delay.clone(),
+        register!(r;
+            "pod_provision_delay_seconds", "Pod creation to just before tart run, once per Pod on success" => m.provision_delay;
+            "pod_agent_overhead_seconds", "Agent time per Pod from first seeing it bound to just before tart run, excluding tart operations, VM-slot waits and backoff; once per Pod on a clean first start" => m.agent_overhead;
+            "vm_boot_duration_seconds", "tart run to the first guest IP, once per Pod on success" => m.boot_duration;
+            "pod_stage_duration_seconds", "Duration of one provisioning stage attempt" => m.stage_duration;
+            "tart_commands", "tart attempts by command and outcome" => m.tart_commands;
+            "tart_command_duration_seconds", "Wall time of one tart attempt" => m.tart_command_duration;
+            "tart_retries", "tart attempts that were retried" => m.tart_retries;
+            "tart_kills", "tart processes killed (deadline or stall)" => m.tart_kills;
+            "tart_errors", "failed tart attempts by error kind" => m.tart_errors;
+            "host_faults", "host faults met while starting VMs" => m.host_faults;
+            "pods_pending", "Pods admitted but not yet running, by age" => m.pods_pending;
+            "vms", "VMs by state" => m.vms;
+            "reconciles", "Pod reconciles by outcome" => m.reconciles;
+            "reconcile_duration_seconds", "Duration of one Pod reconcile" => m.reconcile_duration;
+            "reconcile_errors", "Pod reconcile errors by kind" => m.reconcile_errors;
+            "pod_admission_rejections", "Pods rejected at admission, by reason" => m.rejections;
+            "pod_starts", "VM starts by outcome" => m.pod_starts;
+            "vm_exits", "VM exits by reason" => m.vm_exits;
         );
-        r.register(
-            "pod_agent_overhead_seconds",
-            "Agent time per Pod from first seeing it bound to just before tart run, excluding tart operations, VM-slot waits and backoff; once per Pod on a clean first start",
-            m.agent_overhead.clone(),
-        );
-        r.register(
-            "vm_boot_duration_seconds",
-            "tart run to the first guest IP, once per Pod on success",
-            m.boot_duration.clone(),
-        );
-        r.register(
-            "pod_stage_duration_seconds",
-            "Duration of one provisioning stage attempt",
-            m.stage_duration.clone(),
-        );
-        r.register(
-            "tart_commands",
-            "tart attempts by command and outcome",
-            m.tart_commands.clone(),
-        );
-        r.register(
-            "tart_command_duration_seconds",
-            "Wall time of one tart attempt",
-            m.tart_command_duration.clone(),
-        );
-        r.register(
-            "tart_retries",
-            "tart attempts that were retried",
-            m.tart_retries.clone(),
-        );
-        r.register(
-            "tart_kills",
-            "tart processes killed (deadline or stall)",
-            m.tart_kills.clone(),
-        );
-        r.register(
-            "tart_errors",
-            "failed tart attempts by error kind",
-            m.tart_errors.clone(),
-        );
-        r.register(
-            "host_faults",
-            "host faults met while starting VMs",
-            m.host_faults.clone(),
-        );
-        r.register(
-            "pods_pending",
-            "Pods admitted but not yet running, by age",
-            m.pods_pending.clone(),
-        );
-        r.register("vms", "VMs by state", m.vms.clone());
-        r.register(
-            "reconciles",
-            "Pod reconciles by outcome",
-            m.reconciles.clone(),
-        );
-        r.register(
-            "reconcile_duration_seconds",
-            "Duration of one Pod reconcile",
-            m.reconcile_duration.clone(),
-        );
-        r.register(
-            "reconcile_errors",
-            "Pod reconcile errors by kind",
-            m.reconcile_errors.clone(),
-        );
-        r.register(
-            "pod_admission_rejections",
-            "Pods rejected at admission, by reason",
-            m.rejections.clone(),
-        );
-        r.register("pod_starts", "VM starts by outcome", m.pod_starts.clone());
-        r.register("vm_exits", "VM exits by reason", m.vm_exits.clone());
         m.precreate();
         m
     }
