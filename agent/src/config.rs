@@ -4,8 +4,12 @@
 //! TOML file given by `--config`, built-in default. [`RunArgs`] is both the clap argument
 //! group and the file schema (every field optional, unknown keys rejected), so a setting has
 //! the same name everywhere (`--vm-slots`, `TART_KUBELET_VM_SLOTS`, `vm_slots = 2`).
-//! Validation ([`Config::resolve`]) is pure and unit-tested; reading the file and the host name
-//! are the only I/O here ([`Config::load`]).
+//!
+//! Each value is typed as it is read: clap (flags, environment) and serde (the file) use the
+//! same parsers ([`values`], [`units`]), which reject a value that is wrong on its own. Then
+//! [`Config::resolve`] fills in the defaults and checks settings against each other; it is
+//! pure and unit-tested. Reading the file and the host name are the only I/O here
+//! ([`Config::load`], [`HostDefaults::detect`]).
 
 mod args;
 mod resolve;

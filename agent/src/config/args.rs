@@ -85,7 +85,12 @@ pub struct RunArgs {
     #[arg(long, env = "TART_KUBELET_LOG_FILTER", value_name = "FILTER")]
     pub(crate) log_filter: Option<String>,
     /// Listen address of /metrics, /healthz and /readyz. Default: 127.0.0.1:10255.
-    #[arg(long, env = "TART_KUBELET_ADMIN_ADDR", value_name = "HOST:PORT", value_parser = parse_socket_addr)]
+    #[arg(
+        long,
+        env = "TART_KUBELET_ADMIN_ADDR",
+        value_name = "HOST:PORT",
+        value_parser = parse_socket_addr
+    )]
     #[serde(default, deserialize_with = "de::socket_addr")]
     pub(crate) admin_addr: Option<SocketAddr>,
     /// Extra Node label key=value (repeatable; comma-separated in the environment). Keys in
@@ -113,7 +118,12 @@ pub struct RunArgs {
     #[arg(long, env = "TART_KUBELET_MAX_PODS", value_name = "N")]
     pub(crate) max_pods: Option<u32>,
     /// Memory kept for macOS, Tart and the agent: allocatable = capacity - reserve. Default: 4Gi.
-    #[arg(long, env = "TART_KUBELET_MEMORY_RESERVE", value_name = "QUANTITY", value_parser = parse_bytes)]
+    #[arg(
+        long,
+        env = "TART_KUBELET_MEMORY_RESERVE",
+        value_name = "QUANTITY",
+        value_parser = parse_bytes
+    )]
     #[serde(default, deserialize_with = "de::bytes")]
     pub(crate) memory_reserve: Option<u64>,
     /// Override the cpu capacity (whole cores). Default: the host's logical CPUs.
@@ -124,7 +134,12 @@ pub struct RunArgs {
     #[serde(default, deserialize_with = "de::bytes")]
     pub(crate) memory: Option<u64>,
     /// Override the ephemeral-storage capacity. Default: the size of the TART_HOME volume.
-    #[arg(long, env = "TART_KUBELET_EPHEMERAL_STORAGE", value_name = "QUANTITY", value_parser = parse_bytes)]
+    #[arg(
+        long,
+        env = "TART_KUBELET_EPHEMERAL_STORAGE",
+        value_name = "QUANTITY",
+        value_parser = parse_bytes
+    )]
     #[serde(default, deserialize_with = "de::bytes")]
     pub(crate) ephemeral_storage: Option<u64>,
     /// DiskPressure when free space on the TART_HOME volume is under this: a percentage of
@@ -132,28 +147,36 @@ pub struct RunArgs {
     #[arg(
         long,
         env = "TART_KUBELET_DISK_PRESSURE_FREE",
-        value_name = "THRESHOLD"
-    , value_parser = parse_disk_threshold)]
+        value_name = "THRESHOLD",
+        value_parser = parse_disk_threshold
+    )]
     #[serde(default, deserialize_with = "de::disk_threshold")]
     pub(crate) disk_pressure_free: Option<DiskThreshold>,
     /// MemoryPressure when the host's available memory is under this. Default: 512Mi.
     #[arg(
         long,
         env = "TART_KUBELET_MEMORY_PRESSURE_AVAILABLE",
-        value_name = "QUANTITY"
-    , value_parser = parse_bytes)]
+        value_name = "QUANTITY",
+        value_parser = parse_bytes
+    )]
     #[serde(default, deserialize_with = "de::bytes")]
     pub(crate) memory_pressure_available: Option<u64>,
     /// Node Lease duration (leaseDurationSeconds). Default: 40s.
-    #[arg(long, env = "TART_KUBELET_LEASE_DURATION", value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(
+        long,
+        env = "TART_KUBELET_LEASE_DURATION",
+        value_name = "DURATION",
+        value_parser = parse_duration
+    )]
     #[serde(default, deserialize_with = "de::duration")]
     pub(crate) lease_duration: Option<Duration>,
     /// Node Lease renew interval, at most half the duration. Default: 10s.
     #[arg(
         long,
         env = "TART_KUBELET_LEASE_RENEW_INTERVAL",
-        value_name = "DURATION"
-    , value_parser = parse_duration)]
+        value_name = "DURATION",
+        value_parser = parse_duration
+    )]
     #[serde(default, deserialize_with = "de::duration")]
     pub(crate) lease_renew_interval: Option<Duration>,
     /// How often host facts and tart health are re-checked; a change is written at once.
@@ -161,8 +184,9 @@ pub struct RunArgs {
     #[arg(
         long,
         env = "TART_KUBELET_NODE_STATUS_CHECK_INTERVAL",
-        value_name = "DURATION"
-    , value_parser = parse_duration)]
+        value_name = "DURATION",
+        value_parser = parse_duration
+    )]
     #[serde(default, deserialize_with = "de::duration")]
     pub(crate) node_status_check_interval: Option<Duration>,
     /// Node status heartbeat when nothing changed (the Lease is the liveness signal).
@@ -170,16 +194,27 @@ pub struct RunArgs {
     #[arg(
         long,
         env = "TART_KUBELET_NODE_STATUS_REPORT_INTERVAL",
-        value_name = "DURATION"
-    , value_parser = parse_duration)]
+        value_name = "DURATION",
+        value_parser = parse_duration
+    )]
     #[serde(default, deserialize_with = "de::duration")]
     pub(crate) node_status_report_interval: Option<Duration>,
     /// Deadline of each API request of the node side (Lease, Node). Default: 10s.
-    #[arg(long, env = "TART_KUBELET_API_TIMEOUT", value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(
+        long,
+        env = "TART_KUBELET_API_TIMEOUT",
+        value_name = "DURATION",
+        value_parser = parse_duration
+    )]
     #[serde(default, deserialize_with = "de::duration")]
     pub(crate) api_timeout: Option<Duration>,
     /// Oldest tart version the agent accepts; older makes TartReady False. Default: 2.20.0.
-    #[arg(long, env = "TART_KUBELET_MIN_TART_VERSION", value_name = "X.Y.Z", value_parser = parse_version)]
+    #[arg(
+        long,
+        env = "TART_KUBELET_MIN_TART_VERSION",
+        value_name = "X.Y.Z",
+        value_parser = parse_version
+    )]
     #[serde(default, deserialize_with = "de::version")]
     pub(crate) min_tart_version: Option<(u32, u32, u32)>,
     /// Per-operation tart deadline, op=duration (repeatable), e.g. clone=10m. Ops: version,
@@ -197,23 +232,39 @@ pub struct RunArgs {
     #[arg(long, env = "TART_KUBELET_TART_ATTEMPTS", value_name = "N")]
     pub(crate) tart_attempts: Option<u32>,
     /// A pull that prints no progress for this long is killed and retried. Default: 10m.
-    #[arg(long, env = "TART_KUBELET_PULL_STALL_WINDOW", value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(
+        long,
+        env = "TART_KUBELET_PULL_STALL_WINDOW",
+        value_name = "DURATION",
+        value_parser = parse_duration
+    )]
     #[serde(default, deserialize_with = "de::duration")]
     pub(crate) pull_stall_window: Option<Duration>,
     /// A `tart run` that exits within this window is a start failure. Default: 5s.
-    #[arg(long, env = "TART_KUBELET_RUN_START_WINDOW", value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(
+        long,
+        env = "TART_KUBELET_RUN_START_WINDOW",
+        value_name = "DURATION",
+        value_parser = parse_duration
+    )]
     #[serde(default, deserialize_with = "de::duration")]
     pub(crate) run_start_window: Option<Duration>,
     /// How long to wait for a started VM's IP address. Default: 3m.
-    #[arg(long, env = "TART_KUBELET_IP_WAIT", value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(
+        long,
+        env = "TART_KUBELET_IP_WAIT",
+        value_name = "DURATION",
+        value_parser = parse_duration
+    )]
     #[serde(default, deserialize_with = "de::duration")]
     pub(crate) ip_wait: Option<Duration>,
     /// Grace period for Pods that do not set terminationGracePeriodSeconds. Default: 30s.
     #[arg(
         long,
         env = "TART_KUBELET_DEFAULT_TERMINATION_GRACE",
-        value_name = "DURATION"
-    , value_parser = parse_duration)]
+        value_name = "DURATION",
+        value_parser = parse_duration
+    )]
     #[serde(default, deserialize_with = "de::duration")]
     pub(crate) default_termination_grace: Option<Duration>,
     /// Registry credentials for pulls: pod-secrets (read the Pod's imagePullSecrets, pass them
@@ -247,8 +298,9 @@ impl RunArgs {
         let hi = self;
         merge!(hi, lower;
             config, kubeconfig, node_name, tart_program, tart_home, vm_log_dir, log_file,
-            log_format, log_filter, admin_addr, node_labels, taint, vm_slots, max_pods, memory_reserve,
-            cpu, memory, ephemeral_storage, disk_pressure_free, memory_pressure_available,
+            log_format, log_filter, admin_addr, node_labels, taint, vm_slots, max_pods,
+            memory_reserve, cpu, memory, ephemeral_storage, disk_pressure_free,
+            memory_pressure_available,
             lease_duration, lease_renew_interval, node_status_check_interval,
             node_status_report_interval, api_timeout, min_tart_version, tart_deadlines,
             tart_attempts, pull_stall_window, run_start_window, ip_wait,
