@@ -35,17 +35,24 @@ fn with_defaults(a: RunArgs, host: &HostDefaults) -> Config {
         // Node identity.
         kubeconfig: a.kubeconfig,
         node_name: a.node_name.unwrap_or_else(|| host.hostname.clone()),
-        node_labels: (a.node_labels.unwrap_or_default().into_iter())
+        node_labels: a
+            .node_labels
+            .into_iter()
+            .flatten()
             .map(|l| (l.key, l.value))
             .collect(),
         taint: a.taint.map_or_else(default_taint, |t| t.0),
         // Tart.
         tart_program: a.tart_program.unwrap_or_else(|| "tart".into()),
         tart_home: a.tart_home.unwrap_or_else(|| host.home.join(".tart")),
-        vm_log_dir: (a.vm_log_dir)
+        vm_log_dir: a
+            .vm_log_dir
             .unwrap_or_else(|| host.home.join(".tart-kubelet").join("vm-logs")),
         min_tart_version: a.min_tart_version.unwrap_or((2, 20, 0)),
-        tart_deadlines: (a.tart_deadlines.unwrap_or_default().into_iter())
+        tart_deadlines: a
+            .tart_deadlines
+            .into_iter()
+            .flatten()
             .map(|d| (d.op, d.deadline))
             .collect(),
         tart_attempts: a.tart_attempts.unwrap_or(3),
@@ -56,7 +63,9 @@ fn with_defaults(a: RunArgs, host: &HostDefaults) -> Config {
         log_file: a.log_file,
         log_format: a.log_format.unwrap_or_default(),
         log_filter: a.log_filter.unwrap_or_else(|| "info,kube=warn".into()),
-        admin_addr: (a.admin_addr).unwrap_or(SocketAddr::from((Ipv4Addr::LOCALHOST, 10255))),
+        admin_addr: a
+            .admin_addr
+            .unwrap_or(SocketAddr::from((Ipv4Addr::LOCALHOST, 10255))),
         // Capacity and pressure.
         vm_slots: a.vm_slots.unwrap_or(2),
         max_pods: a.max_pods.unwrap_or(10),
