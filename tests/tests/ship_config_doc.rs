@@ -1,6 +1,7 @@
 //! docs/configuration.md is kept in step with `--help`: every flag the agent (and each of its
 //! `install`, `uninstall`, `doctor` subcommands) accepts is in the reference, and every flag
-//! the reference lists exists. Also: the example config file parses with the agent's loader.
+//! the reference lists exists. Also: the example config file parses with the agent's loader,
+//! and the documented precedence (flag > environment > file) holds in the real binary.
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -120,24 +121,11 @@ fn every_documented_environment_variable_is_the_flag_name() {
 
 #[test]
 fn example_config_file_loads_and_uses_only_documented_keys() {
-    let example = repo().join("packaging/config.example.toml");
     // `doctor --offline` loads the file with the agent's own loader; a bad file exits 2
     // ("invalid ..."), a loaded one runs the checks (exit 0 or 1).
     let home = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_agent-under-test"))
-        .args(["doctor", "--offline", "--config"])
-        .arg(&example)
-        .arg("--tart-home") // a flag wins over the file; keeps doctor out of /Users
-        .arg(home.path())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_ne!(
-        out.status.code(),
-        Some(2),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (code, stdout, stderr) = doctor_with_example(home.path(), &[], &[]);
+    assert_ne!(code, Some(2), "{stderr}");
     assert!(
         stdout.contains(&format!(
             "node mac-mini-01, TART_HOME {}",
@@ -145,6 +133,7 @@ fn example_config_file_loads_and_uses_only_documented_keys() {
         )),
         "{stdout}"
     );
+    let example = repo().join("packaging/config.example.toml");
     let text = std::fs::read_to_string(&example).unwrap();
     let d = doc();
     let keys: Vec<&str> = text
@@ -159,4 +148,52 @@ fn example_config_file_loads_and_uses_only_documented_keys() {
             "example key {key} is not in docs/configuration.md"
         );
     }
+}
+
+/// `doctor --offline` with the example file (plus `extra` flags and `env`), as (exit code,
+/// stdout, stderr). `--tart-home` (a flag wins over the file) keeps doctor out of /Users.
+fn doctor_with_example(
+    home: &Path,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> (Option<i32>, String, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_agent-under-test"));
+    cmd.args(["doctor", "--offline", "--config"])
+        .arg(repo().join("packaging/config.example.toml"))
+        .arg("--tart-home")
+        .arg(home)
+        .args(extra)
+        .env_remove("TART_KUBELET_NODE_NAME")
+        .envs(env.iter().copied());
+    let out = cmd.output().unwrap();
+    let text = |b: Vec<u8>| String::from_utf8_lossy(&b).into_owned();
+    (out.status.code(), text(out.stdout), text(out.stderr))
+}
+
+#[test]
+fn flags_beat_the_environment_and_the_environment_beats_the_file() {
+    let node = |extra: &[&str], env: &[(&str, &str)]| {
+        let home = tempfile::tempdir().unwrap();
+        let (_, stdout, stderr) = doctor_with_example(home.path(), extra, env);
+        let line = stdout.lines().find(|l| l.contains("TART_HOME"));
+        let name = line.and_then(|l| l.split("node ").nth(1)?.split(',').next());
+        name.map(str::to_owned)
+            .unwrap_or_else(|| panic!("no node line in {stdout}{stderr}"))
+    };
+    let env = [("TART_KUBELET_NODE_NAME", "from-env")];
+    assert_eq!(node(&[], &[]), "mac-mini-01");
+    assert_eq!(node(&[], &env), "from-env");
+    assert_eq!(node(&["--node-name", "from-flag"], &env), "from-flag");
+}
+
+#[test]
+fn a_bad_environment_value_stops_with_the_setting_named() {
+    let env = [("TART_KUBELET_LEASE_DURATION", "forever")];
+    let home = tempfile::tempdir().unwrap();
+    let (code, _, stderr) = doctor_with_example(home.path(), &[], &env);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--lease-duration") && stderr.contains("not a duration"),
+        "{stderr}"
+    );
 }

@@ -1,10 +1,19 @@
 //! The clap command line. [`RunArgs`] doubles as the TOML file schema: every field is
-//! optional so that "not given" can fall through to the file and then to the default.
+//! optional so that "not given" can fall through to the file and then to the default, which
+//! is why the defaults live in [`super::resolve`] rather than in clap (a clap default would
+//! hide the file's value). Values are typed as they are parsed, by the parsers in
+//! [`super::values`] and [`super::units`] for both flags and file.
 
-use std::path::PathBuf;
+use std::{net::SocketAddr, path::PathBuf, time::Duration};
 
 use clap::{Parser, Subcommand};
 use serde::Deserialize;
+
+use super::{
+    LogFormat, PullCredentials,
+    units::{DiskThreshold, parse_bytes, parse_disk_threshold, parse_duration},
+    values::{NodeLabel, NodeTaint, TartDeadline, de, parse_socket_addr, parse_version},
+};
 
 /// tart-kubelet: registers this Mac as a Kubernetes Node and runs every Pod bound to it as a
 /// Tart macOS VM.
@@ -15,18 +24,16 @@ use serde::Deserialize;
 /// environment over the file.
 #[derive(Parser, Debug)]
 #[command(name = "tart-kubelet", version)]
-pub struct Cli {
-    /// What to do.
+pub(crate) struct Cli {
     #[command(subcommand)]
-    pub command: Option<Command>,
+    pub(crate) command: Option<Command>,
     /// Options of the default `run` subcommand.
     #[command(flatten)]
-    pub run: RunArgs,
+    pub(crate) run: RunArgs,
 }
 
-/// Subcommands.
 #[derive(Subcommand, Debug)]
-pub enum Command {
+pub(crate) enum Command {
     /// Run the agent (the default).
     Run(Box<RunArgs>),
     /// Install the agent as a launchd job.
@@ -44,37 +51,48 @@ pub struct RunArgs {
     /// TOML file with any of these options (flags and environment override it).
     #[arg(long, env = "TART_KUBELET_CONFIG", value_name = "PATH")]
     #[serde(skip)]
-    pub config: Option<PathBuf>,
+    pub(crate) config: Option<PathBuf>,
 
     /// Kubeconfig of the agent's identity. Default: $KUBECONFIG, ~/.kube/config, or the
     /// in-cluster service account.
     #[arg(long, env = "TART_KUBELET_KUBECONFIG", value_name = "PATH")]
-    pub kubeconfig: Option<PathBuf>,
+    pub(crate) kubeconfig: Option<PathBuf>,
     /// Name of the Node to register. Default: the host name, lowercased, without `.local`.
     #[arg(long, env = "TART_KUBELET_NODE_NAME", value_name = "NAME")]
-    pub node_name: Option<String>,
+    pub(crate) node_name: Option<String>,
     /// The tart program: a name looked up on PATH, or a path. Default: tart.
     #[arg(long, env = "TART_KUBELET_TART_PROGRAM", value_name = "PATH")]
-    pub tart_program: Option<PathBuf>,
+    pub(crate) tart_program: Option<PathBuf>,
     /// TART_HOME for every tart command; its volume backs ephemeral-storage and DiskPressure.
     /// Default: ~/.tart.
     #[arg(long, env = "TART_KUBELET_TART_HOME", value_name = "DIR")]
-    pub tart_home: Option<PathBuf>,
+    pub(crate) tart_home: Option<PathBuf>,
     /// Directory for one `tart run` log file per VM. Default: ~/.tart-kubelet/vm-logs.
     #[arg(long, env = "TART_KUBELET_VM_LOG_DIR", value_name = "DIR")]
-    pub vm_log_dir: Option<PathBuf>,
+    pub(crate) vm_log_dir: Option<PathBuf>,
     /// Also append the agent's log to this file. Default: stderr only.
     #[arg(long, env = "TART_KUBELET_LOG_FILE", value_name = "PATH")]
-    pub log_file: Option<PathBuf>,
+    pub(crate) log_file: Option<PathBuf>,
     /// Log format: json or text. Default: text.
-    #[arg(long, env = "TART_KUBELET_LOG_FORMAT", value_name = "FORMAT")]
-    pub log_format: Option<String>,
+    #[arg(
+        long,
+        env = "TART_KUBELET_LOG_FORMAT",
+        value_name = "FORMAT",
+        hide_possible_values = true
+    )]
+    pub(crate) log_format: Option<LogFormat>,
     /// Log filter (tracing EnvFilter syntax). Default: info,kube=warn.
     #[arg(long, env = "TART_KUBELET_LOG_FILTER", value_name = "FILTER")]
-    pub log_filter: Option<String>,
+    pub(crate) log_filter: Option<String>,
     /// Listen address of /metrics, /healthz and /readyz. Default: 127.0.0.1:10255.
-    #[arg(long, env = "TART_KUBELET_ADMIN_ADDR", value_name = "HOST:PORT")]
-    pub admin_addr: Option<String>,
+    #[arg(
+        long,
+        env = "TART_KUBELET_ADMIN_ADDR",
+        value_name = "HOST:PORT",
+        value_parser = parse_socket_addr
+    )]
+    #[serde(default, deserialize_with = "de::socket_addr")]
+    pub(crate) admin_addr: Option<SocketAddr>,
     /// Extra Node label key=value (repeatable; comma-separated in the environment). Keys in
     /// the kubernetes.io and k8s.io namespaces are refused. Labels under tart.run/ that are no
     /// longer configured are removed from the Node; other labels are never removed.
@@ -84,78 +102,121 @@ pub struct RunArgs {
         value_name = "KEY=VALUE",
         value_delimiter = ','
     )]
-    pub node_labels: Option<Vec<String>>,
+    pub(crate) node_labels: Option<Vec<NodeLabel>>,
     /// Taint set when the Node is created, key=value:Effect; `none` for no taint.
     /// Default: virtual-kubelet.io/provider=tart:NoSchedule.
     #[arg(long, env = "TART_KUBELET_TAINT", value_name = "TAINT")]
-    pub taint: Option<String>,
-    /// VMs this host runs at once (the `tart.run/vm-slots` resource and the `pods` capacity).
-    /// Default: 2, Apple's limit of two macOS guests per host.
+    pub(crate) taint: Option<NodeTaint>,
+    /// VMs this host runs at once: a Pod takes one of these slots before its `tart run` and
+    /// waits Pending while none is free; the Node advertises them as the `tart.run/vm-slots`
+    /// extended resource (the `pods` capacity is --max-pods). Default: 2, Apple's limit of two
+    /// macOS guests per host.
     #[arg(long, env = "TART_KUBELET_VM_SLOTS", value_name = "N")]
-    pub vm_slots: Option<u32>,
+    pub(crate) vm_slots: Option<u32>,
     /// The `pods` capacity: how many Pods the scheduler may bind here. Pods beyond the VM
     /// slots wait Pending on the node (with an event) until a slot frees. Default: 10.
     #[arg(long, env = "TART_KUBELET_MAX_PODS", value_name = "N")]
-    pub max_pods: Option<u32>,
+    pub(crate) max_pods: Option<u32>,
     /// Memory kept for macOS, Tart and the agent: allocatable = capacity - reserve. Default: 4Gi.
-    #[arg(long, env = "TART_KUBELET_MEMORY_RESERVE", value_name = "QUANTITY")]
-    pub memory_reserve: Option<String>,
+    #[arg(
+        long,
+        env = "TART_KUBELET_MEMORY_RESERVE",
+        value_name = "QUANTITY",
+        value_parser = parse_bytes
+    )]
+    #[serde(default, deserialize_with = "de::bytes")]
+    pub(crate) memory_reserve: Option<u64>,
     /// Override the cpu capacity (whole cores). Default: the host's logical CPUs.
     #[arg(long, env = "TART_KUBELET_CPU", value_name = "N")]
-    pub cpu: Option<u32>,
+    pub(crate) cpu: Option<u32>,
     /// Override the memory capacity (e.g. 32Gi). Default: the host's physical memory.
-    #[arg(long, env = "TART_KUBELET_MEMORY", value_name = "QUANTITY")]
-    pub memory: Option<String>,
+    #[arg(long, env = "TART_KUBELET_MEMORY", value_name = "QUANTITY", value_parser = parse_bytes)]
+    #[serde(default, deserialize_with = "de::bytes")]
+    pub(crate) memory: Option<u64>,
     /// Override the ephemeral-storage capacity. Default: the size of the TART_HOME volume.
-    #[arg(long, env = "TART_KUBELET_EPHEMERAL_STORAGE", value_name = "QUANTITY")]
-    pub ephemeral_storage: Option<String>,
+    #[arg(
+        long,
+        env = "TART_KUBELET_EPHEMERAL_STORAGE",
+        value_name = "QUANTITY",
+        value_parser = parse_bytes
+    )]
+    #[serde(default, deserialize_with = "de::bytes")]
+    pub(crate) ephemeral_storage: Option<u64>,
     /// DiskPressure when free space on the TART_HOME volume is under this: a percentage of
     /// the volume (10%) or a quantity (60Gi). Default: 10%.
     #[arg(
         long,
         env = "TART_KUBELET_DISK_PRESSURE_FREE",
-        value_name = "THRESHOLD"
+        value_name = "THRESHOLD",
+        value_parser = parse_disk_threshold
     )]
-    pub disk_pressure_free: Option<String>,
+    #[serde(default, deserialize_with = "de::disk_threshold")]
+    pub(crate) disk_pressure_free: Option<DiskThreshold>,
     /// MemoryPressure when the host's available memory is under this. Default: 512Mi.
     #[arg(
         long,
         env = "TART_KUBELET_MEMORY_PRESSURE_AVAILABLE",
-        value_name = "QUANTITY"
+        value_name = "QUANTITY",
+        value_parser = parse_bytes
     )]
-    pub memory_pressure_available: Option<String>,
+    #[serde(default, deserialize_with = "de::bytes")]
+    pub(crate) memory_pressure_available: Option<u64>,
     /// Node Lease duration (leaseDurationSeconds). Default: 40s.
-    #[arg(long, env = "TART_KUBELET_LEASE_DURATION", value_name = "DURATION")]
-    pub lease_duration: Option<String>,
+    #[arg(
+        long,
+        env = "TART_KUBELET_LEASE_DURATION",
+        value_name = "DURATION",
+        value_parser = parse_duration
+    )]
+    #[serde(default, deserialize_with = "de::duration")]
+    pub(crate) lease_duration: Option<Duration>,
     /// Node Lease renew interval, at most half the duration. Default: 10s.
     #[arg(
         long,
         env = "TART_KUBELET_LEASE_RENEW_INTERVAL",
-        value_name = "DURATION"
+        value_name = "DURATION",
+        value_parser = parse_duration
     )]
-    pub lease_renew_interval: Option<String>,
+    #[serde(default, deserialize_with = "de::duration")]
+    pub(crate) lease_renew_interval: Option<Duration>,
     /// How often host facts and tart health are re-checked; a change is written at once.
     /// Default: 10s.
     #[arg(
         long,
         env = "TART_KUBELET_NODE_STATUS_CHECK_INTERVAL",
-        value_name = "DURATION"
+        value_name = "DURATION",
+        value_parser = parse_duration
     )]
-    pub node_status_check_interval: Option<String>,
+    #[serde(default, deserialize_with = "de::duration")]
+    pub(crate) node_status_check_interval: Option<Duration>,
     /// Node status heartbeat when nothing changed (the Lease is the liveness signal).
     /// Default: 5m.
     #[arg(
         long,
         env = "TART_KUBELET_NODE_STATUS_REPORT_INTERVAL",
-        value_name = "DURATION"
+        value_name = "DURATION",
+        value_parser = parse_duration
     )]
-    pub node_status_report_interval: Option<String>,
+    #[serde(default, deserialize_with = "de::duration")]
+    pub(crate) node_status_report_interval: Option<Duration>,
     /// Deadline of each API request of the node side (Lease, Node). Default: 10s.
-    #[arg(long, env = "TART_KUBELET_API_TIMEOUT", value_name = "DURATION")]
-    pub api_timeout: Option<String>,
+    #[arg(
+        long,
+        env = "TART_KUBELET_API_TIMEOUT",
+        value_name = "DURATION",
+        value_parser = parse_duration
+    )]
+    #[serde(default, deserialize_with = "de::duration")]
+    pub(crate) api_timeout: Option<Duration>,
     /// Oldest tart version the agent accepts; older makes TartReady False. Default: 2.20.0.
-    #[arg(long, env = "TART_KUBELET_MIN_TART_VERSION", value_name = "X.Y.Z")]
-    pub min_tart_version: Option<String>,
+    #[arg(
+        long,
+        env = "TART_KUBELET_MIN_TART_VERSION",
+        value_name = "X.Y.Z",
+        value_parser = parse_version
+    )]
+    #[serde(default, deserialize_with = "de::version")]
+    pub(crate) min_tart_version: Option<(u32, u32, u32)>,
     /// Per-operation tart deadline, op=duration (repeatable), e.g. clone=10m. Ops: version,
     /// list, get, pull, clone, set, run, ip, stop, delete, exec, prune. Default: the tart
     /// crate's defaults.
@@ -165,39 +226,64 @@ pub struct RunArgs {
         value_name = "OP=DURATION",
         value_delimiter = ','
     )]
-    pub tart_deadlines: Option<Vec<String>>,
+    pub(crate) tart_deadlines: Option<Vec<TartDeadline>>,
     /// Attempts per tart operation that timed out, stalled or hit a transient error (killed
     /// and retried). Default: 3.
     #[arg(long, env = "TART_KUBELET_TART_ATTEMPTS", value_name = "N")]
-    pub tart_attempts: Option<u32>,
+    pub(crate) tart_attempts: Option<u32>,
     /// A pull that prints no progress for this long is killed and retried. Default: 10m.
-    #[arg(long, env = "TART_KUBELET_PULL_STALL_WINDOW", value_name = "DURATION")]
-    pub pull_stall_window: Option<String>,
+    #[arg(
+        long,
+        env = "TART_KUBELET_PULL_STALL_WINDOW",
+        value_name = "DURATION",
+        value_parser = parse_duration
+    )]
+    #[serde(default, deserialize_with = "de::duration")]
+    pub(crate) pull_stall_window: Option<Duration>,
     /// A `tart run` that exits within this window is a start failure. Default: 5s.
-    #[arg(long, env = "TART_KUBELET_RUN_START_WINDOW", value_name = "DURATION")]
-    pub run_start_window: Option<String>,
+    #[arg(
+        long,
+        env = "TART_KUBELET_RUN_START_WINDOW",
+        value_name = "DURATION",
+        value_parser = parse_duration
+    )]
+    #[serde(default, deserialize_with = "de::duration")]
+    pub(crate) run_start_window: Option<Duration>,
     /// How long to wait for a started VM's IP address. Default: 3m.
-    #[arg(long, env = "TART_KUBELET_IP_WAIT", value_name = "DURATION")]
-    pub ip_wait: Option<String>,
+    #[arg(
+        long,
+        env = "TART_KUBELET_IP_WAIT",
+        value_name = "DURATION",
+        value_parser = parse_duration
+    )]
+    #[serde(default, deserialize_with = "de::duration")]
+    pub(crate) ip_wait: Option<Duration>,
     /// Grace period for Pods that do not set terminationGracePeriodSeconds. Default: 30s.
     #[arg(
         long,
         env = "TART_KUBELET_DEFAULT_TERMINATION_GRACE",
-        value_name = "DURATION"
+        value_name = "DURATION",
+        value_parser = parse_duration
     )]
-    pub default_termination_grace: Option<String>,
+    #[serde(default, deserialize_with = "de::duration")]
+    pub(crate) default_termination_grace: Option<Duration>,
     /// Registry credentials for pulls: pod-secrets (read the Pod's imagePullSecrets, pass them
     /// to tart through the environment) or host (tart's own credential store). Default:
     /// pod-secrets.
-    #[arg(long, env = "TART_KUBELET_PULL_CREDENTIALS", value_name = "SOURCE")]
-    pub pull_credentials: Option<String>,
+    #[arg(
+        long,
+        env = "TART_KUBELET_PULL_CREDENTIALS",
+        value_name = "SOURCE",
+        hide_possible_values = true
+    )]
+    pub(crate) pull_credentials: Option<PullCredentials>,
     /// Prefix of every VM name the agent creates; adoption and clean-up only touch VMs with
     /// it. Default: tkl-.
     #[arg(long, env = "TART_KUBELET_VM_NAME_PREFIX", value_name = "PREFIX")]
-    pub vm_name_prefix: Option<String>,
+    pub(crate) vm_name_prefix: Option<String>,
     /// Pods reconciled concurrently. Default: 8.
     #[arg(long, env = "TART_KUBELET_POD_CONCURRENCY", value_name = "N")]
-    pub pod_concurrency: Option<u16>,
+    pub(crate) pod_concurrency: Option<u16>,
 }
 
 macro_rules! merge {
@@ -208,12 +294,13 @@ macro_rules! merge {
 
 impl RunArgs {
     /// `self`'s values where set, else `lower`'s.
-    pub fn or(self, lower: RunArgs) -> RunArgs {
+    pub(crate) fn or(self, lower: RunArgs) -> RunArgs {
         let hi = self;
         merge!(hi, lower;
             config, kubeconfig, node_name, tart_program, tart_home, vm_log_dir, log_file,
-            log_format, log_filter, admin_addr, node_labels, taint, vm_slots, max_pods, memory_reserve,
-            cpu, memory, ephemeral_storage, disk_pressure_free, memory_pressure_available,
+            log_format, log_filter, admin_addr, node_labels, taint, vm_slots, max_pods,
+            memory_reserve, cpu, memory, ephemeral_storage, disk_pressure_free,
+            memory_pressure_available,
             lease_duration, lease_renew_interval, node_status_check_interval,
             node_status_report_interval, api_timeout, min_tart_version, tart_deadlines,
             tart_attempts, pull_stall_window, run_start_window, ip_wait,

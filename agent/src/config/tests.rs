@@ -11,22 +11,36 @@ fn host() -> HostDefaults {
     }
 }
 
-fn parse(argv: &[&str]) -> RunArgs {
-    let cli = Cli::try_parse_from(std::iter::once("tart-kubelet").chain(argv.iter().copied()))
-        .expect("argv parses");
-    match cli.command {
+fn try_parse(argv: &[&str]) -> Result<RunArgs, clap::Error> {
+    let cli = Cli::try_parse_from(std::iter::once("tart-kubelet").chain(argv.iter().copied()))?;
+    Ok(match cli.command {
         None => cli.run,
         Some(Command::Run(a)) => *a,
         Some(other) => panic!("unexpected subcommand {other:?}"),
-    }
+    })
+}
+
+fn parse(argv: &[&str]) -> RunArgs {
+    try_parse(argv).expect("argv parses")
 }
 
 fn resolve(argv: &[&str]) -> Result<Config, ConfigError> {
     Config::resolve(parse(argv), &host())
 }
 
+/// The message of a value rejected by clap (one setting alone) or by `resolve` (across
+/// settings).
 fn err(argv: &[&str]) -> String {
-    resolve(argv).expect_err("must be rejected").to_string()
+    match try_parse(argv) {
+        Err(e) => e.to_string(),
+        Ok(a) => Config::resolve(a, &host())
+            .expect_err("must be rejected")
+            .to_string(),
+    }
+}
+
+fn from_file(toml: &str) -> Result<RunArgs, toml::de::Error> {
+    toml::from_str(toml)
 }
 
 #[test]
@@ -59,7 +73,7 @@ fn run_subcommand_and_bare_flags_are_the_same() {
 
 #[test]
 fn flags_override_the_file_and_the_file_overrides_defaults() {
-    let file: RunArgs = toml::from_str(
+    let file = from_file(
         r#"
         node_name = "from-file"
         vm_slots = 1
@@ -81,24 +95,99 @@ fn flags_override_the_file_and_the_file_overrides_defaults() {
 
 #[test]
 fn unknown_file_keys_are_rejected() {
-    let e = toml::from_str::<RunArgs>("vm_slotz = 3").unwrap_err();
+    let e = from_file("vm_slotz = 3").unwrap_err();
     assert!(e.to_string().contains("vm_slotz"), "{e}");
 }
 
 #[test]
 fn bad_values_name_the_setting() {
-    assert!(err(&["--node-name", "Mini_1"]).contains("--node-name"));
-    assert!(err(&["--vm-slots", "0"]).contains("--vm-slots"));
-    assert!(err(&["--lease-renew-interval", "30s"]).contains("at most half"));
-    assert!(err(&["--lease-duration", "forever"]).contains("--lease-duration"));
-    assert!(err(&["--memory-reserve", "4GB"]).contains("--memory-reserve"));
-    assert!(err(&["--taint", "a=b:Maybe"]).contains("--taint"));
-    assert!(err(&["--log-format", "xml"]).contains("json or text"));
-    assert!(err(&["--admin-addr", "localhost"]).contains("--admin-addr"));
-    assert!(err(&["--tart-deadline", "teleport=1m"]).contains("not a tart op"));
-    assert!(err(&["--vm-name-prefix=-x"]).contains("--vm-name-prefix"));
-    assert!(err(&["--api-timeout", "40s"]).contains("--api-timeout"));
-    assert!(err(&["--min-tart-version", "2.x"]).contains("--min-tart-version"));
+    for (argv, says) in [
+        (&["--node-name", "Mini_1"][..], "--node-name"),
+        (&["--vm-slots", "0"][..], "--vm-slots"),
+        (&["--vm-slots", "4", "--max-pods", "3"][..], "--max-pods"),
+        (&["--cpu", "0"][..], "--cpu"),
+        (&["--lease-renew-interval", "30s"][..], "at most half"),
+        (&["--lease-duration", "forever"][..], "--lease-duration"),
+        (&["--memory-reserve", "4GB"][..], "--memory-reserve"),
+        (
+            &["--disk-pressure-free", "100%"][..],
+            "--disk-pressure-free",
+        ),
+        (&["--taint", "a=b:Maybe"][..], "--taint"),
+        (&["--log-format", "xml"][..], "--log-format"),
+        (&["--log-format", "xml"][..], "json, text"),
+        (&["--pull-credentials", "vault"][..], "pod-secrets, host"),
+        (&["--admin-addr", "localhost"][..], "--admin-addr"),
+        (&["--tart-deadline", "teleport=1m"][..], "not a tart op"),
+        (&["--tart-attempts", "0"][..], "--tart-attempts"),
+        (&["--vm-name-prefix=-x"][..], "--vm-name-prefix"),
+        (&["--pod-concurrency", "0"][..], "--pod-concurrency"),
+        (&["--api-timeout", "40s"][..], "--api-timeout"),
+        (&["--min-tart-version", "2.x"][..], "--min-tart-version"),
+        (
+            &["--node-status-report-interval", "5s"][..],
+            "--node-status-report-interval",
+        ),
+    ] {
+        let e = err(argv);
+        assert!(e.contains(says), "{argv:?}: {e}");
+    }
+}
+
+#[test]
+fn huge_durations_are_rejected_not_wrapped() {
+    assert!(err(&["--ip-wait", "9999999999999h"]).contains("too large"));
+    assert!(err(&["--tart-deadline", "pull=99999999999999999999s"]).contains("too large"));
+    let e = from_file("lease_renew_interval = \"9999999999999h\"").unwrap_err();
+    assert!(e.to_string().contains("too large"), "{e}");
+}
+
+#[test]
+fn file_values_are_parsed_like_flags() {
+    let file = from_file(
+        r#"
+        admin_addr = "0.0.0.0:9100"
+        log_format = "json"
+        pull_credentials = "host"
+        taint = "none"
+        memory_reserve = "2Gi"
+        disk_pressure_free = "60Gi"
+        tart_deadlines = ["pull=2h"]
+        min_tart_version = "2.30.1"
+        "#,
+    )
+    .unwrap();
+    let c = Config::resolve(file, &host()).unwrap();
+    assert_eq!(c.admin_addr.to_string(), "0.0.0.0:9100");
+    assert_eq!(c.log_format, LogFormat::Json);
+    assert_eq!(c.pull_credentials, PullCredentials::Host);
+    assert_eq!(c.taint, None);
+    assert_eq!(c.memory_reserve_bytes, 2 << 30);
+    assert_eq!(c.disk_pressure, DiskThreshold::Bytes(60 << 30));
+    assert_eq!(
+        c.tart_deadlines.get(&tart::Op::Pull),
+        Some(&Duration::from_secs(7200))
+    );
+    assert_eq!(c.min_tart_version, (2, 30, 1));
+}
+
+#[test]
+fn bad_file_values_name_the_key_and_say_what_is_wrong() {
+    for (toml, says) in [
+        ("lease_duration = \"forever\"", "not a duration"),
+        ("admin_addr = \"localhost\"", "not host:port"),
+        ("log_format = \"xml\"", "json"),
+        ("pull_credentials = \"vault\"", "pod-secrets"),
+        ("node_labels = [\"kubernetes.io/role=x\"]", "namespace"),
+        ("taint = \"a=b:Maybe\"", "effect"),
+        ("tart_deadlines = [\"teleport=1m\"]", "not a tart op"),
+        ("memory = \"4GB\"", "suffix"),
+        ("min_tart_version = \"2.x\"", "MAJOR.MINOR.PATCH"),
+    ] {
+        let e = from_file(toml).unwrap_err().to_string();
+        let key = toml.split(" = ").next().unwrap();
+        assert!(e.contains(key) && e.contains(says), "{toml}: {e}");
+    }
 }
 
 #[test]
@@ -131,13 +220,6 @@ fn help_explains_every_option() {
         assert!(arg.get_help().is_some(), "--{id} has no help text");
     }
     assert!(cmd.find_subcommand("doctor").is_some());
-}
-
-#[test]
-fn semver_parses_three_numbers_only() {
-    assert_eq!(parse_semver("2.35.0"), Some((2, 35, 0)));
-    assert_eq!(parse_semver("2.35"), None);
-    assert_eq!(parse_semver("SNAPSHOT"), None);
 }
 
 #[test]

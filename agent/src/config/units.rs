@@ -1,48 +1,45 @@
 //! Pure parsers for the value syntaxes the configuration accepts: durations (`10s`, `5m`),
 //! Kubernetes-style byte quantities (`4Gi`, `500M`), disk thresholds (`10%` or a quantity),
-//! `key=value` labels and `key=value:Effect` taints. No I/O; every error says what was wrong.
+//! label keys and values, `key=value:Effect` taints and `X.Y.Z` versions. No I/O; every error
+//! says what was wrong. Turning them into clap and TOML values is [`super::values`]' job.
 
 use std::time::Duration;
 
-/// Parse `500ms`, `10s`, `5m`, `2h` or a bare number of seconds.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
+/// The longest duration any setting accepts. Far past every sensible setting, and small
+/// enough that adding it to an `Instant` cannot overflow.
+const MAX_DURATION: Duration = Duration::from_secs(8760 * 3600);
+
+/// Parse `500ms`, `10s`, `5m`, `2h` or a bare number of seconds, at most [`MAX_DURATION`]
+/// (8760h, a year).
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
     let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
     let (num, unit) = s.split_at(split);
-    let n: u64 = num
-        .parse()
-        .map_err(|_| format!("{s:?} is not a duration (use e.g. 500ms, 10s, 5m, 2h)"))?;
+    let too_large = || format!("{s:?} is too large a duration (at most 8760h)");
+    let n: u64 = num.parse().map_err(|e: std::num::ParseIntError| {
+        if *e.kind() == std::num::IntErrorKind::PosOverflow {
+            too_large()
+        } else {
+            format!("{s:?} is not a duration (use e.g. 500ms, 10s, 5m, 2h)")
+        }
+    })?;
     let d = match unit {
-        "ms" => Duration::from_millis(n),
-        "" | "s" => Duration::from_secs(n),
-        "m" => Duration::from_secs(n * 60),
-        "h" => Duration::from_secs(n * 3600),
+        "ms" => Some(Duration::from_millis(n)),
+        "" | "s" => Some(Duration::from_secs(n)),
+        "m" => n.checked_mul(60).map(Duration::from_secs),
+        "h" => n.checked_mul(3600).map(Duration::from_secs),
         _ => {
             return Err(format!(
                 "{s:?} has unknown duration unit {unit:?} (ms, s, m or h)"
             ));
         }
     };
-    Ok(d)
-}
-
-/// Render a duration the way [`parse_duration`] reads it back (for `--help` defaults and logs).
-pub fn fmt_duration(d: Duration) -> String {
-    let ms = d.as_millis();
-    if ms.is_multiple_of(3_600_000) && ms > 0 {
-        format!("{}h", ms / 3_600_000)
-    } else if ms.is_multiple_of(60_000) && ms > 0 {
-        format!("{}m", ms / 60_000)
-    } else if ms.is_multiple_of(1000) {
-        format!("{}s", ms / 1000)
-    } else {
-        format!("{ms}ms")
-    }
+    d.filter(|d| *d <= MAX_DURATION).ok_or_else(too_large)
 }
 
 /// Parse a byte quantity: `1073741824`, `512Mi`, `4Gi`, `1Ti`, `500M`, `2G` (Kubernetes
 /// quantity syntax, [`crate::quantity`]).
-pub fn parse_bytes(s: &str) -> Result<u64, String> {
+pub(crate) fn parse_bytes(s: &str) -> Result<u64, String> {
     let s = s.trim();
     crate::quantity::parse_bytes(s).ok_or_else(|| {
         if crate::quantity::parse_scaled(s, 1).is_some() {
@@ -73,7 +70,7 @@ impl DiskThreshold {
 }
 
 /// Parse `10%` or a byte quantity.
-pub fn parse_disk_threshold(s: &str) -> Result<DiskThreshold, String> {
+pub(crate) fn parse_disk_threshold(s: &str) -> Result<DiskThreshold, String> {
     let s = s.trim();
     if let Some(p) = s.strip_suffix('%') {
         let p: f64 = p
@@ -90,7 +87,7 @@ pub fn parse_disk_threshold(s: &str) -> Result<DiskThreshold, String> {
 
 /// Check a label key: optional DNS-subdomain prefix (≤ 253) + `/` + name (≤ 63, alphanumeric
 /// ends, `-_.` inside).
-pub fn validate_label_key(key: &str) -> Result<(), String> {
+pub(crate) fn validate_label_key(key: &str) -> Result<(), String> {
     let (prefix, name) = match key.rsplit_once('/') {
         Some((p, n)) => (Some(p), n),
         None => (None, key),
@@ -100,19 +97,16 @@ pub fn validate_label_key(key: &str) -> Result<(), String> {
     {
         return Err(format!("label key {key:?} has an invalid prefix {p:?}"));
     }
-    validate_label_value(name)
-        .and_then(|()| {
-            if name.is_empty() {
-                Err(String::new())
-            } else {
-                Ok(())
-            }
-        })
-        .map_err(|_| format!("label key {key:?} has an invalid name part {name:?}"))
+    if name.is_empty() || validate_label_value(name).is_err() {
+        return Err(format!(
+            "label key {key:?} has an invalid name part {name:?}"
+        ));
+    }
+    Ok(())
 }
 
 /// Check a label value: empty, or ≤ 63 chars, alphanumeric at both ends, `-_.` inside.
-pub fn validate_label_value(v: &str) -> Result<(), String> {
+pub(crate) fn validate_label_value(v: &str) -> Result<(), String> {
     let ok = v.is_empty()
         || (v.len() <= 63
             && v.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
@@ -129,7 +123,7 @@ pub fn validate_label_value(v: &str) -> Result<(), String> {
 }
 
 /// RFC 1123 subdomain: lowercase alphanumerics, `-` and `.`, alphanumeric at both ends.
-pub fn is_dns_subdomain(s: &str) -> bool {
+pub(crate) fn is_dns_subdomain(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 253
         && s.split('.').all(|part| {
@@ -143,8 +137,8 @@ pub fn is_dns_subdomain(s: &str) -> bool {
         })
 }
 
-/// Parse `key=value`.
-pub fn parse_label(s: &str) -> Result<(String, String), String> {
+/// Parse `key=value` with a valid label key and value.
+pub(crate) fn parse_label(s: &str) -> Result<(String, String), String> {
     let (k, v) = s
         .split_once('=')
         .ok_or_else(|| format!("label {s:?} is not key=value"))?;
@@ -156,16 +150,16 @@ pub fn parse_label(s: &str) -> Result<(String, String), String> {
 /// A Node taint.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaintSpec {
-    /// Key.
+    /// A label key.
     pub key: String,
-    /// Value (may be empty).
+    /// A label value; may be empty.
     pub value: String,
     /// `NoSchedule`, `PreferNoSchedule` or `NoExecute`.
     pub effect: String,
 }
 
 /// Parse `key=value:Effect` or `key:Effect`.
-pub fn parse_taint(s: &str) -> Result<TaintSpec, String> {
+pub(crate) fn parse_taint(s: &str) -> Result<TaintSpec, String> {
     let (kv, effect) = s
         .rsplit_once(':')
         .ok_or_else(|| format!("taint {s:?} is not key=value:Effect"))?;
@@ -184,21 +178,44 @@ pub fn parse_taint(s: &str) -> Result<TaintSpec, String> {
     })
 }
 
+/// `2.35.0` -> `(2, 35, 0)`; anything but three dot-separated numbers is `None`.
+pub(crate) fn parse_semver(s: &str) -> Option<(u32, u32, u32)> {
+    let mut it = s.trim().split('.').map(|p| p.parse::<u32>().ok());
+    let v = (it.next()??, it.next()??, it.next()??);
+    it.next().is_none().then_some(v)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn durations_parse_with_units_and_round_trip() {
+    fn durations_parse_with_units() {
         assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
         assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
+        assert_eq!(parse_duration("2h"), Ok(Duration::from_secs(7200)));
         assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
         assert_eq!(parse_duration("7"), Ok(Duration::from_secs(7)));
         assert!(parse_duration("10 parsecs").is_err());
         assert!(parse_duration("m").is_err());
-        for d in ["40s", "5m", "2h", "1500ms"] {
-            assert_eq!(fmt_duration(parse_duration(d).unwrap()), d);
+    }
+
+    #[test]
+    fn durations_past_a_year_are_errors_not_overflows() {
+        for s in [
+            "9999999999999h",
+            "5124095576030432h",
+            "307445734561825861m",
+            "99999999999999999999s",
+            "18446744073709551615ms",
+            "8761h",
+        ] {
+            let e = parse_duration(s).expect_err(s);
+            assert!(e.contains("too large"), "{s}: {e}");
         }
+        assert_eq!(parse_duration("8760h"), Ok(MAX_DURATION));
+        assert_eq!(parse_duration("525600m"), Ok(MAX_DURATION));
+        assert_eq!(parse_duration("31536000000ms"), Ok(MAX_DURATION));
     }
 
     #[test]
@@ -238,6 +255,11 @@ mod tests {
         assert!(parse_label("nokv").is_err());
         assert!(parse_label("Bad_Prefix/x=1").is_err());
         assert!(parse_label("a=-bad").is_err());
+        assert!(
+            parse_label("tart.run/=x")
+                .unwrap_err()
+                .contains("name part")
+        );
         let t = parse_taint("virtual-kubelet.io/provider=tart:NoSchedule").unwrap();
         assert_eq!(
             (t.key.as_str(), t.value.as_str()),
@@ -245,5 +267,13 @@ mod tests {
         );
         assert_eq!(parse_taint("dedicated:NoExecute").unwrap().value, "");
         assert!(parse_taint("a=b:Sometimes").unwrap_err().contains("effect"));
+    }
+
+    #[test]
+    fn semver_parses_three_numbers_only() {
+        assert_eq!(parse_semver("2.35.0"), Some((2, 35, 0)));
+        assert_eq!(parse_semver("2.35"), None);
+        assert_eq!(parse_semver("2.35.0.1"), None);
+        assert_eq!(parse_semver("SNAPSHOT"), None);
     }
 }

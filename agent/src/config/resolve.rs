@@ -1,0 +1,192 @@
+//! [`Config::resolve`]: merged [`RunArgs`] -> validated [`Config`]. Pure.
+//!
+//! Every value is already typed and checked on its own by the time it gets here (flags and
+//! environment by clap, the file by serde, both with the parsers in [`super::values`]). This
+//! file fills in the built-in defaults and then checks each section's settings against each
+//! other; the first problem found is the error.
+
+use std::{
+    net::{Ipv4Addr, SocketAddr},
+    time::Duration,
+};
+
+use super::{Config, ConfigError, DiskThreshold, HostDefaults, RunArgs, TaintSpec, units};
+
+impl Config {
+    /// Fill in the defaults of settings not given and validate. Pure.
+    ///
+    /// # Errors
+    /// [`ConfigError::Invalid`] naming the setting.
+    pub fn resolve(a: RunArgs, host: &HostDefaults) -> Result<Self, ConfigError> {
+        let cfg = with_defaults(a, host);
+        check_identity(&cfg)?;
+        check_capacity(&cfg)?;
+        check_heartbeat(&cfg)?;
+        check_tart(&cfg)?;
+        check_pods(&cfg)?;
+        Ok(cfg)
+    }
+}
+
+/// `a`'s values where given, else the built-in defaults (the ones `--help` states).
+fn with_defaults(a: RunArgs, host: &HostDefaults) -> Config {
+    let secs = Duration::from_secs;
+    Config {
+        // Node identity.
+        kubeconfig: a.kubeconfig,
+        node_name: a.node_name.unwrap_or_else(|| host.hostname.clone()),
+        node_labels: a
+            .node_labels
+            .into_iter()
+            .flatten()
+            .map(|l| (l.key, l.value))
+            .collect(),
+        taint: a.taint.map_or_else(default_taint, |t| t.0),
+        // Tart.
+        tart_program: a.tart_program.unwrap_or_else(|| "tart".into()),
+        tart_home: a.tart_home.unwrap_or_else(|| host.home.join(".tart")),
+        vm_log_dir: a
+            .vm_log_dir
+            .unwrap_or_else(|| host.home.join(".tart-kubelet").join("vm-logs")),
+        min_tart_version: a.min_tart_version.unwrap_or((2, 20, 0)),
+        tart_deadlines: a
+            .tart_deadlines
+            .into_iter()
+            .flatten()
+            .map(|d| (d.op, d.deadline))
+            .collect(),
+        tart_attempts: a.tart_attempts.unwrap_or(3),
+        pull_stall_window: a.pull_stall_window.unwrap_or(secs(600)),
+        run_start_window: a.run_start_window.unwrap_or(secs(5)),
+        ip_wait: a.ip_wait.unwrap_or(secs(180)),
+        // Logging and the admin endpoint.
+        log_file: a.log_file,
+        log_format: a.log_format.unwrap_or_default(),
+        log_filter: a.log_filter.unwrap_or_else(|| "info,kube=warn".into()),
+        admin_addr: a
+            .admin_addr
+            .unwrap_or(SocketAddr::from((Ipv4Addr::LOCALHOST, 10255))),
+        // Capacity and pressure.
+        vm_slots: a.vm_slots.unwrap_or(2),
+        max_pods: a.max_pods.unwrap_or(10),
+        memory_reserve_bytes: a.memory_reserve.unwrap_or(4 << 30),
+        cpu_override: a.cpu,
+        memory_override_bytes: a.memory,
+        storage_override_bytes: a.ephemeral_storage,
+        disk_pressure: a.disk_pressure_free.unwrap_or(DiskThreshold::Percent(10.0)),
+        memory_pressure_bytes: a.memory_pressure_available.unwrap_or(512 << 20),
+        // Node heartbeat.
+        lease_duration: a.lease_duration.unwrap_or(secs(40)),
+        lease_renew_interval: a.lease_renew_interval.unwrap_or(secs(10)),
+        node_status_check_interval: a.node_status_check_interval.unwrap_or(secs(10)),
+        node_status_report_interval: a.node_status_report_interval.unwrap_or(secs(300)),
+        api_timeout: a.api_timeout.unwrap_or(secs(10)),
+        // Pods.
+        default_termination_grace: a.default_termination_grace.unwrap_or(secs(30)),
+        pull_credentials: a.pull_credentials.unwrap_or_default(),
+        vm_name_prefix: a.vm_name_prefix.unwrap_or_else(|| "tkl-".into()),
+        pod_concurrency: a.pod_concurrency.unwrap_or(8),
+    }
+}
+
+/// `virtual-kubelet.io/provider=tart:NoSchedule`, the virtual-kubelet convention: only Pods
+/// that tolerate it land on this Node.
+fn default_taint() -> Option<TaintSpec> {
+    Some(TaintSpec {
+        key: "virtual-kubelet.io/provider".into(),
+        value: "tart".into(),
+        effect: "NoSchedule".into(),
+    })
+}
+
+/// `Ok` when `ok`, else [`ConfigError::Invalid`] for `setting`.
+fn ensure(ok: bool, setting: &'static str, message: impl Into<String>) -> Result<(), ConfigError> {
+    if ok {
+        Ok(())
+    } else {
+        Err(ConfigError::Invalid {
+            setting,
+            message: message.into(),
+        })
+    }
+}
+
+/// The node name, which may come from the host name rather than from a setting.
+fn check_identity(c: &Config) -> Result<(), ConfigError> {
+    let name = &c.node_name;
+    ensure(
+        units::is_dns_subdomain(name),
+        "--node-name",
+        format!("{name:?} is not a lowercase RFC 1123 name (a-z, 0-9, '-', '.')"),
+    )
+}
+
+fn check_capacity(c: &Config) -> Result<(), ConfigError> {
+    let (slots, max_pods) = (c.vm_slots, c.max_pods);
+    ensure(
+        (1..=64).contains(&slots),
+        "--vm-slots",
+        format!("{slots} is not in 1..=64"),
+    )?;
+    ensure(
+        max_pods >= slots,
+        "--max-pods",
+        format!("{max_pods} is less than --vm-slots {slots}"),
+    )?;
+    ensure(c.cpu_override != Some(0), "--cpu", "must be at least 1")
+}
+
+/// The Lease and Node status timings, which only work in the right proportions to each other.
+fn check_heartbeat(c: &Config) -> Result<(), ConfigError> {
+    let lease = c.lease_duration;
+    ensure(
+        lease >= Duration::from_secs(1),
+        "--lease-duration",
+        "must be at least 1s",
+    )?;
+    let renew = c.lease_renew_interval;
+    ensure(
+        !renew.is_zero() && renew.checked_mul(2).is_some_and(|twice| twice <= lease),
+        "--lease-renew-interval",
+        "must be positive and at most half of --lease-duration",
+    )?;
+    let check = c.node_status_check_interval;
+    ensure(
+        !check.is_zero(),
+        "--node-status-check-interval",
+        "must be positive",
+    )?;
+    ensure(
+        c.node_status_report_interval >= check,
+        "--node-status-report-interval",
+        "must be at least --node-status-check-interval",
+    )?;
+    ensure(
+        !c.api_timeout.is_zero() && c.api_timeout < lease,
+        "--api-timeout",
+        "must be positive and shorter than --lease-duration",
+    )
+}
+
+fn check_tart(c: &Config) -> Result<(), ConfigError> {
+    ensure(
+        (1..=10).contains(&c.tart_attempts),
+        "--tart-attempts",
+        "must be in 1..=10",
+    )
+}
+
+fn check_pods(c: &Config) -> Result<(), ConfigError> {
+    let prefix = &c.vm_name_prefix;
+    // The prefix plus a 36-character UID must still be a valid VM name.
+    ensure(
+        !prefix.is_empty() && prefix.len() <= 16 && tart::VmName::new(format!("{prefix}x")).is_ok(),
+        "--vm-name-prefix",
+        "must be 1-16 characters [A-Za-z0-9._-], not starting with '-' or '.'",
+    )?;
+    ensure(
+        c.pod_concurrency > 0,
+        "--pod-concurrency",
+        "must be at least 1",
+    )
+}

@@ -1,0 +1,146 @@
+//! The typed values of [`super::RunArgs`] that need more than a plain clap or serde type: each
+//! has one parser, used by clap for flags and environment variables and by serde for the TOML
+//! file, so a value means the same and fails with the same message wherever it is written.
+//!
+//! Checks that involve one value only live here; checks across settings, and those that need
+//! a host-derived default, are [`super::resolve`]'s.
+
+use std::{net::SocketAddr, str::FromStr, time::Duration};
+
+use serde::{Deserialize, Deserializer, de::Error as _};
+
+use super::units::{self, DiskThreshold, TaintSpec};
+
+/// An operator's Node label, `key=value`, outside the namespaces the agent sets itself.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "String")]
+pub(crate) struct NodeLabel {
+    pub(crate) key: String,
+    pub(crate) value: String,
+}
+
+impl FromStr for NodeLabel {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (key, value) = units::parse_label(s)?;
+        if reserved_label_key(&key) {
+            return Err(format!(
+                "{key:?} is in a kubernetes.io/k8s.io namespace the agent sets itself"
+            ));
+        }
+        Ok(Self { key, value })
+    }
+}
+
+/// Label keys in namespaces the agent (or the NodeRestriction admission plugin) controls.
+fn reserved_label_key(k: &str) -> bool {
+    let prefix = k.rsplit_once('/').map(|(p, _)| p).unwrap_or("");
+    ["kubernetes.io", "k8s.io"]
+        .iter()
+        .any(|d| prefix == *d || prefix.ends_with(&format!(".{d}")))
+}
+
+/// The `--taint` setting: a taint, or none at all (`none` or the empty string).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "String")]
+pub(crate) struct NodeTaint(pub(crate) Option<TaintSpec>);
+
+impl FromStr for NodeTaint {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "" | "none" => Ok(Self(None)),
+            t => units::parse_taint(t).map(|t| Self(Some(t))),
+        }
+    }
+}
+
+/// One `--tart-deadline op=duration`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "String")]
+pub(crate) struct TartDeadline {
+    pub(crate) op: tart::Op,
+    pub(crate) deadline: Duration,
+}
+
+impl FromStr for TartDeadline {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (op, v) = s
+            .split_once('=')
+            .ok_or_else(|| format!("{s:?} is not op=duration"))?;
+        let op = tart::Op::ALL
+            .into_iter()
+            .find(|o| o.as_str() == op)
+            .ok_or_else(|| format!("{op:?} is not a tart op"))?;
+        let deadline = units::parse_duration(v)?;
+        Ok(Self { op, deadline })
+    }
+}
+
+/// `try_from = "String"` for the types above: serde hands the TOML string to [`FromStr`].
+macro_rules! try_from_string {
+    ($($t:ty),*) => {$(
+        impl TryFrom<String> for $t {
+            type Error = String;
+            fn try_from(s: String) -> Result<Self, String> {
+                s.parse()
+            }
+        }
+    )*};
+}
+try_from_string!(NodeLabel, NodeTaint, TartDeadline);
+
+/// `HOST:PORT` with a literal IP address.
+pub(crate) fn parse_socket_addr(s: &str) -> Result<SocketAddr, String> {
+    s.parse().map_err(|_| format!("{s:?} is not host:port"))
+}
+
+/// `X.Y.Z`.
+pub(crate) fn parse_version(s: &str) -> Result<(u32, u32, u32), String> {
+    units::parse_semver(s).ok_or_else(|| format!("{s:?}: use MAJOR.MINOR.PATCH"))
+}
+
+/// Deserializers for `Option` fields read from a TOML string by one of the parsers above or
+/// in [`units`]; a missing key is `None` through `#[serde(default)]`.
+pub(crate) mod de {
+    use super::*;
+
+    fn parsed<'de, D, T>(d: D, parse: fn(&str) -> Result<T, String>) -> Result<Option<T>, D::Error>
+    where
+        D: Deserializer<'de>,
+    {
+        parse(&String::deserialize(d)?)
+            .map(Some)
+            .map_err(D::Error::custom)
+    }
+
+    pub(crate) fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        parsed(d, units::parse_duration)
+    }
+
+    pub(crate) fn bytes<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+        parsed(d, units::parse_bytes)
+    }
+
+    pub(crate) fn disk_threshold<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<DiskThreshold>, D::Error> {
+        parsed(d, units::parse_disk_threshold)
+    }
+
+    pub(crate) fn socket_addr<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<SocketAddr>, D::Error> {
+        parsed(d, parse_socket_addr)
+    }
+
+    pub(crate) fn version<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<(u32, u32, u32)>, D::Error> {
+        parsed(d, parse_version)
+    }
+}
