@@ -28,9 +28,7 @@ pub const VM_BUCKETS: [f64; 15] = [
 pub enum Stage {
     /// Image pull.
     Pull,
-    /// Clone.
     Clone,
-    /// Set.
     Set,
     /// `tart run` until its start window passed.
     Run,
