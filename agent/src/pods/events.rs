@@ -21,9 +21,7 @@ pub enum Occurrence {
         vm: String,
     },
     /// `tart pull` starts.
-    Pulling {
-        image: String,
-    },
+    Pulling { image: String },
     /// `tart pull` succeeded.
     Pulled {
         image: String,
@@ -31,9 +29,7 @@ pub enum Occurrence {
         took: Duration,
     },
     /// The image was cached and the policy allows using it.
-    AlreadyPresent {
-        image: String,
-    },
+    AlreadyPresent { image: String },
     /// A pull failed for a workload reason (not found, auth).
     PullFailed {
         image: String,
@@ -41,13 +37,9 @@ pub enum Occurrence {
         error: String,
     },
     /// Waiting before the next pull attempt.
-    PullBackOff {
-        image: String,
-    },
+    PullBackOff { image: String },
     /// `imagePullPolicy: Never` and not cached.
-    NeverPull {
-        image: String,
-    },
+    NeverPull { image: String },
     /// Clone and set done.
     Created {
         /// Container name.

@@ -89,19 +89,9 @@ pub struct InstallArgs {
     /// Minimum seconds between two spawns of the job (`ThrottleInterval`).
     #[arg(long, value_name = "SECONDS", default_value_t = plist::DEFAULT_THROTTLE_SECS)]
     pub throttle_interval: u32,
-    /// Directory the plist is written to; default /Library/LaunchDaemons or /Library/LaunchAgents.
-    #[arg(long, value_name = "DIR")]
-    pub plist_dir: Option<PathBuf>,
-    /// Deadline in seconds for the old job to be really gone after `bootout`, and for the new
-    /// one to report a PID after `bootstrap`.
-    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
-    pub wait_timeout: u64,
-    /// Print exactly what would be written and run, change nothing.
-    #[arg(long)]
-    pub dry_run: bool,
-    /// launchctl program (tests point this at a stand-in).
-    #[arg(long, hide = true, default_value = install::LAUNCHCTL)]
-    pub launchctl: PathBuf,
+    /// How the job is (re)loaded.
+    #[command(flatten)]
+    pub job: JobControl,
 }
 
 /// `tart-kubelet uninstall`: `launchctl bootout` the job, wait until it is gone, remove the plist.
@@ -116,13 +106,22 @@ pub struct UninstallArgs {
     /// launchd job label (also the plist file stem).
     #[arg(long, default_value = plist::DEFAULT_LABEL)]
     pub label: String,
-    /// Directory the plist lives in; default /Library/LaunchDaemons or /Library/LaunchAgents.
+    /// How the job is unloaded.
+    #[command(flatten)]
+    pub job: JobControl,
+}
+
+/// How `install` and `uninstall` drive launchd.
+#[derive(clap::Args, Debug, Clone)]
+pub struct JobControl {
+    /// Directory of the plist; default /Library/LaunchDaemons or /Library/LaunchAgents.
     #[arg(long, value_name = "DIR")]
     pub plist_dir: Option<PathBuf>,
-    /// Deadline in seconds for the job to be really gone after `bootout`.
+    /// Deadline in seconds for the old job to be really gone after `bootout` (and, on install,
+    /// for the new one to report a PID after `bootstrap`).
     #[arg(long, value_name = "SECONDS", default_value_t = 60)]
     pub wait_timeout: u64,
-    /// Print exactly what would be removed and run, change nothing.
+    /// Print exactly what would be written, removed and run; change nothing.
     #[arg(long)]
     pub dry_run: bool,
     /// launchctl program (tests point this at a stand-in).
