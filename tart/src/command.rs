@@ -3,7 +3,7 @@
 //! Every value from a Pod (image names, share paths, exec argv) becomes exactly one argv entry:
 //! there is never a shell between a Pod field and `tart`. Values that `tart`'s argument parser
 //! would misread (a leading `-`, a `:` inside a `--dir` path) are rejected here with an
-//! [`ArgError`] instead. Running the command is [`crate::process`]'s job.
+//! [`ArgError`] instead. Running the command is the `process` module's job.
 
 use std::{
     ffi::{OsStr, OsString},

@@ -1,5 +1,6 @@
-//! Per-operation deadlines for [`crate::TartCli`], with the defaults of spec §7.4. Pure data;
-//! enforcing them (SIGKILL of the process group) is [`crate::process`]'s job.
+//! Per-operation deadlines for `TartCli`, with the defaults of spec §7.4. Pure data that
+//! refers to no other module; enforcing them (SIGKILL of the process group) is the `process`
+//! module's job.
 
 use std::time::Duration;
 

@@ -1,6 +1,7 @@
 //! Plain data exchanged with Tart: names, VM info, options and outcomes.
 //!
-//! No I/O here. Argv building lives in [`crate::command`], parsing in [`crate::parse`].
+//! No I/O here, and no reference to any other module of the crate: argv building (`command`)
+//! and parsing (`parse`) build on these types.
 
 use std::{fmt, path::PathBuf, time::Duration};
 
@@ -339,7 +340,7 @@ pub enum ExitReason {
 /// The end of a `tart run` process.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExitInfo {
-    /// Classification.
+    /// Whether it completed, failed, was signalled or ended unseen.
     pub reason: ExitReason,
     /// Exit code when known.
     pub code: Option<i32>,
@@ -347,7 +348,18 @@ pub struct ExitInfo {
     pub signal: Option<i32>,
 }
 
-/// How [`crate::Tart::stop`] ended.
+impl ExitInfo {
+    /// An end nobody saw: the process was not our child, or its watcher is gone.
+    pub(crate) fn unknown() -> Self {
+        Self {
+            reason: ExitReason::Unknown,
+            code: None,
+            signal: None,
+        }
+    }
+}
+
+/// How `Tart::stop` ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StopOutcome {
     /// The guest shut down within the grace after SIGUSR2.

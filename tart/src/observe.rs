@@ -37,9 +37,9 @@ pub trait Observer: Send + Sync + 'static {
     fn attempt(&self, attempt: &Attempt);
 }
 
-/// Ignores everything.
+/// Ignores every attempt: the observer of a client built without one.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct NoopObserver;
+pub(crate) struct NoopObserver;
 
 impl Observer for NoopObserver {
     fn attempt(&self, _attempt: &Attempt) {}

@@ -1,7 +1,7 @@
 //! MemTart unit tests.
 
 use super::*;
-use crate::{RunOpts, Tart};
+use crate::{RunOpts, RunningVm, Tart};
 
 fn vm(s: &str) -> VmName {
     VmName::new(s).unwrap()

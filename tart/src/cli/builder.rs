@@ -3,7 +3,7 @@
 use std::{ffi::OsString, path::PathBuf, sync::Arc};
 
 use super::{Inner, TartCli};
-use crate::{Deadlines, NoopObserver, Observer, process, retry::RetryPolicy};
+use crate::{Deadlines, Observer, observe::NoopObserver, process, retry::RetryPolicy};
 
 /// Builder for [`TartCli`].
 pub struct TartCliBuilder {
