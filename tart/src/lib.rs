@@ -14,7 +14,8 @@
 //! This file only wires the modules together. Their order, lowest first: `model`, `error`,
 //! `observe`, `deadlines`, `signal` (pure data and primitives); `command`, `parse`, `retry`
 //! (pure decisions); `inflight`, `process`, `running`, `run`, `stop` (processes); `driver`
-//! (the trait); `cli`, `testing` (its implementations). No file refers to one above it.
+//! (the trait); `cli`, `testing` (its implementations). Each refers only to modules listed
+//! before it.
 #![warn(missing_docs)]
 
 mod cli;

@@ -36,6 +36,16 @@ async fn start(script: &str, o: &RunOpts) -> Result<VmProcess> {
         .expect("spawn returned")
 }
 
+/// What `tart stop` says about a VM it cannot see (§2.7).
+fn not_running() -> Error {
+    Error::new(
+        Op::Stop,
+        ErrorKind::NotRunning,
+        None,
+        "VM \"vm-a\" is not running",
+    )
+}
+
 async fn poll_log(path: &Path, needle: &str) {
     let until = tokio::time::Instant::now() + Duration::from_secs(5);
     while !std::fs::read_to_string(path)
@@ -194,12 +204,7 @@ async fn stop_signals_a_starting_vm_itself_when_tart_stop_sees_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let vm = start(OBEYS_INT_ONLY, &opts(dir.path(), 100)).await.unwrap();
     let out = stop_sequence(&vm, Duration::from_millis(400), |_| async {
-        Err(Error::new(
-            Op::Stop,
-            ErrorKind::NotRunning,
-            None,
-            "not running",
-        ))
+        Err(not_running())
     })
     .await
     .unwrap();
@@ -211,12 +216,7 @@ async fn stop_kills_a_vm_that_ignores_everything() {
     let dir = tempfile::tempdir().unwrap();
     let vm = start(IGNORES_ALL, &opts(dir.path(), 100)).await.unwrap();
     let out = stop_sequence(&vm, Duration::from_millis(400), |_| async {
-        Err(Error::new(
-            Op::Stop,
-            ErrorKind::NotRunning,
-            None,
-            "not running",
-        ))
+        Err(not_running())
     })
     .await
     .unwrap();
