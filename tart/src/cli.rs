@@ -73,7 +73,7 @@ struct Call<'a> {
 }
 
 impl TartCli {
-    /// `TART_HOME`.
+    /// The `TART_HOME` every command of this client runs with.
     pub fn tart_home(&self) -> &Path {
         &self.inner.tart_home
     }
@@ -89,12 +89,12 @@ impl TartCli {
         }
     }
 
-    /// The program run.
+    /// The program every command runs: `tart` from `PATH`, a path to it, or a stand-in.
     pub fn program(&self) -> &Path {
         &self.inner.program
     }
 
-    /// The deadlines in use.
+    /// The per-operation deadlines this client was built with.
     pub fn deadlines(&self) -> &Deadlines {
         &self.inner.deadlines
     }

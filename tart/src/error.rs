@@ -102,9 +102,9 @@ impl ErrorKind {
 #[derive(Debug, thiserror::Error)]
 #[error("tart {op} failed ({}): {message}", kind.as_str())]
 pub struct Error {
-    /// The operation.
+    /// The subcommand that failed.
     pub op: Op,
-    /// Classification.
+    /// The closed classification that decides retry, requeue and metric labels.
     pub kind: ErrorKind,
     /// Exit code, when the process exited.
     pub exit_code: Option<i32>,
@@ -116,7 +116,7 @@ pub struct Error {
 }
 
 impl Error {
-    /// The kind.
+    /// The `kind` field, for callers that hold the error behind a reference or a trait.
     pub fn kind(&self) -> ErrorKind {
         self.kind
     }
@@ -137,7 +137,7 @@ impl Error {
         }
     }
 
-    /// A process that exited unsuccessfully: the kind comes from [`classify`], the message is
+    /// A process that exited unsuccessfully: the kind comes from `classify`, the message is
     /// the stderr line that decided it (or the first non-empty line).
     pub fn from_exit(op: Op, exit_code: Option<i32>, stderr: &str) -> Self {
         let kind = classify(op, exit_code, stderr);
@@ -224,7 +224,7 @@ fn classify_text(op: Op, text: &str) -> Option<ErrorKind> {
     {
         return Some(ErrorKind::VmLimit);
     }
-    // §2.6, #865, #967: NVRAM held by another (possibly lingering) VM process.
+    // §2.6: NVRAM held by another (possibly lingering) VM process.
     if has("failed to lock auxiliary storage") {
         return Some(ErrorKind::AuxStorageLocked);
     }

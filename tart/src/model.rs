@@ -132,7 +132,7 @@ pub enum VmState {
     Running,
     /// `state.vzvmsave` exists.
     Suspended,
-    /// Neither.
+    /// Neither running nor suspended.
     Stopped,
 }
 
@@ -175,11 +175,11 @@ pub struct VmDetails {
     pub disk_gb: u64,
     /// `raw` or `asif`; `raw` when absent.
     pub disk_format: String,
-    /// Allocated GB.
+    /// Allocated size in GB (10⁹), printed by `get` with three decimals.
     pub size_gb: f64,
     /// e.g. `1024x768`.
     pub display: String,
-    /// State.
+    /// Running, suspended or stopped, from `State` (or the legacy `Running` bool).
     pub state: VmState,
 }
 
@@ -266,7 +266,7 @@ pub enum Network {
 pub struct RunOpts {
     /// `--dir` shares.
     pub dirs: Vec<DirShare>,
-    /// Networking.
+    /// Shared NAT, softnet, bridged or host networking.
     pub network: Network,
     /// `--suspendable`.
     pub suspendable: bool,
@@ -291,7 +291,7 @@ pub enum IpResolver {
 }
 
 impl IpResolver {
-    /// The CLI value.
+    /// The value passed to `--resolver`.
     pub fn as_str(self) -> &'static str {
         match self {
             IpResolver::Dhcp => "dhcp",

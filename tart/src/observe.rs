@@ -17,11 +17,11 @@ pub enum AttemptOutcome {
 /// One attempt of one operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Attempt {
-    /// The operation.
+    /// The subcommand attempted.
     pub op: Op,
     /// 1-based attempt number within this call.
     pub attempt: u32,
-    /// Outcome.
+    /// Success, or the kind the attempt failed with.
     pub outcome: AttemptOutcome,
     /// Wall time of this attempt.
     pub elapsed: Duration,

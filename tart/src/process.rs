@@ -2,9 +2,9 @@
 //! stdout/stderr read concurrently as bytes (capped, tail kept, decoded lossily), a per-call
 //! deadline and an optional stall watchdog that SIGKILL the whole group and reap it.
 //!
-//! After the child exits the pipes are drained for at most [`DRAIN`] and then dropped: a
-//! grandchild that inherited them must never hold us up (§2.6). Long-lived `tart run`
-//! processes are spawned by the `run` module, which shares [`command`] with this one.
+//! After the child exits the pipes are drained for at most 100 ms (`DRAIN`) and then dropped:
+//! a grandchild that inherited them must never hold us up (§2.6). Long-lived `tart run`
+//! processes are spawned by the `run` module, which shares `command` with this one.
 //! Classifying the result is the caller's job.
 
 use std::{
@@ -85,7 +85,7 @@ pub enum Ended {
 /// The result of one run.
 #[derive(Debug, Clone)]
 pub struct Outcome {
-    /// How it ended.
+    /// Exited on its own, or killed by us and why.
     pub ended: Ended,
     /// stdout tail, lossily decoded.
     pub stdout: String,
@@ -93,7 +93,7 @@ pub struct Outcome {
     pub stderr: String,
     /// PID the child had (also its process group id).
     pub pid: u32,
-    /// Wall time.
+    /// Wall time from spawn until the pipes were drained.
     pub elapsed: Duration,
 }
 

@@ -33,9 +33,9 @@ const LOG_TAIL: u64 = 64 * 1024;
 /// Everything needed to start one `tart run`.
 #[derive(Debug)]
 pub(crate) struct Launch<'a> {
-    /// The VM.
+    /// The VM to run; it names the handle and the log lines.
     pub vm: &'a VmName,
-    /// Program path.
+    /// The `tart` program (or a stand-in).
     pub program: &'a Path,
     /// Argv after the program (from `command::run`).
     pub args: Vec<OsString>,

@@ -26,7 +26,7 @@ use crate::{
 /// One recorded call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MemCall {
-    /// The operation.
+    /// Which operation was called.
     pub op: Op,
     /// VM name, image or other main argument.
     pub target: String,
@@ -167,7 +167,8 @@ impl MemTart {
         true
     }
 
-    /// Call history.
+    /// Every operation called so far, in order (`attach` is kept apart, see
+    /// [`MemTart::attach_calls`]).
     pub fn calls(&self) -> Vec<MemCall> {
         self.lock().calls.clone()
     }
