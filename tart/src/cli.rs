@@ -6,13 +6,7 @@
 //! and [`crate::run`] (`tart run`), the stop sequence in [`crate::stop`]. Building a client is
 //! `builder.rs`'s job, which refers to this file and not the other way round.
 
-use std::{
-    ffi::OsString,
-    net::Ipv4Addr,
-    path::{Path, PathBuf},
-    sync::Arc,
-    time::Duration,
-};
+use std::{ffi::OsString, net::Ipv4Addr, path::PathBuf, sync::Arc, time::Duration};
 
 use tracing::{Instrument, debug, debug_span, field};
 
@@ -73,11 +67,6 @@ struct Call<'a> {
 }
 
 impl TartCli {
-    /// The `TART_HOME` every command of this client runs with.
-    pub fn tart_home(&self) -> &Path {
-        &self.inner.tart_home
-    }
-
     /// SIGKILL the process groups of tart commands that an earlier agent left running when it
     /// died (recorded when the client was built with `track_inflight(true)`); returns their
     /// PIDs. Call once at start-up: a hung orphan would otherwise hold Tart's pull or home lock
@@ -89,18 +78,8 @@ impl TartCli {
         }
     }
 
-    /// The program every command runs: `tart` from `PATH`, a path to it, or a stand-in.
-    pub fn program(&self) -> &Path {
-        &self.inner.program
-    }
-
-    /// The per-operation deadlines this client was built with.
-    pub fn deadlines(&self) -> &Deadlines {
-        &self.inner.deadlines
-    }
-
     /// `$TART_HOME/vms/<vm>/config.json`, whose fcntl lock marks a running VM (§1.4).
-    pub fn config_json(&self, vm: &VmName) -> PathBuf {
+    pub(crate) fn config_json(&self, vm: &VmName) -> PathBuf {
         self.inner
             .tart_home
             .join("vms")

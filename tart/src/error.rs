@@ -197,7 +197,7 @@ fn summary(op: Op, kind: ErrorKind, stderr: &str) -> Option<String> {
 /// the guest command's code, so for [`Op::Exec`] the exit code is ignored entirely and only
 /// Tart's own message forms are recognised. Exit 64 (EX_USAGE) is a usage error. Timeouts,
 /// stalls and spawn failures are not visible here: the process layer assigns those kinds.
-pub fn classify(op: Op, exit_code: Option<i32>, stderr: &str) -> ErrorKind {
+pub(crate) fn classify(op: Op, exit_code: Option<i32>, stderr: &str) -> ErrorKind {
     if let Some(kind) = classify_text(op, stderr) {
         return kind;
     }
@@ -211,7 +211,7 @@ pub fn classify(op: Op, exit_code: Option<i32>, stderr: &str) -> ErrorKind {
 /// For `tart exec`: `Some(kind)` when stderr carries one of Tart's own failure messages (VM
 /// missing or not running, guest agent unreachable), `None` when the non-zero exit is simply
 /// the guest command's (§2.10).
-pub fn classify_exec(stderr: &str) -> Option<ErrorKind> {
+pub(crate) fn classify_exec(stderr: &str) -> Option<ErrorKind> {
     classify_text(Op::Exec, stderr)
 }
 
