@@ -106,7 +106,7 @@ pub fn strip_tests(t: Vec<Tok>) -> Vec<Tok> {
             depth +=
                 i32::from(matches!(s, "{" | "(" | "[")) - i32::from(matches!(s, "}" | ")" | "]"));
             i += 1;
-            if (s == "}" && depth == 0) || (s == ";" && depth == 0) {
+            if depth == 0 && (s == "}" || s == ";") {
                 break;
             }
         }
