@@ -1,8 +1,8 @@
 //! No import circles between the files of a crate (`agent/src`, `tart/src`), checked by reading
 //! the sources: no build, no parser crate.
 //!
-//! From `lib.rs`, every `mod x;` not under `#[cfg(test)]` is followed to its file (files named
-//! `tests.rs`, `*_tests.rs` and `fixtures.rs` are never read). A file refers to a module with a
+//! From `lib.rs`, every `mod x;` not under `#[cfg(test)]` is followed to its file (modules
+//! named `tests`, `*_tests` and `fixtures` are never read; `main.rs` is a crate of its own). A file refers to a module with a
 //! `use` tree (groups, `self`, `super`, `crate` and child-module paths), with an inline path
 //! that starts with `crate`, `super`, `self`, a child module or a name the file imported, and
 //! with such a path in a doc comment. Each reference is resolved to the deepest module it
