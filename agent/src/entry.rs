@@ -17,7 +17,8 @@ use tracing::{Instrument, error, info, info_span, warn};
 
 use crate::{
     admin::{self, Readiness},
-    config::{Cli, Command, Config, HostDefaults},
+    cli::{Cli, Command},
+    config::{Config, HostDefaults},
     host::HostInfo,
     metrics::NodeMetrics,
     node::{

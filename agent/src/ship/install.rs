@@ -20,8 +20,6 @@ use crate::config::Config;
 /// The config file the job is started with when `--config` is not given (Homebrew's etc on
 /// Apple silicon; packaging/homebrew installs the example there).
 pub const DEFAULT_CONFIG_PATH: &str = "/opt/homebrew/etc/tart-kubelet/config.toml";
-/// The real launchctl.
-pub const LAUNCHCTL: &str = "/bin/launchctl";
 /// Deadline of one `launchctl` invocation.
 const LAUNCHCTL_DEADLINE: Duration = Duration::from_secs(15);
 /// Poll period while waiting for a job to go away or come up.
@@ -239,7 +237,7 @@ pub async fn uninstall(args: &UninstallArgs, _cfg: &Config) -> anyhow::Result<Ex
 }
 
 fn preflight(launchctl: &Path) -> anyhow::Result<()> {
-    if !cfg!(target_os = "macos") && launchctl == Path::new(LAUNCHCTL) {
+    if !cfg!(target_os = "macos") && launchctl == Path::new(launchctl::LAUNCHCTL) {
         bail!("install/uninstall need macOS's launchctl; on this system only --dry-run works");
     }
     if !nix::unistd::geteuid().is_root() {
