@@ -17,6 +17,8 @@ use kube::{
 use tokio::sync::watch;
 use tracing::debug;
 
+use crate::backoff::{API_RETRY, WatchBackoff};
+
 /// What the Node watch last saw.
 #[derive(Clone, Debug, Default)]
 pub enum ObservedNode {
@@ -68,7 +70,9 @@ pub fn apply_event(
     }
 }
 
-/// Watch `node_name` until `shutdown`; errors are retried with kube's default backoff.
+/// Watch `node_name` until `shutdown`. Errors are retried with [`API_RETRY`] (0.5 s doubling
+/// to 7 s, reset once a watch succeeds), so after an API server outage the watch re-lists
+/// within seconds of its return and the status loop sees what changed meanwhile.
 pub async fn run(
     client: Client,
     node_name: String,
@@ -77,7 +81,7 @@ pub async fn run(
 ) {
     let api: Api<Node> = Api::all(client);
     let cfg = watcher::Config::default().fields(&format!("metadata.name={node_name}"));
-    let stream = watcher(api, cfg).default_backoff();
+    let stream = watcher(api, cfg).backoff(WatchBackoff::new(API_RETRY));
     futures::pin_mut!(stream);
     let mut listing = None;
     loop {
