@@ -60,14 +60,14 @@ pub enum ClaimError {
 
 /// What one read saw.
 enum Seen {
-    Lease(Lease),
+    Lease(Box<Lease>),
     Absent,
     Failed,
 }
 
 /// How one write ended.
 enum Wrote {
-    Ok(Lease),
+    Ok(Box<Lease>),
     /// Someone else wrote (or created) the Lease first.
     Conflict,
     Failed,
@@ -114,7 +114,7 @@ pub async fn claim(
             Seen::Absent => {
                 let lease = new_lease(node, &identity, cfg.lease_duration, Timestamp::now());
                 match write(&api, node, &lease, cfg.api_timeout, true).await {
-                    Wrote::Ok(lease) => return Ok(taken(identity, lease)),
+                    Wrote::Ok(lease) => return Ok(taken(identity, *lease)),
                     Wrote::Conflict => Duration::ZERO,
                     Wrote::Failed => {
                         failures += 1;
@@ -148,7 +148,7 @@ pub async fn claim(
                             Timestamp::now(),
                         );
                         match write(&api, node, &want, cfg.api_timeout, false).await {
-                            Wrote::Ok(lease) => return Ok(taken(identity, lease)),
+                            Wrote::Ok(lease) => return Ok(taken(identity, *lease)),
                             // Written by someone else meanwhile: read again (a live writer
                             // shows as a renewal).
                             Wrote::Conflict => Duration::ZERO,
@@ -182,7 +182,7 @@ fn taken(identity: String, lease: Lease) -> Claimed {
 
 async fn read(api: &Api<Lease>, node: &str, timeout: Duration) -> Seen {
     match tokio::time::timeout(timeout, api.get_opt(node)).await {
-        Ok(Ok(Some(l))) => Seen::Lease(l),
+        Ok(Ok(Some(l))) => Seen::Lease(Box::new(l)),
         Ok(Ok(None)) => Seen::Absent,
         Ok(Err(e)) => {
             warn!(error = %error_chain(&e), "cannot read the Node's Lease; retrying");
@@ -210,7 +210,7 @@ async fn write(
         tokio::time::timeout(timeout, api.replace(node, &pp, lease)).await
     };
     match res {
-        Ok(Ok(l)) => Wrote::Ok(l),
+        Ok(Ok(l)) => Wrote::Ok(Box::new(l)),
         Ok(Err(kube::Error::Api(s))) if s.code == 409 => Wrote::Conflict,
         Ok(Err(e)) => {
             warn!(error = %error_chain(&e), "cannot write the Node's Lease; retrying");

@@ -180,7 +180,13 @@ mod tests {
         let less = with(|s| {
             s.allocatable = Some([("cpu".to_owned(), Quantity("4".into()))].into());
         });
-        let cases: [(&str, Option<&NodeStatus>, Option<Duration>, Option<Due>); 9] = [
+        type Case<'a> = (
+            &'a str,
+            Option<&'a NodeStatus>,
+            Option<Duration>,
+            Option<Due>,
+        );
+        let cases: [Case<'_>; 9] = [
             ("first write", Some(&server()), None, Some(Due::First)),
             (
                 "same, canonical quantities",
