@@ -292,6 +292,7 @@ pub async fn run<T: Tart>(
 
     let (owner_tx, owner_rx) = watch::channel(None);
     let fence = node::fence::Fence::default();
+    let watch_live = node::watch::WatchLive::default();
     let (node_tx, node_rx) = watch::channel(ObservedNode::Unknown);
     let mut tasks: Vec<JoinHandle<()>> = Vec::new();
     tasks.push(tokio::spawn(
@@ -299,6 +300,7 @@ pub async fn run<T: Tart>(
             client.clone(),
             cfg.node_name.clone(),
             node_tx,
+            watch_live.clone(),
             shutdown.clone(),
         )
         .instrument(info_span!("node_watch")),
@@ -350,6 +352,7 @@ pub async fn run<T: Tart>(
             observed: node_rx.clone(),
             started: Default::default(),
             fence: fence.subscribe(),
+            watch_live,
         }
         .run(shutdown.clone())
         .instrument(info_span!("node_status")),

@@ -34,7 +34,7 @@ use super::{
     probe, spec,
     status::{self, StatusInput},
     status_due::{owned_differs, write_due},
-    watch::ObservedNode,
+    watch::{ObservedNode, WatchLive},
 };
 use crate::{
     admin::Readiness,
@@ -67,6 +67,8 @@ pub struct StatusLoop<T: Tart> {
     pub internal_ip: String,
     /// Our Node as the Node watch sees it (deletion is noticed at once).
     pub observed: watch::Receiver<ObservedNode>,
+    /// Whether that watch is connected (else the Node is read before deciding).
+    pub watch_live: WatchLive,
     /// The `Starting` event was sent (once per process).
     pub started: std::sync::atomic::AtomicBool,
     /// Names the other holder once this agent is fenced.
@@ -270,7 +272,13 @@ impl<T: Tart> StatusLoop<T> {
         snap: &super::health::HealthSnapshot,
     ) -> WriteOutcome {
         let now = Time(Timestamp::now());
-        let observed = self.observed.borrow().clone();
+        let observed = if self.watch_live.get() {
+            self.observed.borrow().clone()
+        } else {
+            // The watch is down or re-listing: its copy may be stale (e.g. from before an API
+            // server outage), so read the Node once per check until it is back.
+            self.read_node().await
+        };
         let server = observed
             .node()
             .filter(|n| n.metadata.uid == r.uid)
@@ -374,6 +382,23 @@ impl<T: Tart> StatusLoop<T> {
             .get_or_create(&OutcomeLabels { outcome: label })
             .inc();
         outcome
+    }
+}
+
+impl<T: Tart> StatusLoop<T> {
+    /// Our Node as the server has it now; [`ObservedNode::Unknown`] when the read failed.
+    async fn read_node(&self) -> ObservedNode {
+        let api: Api<Node> = Api::all(self.client.clone());
+        match tokio::time::timeout(self.cfg.api_timeout, api.get_opt(&self.cfg.node_name)).await {
+            Ok(Ok(Some(n))) => ObservedNode::Present(Arc::new(n)),
+            Ok(Ok(None)) => ObservedNode::Absent,
+            Ok(Err(e)) => {
+                self.metrics.api_error("node", &e);
+                self.access.failed("get", "nodes", &e);
+                ObservedNode::Unknown
+            }
+            Err(_) => ObservedNode::Unknown,
+        }
     }
 }
 
