@@ -258,9 +258,13 @@ impl LeaseTask {
                     return Renewal::Failed;
                 }
             }
-            // Someone wrote the Lease since we last saw it: whose is it now?
-            let fresh = match tokio::time::timeout(self.timeout, api.get(&self.node_name)).await {
-                Ok(Ok(l)) => l,
+            // Someone wrote (or deleted) the Lease since we last saw it: whose is it now?
+            let get = api.get_opt(&self.node_name);
+            let fresh = match tokio::time::timeout(self.timeout, get).await {
+                Ok(Ok(Some(l))) => l,
+                // Deleted (e.g. with its Node): an update with a resourceVersion cannot
+                // create it.
+                Ok(Ok(None)) => return self.recreate(&api, want).await,
                 Ok(Err(e)) => {
                     self.metrics.api_error("lease", &e);
                     self.access.failed("get", "leases", &e);

@@ -272,13 +272,18 @@ impl<T: Tart> StatusLoop<T> {
         snap: &super::health::HealthSnapshot,
     ) -> WriteOutcome {
         let now = Time(Timestamp::now());
-        let observed = if self.watch_live.get() {
-            self.observed.borrow().clone()
+        let watched = self.observed.borrow().clone();
+        let observed = if self.watch_live.get() && !matches!(watched, ObservedNode::Absent) {
+            watched
         } else {
-            // The watch is down or re-listing: its copy may be stale (e.g. from before an API
-            // server outage), so read the Node once per check until it is back.
+            // The watch is down or re-listing, so its copy may be stale (e.g. from before an
+            // API server outage); or it shows no Node, which may predate our registration or
+            // follow a deletion it showed before we looked. Read the Node to know.
             self.read_node().await
         };
+        if matches!(observed, ObservedNode::Absent) {
+            return WriteOutcome::NodeGone;
+        }
         let server = observed
             .node()
             .filter(|n| n.metadata.uid == r.uid)
