@@ -119,6 +119,16 @@ async fn run_until_signal(cfg: Config) -> ExitCode {
         info!("shutdown signal received");
         let _ = tx.send(true);
     });
+    // One agent per Node: claim the Lease before anything touches tart, VMs or Pods.
+    let claimed = match node::claim::claim_with(kube_config(&cfg).await, &cfg, rx.clone()).await {
+        Ok(c) => c,
+        Err(node::claim::ClaimError::Cancelled) => return ExitCode::SUCCESS,
+        Err(e) => {
+            error!(error = %error_chain(&e), "agent failed");
+            eprintln!("tart-kubelet: {}", error_chain(&e));
+            return ExitCode::FAILURE;
+        }
+    };
     let observer = crate::pods::metrics::LateObserver::default();
     let tart = Arc::new(tart_cli(&cfg, Arc::new(observer.clone())));
     // Before anything else runs tart: an earlier incarnation that was killed may have left a
@@ -128,7 +138,7 @@ async fn run_until_signal(cfg: Config) -> ExitCode {
         warn!(pids = ?orphans, "killed tart commands a previous agent left running");
     }
     let host: Arc<dyn HostInfo> = default_host();
-    match run(cfg, tart, host, Registry::default(), rx, observer).await {
+    match run(cfg, claimed, tart, host, Registry::default(), rx, observer).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             error!(error = %error_chain(&e), "agent failed");
@@ -238,14 +248,16 @@ fn pod_side<T: Tart>(
     start
 }
 
-/// Run the agent until `shutdown` turns true. `tart_observer` is the observer `tart` was
-/// built with; the Pod side fills it with its metrics.
+/// Run the agent until `shutdown` turns true, holding the Lease `claimed`
+/// ([`node::claim::claim`]). `tart_observer` is the observer `tart` was built with; the Pod
+/// side fills it with its metrics.
 ///
 /// # Errors
 /// [`RunError`] when the agent cannot start at all (no kubeconfig, admin port taken). Once
 /// running, API and tart failures are retried, never fatal.
 pub async fn run<T: Tart>(
     cfg: Config,
+    claimed: node::claim::Claimed,
     tart: Arc<T>,
     host: Arc<dyn HostInfo>,
     mut registry: Registry,
@@ -280,6 +292,8 @@ pub async fn run<T: Tart>(
     }
 
     let (owner_tx, owner_rx) = watch::channel(None);
+    let fence = node::fence::Fence::default();
+    let watch_live = node::watch::WatchLive::default();
     let (node_tx, node_rx) = watch::channel(ObservedNode::Unknown);
     let mut tasks: Vec<JoinHandle<()>> = Vec::new();
     tasks.push(tokio::spawn(
@@ -287,6 +301,7 @@ pub async fn run<T: Tart>(
             client.clone(),
             cfg.node_name.clone(),
             node_tx,
+            watch_live.clone(),
             shutdown.clone(),
         )
         .instrument(info_span!("node_watch")),
@@ -309,6 +324,9 @@ pub async fn run<T: Tart>(
         LeaseTask {
             kube_config: lease_cfg,
             node_name: cfg.node_name.clone(),
+            identity: claimed.identity,
+            lease: claimed.lease,
+            fence: fence.clone(),
             duration: cfg.lease_duration,
             interval: cfg.lease_renew_interval,
             timeout: cfg.api_timeout,
@@ -334,6 +352,8 @@ pub async fn run<T: Tart>(
             internal_ip: internal_ip.clone(),
             observed: node_rx.clone(),
             started: Default::default(),
+            fence: fence.subscribe(),
+            watch_live,
         }
         .run(shutdown.clone())
         .instrument(info_span!("node_status")),
@@ -347,7 +367,7 @@ pub async fn run<T: Tart>(
         host_ip: internal_ip,
         node_metrics: metrics,
         node: node_rx,
-        shutdown: shutdown.clone(),
+        shutdown: node::fence::pod_shutdown(shutdown.clone(), &fence),
     }) {
         tasks.push(h);
     }
