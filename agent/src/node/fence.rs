@@ -1,5 +1,5 @@
 //! The fence: raised once when another agent instance is seen holding this Node's Lease
-//! ([`super::lease`]). From then on this agent must not act: the status loop stops writing,
+//! (seen by the Lease task). From then on this agent must not act: the status loop stops writing,
 //! the Lease task stops renewing, and the Pod side is given a shutdown signal
 //! ([`pod_shutdown`]) that turns true with the fence, so it drops its workers and leaves the
 //! VMs to the agent that holds the Lease.

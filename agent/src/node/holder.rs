@@ -1,10 +1,10 @@
-//! PURE: who may hold this Node's Lease. The Lease's `holderIdentity` names the agent
+//! Who may hold this Node's Lease. The Lease's `holderIdentity` names the agent
 //! *instance* (`<node>_<random id>`, fresh at every start), so two agents configured with the
 //! same node name can tell each other apart.
 //!
 //! At start-up [`claim_step`] decides, from two readings of the Lease taken some time apart,
 //! whether to take it, wait for it to expire, or refuse to run: a Lease that another instance
-//! keeps renewing belongs to a live agent. [`claim`](super::claim) does the I/O.
+//! keeps renewing belongs to a live agent. The `claim` module does the I/O.
 
 use std::time::Duration;
 

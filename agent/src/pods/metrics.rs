@@ -313,26 +313,6 @@ impl Observer for PodMetrics {
     }
 }
 
-/// An [`Observer`] that forwards to [`PodMetrics`] once they exist: the tart driver is built
-/// before the registry, so it gets this cell and the Pod side fills it when it registers.
-#[derive(Clone, Debug, Default)]
-pub struct LateObserver(std::sync::Arc<std::sync::OnceLock<PodMetrics>>);
-
-impl LateObserver {
-    /// Start forwarding to `m` (only the first call counts).
-    pub fn set(&self, m: PodMetrics) {
-        let _ = self.0.set(m);
-    }
-}
-
-impl Observer for LateObserver {
-    fn attempt(&self, a: &Attempt) {
-        if let Some(m) = self.0.get() {
-            m.attempt(a);
-        }
-    }
-}
-
 /// Guards the two once-per-Pod histograms. One per Pod worker.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PodOnce {
