@@ -81,6 +81,7 @@ impl VmSlots {
     }
 
     /// Whether `owner_uid` holds a slot.
+    #[cfg(test)]
     pub fn holds(&self, owner_uid: &str) -> bool {
         self.lock().contains(owner_uid)
     }
@@ -120,13 +121,6 @@ impl VmSlots {
     fn publish(&self, used: usize) {
         self.inner.used_gauge.set(used as i64);
         self.inner.used_tx.send_replace(used as u32);
-    }
-}
-
-impl SlotGuard {
-    /// The Pod UID holding this slot.
-    pub fn owner(&self) -> &str {
-        &self.owner
     }
 }
 

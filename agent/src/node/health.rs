@@ -95,6 +95,7 @@ pub struct HealthSnapshot {
 
 impl HealthSnapshot {
     /// Whether tart is usable (probe ok, no repeated host fault).
+    #[cfg(test)]
     pub fn tart_usable(&self) -> bool {
         matches!(self.probe, TartProbe::Ok { .. }) && self.fault.is_none()
     }

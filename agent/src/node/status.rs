@@ -110,18 +110,6 @@ pub fn desired_status(i: StatusInput<'_>) -> NodeStatus {
     }
 }
 
-/// Whether two statuses differ in anything but heartbeat times (then a write is needed now).
-pub fn differs(a: &NodeStatus, b: &NodeStatus) -> bool {
-    fn strip(s: &NodeStatus) -> NodeStatus {
-        let mut s = s.clone();
-        for c in s.conditions.iter_mut().flatten() {
-            c.last_heartbeat_time = None;
-        }
-        s
-    }
-    strip(a) != strip(b)
-}
-
 /// The status of condition `type_` in `status`, if present.
 pub fn condition_status<'a>(status: &'a NodeStatus, type_: &str) -> Option<&'a str> {
     status

@@ -283,3 +283,15 @@ fn transition_time_is_kept_while_status_is_unchanged_and_unknown_is_not_copied()
     };
     assert!(differs(&second, &status(&c, &facts(), &broken, &prev, 300)));
 }
+
+/// Whether two statuses differ in anything but heartbeat times (then a write is needed now).
+fn differs(a: &NodeStatus, b: &NodeStatus) -> bool {
+    fn strip(s: &NodeStatus) -> NodeStatus {
+        let mut s = s.clone();
+        for c in s.conditions.iter_mut().flatten() {
+            c.last_heartbeat_time = None;
+        }
+        s
+    }
+    strip(a) != strip(b)
+}

@@ -65,11 +65,6 @@ impl VmNaming {
         Ok(Self { prefix })
     }
 
-    /// The prefix.
-    pub fn prefix(&self) -> &str {
-        &self.prefix
-    }
-
     /// The VM name for a Pod UID.
     ///
     /// # Errors
@@ -89,6 +84,7 @@ impl VmNaming {
     }
 
     /// Whether a VM name (from `tart list`) was created by this scheme.
+    #[cfg(test)]
     pub fn is_ours(&self, vm: &str) -> bool {
         self.pod_uid(vm).is_some()
     }

@@ -7,15 +7,15 @@
 //! the plist, running `launchctl`, probing the host and the API server) stays in the `*_io`
 //! parts.
 
-pub mod args;
-pub mod doctor;
-pub mod install;
-pub mod launchctl;
-pub mod logfile;
-pub mod plist;
+pub(crate) mod args;
+pub(crate) mod doctor;
+pub(crate) mod install;
+pub(crate) mod launchctl;
+pub(crate) mod logfile;
+pub(crate) mod plist;
 pub mod rbac;
 
-pub use args::{DoctorArgs, InstallArgs, JobControl, UninstallArgs, effective_config};
-pub use doctor::doctor;
-pub use install::{install, uninstall};
-pub use plist::Variant;
+pub(crate) use args::{DoctorArgs, InstallArgs, UninstallArgs, effective_config};
+pub(crate) use doctor::doctor;
+pub(crate) use install::{install, uninstall};
+pub(crate) use plist::Variant;

@@ -88,6 +88,7 @@ pub enum SpecError {
 
 impl PlistSpec {
     /// The fixed input behind the checked-in `launchd/*.plist` files.
+    #[cfg(test)]
     pub fn reference(variant: Variant) -> Self {
         PlistSpec {
             variant,

@@ -143,6 +143,10 @@ impl Env {
             .args(["--admin-addr", &self.admin_addr.to_string()])
             .args(["--log-format", "text"])
             .args(["--log-filter", "info,tart_kubelet=debug,kube=warn"])
+            // A short Lease, so an agent started again after a SIGKILL claims it in seconds
+            // (it waits for the dead predecessor's Lease to expire).
+            .args(["--lease-duration", "12s", "--lease-renew-interval", "3s"])
+            .args(["--api-timeout", "5s"])
             .args(&self.extra_args)
             .env_remove("KUBECONFIG")
             .env("CI", "1")

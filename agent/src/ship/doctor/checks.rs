@@ -292,6 +292,7 @@ pub fn vm_slots_check(slots: u32, foreign_running: &[String]) -> Check {
 }
 
 /// Verdict on the console user's GUI session (`launchctl print gui/<uid>`).
+#[cfg_attr(not(target_os = "macos"), allow(dead_code))]
 pub fn gui_session_check(session: Option<&str>, user: &str) -> Check {
     match session {
         Some("Aqua") => Check::new("gui-session", Status::Ok, format!("{user} has a GUI (Aqua) session")),
@@ -305,6 +306,7 @@ pub fn gui_session_check(session: Option<&str>, user: &str) -> Check {
 }
 
 /// Verdict on auto-login (`defaults read /Library/Preferences/com.apple.loginwindow autoLoginUser`).
+#[cfg_attr(not(target_os = "macos"), allow(dead_code))]
 pub fn auto_login_check(auto_login_user: Option<&str>, user: &str) -> Check {
     match auto_login_user {
         Some(u) if u == user => Check::new("auto-login", Status::Ok, format!("auto-login is set to {user}")),
@@ -320,6 +322,7 @@ pub fn auto_login_check(auto_login_user: Option<&str>, user: &str) -> Check {
 }
 
 /// Verdict on bootpd's DHCP lease time (Tart's NAT hands out 192.168.64.0/24).
+#[cfg_attr(not(target_os = "macos"), allow(dead_code))]
 pub fn dhcp_lease_check(secs: Option<u64>) -> Check {
     match secs {
         Some(s) if s <= 3600 => Check::new("dhcp-lease", Status::Ok, format!("DHCP lease time {s} s")),
