@@ -1,4 +1,4 @@
-//! The real control plane for end-to-end tests (issue 3): etcd + kube-apiserver +
+//! The real control plane for end-to-end tests: etcd + kube-apiserver +
 //! kube-scheduler + kube-controller-manager v1.20.2, built by `tests/cluster/build.sh` and run by
 //! `tests/cluster/start.sh` on 127.0.0.1 with free ports.
 //!

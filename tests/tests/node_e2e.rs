@@ -1,4 +1,4 @@
-//! End-to-end tests of the node side (issue 4) on the real control plane, with the agent under
+//! End-to-end tests of the node side on the real control plane, with the agent under
 //! `packaging/kubernetes/rbac.yaml` (a minted client certificate in group `tart-kubelets`,
 //! never the admin) and `fake-tart` as tart.
 

@@ -1,4 +1,4 @@
-//! End-to-end tests of the agent's admin endpoint and API load (issue 4) on the real control
+//! End-to-end tests of the agent's admin endpoint and API load on the real control
 //! plane: `/metrics` through promtool, `/readyz` following the API server, and the idle
 //! request rate (ignored by default: a 2-minute measurement).
 
