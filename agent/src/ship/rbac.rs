@@ -65,62 +65,42 @@ const fn p(
     }
 }
 
+/// A verb on a core resource, cluster-wide.
+const fn core(resource: &'static str, verb: &'static str, why: &'static str) -> Permission {
+    p("", resource, "", verb, "", why)
+}
+
+/// `patch` on a core resource's `status`.
+const fn status(resource: &'static str, why: &'static str) -> Permission {
+    p("", resource, "status", "patch", "", why)
+}
+
+/// A verb on Leases in the node-lease namespace.
+const fn lease(verb: &'static str, why: &'static str) -> Permission {
+    p(
+        "coordination.k8s.io",
+        "leases",
+        "",
+        verb,
+        LEASE_NAMESPACE,
+        why,
+    )
+}
+
 /// Always needed.
 pub const ALWAYS: &[Permission] = &[
-    p("", "nodes", "", "get", "", "read its own Node"),
-    p(
-        "",
-        "nodes",
-        "",
-        "list",
-        "",
-        "watch its own Node (field selector)",
-    ),
-    p("", "nodes", "", "watch", "", "watch its own Node"),
-    p("", "nodes", "", "create", "", "register the Node"),
-    p(
-        "",
-        "nodes",
-        "",
-        "patch",
-        "",
-        "labels and annotations of its Node",
-    ),
-    p(
-        "",
-        "nodes",
-        "status",
-        "patch",
-        "",
-        "Node conditions, capacity, heartbeat",
-    ),
-    p("", "pods", "", "list", "", "list Pods bound to this Node"),
-    p("", "pods", "", "watch", "", "watch Pods bound to this Node"),
-    p(
-        "",
-        "pods",
-        "",
-        "patch",
-        "",
-        "add and remove the agent's finalizer",
-    ),
-    p(
-        "",
-        "pods",
-        "",
-        "delete",
-        "",
-        "final delete of a terminated Pod",
-    ),
-    p(
-        "",
-        "pods",
-        "status",
-        "patch",
-        "",
-        "Pod phase and container status",
-    ),
-    p("", "events", "", "create", "", "kubelet-style Node events"),
+    core("nodes", "get", "read its own Node"),
+    core("nodes", "list", "watch its own Node (field selector)"),
+    core("nodes", "watch", "watch its own Node"),
+    core("nodes", "create", "register the Node"),
+    core("nodes", "patch", "labels and annotations of its Node"),
+    status("nodes", "Node conditions, capacity, heartbeat"),
+    core("pods", "list", "list Pods bound to this Node"),
+    core("pods", "watch", "watch Pods bound to this Node"),
+    core("pods", "patch", "add and remove the agent's finalizer"),
+    core("pods", "delete", "final delete of a terminated Pod"),
+    status("pods", "Pod phase and container status"),
+    core("events", "create", "kubelet-style Node events"),
     p(
         "events.k8s.io",
         "events",
@@ -129,47 +109,21 @@ pub const ALWAYS: &[Permission] = &[
         "",
         "kubelet-style Pod events",
     ),
-    p(
-        "events.k8s.io",
-        "events",
-        "",
-        "patch",
-        "",
-        "event series updates",
-    ),
-    p(
-        "coordination.k8s.io",
-        "leases",
-        "",
+    lease(
         "get",
-        LEASE_NAMESPACE,
-        "see who holds the Node Lease (start-up claim, after a conflicting renewal)",
+        "see who holds the Node Lease (start-up claim, a conflicting renewal)",
     ),
-    p(
-        "coordination.k8s.io",
-        "leases",
-        "",
-        "create",
-        LEASE_NAMESPACE,
-        "create the Node Lease",
-    ),
-    p(
-        "coordination.k8s.io",
-        "leases",
-        "",
+    lease("create", "create the Node Lease"),
+    lease(
         "update",
-        LEASE_NAMESPACE,
-        "renew the Node Lease (update with a resourceVersion precondition)",
+        "renew the Node Lease (with a resourceVersion precondition)",
     ),
 ];
 
 /// Needed with `--pull-credentials pod-secrets` (the default).
-pub const POD_SECRETS: &[Permission] = &[p(
-    "",
+pub const POD_SECRETS: &[Permission] = &[core(
     "secrets",
-    "",
     "get",
-    "",
     "imagePullSecrets of Pods, for tart pull",
 )];
 
