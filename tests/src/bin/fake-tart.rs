@@ -7,6 +7,8 @@
 
 #[path = "fake_tart/cli.rs"]
 mod cli;
+#[path = "fake_tart/dirs.rs"]
+mod dirs;
 #[path = "fake_tart/error.rs"]
 mod error;
 #[path = "fake_tart/guest.rs"]

@@ -14,6 +14,7 @@ use tokio::time::{Instant, sleep, sleep_until};
 
 use crate::Ctx;
 use crate::cli::Parsed;
+use crate::dirs::{self, Share};
 use crate::error::Failure;
 use crate::home::{self, VmConfig};
 use crate::info::vm_state;
@@ -28,6 +29,9 @@ pub struct RunRecord {
     pub started_at_ms: u64,
     pub suspendable: bool,
     pub args: Vec<String>,
+    /// The parsed `--dir` shares (spec §2.6), so tests and the guest mode see them.
+    #[serde(default)]
+    pub shares: Vec<Share>,
 }
 
 const RUN_RECORD: &str = ".fake-run.json";
@@ -45,28 +49,6 @@ fn boot_delay_ms(knobs: &Knobs, name: &str) -> u64 {
 
 pub fn booted(ctx: &Ctx, knobs: &Knobs, name: &str) -> bool {
     read_record(ctx, name).is_some_and(|r| now_ms() >= r.started_at_ms + boot_delay_ms(knobs, name))
-}
-
-/// Validates `--dir` values (spec §2.6): several shares under one tag must all be named.
-fn check_dirs(dirs: &[String]) -> Result<(), Failure> {
-    let mut by_tag: std::collections::BTreeMap<String, Vec<bool>> = Default::default();
-    for d in dirs {
-        let (main, opts) = d.split_once(',').unwrap_or((d, ""));
-        let tag = opts
-            .split(',')
-            .find_map(|o| o.strip_prefix("tag="))
-            .unwrap_or("")
-            .to_string();
-        let segs: Vec<&str> = main.split(':').filter(|s| *s != "ro").collect();
-        let named = segs.len() >= 2 && !segs[0].starts_with('/') && !segs[0].starts_with('~');
-        by_tag.entry(tag).or_default().push(named);
-    }
-    if by_tag.values().any(|v| v.len() > 1 && v.iter().any(|n| !n)) {
-        return Err(Failure::validation(
-            "invalid --dir syntax: for multiple directory shares each one of them should be named",
-        ));
-    }
-    Ok(())
 }
 
 fn others_running(ctx: &Ctx, name: &str) -> Vec<String> {
@@ -151,7 +133,7 @@ pub async fn run(
             format!("{iso}: amd64 ISO images are not supported"),
         ));
     }
-    check_dirs(p.opts("dir"))?;
+    let shares = dirs::parse_all(p.opts("dir"), &std::env::current_dir()?)?;
     let dir = ctx.home.vm_dir(&name);
     let config = ctx.home.config_path(&name);
     home::touch_accessed(&dir)?;
@@ -182,6 +164,7 @@ pub async fn run(
         started_at_ms: now_ms(),
         suspendable: p.flag("suspendable"),
         args: argv.to_vec(),
+        shares,
     };
     crate::rules::write_atomic(
         &dir.join(RUN_RECORD),
@@ -375,20 +358,4 @@ pub fn suspend(ctx: &Ctx, p: &Parsed) -> Result<(), Failure> {
             1,
         )
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn several_dirs_under_one_tag_must_all_be_named() {
-        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-        assert!(check_dirs(&s(&["/a"])).is_ok());
-        assert!(check_dirs(&s(&["a:/a", "b:/b:ro"])).is_ok());
-        assert!(check_dirs(&s(&["/a,tag=x", "/b,tag=y"])).is_ok());
-        let err = check_dirs(&s(&["a:/a", "/b"])).unwrap_err();
-        assert_eq!(err.exit_code(), 64);
-        assert!(err.to_string().starts_with("Error: invalid --dir syntax"));
-    }
 }
