@@ -514,4 +514,10 @@ impl VmKnob {
         self.exec_connect_ms = Some(connect_ms);
         self
     }
+    /// `run` acts as the guest: it runs the real guest launcher (`packaging/guest/`) against
+    /// its `--dir` shares, and the launcher's exit powers the VM off (docs/guest.md).
+    pub fn running_guest_launcher(mut self) -> VmKnob {
+        self.guest_launcher = Some(true);
+        self
+    }
 }

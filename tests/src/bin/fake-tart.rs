@@ -13,6 +13,8 @@ mod dirs;
 mod error;
 #[path = "fake_tart/guest.rs"]
 mod guest;
+#[path = "fake_tart/guest_mode.rs"]
+mod guest_mode;
 #[path = "fake_tart/home.rs"]
 mod home;
 #[path = "fake_tart/info.rs"]

@@ -42,7 +42,9 @@ pub fn parse_all(specs: &[String], cwd: &Path) -> Result<Vec<Share>, Failure> {
         for s in group {
             let name = s.name.as_deref().unwrap_or_default();
             if !seen.insert(name) {
-                return Err(syntax(&format!("duplicate directory share name \"{name}\"")));
+                return Err(syntax(&format!(
+                    "duplicate directory share name \"{name}\""
+                )));
             }
         }
     }
@@ -159,10 +161,21 @@ mod tests {
 
     #[test]
     fn malformed_values_are_usage_errors() {
-        for spec in ["", ":/a", "n:", "n:/a:rw", "n:/a:ro:x", "n:/a:tag=", "a,b:/x"] {
+        for spec in [
+            "",
+            ":/a",
+            "n:",
+            "n:/a:rw",
+            "n:/a:ro:x",
+            "n:/a:tag=",
+            "a,b:/x",
+        ] {
             let err = p(spec).unwrap_err();
             assert_eq!(err.exit_code(), 64, "{spec}");
-            assert!(err.to_string().starts_with("Error: invalid --dir syntax: "), "{spec}");
+            assert!(
+                err.to_string().starts_with("Error: invalid --dir syntax: "),
+                "{spec}"
+            );
         }
     }
 

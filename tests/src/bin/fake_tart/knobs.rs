@@ -189,6 +189,10 @@ pub struct VmKnob {
     /// How long an unreachable guest agent takes to fail (scaled; default 10000 ms).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exec_connect_ms: Option<u64>,
+    /// `run` acts as the guest: it starts the real guest launcher against its `--dir` shares,
+    /// and the launcher's exit is the guest powering off (docs/guest.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub guest_launcher: Option<bool>,
 }
 
 macro_rules! overlay {
@@ -210,7 +214,8 @@ impl VmKnob {
             ip_never,
             stale_lease,
             exec_unreachable,
-            exec_connect_ms
+            exec_connect_ms,
+            guest_launcher
         );
     }
 }

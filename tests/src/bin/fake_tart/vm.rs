@@ -215,6 +215,12 @@ async fn supervise(
         let _ = fs::remove_file(&snapshot);
     }
     let record = read_record(ctx, name);
+    let mut guest = match &record {
+        Some(r) if ctx.knobs.vm(name).guest_launcher.unwrap_or(false) => {
+            Some(crate::guest_mode::start(&dir, &r.shares)?)
+        }
+        _ => None,
+    };
     let suspendable = record.as_ref().is_some_and(|r| r.suspendable);
     let softnet = record.is_some_and(|r| r.args.iter().any(|a| a.starts_with("--net-softnet")));
     if softnet && crate::info::version_tuple(&ctx.version()) >= (2, 34, 0) {
@@ -257,6 +263,13 @@ async fn supervise(
                 println!("Requesting guest OS to stop...");
                 let fresh = crate::rules::load(&ctx.home).unwrap_or(knobs.clone());
                 if !fresh.vm(name).ignore_sigusr2.unwrap_or(false) && shutdown_at.is_none() {
+                    shutdown_at = Some(Instant::now() + Duration::from_millis(shutdown_ms));
+                }
+            }
+            _ = async { guest.as_mut().map(|g| g.launcher.wait()).expect("guarded").await }, if guest.is_some() => {
+                // The launcher ends by powering the guest off (docs/guest.md).
+                guest = None;
+                if shutdown_at.is_none() {
                     shutdown_at = Some(Instant::now() + Duration::from_millis(shutdown_ms));
                 }
             }
