@@ -22,8 +22,8 @@ fn pkg_build_script_refuses_to_run_off_macos() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("macOS-only"));
 }
 
-/// Every shell script the project ships or runs: packaging, the cluster scripts, the sandbox
-/// launcher and CI's entry point. shellcheck comes from Debian (`tests/cluster/build.sh`
+/// Every shell script the project ships or runs: packaging (the guest launcher included), the
+/// cluster scripts, the sandbox launcher and CI's entry point. shellcheck comes from Debian (`tests/cluster/build.sh`
 /// installs it); without it this test fails rather than pass having checked nothing.
 #[test]
 fn every_shell_script_passes_shellcheck() {
@@ -32,6 +32,7 @@ fn every_shell_script_passes_shellcheck() {
         repo().join("scripts/sandbox"),
         repo().join("packaging/pkg/build.sh"),
         repo().join("packaging/pkg/scripts/postinstall"),
+        repo().join("packaging/guest/tart-guest-launcher"),
     ];
     for e in std::fs::read_dir(repo().join("tests/cluster")).unwrap() {
         let p = e.unwrap().path();

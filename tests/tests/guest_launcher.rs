@@ -1,0 +1,196 @@
+//! The real guest launcher (`packaging/guest/tart-guest-launcher`) run by fake-tart acting as
+//! the guest: a control share written by hand the way the agent writes it (docs/guest.md),
+//! and assertions from the status share that the command saw every value byte for byte, its
+//! output was mirrored, its exit code recorded, and no value leaked into argv records or the
+//! launcher's own output.
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use tart_kubelet_tests::fake::{FakeHome, Knobs, VmKnob, poll_until};
+
+const FT: &str = env!("CARGO_BIN_EXE_fake-tart");
+
+/// An env value with everything a shell could mangle: newlines (trailing ones too), quotes,
+/// `$(...)`, backquotes, backslashes, a `=`, non-UTF-8 bytes and 100 KiB of payload.
+fn tricky_value() -> Vec<u8> {
+    let mut v =
+        b"SECRET-MARKER-7f3a \"dq\" 'sq' $(touch pwned) `id` \\n \\ $HOME ${X} a=b\n\tline2\n"
+            .to_vec();
+    v.extend([0xff, 0xfe, b'\n']);
+    v.extend((0..100 * 1024).map(|i| b'a' + (i % 26) as u8));
+    v.extend(b"\n\n");
+    v
+}
+
+fn write(path: &Path, bytes: &[u8]) {
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, bytes).unwrap();
+    fs::set_permissions(path, fs::Permissions::from_mode(0o600)).unwrap();
+}
+
+/// The command: dump the variables it sees into the working directory, print to both
+/// streams, and exit 3.
+const SCRIPT: &str = r#"printf %s "$TRICKY" > tricky.out
+printf %s "$2" > arg2.out
+pwd > pwd.out
+cat "$TART_GUEST_ROOT$1/config" > volume.out
+echo "to stdout"
+echo "to stderr" >&2
+exit 3"#;
+
+#[tokio::test]
+async fn the_command_sees_every_value_and_its_output_and_exit_code_reach_the_status_share() {
+    let h = FakeHome::new().unwrap();
+    h.create_vm("vm1").unwrap();
+    h.set_knobs(&Knobs::new().with_vm("vm1", VmKnob::default().running_guest_launcher()))
+        .unwrap();
+    let shares = tempfile::tempdir().unwrap();
+    let (control, status, volume) = (
+        shares.path().join("control"),
+        shares.path().join("status"),
+        shares.path().join("vol-config"),
+    );
+    let value = tricky_value();
+    let mut pair = b"TRICKY=".to_vec();
+    pair.extend(&value);
+    write(&control.join("version"), b"1\n");
+    write(&control.join("env/0"), b"TRICKY=overridden");
+    write(&control.join("env/1"), &pair);
+    write(&control.join("env/2"), b"PATH=/usr/bin:/bin");
+    write(&control.join("command/0"), b"/bin/sh");
+    write(&control.join("command/1"), b"-c");
+    write(&control.join("args/0"), SCRIPT.as_bytes());
+    write(&control.join("args/1"), b"script");
+    write(&control.join("args/2"), b"/etc/app");
+    write(&control.join("args/3"), b"it's \"$(an arg)\"\n");
+    write(&control.join("workdir"), b"/work dir");
+    write(&control.join("mounts/0/share"), b"vol-config");
+    write(&control.join("mounts/0/path"), b"/etc/app");
+    write(&volume.join("config"), b"volume file\n");
+    fs::create_dir_all(&status).unwrap();
+    let dir = |name: &str, p: &Path, ro: &str| format!("{name}:{}{ro}", p.display());
+    let out = tokio::time::timeout(
+        Duration::from_secs(30),
+        h.command(FT)
+            .args(["run", "vm1", "--no-graphics"])
+            .args(["--dir", &dir("control", &control, ":ro")])
+            .args(["--dir", &dir("status", &status, "")])
+            .args(["--dir", &dir("vol-config", &volume, ":ro")])
+            .stdin(Stdio::null())
+            .output(),
+    )
+    .await
+    .expect("the guest never powered off")
+    .unwrap();
+    let (stdout, stderr) = (out.stdout, out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&stderr)
+    );
+    let guest = h.vm_dir("vm1").join("guest");
+    let workdir = guest.join("work dir");
+    assert_eq!(fs::read(workdir.join("tricky.out")).unwrap(), value);
+    assert_eq!(
+        fs::read(workdir.join("arg2.out")).unwrap(),
+        b"it's \"$(an arg)\"\n"
+    );
+    assert_eq!(
+        fs::read_to_string(workdir.join("pwd.out"))
+            .unwrap()
+            .trim_end(),
+        workdir.to_str().unwrap()
+    );
+    assert_eq!(
+        fs::read(workdir.join("volume.out")).unwrap(),
+        b"volume file\n"
+    );
+    assert!(!workdir.join("pwned").exists(), "a value was evaluated");
+    assert_eq!(
+        fs::read_to_string(status.join("stdout")).unwrap(),
+        "to stdout\n"
+    );
+    assert_eq!(
+        fs::read_to_string(status.join("stderr")).unwrap(),
+        "to stderr\n"
+    );
+    assert_eq!(fs::read_to_string(status.join("exit_code")).unwrap(), "3\n");
+    assert_eq!(
+        fs::read_to_string(status.join("state")).unwrap(),
+        "exited\n"
+    );
+    // The launcher's own output carries the command's lines and nothing of the value.
+    let stdout = String::from_utf8_lossy(&stdout);
+    assert!(stdout.contains("to stdout"), "{stdout}");
+    assert!(String::from_utf8_lossy(&stderr).contains("to stderr"));
+    assert!(
+        stdout.contains("guest has stopped the virtual machine"),
+        "{stdout}"
+    );
+    let marker = b"SECRET-MARKER";
+    for (what, bytes) in [
+        ("run stdout", stdout.as_bytes().to_vec()),
+        ("run stderr", stderr.clone()),
+        (
+            "launcher.log",
+            fs::read(status.join("launcher.log")).unwrap(),
+        ),
+    ] {
+        assert!(
+            !bytes.windows(marker.len()).any(|w| w == marker),
+            "the value leaked into {what}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn stopping_the_vm_stops_the_guest_command() {
+    let h = FakeHome::new().unwrap();
+    h.create_vm("vm1").unwrap();
+    h.set_knobs(&Knobs::new().with_vm("vm1", VmKnob::default().running_guest_launcher()))
+        .unwrap();
+    let shares = tempfile::tempdir().unwrap();
+    let (control, status) = (shares.path().join("control"), shares.path().join("status"));
+    write(&control.join("version"), b"1\n");
+    write(&control.join("command/0"), b"/bin/sh");
+    write(&control.join("command/1"), b"-c");
+    write(
+        &control.join("args/0"),
+        b"echo $$ > pid.out; exec tail -f /dev/null",
+    );
+    fs::create_dir_all(&status).unwrap();
+    let mut run = h
+        .command(FT)
+        .args(["run", "vm1", "--no-graphics"])
+        .args(["--dir", &format!("control:{}:ro", control.display())])
+        .args(["--dir", &format!("status:{}", status.display())])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid_file = h.vm_dir("vm1").join("pid.out");
+    let read_pid = || {
+        fs::read_to_string(&pid_file)
+            .ok()?
+            .trim()
+            .parse::<i32>()
+            .ok()
+    };
+    assert!(poll_until(Duration::from_secs(10), || read_pid().is_some()).await);
+    let pid = nix::unistd::Pid::from_raw(read_pid().unwrap());
+    let alive = || nix::sys::signal::kill(pid, None).is_ok();
+    assert!(alive());
+    // A hard stop, the way `tart stop` ends with SIGKILL: the reaper still ends the guest.
+    run.start_kill().unwrap();
+    run.wait().await.unwrap();
+    assert!(
+        poll_until(Duration::from_secs(10), || !alive()).await,
+        "the guest command outlived the VM"
+    );
+}
