@@ -57,7 +57,7 @@ async fn the_command_sees_every_value_and_its_output_and_exit_code_reach_the_sta
     let value = tricky_value();
     let mut pair = b"TRICKY=".to_vec();
     pair.extend(&value);
-    write(&control.join("version"), b"1\n");
+    write(&control.join("version"), b"1");
     write(&control.join("env/0"), b"TRICKY=overridden");
     write(&control.join("env/1"), &pair);
     write(&control.join("env/2"), b"PATH=/usr/bin:/bin");
@@ -156,7 +156,7 @@ async fn stopping_the_vm_stops_the_guest_command() {
         .unwrap();
     let shares = tempfile::tempdir().unwrap();
     let (control, status) = (shares.path().join("control"), shares.path().join("status"));
-    write(&control.join("version"), b"1\n");
+    write(&control.join("version"), b"1");
     write(&control.join("command/0"), b"/bin/sh");
     write(&control.join("command/1"), b"-c");
     write(

@@ -23,8 +23,9 @@ fn pkg_build_script_refuses_to_run_off_macos() {
 }
 
 /// Every shell script the project ships or runs: packaging (the guest launcher included), the
-/// cluster scripts, the sandbox launcher and CI's entry point. shellcheck comes from Debian (`tests/cluster/build.sh`
-/// installs it); without it this test fails rather than pass having checked nothing.
+/// cluster scripts, the sandbox launcher and CI's entry point. shellcheck comes from Debian
+/// (`tests/cluster/build.sh` installs it); without it this test fails rather than pass having
+/// checked nothing.
 #[test]
 fn every_shell_script_passes_shellcheck() {
     let mut scripts = vec![
