@@ -116,10 +116,8 @@ fn options(seg: &str) -> Result<(bool, String), Failure> {
 }
 
 fn resolve(path: &str, cwd: &Path) -> PathBuf {
-    if let Some(rest) = path.strip_prefix("~/") {
-        if let Some(home) = std::env::var_os("HOME") {
-            return PathBuf::from(home).join(rest);
-        }
+    if let (Some(rest), Some(home)) = (path.strip_prefix("~/"), std::env::var_os("HOME")) {
+        return PathBuf::from(home).join(rest);
     }
     cwd.join(path)
 }

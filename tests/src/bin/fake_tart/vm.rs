@@ -133,7 +133,7 @@ pub async fn run(
             format!("{iso}: amd64 ISO images are not supported"),
         ));
     }
-    let shares = dirs::parse_all(p.opts("dir"), &std::env::current_dir()?)?;
+    let shares = dirs::parse_all(p.opts("dir"), &std::env::current_dir().unwrap_or_default())?;
     let dir = ctx.home.vm_dir(&name);
     let config = ctx.home.config_path(&name);
     home::touch_accessed(&dir)?;
