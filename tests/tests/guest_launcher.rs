@@ -194,3 +194,85 @@ async fn stopping_the_vm_stops_the_guest_command() {
         "the guest command outlived the VM"
     );
 }
+
+/// A `sudo` for the launcher's one use (`sudo -H -n -u USER -- argv`) built on `setpriv`, so
+/// the switch to the Pod's user runs on a Linux host without sudo installed.
+const SUDO_SHIM: &str = r#"#!/bin/sh
+[ "$1" = -H ] && [ "$2" = -n ] && [ "$3" = -u ] && [ "$5" = -- ] || exit 99
+user=$4
+shift 5
+exec setpriv --reuid="$user" --regid="$(id -g "$user")" --clear-groups -- "$@"
+"#;
+
+#[tokio::test]
+async fn a_configured_user_runs_the_command_when_the_launcher_is_root() {
+    let h = FakeHome::new().unwrap();
+    h.create_vm("vm1").unwrap();
+    h.set_knobs(&Knobs::new().with_vm("vm1", VmKnob::default().running_guest_launcher()))
+        .unwrap();
+    let shares = tempfile::tempdir().unwrap();
+    let (control, status, bin) = (
+        shares.path().join("control"),
+        shares.path().join("status"),
+        shares.path().join("bin"),
+    );
+    write(&bin.join("sudo"), SUDO_SHIM.as_bytes());
+    fs::set_permissions(bin.join("sudo"), fs::Permissions::from_mode(0o755)).unwrap();
+    write(&control.join("version"), b"1");
+    write(&control.join("user"), b"nobody");
+    write(&control.join("workdir"), b"/home/app");
+    write(&control.join("env/0"), b"V=line1\n\"$x\"\n");
+    write(&control.join("command/0"), b"/bin/sh");
+    write(&control.join("command/1"), b"-c");
+    write(&control.join("args/0"), br#"id -un; pwd; printf %s "$V""#);
+    fs::create_dir_all(&status).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = tokio::time::timeout(
+        Duration::from_secs(30),
+        h.command(FT)
+            .env("PATH", path)
+            .args(["run", "vm1", "--no-graphics"])
+            .args(["--dir", &format!("control:{}:ro", control.display())])
+            .args(["--dir", &format!("status:{}", status.display())])
+            .stdin(Stdio::null())
+            .output(),
+    )
+    .await
+    .expect("the guest never powered off")
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        fs::read_to_string(status.join("exit_code")).unwrap(),
+        "0\n",
+        "{stderr}"
+    );
+    let root = nix::unistd::Uid::effective().is_root();
+    let me = String::from_utf8(
+        std::process::Command::new("id")
+            .arg("-un")
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let who = if root { "nobody\n" } else { me.as_str() };
+    let workdir = h.vm_dir("vm1").join("guest/home/app");
+    assert_eq!(
+        fs::read_to_string(status.join("stdout")).unwrap(),
+        format!("{who}{}\nline1\n\"$x\"\n", workdir.display())
+    );
+    // The user's private copy of the environment is gone once the command runs.
+    let leftovers: Vec<_> = fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            e.metadata().is_ok_and(|m| m.is_dir())
+                && fs::read(e.path().join("0")).is_ok_and(|b| b.starts_with(b"V=line1"))
+        })
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
