@@ -32,12 +32,15 @@ fn write(path: &Path, bytes: &[u8]) {
     fs::set_permissions(path, fs::Permissions::from_mode(0o600)).unwrap();
 }
 
-/// The command: dump the variables it sees into the working directory, print to both
-/// streams, and exit 3.
+/// The command: dump the variables it sees into the working directory, wait on the gate FIFO
+/// (so the test can inspect every process's argv while it runs), print to both streams, and
+/// exit 3.
 const SCRIPT: &str = r#"printf %s "$TRICKY" > tricky.out
 printf %s "$2" > arg2.out
 pwd > pwd.out
 cat "$TART_GUEST_ROOT$1/config" > volume.out
+: > started
+read -r _ < "$3"
 echo "to stdout"
 echo "to stderr" >&2
 exit 3"#;
@@ -67,25 +70,52 @@ async fn the_command_sees_every_value_and_its_output_and_exit_code_reach_the_sta
     write(&control.join("args/1"), b"script");
     write(&control.join("args/2"), b"/etc/app");
     write(&control.join("args/3"), b"it's \"$(an arg)\"\n");
+    let gate = shares.path().join("gate");
+    nix::unistd::mkfifo(&gate, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    write(&control.join("args/4"), gate.as_os_str().as_encoded_bytes());
     write(&control.join("workdir"), b"/work dir");
     write(&control.join("mounts/0/share"), b"vol-config");
     write(&control.join("mounts/0/path"), b"/etc/app");
     write(&volume.join("config"), b"volume file\n");
     fs::create_dir_all(&status).unwrap();
     let dir = |name: &str, p: &Path, ro: &str| format!("{name}:{}{ro}", p.display());
-    let out = tokio::time::timeout(
-        Duration::from_secs(30),
-        h.command(FT)
-            .args(["run", "vm1", "--no-graphics"])
-            .args(["--dir", &dir("control", &control, ":ro")])
-            .args(["--dir", &dir("status", &status, "")])
-            .args(["--dir", &dir("vol-config", &volume, ":ro")])
-            .stdin(Stdio::null())
-            .output(),
-    )
-    .await
-    .expect("the guest never powered off")
-    .unwrap();
+    let run = h
+        .command(FT)
+        .args(["run", "vm1", "--no-graphics"])
+        .args(["--dir", &dir("control", &control, ":ro")])
+        .args(["--dir", &dir("status", &status, "")])
+        .args(["--dir", &dir("vol-config", &volume, ":ro")])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let workdir = h.vm_dir("vm1").join("guest/work dir");
+    assert!(
+        poll_until(Duration::from_secs(20), || workdir.join("started").exists()).await,
+        "the command never started"
+    );
+    // While the command runs: no process's argv and no run record holds the value.
+    let marker = b"SECRET-MARKER";
+    let has_marker = |b: &[u8]| b.windows(marker.len()).any(|w| w == marker);
+    let record = serde_json::to_vec(&h.run_record("vm1").expect("run record")).unwrap();
+    assert!(!has_marker(&record), "the value is in the run record");
+    for proc in fs::read_dir("/proc").unwrap().filter_map(|e| e.ok()) {
+        if let Ok(cmdline) = fs::read(proc.path().join("cmdline")) {
+            assert!(
+                !has_marker(&cmdline),
+                "the value is in the argv of {proc:?}"
+            );
+        }
+    }
+    tokio::task::spawn_blocking(move || fs::write(gate, b"go\n"))
+        .await
+        .unwrap()
+        .unwrap();
+    let out = tokio::time::timeout(Duration::from_secs(30), run.wait_with_output())
+        .await
+        .expect("the guest never powered off")
+        .unwrap();
     let (stdout, stderr) = (out.stdout, out.stderr);
     assert_eq!(
         out.status.code(),
@@ -93,8 +123,6 @@ async fn the_command_sees_every_value_and_its_output_and_exit_code_reach_the_sta
         "{}",
         String::from_utf8_lossy(&stderr)
     );
-    let guest = h.vm_dir("vm1").join("guest");
-    let workdir = guest.join("work dir");
     assert_eq!(fs::read(workdir.join("tricky.out")).unwrap(), value);
     assert_eq!(
         fs::read(workdir.join("arg2.out")).unwrap(),
@@ -132,7 +160,6 @@ async fn the_command_sees_every_value_and_its_output_and_exit_code_reach_the_sta
         stdout.contains("guest has stopped the virtual machine"),
         "{stdout}"
     );
-    let marker = b"SECRET-MARKER";
     for (what, bytes) in [
         ("run stdout", stdout.as_bytes().to_vec()),
         ("run stderr", stderr.clone()),
@@ -141,10 +168,7 @@ async fn the_command_sees_every_value_and_its_output_and_exit_code_reach_the_sta
             fs::read(status.join("launcher.log")).unwrap(),
         ),
     ] {
-        assert!(
-            !bytes.windows(marker.len()).any(|w| w == marker),
-            "the value leaked into {what}"
-        );
+        assert!(!has_marker(&bytes), "the value leaked into {what}");
     }
 }
 
