@@ -2,7 +2,8 @@
 //! the guest: a control share written by hand the way the agent writes it (docs/guest.md),
 //! and assertions from the status share that the command saw every value byte for byte, its
 //! output was mirrored, its exit code recorded, and no value leaked into argv records or the
-//! launcher's own output.
+//! launcher's own output. The launcher is also run directly against a guest root for its
+//! failure paths, the image entry and environment names a shell cannot export.
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -299,4 +300,167 @@ async fn a_configured_user_runs_the_command_when_the_launcher_is_root() {
         })
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+/// A guest root with `control` and `status` shares, for running the launcher directly.
+struct Guest {
+    dir: tempfile::TempDir,
+}
+
+impl Guest {
+    fn new() -> Guest {
+        let g = Guest {
+            dir: tempfile::tempdir().unwrap(),
+        };
+        let mount = g.root().join("Volumes/My Shared Files");
+        fs::create_dir_all(mount.join("control")).unwrap();
+        fs::create_dir_all(mount.join("status")).unwrap();
+        g.put("version", b"1");
+        g
+    }
+    fn root(&self) -> std::path::PathBuf {
+        self.dir.path().join("root")
+    }
+    fn put(&self, rel: &str, bytes: &[u8]) {
+        write(
+            &self
+                .root()
+                .join("Volumes/My Shared Files/control")
+                .join(rel),
+            bytes,
+        );
+    }
+    fn status(&self, file: &str) -> Option<String> {
+        fs::read_to_string(
+            self.root()
+                .join("Volumes/My Shared Files/status")
+                .join(file),
+        )
+        .ok()
+    }
+    /// Runs the launcher against this root; returns its exit code and stdout.
+    async fn launch(&self) -> (Option<i32>, String) {
+        let launcher =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../packaging/guest/tart-guest-launcher");
+        let out = tokio::time::timeout(
+            Duration::from_secs(20),
+            tokio::process::Command::new("/bin/sh")
+                .arg(launcher)
+                .current_dir(self.dir.path())
+                .env("TART_GUEST_ROOT", self.root())
+                .env("TART_GUEST_ON_EXIT", "exit")
+                .env("TART_GUEST_SHARE_TIMEOUT", "0")
+                .stdin(Stdio::null())
+                .kill_on_drop(true)
+                .output(),
+        )
+        .await
+        .expect("launcher hung")
+        .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    }
+}
+
+#[tokio::test]
+async fn a_malformed_control_share_fails_with_its_exit_code_and_no_command_runs() {
+    let cases: &[(&str, &[(&str, &[u8])], i32, &str)] = &[
+        (
+            "wrong version",
+            &[("version", b"2")],
+            65,
+            "control/version is not 1",
+        ),
+        (
+            "subPath leaving its share",
+            &[
+                ("mounts/0/share", b"v"),
+                ("mounts/0/path", b"/m"),
+                ("mounts/0/sub", b"a/../../x"),
+            ],
+            65,
+            "mount 0: subPath leaves its share",
+        ),
+        (
+            "relative mountPath",
+            &[("mounts/0/share", b"v"), ("mounts/0/path", b"m")],
+            65,
+            "mount 0: mountPath is not absolute",
+        ),
+        (
+            "missing volume share",
+            &[("mounts/0/share", b"absent"), ("mounts/0/path", b"/m")],
+            69,
+            "share absent did not appear within 0s",
+        ),
+    ];
+    for (what, files, code, log) in cases {
+        let g = Guest::new();
+        fs::create_dir_all(g.root().join("Volumes/My Shared Files/v")).unwrap();
+        for (rel, bytes) in *files {
+            g.put(rel, bytes);
+        }
+        g.put("command/0", b"/bin/true");
+        let (got, _) = g.launch().await;
+        assert_eq!(got, Some(*code), "{what}");
+        assert_eq!(g.status("state").as_deref(), Some("failed\n"), "{what}");
+        assert_eq!(
+            g.status("launcher.log").unwrap(),
+            format!("{log}\n"),
+            "{what}"
+        );
+        assert_eq!(g.status("exit_code"), None, "{what}");
+    }
+}
+
+#[tokio::test]
+async fn a_mount_path_holding_image_files_is_not_clobbered() {
+    let g = Guest::new();
+    fs::create_dir_all(g.root().join("Volumes/My Shared Files/v")).unwrap();
+    write(&g.root().join("etc/app/keep"), b"image file");
+    g.put("mounts/0/share", b"v");
+    g.put("mounts/0/path", b"/etc/app");
+    g.put("command/0", b"/bin/true");
+    assert_eq!(g.launch().await.0, Some(73));
+    assert_eq!(
+        fs::read(g.root().join("etc/app/keep")).unwrap(),
+        b"image file"
+    );
+}
+
+#[tokio::test]
+async fn without_a_command_the_image_entry_runs_with_the_args_or_nothing_runs() {
+    let g = Guest::new();
+    g.put("args/0", b"one two");
+    assert_eq!(g.launch().await.0, Some(0));
+    assert_eq!(g.status("state").as_deref(), Some("idle\n"));
+    assert_eq!(g.status("exit_code"), None);
+
+    let entry = g.root().join("usr/local/libexec/tart-guest/entrypoint");
+    write(&entry, b"#!/bin/sh\necho \"entry:$1\"\nexit 4\n");
+    fs::set_permissions(&entry, fs::Permissions::from_mode(0o755)).unwrap();
+    let (code, stdout) = g.launch().await;
+    assert_eq!(code, Some(4));
+    assert_eq!(stdout, "entry:one two\n");
+    assert_eq!(g.status("exit_code").as_deref(), Some("4\n"));
+}
+
+#[tokio::test]
+async fn names_a_shell_cannot_export_reach_the_command_and_reserved_names_are_refused() {
+    let g = Guest::new();
+    g.put("env/0", b"my.var=a\nb");
+    g.put("env/1", b"PLAIN=c");
+    g.put("env/2", b"my.var=last wins");
+    g.put("command/0", b"/usr/bin/env");
+    let (code, stdout) = g.launch().await;
+    assert_eq!(code, Some(0));
+    assert!(stdout.contains("\nmy.var=last wins\n"), "{stdout}");
+    assert!(!stdout.contains("my.var=a\nb"), "{stdout}");
+    assert!(stdout.contains("\nPLAIN=c\n"), "{stdout}");
+
+    g.put("env/3", b"__tgl_i=9");
+    assert_eq!(g.launch().await.0, Some(125));
+    assert_eq!(g.status("exit_code").as_deref(), Some("125\n"));
 }
