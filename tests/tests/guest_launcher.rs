@@ -364,9 +364,12 @@ impl Guest {
     }
 }
 
+/// A control share file: path relative to the share, content.
+type ControlFile = (&'static str, &'static [u8]);
+
 #[tokio::test]
 async fn a_malformed_control_share_fails_with_its_exit_code_and_no_command_runs() {
-    let cases: &[(&str, &[(&str, &[u8])], i32, &str)] = &[
+    let cases: &[(&str, &[ControlFile], i32, &str)] = &[
         (
             "wrong version",
             &[("version", b"2")],
