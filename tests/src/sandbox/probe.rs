@@ -1,7 +1,16 @@
-//! Measurements from outside the agents: RSS and CPU time from `/proc`, and API requests per
-//! user from the API server's audit log (one JSON event per line). Parsers are pure.
+//! Measurements from outside the agents: a Node's readiness, RSS and CPU time from `/proc`, and
+//! API requests per user from the API server's audit log (one JSON event per line). Parsers are
+//! pure.
 
 use std::{collections::HashMap, path::Path};
+
+/// The Node's `Ready` condition is `True`.
+pub fn node_ready(n: &k8s_openapi::api::core::v1::Node) -> bool {
+    n.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
 
 /// Resident and peak resident set size (bytes) from `/proc/<pid>/status` text.
 pub fn parse_status_rss(status: &str) -> Option<(u64, u64)> {
