@@ -35,7 +35,7 @@ pub struct DuplicateRecord {
     pub exited_by_itself: bool,
     /// From spawn to exit, seconds.
     pub seconds: f64,
-    /// Its last error line (or last line).
+    /// The last line of its log.
     pub message: String,
     /// Every tart command line it ran.
     pub tart_commands: Vec<String>,
@@ -67,13 +67,13 @@ impl DuplicateRecord {
     }
 }
 
-/// The message an agent's log ends with: its last line mentioning an error, else its last
-/// non-empty line, at most 400 characters.
+/// The message an agent's log ends with (an agent that refuses to run prints why last), at
+/// most 400 characters.
 pub fn last_message(log: &str) -> String {
-    let lines = || log.lines().map(str::trim).filter(|l| !l.is_empty());
-    let line = lines()
-        .rfind(|l| l.to_ascii_lowercase().contains("error"))
-        .or_else(|| lines().next_back())
+    let line = log
+        .lines()
+        .map(str::trim)
+        .rfind(|l| !l.is_empty())
         .unwrap_or_default();
     line.chars().take(400).collect()
 }
@@ -253,15 +253,14 @@ mod tests {
     }
 
     #[test]
-    fn the_message_is_the_last_error_line() {
+    fn the_message_is_the_last_line() {
         let log = "INFO starting tart-kubelet\n\
-                   ERROR another tart-kubelet instance runs node n: held by n_0123\n\
-                   INFO admin endpoint stopped\n\n";
+                   WARN lease read failed error=timeout\n\
+                   tart-kubelet: another tart-kubelet instance runs node n: held by n_0123\n\n";
         assert_eq!(
             last_message(log),
-            "ERROR another tart-kubelet instance runs node n: held by n_0123"
+            "tart-kubelet: another tart-kubelet instance runs node n: held by n_0123"
         );
-        assert_eq!(last_message("a\nb\n"), "b");
         assert_eq!(last_message(""), "");
     }
 }
