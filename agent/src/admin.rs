@@ -1,7 +1,7 @@
 //! The admin HTTP endpoint (axum): `/metrics` (OpenMetrics text of the one [`Registry`]),
 //! `/healthz` (the process is alive and serving) and `/readyz` (the API server is reachable,
-//! the Lease was renewed within two renew intervals, tart is usable; 503 naming each failing
-//! check otherwise). [`Readiness`] is the bookkeeping the node tasks update.
+//! the Lease was renewed within two renew intervals and is not held by another agent
+//! instance, tart is usable; 503 naming each failing check otherwise). [`Readiness`] is the bookkeeping the node tasks update.
 
 use std::{
     net::SocketAddr,
@@ -37,6 +37,8 @@ pub struct Readiness {
 struct ReadyInner {
     lease_interval: Duration,
     last_lease: Mutex<Option<Instant>>,
+    /// Another instance that holds our Lease (this agent is fenced).
+    fenced_by: Mutex<Option<String>>,
     api_ok: AtomicBool,
     tart_ok: AtomicBool,
 }
@@ -59,6 +61,7 @@ impl Readiness {
             inner: Arc::new(ReadyInner {
                 lease_interval,
                 last_lease: Mutex::new(None),
+                fenced_by: Mutex::new(None),
                 api_ok: AtomicBool::new(false),
                 tart_ok: AtomicBool::new(false),
             }),
@@ -69,6 +72,15 @@ impl Readiness {
     pub fn lease_renewed(&self) {
         *self.lock() = Some(Instant::now());
         self.api_ok();
+    }
+
+    /// Another agent instance, `holder`, holds our Lease: the lease check fails for good.
+    pub fn fenced(&self, holder: &str) {
+        *self
+            .inner
+            .fenced_by
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(holder.to_owned());
     }
 
     /// An API request succeeded.
@@ -90,7 +102,14 @@ impl Readiness {
     pub fn checks(&self) -> Vec<Check> {
         let api = self.inner.api_ok.load(Ordering::Relaxed);
         let lease_age = self.lock().map(|t| t.elapsed());
-        let lease_ok = lease_age.is_some_and(|a| a <= self.inner.lease_interval * 2);
+        let fenced_by = self
+            .inner
+            .fenced_by
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        let lease_ok =
+            fenced_by.is_none() && lease_age.is_some_and(|a| a <= self.inner.lease_interval * 2);
         let tart = self.inner.tart_ok.load(Ordering::Relaxed);
         vec![
             Check {
@@ -105,10 +124,13 @@ impl Readiness {
             Check {
                 name: "lease",
                 ok: lease_ok,
-                detail: match lease_age {
+                detail: match (lease_age, fenced_by) {
                     _ if lease_ok => String::new(),
-                    None => "the Lease has not been renewed yet".into(),
-                    Some(a) => format!("the Lease was last renewed {}s ago", a.as_secs()),
+                    (_, Some(holder)) => format!(
+                        "another agent instance ({holder}) holds this Node's Lease; this one stopped acting"
+                    ),
+                    (None, None) => "the Lease has not been renewed yet".into(),
+                    (Some(a), None) => format!("the Lease was last renewed {}s ago", a.as_secs()),
                 },
             },
             Check {
@@ -286,6 +308,20 @@ mod tests {
         let body = readyz_body(&r.checks());
         assert!(body.contains("[-]api failed"), "{body}");
         assert!(body.ends_with("readyz check failed: api,lease\n"), "{body}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_fenced_agent_is_not_ready_and_names_the_holder() {
+        let r = Readiness::new(Duration::from_secs(10));
+        r.lease_renewed();
+        r.set_tart(true);
+        r.fenced("mini-1_0abc");
+        r.lease_renewed();
+        let body = readyz_body(&r.checks());
+        assert!(
+            body.contains("[-]lease failed: another agent instance (mini-1_0abc)"),
+            "{body}"
+        );
     }
 
     #[test]

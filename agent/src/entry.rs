@@ -1,7 +1,9 @@
 //! Process entry: [`cli_main`] parses the command line, sets up logging and the tokio runtime
-//! and dispatches; [`run`] starts the agent's tasks — node registration and status, the Lease,
-//! the admin HTTP server and (at the marked integration point) the Pod side — and stops them
-//! on shutdown.
+//! and dispatches. Running the agent goes registry first: claim the Node's Lease, create the
+//! one metrics registry and register every component's metrics into it, build the tart driver
+//! with the Pod metrics as its observer, then [`run`] builds the components and starts their
+//! tasks — node registration and status, the Lease, the Node watch, the admin HTTP server and
+//! the Pod side — and stops them on shutdown.
 //!
 //! Shutdown (SIGTERM/SIGINT) ends the tasks within a few seconds. VMs are left running (their
 //! `tart run` processes live in their own sessions and outlive the agent) and the Node is not
@@ -17,13 +19,15 @@ use tracing::{Instrument, error, info, info_span, warn};
 
 use crate::{
     admin::{self, Readiness},
-    config::{Cli, Command, Config, HostDefaults},
+    cli::{Cli, Command},
+    config::{Config, HostDefaults},
     host::HostInfo,
     metrics::NodeMetrics,
     node::{
         self, ApiAccess, health::HostHealth, lease::LeaseTask, status_loop::StatusLoop,
         watch::ObservedNode,
     },
+    pods::{self, PodSide, metrics::PodMetrics},
     slots::VmSlots,
     telemetry::error_chain,
 };
@@ -118,8 +122,21 @@ async fn run_until_signal(cfg: Config) -> ExitCode {
         info!("shutdown signal received");
         let _ = tx.send(true);
     });
-    let observer = crate::pods::metrics::LateObserver::default();
-    let tart = Arc::new(tart_cli(&cfg, Arc::new(observer.clone())));
+    // One agent per Node: claim the Lease before anything touches tart, VMs or Pods.
+    let claimed = match node::claim::claim_with(kube_config(&cfg).await, &cfg, rx.clone()).await {
+        Ok(c) => c,
+        Err(node::claim::ClaimError::Cancelled) => return ExitCode::SUCCESS,
+        Err(e) => {
+            error!(error = %error_chain(&e), "agent failed");
+            eprintln!("tart-kubelet: {}", error_chain(&e));
+            return ExitCode::FAILURE;
+        }
+    };
+    // Registry first: every component's metrics exist before any component is built.
+    let mut registry = Registry::default();
+    let node_metrics = NodeMetrics::register(&mut registry);
+    let pod_metrics = PodMetrics::register(&mut registry);
+    let tart = Arc::new(tart_cli(&cfg, Arc::new(pod_metrics.clone())));
     // Before anything else runs tart: an earlier incarnation that was killed may have left a
     // hung pull or clone holding Tart's locks (tart::inflight).
     let orphans = tart.reap_orphans().await;
@@ -127,7 +144,15 @@ async fn run_until_signal(cfg: Config) -> ExitCode {
         warn!(pids = ?orphans, "killed tart commands a previous agent left running");
     }
     let host: Arc<dyn HostInfo> = default_host();
-    match run(cfg, tart, host, Registry::default(), rx, observer).await {
+    let parts = Parts {
+        claimed,
+        tart,
+        host,
+        registry,
+        node_metrics,
+        pod_metrics,
+    };
+    match run(cfg, parts, rx).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             error!(error = %error_chain(&e), "agent failed");
@@ -200,70 +225,53 @@ pub fn tart_cli(cfg: &Config, observer: Arc<dyn tart::Observer>) -> tart::TartCl
         .build()
 }
 
-/// What the Pod side gets from the node side (assignment E).
-pub struct PodSideDeps<T: Tart> {
-    /// API client (the main one; the Lease has its own).
-    pub client: kube::Client,
-    /// Configuration.
-    pub cfg: Arc<Config>,
+/// What [`run`] starts from: the Lease it holds, the tart driver, the host facts, and the one
+/// registry with every component's metrics already registered (the tart driver was built with
+/// the Pod metrics as its observer).
+pub struct Parts<T: Tart> {
+    /// The claimed Lease ([`node::claim::claim`]).
+    pub claimed: node::claim::Claimed,
     /// Tart driver.
     pub tart: Arc<T>,
-    /// The node's VM slots.
-    pub slots: VmSlots,
-    /// Report host faults / VM starts here.
-    pub health: HostHealth,
-    /// The node's InternalIP (the Pods' hostIP).
-    pub host_ip: String,
-    /// Node-side metrics: count Pod/Event API failures with `api_error("pod" | "event", &err)`
-    /// (`tart_kubelet_api_errors_total`).
+    /// Host facts.
+    pub host: Arc<dyn HostInfo>,
+    /// The registry the admin endpoint serves.
+    pub registry: Registry,
+    /// The node side's metrics.
     pub node_metrics: NodeMetrics,
-    /// Our Node as one shared watch sees it: allocatable, and whether it was deleted
-    /// (`ObservedNode::Absent`). Prefer it to polling the API (idle request budget).
-    pub node: watch::Receiver<ObservedNode>,
-    /// Turns true on shutdown.
-    pub shutdown: watch::Receiver<bool>,
+    /// The Pod side's metrics.
+    pub pod_metrics: PodMetrics,
 }
 
-// === Integration point: the Pod side (assignment E) ===
-/// Register the Pod side's metrics into `registry` (before the registry is frozen for the
-/// admin server) and return a starter that spawns the Pod controller (restart recovery, then
-/// the controller) once the node tasks run. The task must end when `deps.shutdown` turns true.
-fn pod_side<T: Tart>(
-    registry: &mut Registry,
-    observer: &crate::pods::metrics::LateObserver,
-) -> impl FnOnce(PodSideDeps<T>) -> Option<JoinHandle<()>> + use<T> {
-    let (metrics, start) = crate::pods::register::<T>(registry);
-    observer.set(metrics);
-    start
-}
-
-/// Run the agent until `shutdown` turns true. `tart_observer` is the observer `tart` was
-/// built with; the Pod side fills it with its metrics.
+/// Run the agent until `shutdown` turns true.
 ///
 /// # Errors
 /// [`RunError`] when the agent cannot start at all (no kubeconfig, admin port taken). Once
 /// running, API and tart failures are retried, never fatal.
 pub async fn run<T: Tart>(
     cfg: Config,
-    tart: Arc<T>,
-    host: Arc<dyn HostInfo>,
-    mut registry: Registry,
+    parts: Parts<T>,
     shutdown: watch::Receiver<bool>,
-    tart_observer: crate::pods::metrics::LateObserver,
 ) -> Result<(), RunError> {
+    let Parts {
+        claimed,
+        tart,
+        host,
+        registry,
+        node_metrics: metrics,
+        pod_metrics,
+    } = parts;
     let cfg = Arc::new(cfg);
     info!(node = %cfg.node_name, version = env!("CARGO_PKG_VERSION"), "starting tart-kubelet");
     let kube_config = kube_config(&cfg).await?;
     let client = kube::Client::try_from(kube_config.clone()).map_err(RunError::Client)?;
     let internal_ip = internal_ip(&kube_config).await.to_string();
 
-    let metrics = NodeMetrics::register(&mut registry);
     metrics.vm_slots.set(i64::from(cfg.vm_slots));
     let slots = VmSlots::new(cfg.vm_slots, metrics.vm_slots_used.clone());
     let health = HostHealth::default();
     let readiness = Readiness::new(cfg.lease_renew_interval);
     let access = ApiAccess::default();
-    let start_pod_side = pod_side::<T>(&mut registry, &tart_observer);
     let registry = Arc::new(registry);
 
     let listener = admin::bind(cfg.admin_addr)
@@ -279,6 +287,8 @@ pub async fn run<T: Tart>(
     }
 
     let (owner_tx, owner_rx) = watch::channel(None);
+    let fence = node::fence::Fence::default();
+    let watch_live = node::watch::WatchLive::default();
     let (node_tx, node_rx) = watch::channel(ObservedNode::Unknown);
     let mut tasks: Vec<JoinHandle<()>> = Vec::new();
     tasks.push(tokio::spawn(
@@ -286,6 +296,7 @@ pub async fn run<T: Tart>(
             client.clone(),
             cfg.node_name.clone(),
             node_tx,
+            watch_live.clone(),
             shutdown.clone(),
         )
         .instrument(info_span!("node_watch")),
@@ -308,6 +319,9 @@ pub async fn run<T: Tart>(
         LeaseTask {
             kube_config: lease_cfg,
             node_name: cfg.node_name.clone(),
+            identity: claimed.identity,
+            lease: claimed.lease,
+            fence: fence.clone(),
             duration: cfg.lease_duration,
             interval: cfg.lease_renew_interval,
             timeout: cfg.api_timeout,
@@ -333,23 +347,27 @@ pub async fn run<T: Tart>(
             internal_ip: internal_ip.clone(),
             observed: node_rx.clone(),
             started: Default::default(),
+            fence: fence.subscribe(),
+            watch_live,
         }
         .run(shutdown.clone())
         .instrument(info_span!("node_status")),
     ));
-    if let Some(h) = start_pod_side(PodSideDeps {
+    let pod_side = PodSide {
         client,
         cfg: cfg.clone(),
         tart,
         slots,
         health,
         host_ip: internal_ip,
-        node_metrics: metrics,
+        metrics: pod_metrics,
+        api_errors: metrics.api_errors.clone(),
         node: node_rx,
-        shutdown: shutdown.clone(),
-    }) {
-        tasks.push(h);
-    }
+        shutdown: node::fence::pod_shutdown(shutdown.clone(), &fence),
+    };
+    tasks.push(tokio::spawn(
+        pods::run(pod_side).instrument(info_span!("pods")),
+    ));
 
     let mut sd = shutdown;
     let _ = sd.wait_for(|s| *s).await;

@@ -14,7 +14,6 @@ use std::{
 /// Size and free space of a file system.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct VolumeStats {
-    /// Total bytes.
     pub total_bytes: u64,
     /// Bytes available to unprivileged users.
     pub free_bytes: u64,
@@ -83,9 +82,7 @@ pub struct HostFacts {
     pub tart_home_volume: Option<VolumeStats>,
     /// Process counts.
     pub pids: Option<PidStats>,
-    /// Machine id.
     pub machine_id: String,
-    /// Boot id.
     pub boot_id: String,
 }
 

@@ -9,6 +9,7 @@
 pub mod admin;
 pub mod api;
 pub mod backoff;
+pub mod cli;
 pub mod config;
 pub mod entry;
 pub mod host;

@@ -3,31 +3,24 @@
 //!
 //! Argv comes from [`crate::command`], output goes to [`crate::parse`], failures to
 //! [`crate::error::classify`]; process mechanics are in [`crate::process`] (short commands)
-//! and [`crate::run`] (`tart run`), the stop sequence in [`crate::stop`].
+//! and [`crate::run`] (`tart run`), the stop sequence in [`crate::stop`]. Building a client is
+//! `builder.rs`'s job, which refers to this file and not the other way round.
 
-use std::{
-    ffi::OsString,
-    net::Ipv4Addr,
-    path::{Path, PathBuf},
-    sync::Arc,
-    time::Duration,
-};
+use std::{ffi::OsString, net::Ipv4Addr, path::PathBuf, sync::Arc, time::Duration};
 
 use tracing::{Instrument, debug, debug_span, field};
 
-mod builder;
-
-pub use self::builder::TartCliBuilder;
-pub use crate::deadlines::Deadlines;
+pub(crate) mod builder;
 
 use crate::{
-    Credentials, Error, ErrorKind, ExecOutput, IpResolver, Observer, Op, PruneOpts, Result,
-    RunOpts, SetOpts, StopOutcome, Tart, Version, VmDetails, VmInfo, VmName, command,
+    Attempt, AttemptOutcome, Credentials, Deadlines, Error, ErrorKind, ExecOutput, IpResolver,
+    Observer, Op, PruneOpts, Result, RunOpts, RunningVm, SetOpts, SizeDeadline, StopOutcome, Tart,
+    Version, VmDetails, VmInfo, VmName, VmProcess, command,
     error::classify_exec,
-    parse,
+    inflight, parse,
     process::{self, Ended, Killed, Outcome},
     retry::RetryPolicy,
-    run::{self, Launch, VmProcess},
+    run::{self, Launch},
     stop,
 };
 
@@ -46,7 +39,7 @@ struct Inner {
     retry: RetryPolicy,
     observer: Arc<dyn Observer>,
     output_cap: usize,
-    /// Where in-flight commands are recorded ([`crate::inflight`]), when tracked.
+    /// Where in-flight commands are recorded ([`inflight`]), when tracked.
     inflight: Option<PathBuf>,
 }
 
@@ -68,39 +61,25 @@ struct Call<'a> {
     args: Vec<OsString>,
     deadline: Duration,
     stall: Option<Duration>,
-    size_deadline: Option<crate::deadlines::SizeDeadline>,
+    size_deadline: Option<SizeDeadline>,
     creds: Option<&'a Credentials>,
     retry: RetryPolicy,
 }
 
 impl TartCli {
-    /// `TART_HOME`.
-    pub fn tart_home(&self) -> &Path {
-        &self.inner.tart_home
-    }
-
     /// SIGKILL the process groups of tart commands that an earlier agent left running when it
-    /// died (recorded with [`TartCliBuilder::track_inflight`]); returns their PIDs. Call once
-    /// at start-up: a hung orphan would otherwise hold Tart's pull or home lock (§1.4).
+    /// died (recorded when the client was built with `track_inflight(true)`); returns their
+    /// PIDs. Call once at start-up: a hung orphan would otherwise hold Tart's pull or home lock
+    /// (§1.4).
     pub async fn reap_orphans(&self) -> Vec<u32> {
         match &self.inner.inflight {
-            Some(dir) => crate::inflight::reap(dir, &self.inner.program).await,
+            Some(dir) => inflight::reap(dir, &self.inner.program).await,
             None => vec![],
         }
     }
 
-    /// The program run.
-    pub fn program(&self) -> &Path {
-        &self.inner.program
-    }
-
-    /// The deadlines in use.
-    pub fn deadlines(&self) -> &Deadlines {
-        &self.inner.deadlines
-    }
-
     /// `$TART_HOME/vms/<vm>/config.json`, whose fcntl lock marks a running VM (§1.4).
-    pub fn config_json(&self, vm: &VmName) -> PathBuf {
+    pub(crate) fn config_json(&self, vm: &VmName) -> PathBuf {
         self.inner
             .tart_home
             .join("vms")
@@ -297,12 +276,12 @@ impl Tart for TartCli {
         })
         .instrument(debug_span!("tart", cmd = "run", vm = vm.as_str()))
         .await;
-        self.inner.observer.attempt(&crate::Attempt {
+        self.inner.observer.attempt(&Attempt {
             op: Op::Run,
             attempt: 1,
             outcome: match &r {
-                Ok(_) => crate::AttemptOutcome::Ok,
-                Err(e) => crate::AttemptOutcome::Error(e.kind),
+                Ok(_) => AttemptOutcome::Ok,
+                Err(e) => AttemptOutcome::Error(e.kind),
             },
             elapsed: start.elapsed(),
             killed: false,
@@ -333,7 +312,7 @@ impl Tart for TartCli {
     }
 
     async fn stop(&self, vm: &VmProcess, grace: Duration) -> Result<StopOutcome> {
-        let name = crate::RunningVm::name(vm).clone();
+        let name = vm.name().clone();
         let extra = self.inner.deadlines.stop_extra;
         let outcome = stop::stop_sequence(vm, grace, |timeout| async move {
             let call = Call {
@@ -348,7 +327,7 @@ impl Tart for TartCli {
             self.call(call).await.map(drop)
         })
         .await?;
-        debug!(vm = %crate::RunningVm::name(vm), outcome = outcome.as_str(), "vm stopped");
+        debug!(vm = %vm.name(), outcome = outcome.as_str(), "vm stopped");
         Ok(outcome)
     }
 

@@ -3,7 +3,7 @@
 //! Every value from a Pod (image names, share paths, exec argv) becomes exactly one argv entry:
 //! there is never a shell between a Pod field and `tart`. Values that `tart`'s argument parser
 //! would misread (a leading `-`, a `:` inside a `--dir` path) are rejected here with an
-//! [`ArgError`] instead. Running the command is [`crate::process`]'s job.
+//! [`ArgError`] instead. Running the command is the `process` module's job.
 
 use std::{
     ffi::{OsStr, OsString},
@@ -15,7 +15,7 @@ use crate::{DirShare, IpResolver, Network, PruneOpts, RunOpts, SetOpts, VmName};
 
 /// A value that cannot be passed to `tart` safely.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ArgError {
+pub(crate) enum ArgError {
     /// An image or source name that is empty, starts with `-` or contains a control character.
     #[error("invalid image reference {0:?}")]
     InvalidImage(String),
@@ -25,17 +25,17 @@ pub enum ArgError {
 }
 
 /// `tart --version`.
-pub fn version() -> Vec<OsString> {
+pub(crate) fn version() -> Vec<OsString> {
     argv(["--version"])
 }
 
 /// `tart list --format json`.
-pub fn list() -> Vec<OsString> {
+pub(crate) fn list() -> Vec<OsString> {
     argv(["list", "--format", "json"])
 }
 
 /// `tart get <vm> --format json`.
-pub fn get(vm: &VmName) -> Vec<OsString> {
+pub(crate) fn get(vm: &VmName) -> Vec<OsString> {
     argv(["get", vm.as_str(), "--format", "json"])
 }
 
@@ -43,7 +43,7 @@ pub fn get(vm: &VmName) -> Vec<OsString> {
 ///
 /// # Errors
 /// [`ArgError::InvalidImage`] when `image` could be read as a flag.
-pub fn pull(image: &str) -> Result<Vec<OsString>, ArgError> {
+pub(crate) fn pull(image: &str) -> Result<Vec<OsString>, ArgError> {
     check_image(image)?;
     Ok(argv(["pull", image]))
 }
@@ -52,13 +52,13 @@ pub fn pull(image: &str) -> Result<Vec<OsString>, ArgError> {
 ///
 /// # Errors
 /// [`ArgError::InvalidImage`] when `source` could be read as a flag.
-pub fn clone(source: &str, vm: &VmName) -> Result<Vec<OsString>, ArgError> {
+pub(crate) fn clone(source: &str, vm: &VmName) -> Result<Vec<OsString>, ArgError> {
     check_image(source)?;
     Ok(argv(["clone", source, vm.as_str()]))
 }
 
 /// `tart set <vm> [--cpu N] [--memory MiB] [--disk-size GB] [--random-mac] [--random-serial]`.
-pub fn set(vm: &VmName, opts: &SetOpts) -> Vec<OsString> {
+pub(crate) fn set(vm: &VmName, opts: &SetOpts) -> Vec<OsString> {
     let mut v = argv(["set", vm.as_str()]);
     if let Some(cpu) = opts.cpu {
         v.extend(argv(["--cpu", &cpu.to_string()]));
@@ -82,7 +82,7 @@ pub fn set(vm: &VmName, opts: &SetOpts) -> Vec<OsString> {
 ///
 /// # Errors
 /// [`ArgError::InvalidDirShare`] for a share `tart` would misparse.
-pub fn run(vm: &VmName, opts: &RunOpts) -> Result<Vec<OsString>, ArgError> {
+pub(crate) fn run(vm: &VmName, opts: &RunOpts) -> Result<Vec<OsString>, ArgError> {
     let mut v = argv(["run", vm.as_str(), "--no-graphics"]);
     for share in &opts.dirs {
         v.push("--dir".into());
@@ -110,7 +110,7 @@ pub fn run(vm: &VmName, opts: &RunOpts) -> Result<Vec<OsString>, ArgError> {
 
 /// The `--dir` value: `[name:]path[:options]` where options are `ro` and `tag=TAG`,
 /// comma-separated, in the last `:` segment (§2.6).
-pub fn dir_spec(share: &DirShare) -> Result<OsString, ArgError> {
+pub(crate) fn dir_spec(share: &DirShare) -> Result<OsString, ArgError> {
     let path = share.path.as_os_str();
     if path.is_empty() {
         return Err(ArgError::InvalidDirShare("empty path".into()));
@@ -151,7 +151,7 @@ pub fn dir_spec(share: &DirShare) -> Result<OsString, ArgError> {
 }
 
 /// `tart stop <vm> --timeout <secs>` (`--timeout 0`: SIGINT then SIGKILL at once, §2.7).
-pub fn stop(vm: &VmName, timeout: Duration) -> Vec<OsString> {
+pub(crate) fn stop(vm: &VmName, timeout: Duration) -> Vec<OsString> {
     argv([
         "stop",
         vm.as_str(),
@@ -161,13 +161,13 @@ pub fn stop(vm: &VmName, timeout: Duration) -> Vec<OsString> {
 }
 
 /// `tart delete <vm>`.
-pub fn delete(vm: &VmName) -> Vec<OsString> {
+pub(crate) fn delete(vm: &VmName) -> Vec<OsString> {
     argv(["delete", vm.as_str()])
 }
 
 /// `tart ip <vm> --wait <secs> --resolver <r>`. `--wait` is a UInt16 in Tart, so it is capped
 /// at 65535 s (§2.11).
-pub fn ip(vm: &VmName, wait: Duration, resolver: IpResolver) -> Vec<OsString> {
+pub(crate) fn ip(vm: &VmName, wait: Duration, resolver: IpResolver) -> Vec<OsString> {
     let wait = wait.as_secs().min(u64::from(u16::MAX));
     argv([
         "ip",
@@ -181,14 +181,14 @@ pub fn ip(vm: &VmName, wait: Duration, resolver: IpResolver) -> Vec<OsString> {
 
 /// `tart exec <vm> <argv...>`: flags must precede the name and everything after it is passed
 /// through verbatim, so no `--` (it would reach the guest as the first word, §2.10).
-pub fn exec(vm: &VmName, command: &[String]) -> Vec<OsString> {
+pub(crate) fn exec(vm: &VmName, command: &[String]) -> Vec<OsString> {
     let mut v = argv(["exec", vm.as_str()]);
     v.extend(command.iter().map(OsString::from));
     v
 }
 
 /// `tart prune --entries caches|vms [--older-than DAYS] [--space-budget GB]`.
-pub fn prune(opts: &PruneOpts) -> Vec<OsString> {
+pub(crate) fn prune(opts: &PruneOpts) -> Vec<OsString> {
     let entries = if opts.vms { "vms" } else { "caches" };
     let mut v = argv(["prune", "--entries", entries]);
     if let Some(days) = opts.older_than_days {
@@ -201,7 +201,7 @@ pub fn prune(opts: &PruneOpts) -> Vec<OsString> {
 }
 
 /// Whether `name` is a remote image reference (anything with a `/`, §1.6).
-pub fn is_remote(name: &str) -> bool {
+pub(crate) fn is_remote(name: &str) -> bool {
     name.contains('/')
 }
 
@@ -217,7 +217,7 @@ fn argv<'a>(items: impl IntoIterator<Item = &'a str>) -> Vec<OsString> {
 }
 
 /// Render an argv for logs: entries joined by spaces, each in `{:?}` form when it needs quoting.
-pub fn display(args: &[OsString]) -> String {
+pub(crate) fn display(args: &[OsString]) -> String {
     args.iter()
         .map(|a| {
             let s = OsStr::new(a).to_string_lossy();

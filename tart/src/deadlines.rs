@@ -1,5 +1,6 @@
-//! Per-operation deadlines for [`crate::TartCli`], with the defaults of spec §7.4. Pure data;
-//! enforcing them (SIGKILL of the process group) is [`crate::process`]'s job.
+//! Per-operation deadlines for `TartCli`, with the defaults of spec §7.4. Pure data that
+//! refers to no other module; enforcing them (SIGKILL of the process group) is the `process`
+//! module's job.
 
 use std::time::Duration;
 
@@ -8,15 +9,15 @@ use tokio::time::Instant;
 /// Per-operation deadlines (spec §7.4). On expiry the process group is SIGKILLed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Deadlines {
-    /// `--version`.
+    /// `tart --version`; default 10 s.
     pub version: Duration,
-    /// `list`.
+    /// `tart list`; default 60 s.
     pub list: Duration,
-    /// `get`.
+    /// `tart get`; default 60 s.
     pub get: Duration,
-    /// `set`.
+    /// `tart set`; default 60 s.
     pub set: Duration,
-    /// `delete`.
+    /// `tart delete`; default 60 s.
     pub delete: Duration,
     /// `clone` from a local VM. A remote source may pull first and gets
     /// `max(clone, pull)` plus the stall watchdog.
@@ -33,7 +34,7 @@ pub struct Deadlines {
     pub ip_extra: Duration,
     /// Added to `stop --timeout`.
     pub stop_extra: Duration,
-    /// `prune`.
+    /// `tart prune`; default 10 min.
     pub prune: Duration,
 }
 
@@ -63,9 +64,9 @@ impl Default for Deadlines {
 /// 10 min`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SizeDeadline {
-    /// Per compressed GB.
+    /// Added for every compressed GB the disk line announces (default 60 s).
     pub per_gb: Duration,
-    /// On top.
+    /// Added once, whatever the size (default 10 min).
     pub base: Duration,
 }
 

@@ -102,9 +102,9 @@ impl ErrorKind {
 #[derive(Debug, thiserror::Error)]
 #[error("tart {op} failed ({}): {message}", kind.as_str())]
 pub struct Error {
-    /// The operation.
+    /// The subcommand that failed.
     pub op: Op,
-    /// Classification.
+    /// The closed classification that decides retry, requeue and metric labels.
     pub kind: ErrorKind,
     /// Exit code, when the process exited.
     pub exit_code: Option<i32>,
@@ -116,7 +116,7 @@ pub struct Error {
 }
 
 impl Error {
-    /// The kind.
+    /// The `kind` field, for callers that hold the error behind a reference or a trait.
     pub fn kind(&self) -> ErrorKind {
         self.kind
     }
@@ -137,7 +137,7 @@ impl Error {
         }
     }
 
-    /// A process that exited unsuccessfully: the kind comes from [`classify`], the message is
+    /// A process that exited unsuccessfully: the kind comes from `classify`, the message is
     /// the stderr line that decided it (or the first non-empty line).
     pub fn from_exit(op: Op, exit_code: Option<i32>, stderr: &str) -> Self {
         let kind = classify(op, exit_code, stderr);
@@ -197,7 +197,7 @@ fn summary(op: Op, kind: ErrorKind, stderr: &str) -> Option<String> {
 /// the guest command's code, so for [`Op::Exec`] the exit code is ignored entirely and only
 /// Tart's own message forms are recognised. Exit 64 (EX_USAGE) is a usage error. Timeouts,
 /// stalls and spawn failures are not visible here: the process layer assigns those kinds.
-pub fn classify(op: Op, exit_code: Option<i32>, stderr: &str) -> ErrorKind {
+pub(crate) fn classify(op: Op, exit_code: Option<i32>, stderr: &str) -> ErrorKind {
     if let Some(kind) = classify_text(op, stderr) {
         return kind;
     }
@@ -211,7 +211,7 @@ pub fn classify(op: Op, exit_code: Option<i32>, stderr: &str) -> ErrorKind {
 /// For `tart exec`: `Some(kind)` when stderr carries one of Tart's own failure messages (VM
 /// missing or not running, guest agent unreachable), `None` when the non-zero exit is simply
 /// the guest command's (§2.10).
-pub fn classify_exec(stderr: &str) -> Option<ErrorKind> {
+pub(crate) fn classify_exec(stderr: &str) -> Option<ErrorKind> {
     classify_text(Op::Exec, stderr)
 }
 
@@ -224,7 +224,7 @@ fn classify_text(op: Op, text: &str) -> Option<ErrorKind> {
     {
         return Some(ErrorKind::VmLimit);
     }
-    // §2.6, #865, #967: NVRAM held by another (possibly lingering) VM process.
+    // §2.6: NVRAM held by another (possibly lingering) VM process.
     if has("failed to lock auxiliary storage") {
         return Some(ErrorKind::AuxStorageLocked);
     }

@@ -86,7 +86,7 @@ const TABLE: &[(Op, Option<i32>, &str, ErrorKind)] = &[
         "The maximum supported number of active virtual machines has been reached.",
         ErrorKind::VmLimit,
     ),
-    // §2.6 / #865.
+    // §2.6.
     (
         Op::Run,
         Some(1),

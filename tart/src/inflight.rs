@@ -75,7 +75,7 @@ pub async fn reap(dir: &Path, program: &Path) -> Vec<u32> {
         if let Some(ps) = ps_line(pid).await
             && leads_its_group_running(&ps, pid, program)
         {
-            crate::process::kill_group(pid);
+            crate::signal::kill_group(pid);
             debug!(pid, "killed an orphaned tart command's group");
             killed.push(pid);
         }
@@ -103,7 +103,7 @@ async fn ps_line(pid: u32) -> Option<String> {
 
 /// Whether a `ps -o pgid=,command=` line shows `pid` leading its own group and running
 /// `program` (as it was started: a path, or a bare name looked up on `PATH`).
-pub fn leads_its_group_running(ps: &str, pid: u32, program: &Path) -> bool {
+pub(crate) fn leads_its_group_running(ps: &str, pid: u32, program: &Path) -> bool {
     let line = ps.trim();
     let Some((pgid, command)) = line.split_once(char::is_whitespace) else {
         return false;

@@ -1,116 +1,49 @@
 //! Typed driver for the [Tart](https://tart.run) CLI.
 //!
-//! Owns everything about talking to `tart`: argv building ([`command`]), output parsing
-//! ([`parse`]), error classification from exit code *and* stderr ([`error`]), per-operation
-//! deadlines with process-group kill, bounded kill-and-retry ([`retry`]), the pull stall
-//! watchdog, detached `tart run` processes that outlive the agent ([`run`]) and the graceful
-//! stop sequence.
+//! Owns everything about talking to `tart`: argv building (`command.rs`), output parsing
+//! (`parse.rs`), error classification from exit code *and* stderr (`error.rs`), per-operation
+//! deadlines with process-group kill ([`process`]), bounded kill-and-retry ([`RetryPolicy`]),
+//! the pull stall watchdog, detached `tart run` processes that outlive the agent ([`run`]) and
+//! the graceful stop sequence (`stop.rs`). The agent holds the [`Tart`] trait; [`TartCli`] is
+//! its implementation over a real program.
 //!
 //! It knows nothing of Kubernetes or metrics: callers count attempts through an [`Observer`].
 //! The behaviour it encodes is written from `tart-cli.md` (the project's spec of the real
 //! CLI); section numbers in comments (§) refer to it.
+//!
+//! This file only wires the modules together. Their order, lowest first: `model`, `error`,
+//! `observe`, `deadlines`, `signal` (pure data and primitives); `command`, `parse`, `retry`
+//! (pure decisions); `inflight`, `process`, `running`, `run`, `stop` (processes); `driver`
+//! (the trait); `cli`, `testing` (its implementations). Each refers only to modules listed
+//! before it.
 #![warn(missing_docs)]
 
-pub mod cli;
-pub mod command;
-pub mod deadlines;
-pub mod error;
+mod cli;
+mod command;
+mod deadlines;
+mod driver;
+mod error;
 pub mod inflight;
-pub mod model;
-pub mod observe;
-pub mod parse;
+mod model;
+mod observe;
+mod parse;
 pub mod process;
-pub mod retry;
+mod retry;
 pub mod run;
-pub mod stop;
+mod running;
+mod signal;
+mod stop;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
-use std::{future::Future, net::Ipv4Addr, time::Duration};
-
-pub use cli::{Deadlines, TartCli, TartCliBuilder};
-pub use error::{Error, ErrorKind, Result, classify};
+pub use cli::{TartCli, builder::TartCliBuilder};
+pub use deadlines::{Deadlines, SizeDeadline};
+pub use driver::Tart;
+pub use error::{Error, ErrorKind, Result};
 pub use model::{
     Credentials, DirShare, ExecOutput, ExitInfo, ExitReason, IpResolver, Network, Op, PruneOpts,
     RunOpts, SetOpts, Source, StopOutcome, Version, VmDetails, VmInfo, VmName, VmState,
 };
-pub use observe::{Attempt, AttemptOutcome, NoopObserver, Observer};
+pub use observe::{Attempt, AttemptOutcome, Observer};
 pub use retry::RetryPolicy;
-pub use run::{RunningVm, VmProcess};
-
-/// The seam between the agent and Tart: one method per `tart` operation.
-///
-/// Every call runs under a deadline (see [`Deadlines`]); retryable failures are killed and
-/// retried inside the implementation (see [`RetryPolicy`]), so an `Err` returned here is final
-/// for this call. Implementations: [`TartCli`] (real `tart` or `fake-tart`) and, with the
-/// `testing` feature, [`testing::MemTart`].
-pub trait Tart: Send + Sync + 'static {
-    /// Handle to a started `tart run` process.
-    type Vm: RunningVm;
-
-    /// `tart --version`.
-    fn version(&self) -> impl Future<Output = Result<Version>> + Send;
-    /// `tart list --format json` (local VMs and OCI cache entries).
-    fn list(&self) -> impl Future<Output = Result<Vec<VmInfo>>> + Send;
-    /// `tart get <vm> --format json`.
-    fn get(&self, vm: &VmName) -> impl Future<Output = Result<VmDetails>> + Send;
-    /// `tart pull <image>`, with a stall watchdog; credentials go through the environment.
-    fn pull(
-        &self,
-        image: &str,
-        creds: Option<&Credentials>,
-    ) -> impl Future<Output = Result<()>> + Send;
-    /// `tart clone <source> <vm>`; pulls first if `source` is remote and not cached.
-    fn clone_vm(
-        &self,
-        source: &str,
-        vm: &VmName,
-        creds: Option<&Credentials>,
-    ) -> impl Future<Output = Result<()>> + Send;
-    /// `tart set <vm> ...`.
-    fn set(&self, vm: &VmName, opts: &SetOpts) -> impl Future<Output = Result<()>> + Send;
-    /// `tart run <vm> ...`, detached in its own session, output to `opts.log_path`.
-    /// Returns once the start window passed without an early exit.
-    fn run(&self, vm: &VmName, opts: &RunOpts) -> impl Future<Output = Result<Self::Vm>> + Send;
-    /// Re-attach to a VM whose `tart run` process is alive (found by the `config.json`
-    /// lock, not by `tart ip`). `Ok(None)` when it is not running.
-    fn attach(
-        &self,
-        vm: &VmName,
-        opts: &RunOpts,
-    ) -> impl Future<Output = Result<Option<Self::Vm>>> + Send;
-    /// `tart ip <vm> --wait <wait> --resolver <resolver>`.
-    fn ip(
-        &self,
-        vm: &VmName,
-        wait: Duration,
-        resolver: IpResolver,
-    ) -> impl Future<Output = Result<Ipv4Addr>> + Send;
-    /// Graceful stop: SIGUSR2 to the run process, wait up to `grace`, `tart stop --timeout
-    /// <rest>`, then SIGKILL. Says how it ended.
-    fn stop(
-        &self,
-        vm: &Self::Vm,
-        grace: Duration,
-    ) -> impl Future<Output = Result<StopOutcome>> + Send;
-    /// `tart delete <vm>`. A VM that does not exist counts as deleted.
-    fn delete(&self, vm: &VmName) -> impl Future<Output = Result<()>> + Send;
-    /// `tart exec <vm> <argv...>` with a deadline.
-    fn exec(
-        &self,
-        vm: &VmName,
-        argv: &[String],
-        deadline: Duration,
-    ) -> impl Future<Output = Result<ExecOutput>> + Send;
-    /// `tart prune ...`.
-    fn prune(&self, opts: &PruneOpts) -> impl Future<Output = Result<()>> + Send;
-    /// The manifest digest (`sha256:<hex>`) the cached tag `host/repository:tag` points at,
-    /// read from the OCI cache's tag symlink (§1.1); `None` when not cached or unreadable.
-    /// Runs no `tart` process. For a Pod's `imageID`.
-    fn cached_digest(
-        &self,
-        host: &str,
-        repository: &str,
-        tag: &str,
-    ) -> impl Future<Output = Option<String>> + Send;
-}
+pub use running::{RunningVm, VmProcess};

@@ -1,6 +1,7 @@
 //! Plain data exchanged with Tart: names, VM info, options and outcomes.
 //!
-//! No I/O here. Argv building lives in [`crate::command`], parsing in [`crate::parse`].
+//! No I/O here, and no reference to any other module of the crate: argv building (`command`)
+//! and parsing (`parse`) build on these types.
 
 use std::{fmt, path::PathBuf, time::Duration};
 
@@ -131,7 +132,7 @@ pub enum VmState {
     Running,
     /// `state.vzvmsave` exists.
     Suspended,
-    /// Neither.
+    /// Neither running nor suspended.
     Stopped,
 }
 
@@ -174,11 +175,11 @@ pub struct VmDetails {
     pub disk_gb: u64,
     /// `raw` or `asif`; `raw` when absent.
     pub disk_format: String,
-    /// Allocated GB.
+    /// Allocated size in GB (10⁹), printed by `get` with three decimals.
     pub size_gb: f64,
     /// e.g. `1024x768`.
     pub display: String,
-    /// State.
+    /// Running, suspended or stopped, from `State` (or the legacy `Running` bool).
     pub state: VmState,
 }
 
@@ -265,7 +266,7 @@ pub enum Network {
 pub struct RunOpts {
     /// `--dir` shares.
     pub dirs: Vec<DirShare>,
-    /// Networking.
+    /// Shared NAT, softnet, bridged or host networking.
     pub network: Network,
     /// `--suspendable`.
     pub suspendable: bool,
@@ -290,7 +291,7 @@ pub enum IpResolver {
 }
 
 impl IpResolver {
-    /// The CLI value.
+    /// The value passed to `--resolver`.
     pub fn as_str(self) -> &'static str {
         match self {
             IpResolver::Dhcp => "dhcp",
@@ -339,7 +340,7 @@ pub enum ExitReason {
 /// The end of a `tart run` process.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExitInfo {
-    /// Classification.
+    /// Whether it completed, failed, was signalled or ended unseen.
     pub reason: ExitReason,
     /// Exit code when known.
     pub code: Option<i32>,
@@ -347,7 +348,18 @@ pub struct ExitInfo {
     pub signal: Option<i32>,
 }
 
-/// How [`crate::Tart::stop`] ended.
+impl ExitInfo {
+    /// An end nobody saw: the process was not our child, or its watcher is gone.
+    pub(crate) fn unknown() -> Self {
+        Self {
+            reason: ExitReason::Unknown,
+            code: None,
+            signal: None,
+        }
+    }
+}
+
+/// How `Tart::stop` ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StopOutcome {
     /// The guest shut down within the grace after SIGUSR2.

@@ -17,11 +17,11 @@ pub enum AttemptOutcome {
 /// One attempt of one operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Attempt {
-    /// The operation.
+    /// The subcommand attempted.
     pub op: Op,
     /// 1-based attempt number within this call.
     pub attempt: u32,
-    /// Outcome.
+    /// Success, or the kind the attempt failed with.
     pub outcome: AttemptOutcome,
     /// Wall time of this attempt.
     pub elapsed: Duration,
@@ -37,9 +37,9 @@ pub trait Observer: Send + Sync + 'static {
     fn attempt(&self, attempt: &Attempt);
 }
 
-/// Ignores everything.
+/// Ignores every attempt: the observer of a client built without one.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct NoopObserver;
+pub(crate) struct NoopObserver;
 
 impl Observer for NoopObserver {
     fn attempt(&self, _attempt: &Attempt) {}

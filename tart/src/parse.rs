@@ -10,7 +10,7 @@ use crate::{Source, Version, VmDetails, VmInfo, VmState};
 
 /// Output that does not match what Tart prints.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ParseError {
+pub(crate) enum ParseError {
     /// Not valid JSON, or not the expected shape.
     #[error("unexpected JSON from tart {what}: {detail}")]
     Json {
@@ -29,7 +29,7 @@ pub enum ParseError {
 ///
 /// # Errors
 /// [`ParseError::Json`] when the text is not an array of objects with `Name` and `Source`.
-pub fn list(text: &str) -> Result<Vec<VmInfo>, ParseError> {
+pub(crate) fn list(text: &str) -> Result<Vec<VmInfo>, ParseError> {
     let v: Value = serde_json::from_str(text).map_err(|e| json_err("list", e.to_string()))?;
     let arr = v
         .as_array()
@@ -64,7 +64,7 @@ pub fn list(text: &str) -> Result<Vec<VmInfo>, ParseError> {
 ///
 /// # Errors
 /// [`ParseError::Json`] when the text is not a JSON object.
-pub fn get(text: &str) -> Result<VmDetails, ParseError> {
+pub(crate) fn get(text: &str) -> Result<VmDetails, ParseError> {
     let v: Value = serde_json::from_str(text).map_err(|e| json_err("get", e.to_string()))?;
     let o = v
         .as_object()
@@ -97,7 +97,7 @@ pub fn get(text: &str) -> Result<VmDetails, ParseError> {
 ///
 /// # Errors
 /// [`ParseError::NoIp`] otherwise.
-pub fn ip(text: &str) -> Result<Ipv4Addr, ParseError> {
+pub(crate) fn ip(text: &str) -> Result<Ipv4Addr, ParseError> {
     text.lines()
         .map(str::trim)
         .find(|l| !l.is_empty())
@@ -106,7 +106,7 @@ pub fn ip(text: &str) -> Result<Ipv4Addr, ParseError> {
 }
 
 /// `tart --version`: `2.35.0`, or `SNAPSHOT` for local builds (§1.7). Never fails.
-pub fn version(text: &str) -> Version {
+pub(crate) fn version(text: &str) -> Version {
     let raw = text.trim().to_owned();
     let mut parts = raw.split('.').map(|p| {
         // Tolerate suffixes such as `2.35.0-8-g16d186c`.
@@ -123,7 +123,7 @@ pub fn version(text: &str) -> Version {
 
 /// One stdout line of `tart pull` (or the pull inside `tart clone`), with `CI` set (§2.1).
 #[derive(Debug, Clone, PartialEq)]
-pub enum PullLine {
+pub(crate) enum PullLine {
     /// `pulling <name>...`
     Pulling(String),
     /// `pulling manifest...`
@@ -151,7 +151,7 @@ pub enum PullLine {
 }
 
 /// Classify one pull progress line.
-pub fn pull_line(line: &str) -> PullLine {
+pub(crate) fn pull_line(line: &str) -> PullLine {
     let l = line.trim();
     if let Some(p) = l.strip_suffix('%').and_then(|n| n.parse::<u8>().ok()) {
         return PullLine::Percent(p);
@@ -229,7 +229,7 @@ fn json_err(what: &'static str, detail: String) -> ParseError {
 /// `$TART_HOME/cache/OCIs/<host>/<repository>/<tag>`, the tag symlink of a cached image
 /// (§1.1; a `:port` in the host is percent-encoded). `None` for a component that could step
 /// outside the cache (empty, `.`, `..`, or a `/` in the host or tag).
-pub fn tag_link(
+pub(crate) fn tag_link(
     tart_home: &std::path::Path,
     host: &str,
     repository: &str,
@@ -252,7 +252,7 @@ pub fn tag_link(
 }
 
 /// `sha256:<64 lowercase hex>` as is; anything else is not a digest.
-pub fn digest_name(s: &str) -> Option<String> {
+pub(crate) fn digest_name(s: &str) -> Option<String> {
     let hex = s.strip_prefix("sha256:")?;
     (hex.len() == 64
         && hex

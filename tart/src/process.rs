@@ -2,10 +2,10 @@
 //! stdout/stderr read concurrently as bytes (capped, tail kept, decoded lossily), a per-call
 //! deadline and an optional stall watchdog that SIGKILL the whole group and reap it.
 //!
-//! After the child exits the pipes are drained for at most [`DRAIN`] and then dropped: a
-//! grandchild that inherited them must never hold us up (§2.6, gitlab-tart-executor#33).
-//! Long-lived `tart run` processes are not run here but in [`crate::run`]. Classification of
-//! the result is the caller's job ([`crate::error::classify`]).
+//! After the child exits the pipes are drained for at most 100 ms (`DRAIN`) and then dropped:
+//! a grandchild that inherited them must never hold us up (§2.6). Long-lived `tart run`
+//! processes are spawned by the `run` module, which shares `command` with this one.
+//! Classifying the result is the caller's job.
 
 use std::{
     ffi::OsString,
@@ -14,7 +14,6 @@ use std::{
     time::Duration,
 };
 
-use nix::{sys::signal::Signal, unistd::Pid};
 use tokio::{
     io::AsyncReadExt,
     process::Command,
@@ -24,13 +23,15 @@ use tracing::{debug, trace, warn};
 
 use crate::{
     deadlines::SizeDeadline,
+    inflight,
     parse::{PullLine, pull_line},
+    signal::kill_group,
 };
 
 /// How long pipes are read after the child exited before they are dropped.
-pub const DRAIN: Duration = Duration::from_millis(100);
+pub(crate) const DRAIN: Duration = Duration::from_millis(100);
 /// Default cap of stored stdout and stderr bytes (each); the tail is kept.
-pub const DEFAULT_OUTPUT_CAP: usize = 1 << 20;
+pub(crate) const DEFAULT_OUTPUT_CAP: usize = 1 << 20;
 /// Longest stdout line handed to the line callback; the rest of a longer line is dropped.
 const MAX_LINE: usize = 64 * 1024;
 /// How long a SIGKILLed group may take to be reaped before we stop waiting.
@@ -58,8 +59,8 @@ pub struct Spec<'a> {
     pub size_deadline: Option<SizeDeadline>,
     /// Stored bytes per stream.
     pub output_cap: usize,
-    /// Record the child here while it runs ([`crate::inflight`]), so that a later agent can
-    /// end it if this one dies first.
+    /// Record the child here while it runs ([`inflight`]), so that a later agent can end it if
+    /// this one dies first.
     pub inflight: Option<&'a Path>,
 }
 
@@ -84,7 +85,7 @@ pub enum Ended {
 /// The result of one run.
 #[derive(Debug, Clone)]
 pub struct Outcome {
-    /// How it ended.
+    /// Exited on its own, or killed by us and why.
     pub ended: Ended,
     /// stdout tail, lossily decoded.
     pub stdout: String,
@@ -92,7 +93,7 @@ pub struct Outcome {
     pub stderr: String,
     /// PID the child had (also its process group id).
     pub pid: u32,
-    /// Wall time.
+    /// Wall time from spawn until the pipes were drained.
     pub elapsed: Duration,
 }
 
@@ -111,6 +112,26 @@ impl Outcome {
     }
 }
 
+/// A `tart` command with null stdin: `args` after `program`, `env` on top of the inherited
+/// environment, or on top of only `PATH` when `env_clear`.
+pub(crate) fn command(
+    program: &Path,
+    args: &[OsString],
+    env: &[(OsString, OsString)],
+    env_clear: bool,
+) -> Command {
+    let mut cmd = Command::new(program);
+    cmd.args(args).stdin(Stdio::null());
+    if env_clear {
+        cmd.env_clear();
+        if let Some(path) = std::env::var_os("PATH") {
+            cmd.env("PATH", path);
+        }
+    }
+    cmd.envs(env.iter().map(|(k, v)| (k, v)));
+    cmd
+}
+
 /// Run `spec` to completion, calling `on_line` for every complete stdout line.
 ///
 /// # Errors
@@ -122,20 +143,11 @@ pub async fn run(
     spec: &Spec<'_>,
     on_line: &mut (dyn FnMut(&str) + Send),
 ) -> std::io::Result<Outcome> {
-    let mut cmd = Command::new(spec.program);
-    cmd.args(spec.args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
+    let mut cmd = command(spec.program, spec.args, spec.env, spec.env_clear);
+    cmd.stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-    if spec.env_clear {
-        cmd.env_clear();
-        if let Some(path) = std::env::var_os("PATH") {
-            cmd.env("PATH", path);
-        }
-    }
-    cmd.envs(spec.env.iter().map(|(k, v)| (k, v)));
 
     let start = Instant::now();
     let mut child = cmd.spawn()?;
@@ -144,7 +156,7 @@ pub async fn run(
     // Declared after the guard, so dropped first: the record goes, then the group is killed.
     let _record = spec
         .inflight
-        .and_then(|dir| crate::inflight::record(dir, pid, spec.program));
+        .and_then(|dir| inflight::record(dir, pid, spec.program));
     debug!(pid, program = %spec.program.display(), "tart child started");
 
     let mut out = Stream::new(child.stdout.take(), spec.output_cap);
@@ -286,52 +298,35 @@ impl Drop for GroupGuard {
     }
 }
 
-/// SIGKILL process group `pgid`, ignoring "no such group".
-pub fn kill_group(pgid: u32) {
-    let Ok(raw) = i32::try_from(pgid) else { return };
-    if raw <= 1 {
-        return; // never signal "every process" or init
-    }
-    let _ = nix::sys::signal::killpg(Pid::from_raw(raw), Signal::SIGKILL);
-}
-
 // === impl TailBuf ===
 
 /// Keeps the last `cap` bytes written to it.
 #[derive(Debug)]
-pub struct TailBuf {
+pub(crate) struct TailBuf {
     buf: Vec<u8>,
     cap: usize,
-    dropped: u64,
 }
 
 impl TailBuf {
     /// An empty buffer keeping at most `cap` bytes.
-    pub fn new(cap: usize) -> Self {
+    pub(crate) fn new(cap: usize) -> Self {
         Self {
             buf: Vec::new(),
             cap,
-            dropped: 0,
         }
     }
 
     /// Append, discarding the oldest bytes past the cap.
-    pub fn push(&mut self, bytes: &[u8]) {
+    pub(crate) fn push(&mut self, bytes: &[u8]) {
         self.buf.extend_from_slice(bytes);
         if self.buf.len() > self.cap {
             let excess = self.buf.len() - self.cap;
             self.buf.drain(..excess);
-            self.dropped += excess as u64;
         }
     }
 
-    /// Bytes discarded so far.
-    pub fn dropped(&self) -> u64 {
-        self.dropped
-    }
-
     /// The kept bytes, decoded lossily (invalid UTF-8 becomes U+FFFD).
-    pub fn lossy(&self) -> String {
+    pub(crate) fn lossy(&self) -> String {
         String::from_utf8_lossy(&self.buf).into_owned()
     }
 }
@@ -340,13 +335,13 @@ impl TailBuf {
 
 /// Splits a byte stream into lossily decoded lines (without `\n`, `\r` trimmed).
 #[derive(Debug, Default)]
-pub struct LineSplitter {
+pub(crate) struct LineSplitter {
     pending: Vec<u8>,
 }
 
 impl LineSplitter {
     /// Feed bytes; returns the lines they completed.
-    pub fn push(&mut self, bytes: &[u8]) -> Vec<String> {
+    pub(crate) fn push(&mut self, bytes: &[u8]) -> Vec<String> {
         let mut lines = Vec::new();
         for part in bytes.split_inclusive(|b| *b == b'\n') {
             let room = MAX_LINE.saturating_sub(self.pending.len());
@@ -361,7 +356,7 @@ impl LineSplitter {
     }
 
     /// The unterminated last line, if any.
-    pub fn finish(&mut self) -> Option<String> {
+    pub(crate) fn finish(&mut self) -> Option<String> {
         (!self.pending.is_empty()).then(|| self.take())
     }
 

@@ -12,7 +12,7 @@ use backon::{BackoffBuilder, ExponentialBuilder};
 use tokio::time::Instant;
 use tracing::warn;
 
-use crate::{Attempt, AttemptOutcome, Error, ErrorKind, Observer, Op, Result};
+use crate::{Attempt, AttemptOutcome, ErrorKind, Observer, Op, Result};
 
 /// How often and how patiently to retry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,7 +49,7 @@ impl RetryPolicy {
 
     /// The delays between attempts (`max_attempts - 1` of them), before the immediate-retry
     /// rule for killed downloads is applied.
-    pub fn delays(&self) -> impl Iterator<Item = Duration> + use<> {
+    pub(crate) fn delays(&self) -> impl Iterator<Item = Duration> + use<> {
         let mut b = ExponentialBuilder::default()
             .with_min_delay(self.min_delay)
             .with_max_delay(self.max_delay)
@@ -67,8 +67,8 @@ impl RetryPolicy {
     /// The last attempt's error.
     ///
     /// # Cancellation
-    /// Dropping the future drops the running attempt (whose process group is then killed by
-    /// [`crate::process`]).
+    /// Dropping the future drops the running attempt (a short command's process group is then
+    /// killed).
     pub async fn run<T, F, Fut>(&self, op: Op, observer: &dyn Observer, mut attempt: F) -> Result<T>
     where
         F: FnMut(u32) -> Fut,
@@ -124,16 +124,16 @@ fn is_kill(kind: ErrorKind) -> bool {
     matches!(kind, ErrorKind::Timeout | ErrorKind::Stalled)
 }
 
-/// Convenience for tests and callers: an error of `kind` for `op`.
-pub fn error(op: Op, kind: ErrorKind) -> Error {
-    Error::new(op, kind, None, kind.as_str())
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::Mutex;
 
     use super::*;
+    use crate::Error;
+
+    fn error(op: Op, kind: ErrorKind) -> Error {
+        Error::new(op, kind, None, kind.as_str())
+    }
 
     #[derive(Default)]
     struct Rec(Mutex<Vec<Attempt>>);

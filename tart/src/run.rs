@@ -1,48 +1,27 @@
 //! `tart run` processes: spawned detached (own session, `setsid`) so a VM outlives the agent,
 //! output to a size-capped per-VM log file, an early-exit start window classified from the log,
 //! exit watching, and re-attachment after an agent restart by the `config.json` fcntl lock
-//! (§1.4), never by `tart ip`.
-//!
-//! The stop sequence that signals these processes lives in [`crate::stop`].
+//! (§1.4), never by `tart ip`. Each process is handed out as a [`VmProcess`]; signalling it is
+//! the stop sequence's job.
 
 use std::{
     ffi::OsString,
     fs::OpenOptions,
-    future::Future,
     io::{Read, Seek, SeekFrom, Write},
     os::unix::process::ExitStatusExt,
     path::{Path, PathBuf},
     process::{ExitStatus, Stdio},
-    time::{Duration, SystemTime},
+    time::Duration,
 };
 
-use nix::{
-    errno::Errno,
-    fcntl::{FcntlArg, fcntl},
-    sys::signal::{Signal, kill, killpg},
-    unistd::{Pid, getpgid},
-};
+use nix::fcntl::{FcntlArg, fcntl};
 use tokio::{process::Command, sync::watch};
 use tracing::{Instrument, debug, debug_span, info, warn};
 
-use crate::{Error, ExitInfo, ExitReason, Op, Result, RunOpts, VmName};
-
-/// A live (or just ended) `tart run` process.
-pub trait RunningVm: Send + Sync + 'static {
-    /// The VM.
-    fn name(&self) -> &VmName;
-    /// PID of the `tart run` process.
-    fn pid(&self) -> u32;
-    /// `true` when re-attached after an agent restart rather than spawned by this process.
-    fn adopted(&self) -> bool;
-    /// When the process was spawned (for adopted VMs: when it was found).
-    fn started_at(&self) -> SystemTime;
-    /// Whether the process is still alive (non-blocking).
-    fn is_alive(&self) -> bool;
-    /// Resolves when the process has exited; any number of tasks may await it, and it resolves
-    /// at once after the exit. Cancel-safe.
-    fn wait(&self) -> impl Future<Output = ExitInfo> + Send;
-}
+use crate::{
+    Error, ErrorKind, ExitInfo, ExitReason, Op, Result, RunOpts, VmName, process,
+    running::VmProcess, signal,
+};
 
 /// How often an adopted process is checked for liveness.
 const ADOPT_POLL: Duration = Duration::from_millis(200);
@@ -51,93 +30,14 @@ const LOG_CAP_POLL: Duration = Duration::from_secs(2);
 /// Bytes of log read to classify an early exit or infer an adopted VM's end.
 const LOG_TAIL: u64 = 64 * 1024;
 
-/// Handle to a `tart run` process, spawned here or adopted. Cheap to clone; dropping it never
-/// touches the process.
-#[derive(Debug, Clone)]
-pub struct VmProcess {
-    name: VmName,
-    pid: u32,
-    adopted: bool,
-    started_at: SystemTime,
-    exit: watch::Receiver<Option<ExitInfo>>,
-}
-
-impl VmProcess {
-    /// The exit, if it already happened.
-    pub fn exit_info(&self) -> Option<ExitInfo> {
-        self.exit.borrow().clone()
-    }
-
-    /// Send `sig` to the run process. `Ok(false)` when it no longer exists.
-    ///
-    /// # Errors
-    /// Any other `kill(2)` failure.
-    pub fn signal(&self, sig: Signal) -> nix::Result<bool> {
-        match kill(pid(self.pid)?, sig) {
-            Ok(()) => Ok(true),
-            Err(Errno::ESRCH) => Ok(false),
-            Err(e) => Err(e),
-        }
-    }
-
-    /// SIGKILL the process and, when it leads its own process group (always for processes
-    /// spawned here, §7.1), the whole group.
-    pub fn kill_group(&self) {
-        let Ok(p) = pid(self.pid) else { return };
-        if getpgid(Some(p)) == Ok(p) {
-            let _ = killpg(p, Signal::SIGKILL);
-        } else {
-            let _ = kill(p, Signal::SIGKILL);
-        }
-    }
-
-    /// Wait for the exit for at most `d`.
-    pub async fn wait_for(&self, d: Duration) -> Option<ExitInfo> {
-        tokio::time::timeout(d, self.wait()).await.ok()
-    }
-}
-
-impl RunningVm for VmProcess {
-    fn name(&self) -> &VmName {
-        &self.name
-    }
-    fn pid(&self) -> u32 {
-        self.pid
-    }
-    fn adopted(&self) -> bool {
-        self.adopted
-    }
-    fn started_at(&self) -> SystemTime {
-        self.started_at
-    }
-    fn is_alive(&self) -> bool {
-        self.exit.borrow().is_none()
-    }
-    fn wait(&self) -> impl Future<Output = ExitInfo> + Send {
-        wait_exit(self.exit.clone())
-    }
-}
-
-/// Resolves with the exit published on `rx` (at once if it already happened). Shared by every
-/// [`RunningVm`] built on an exit watch channel.
-pub(crate) async fn wait_exit(mut rx: watch::Receiver<Option<ExitInfo>>) -> ExitInfo {
-    let seen = rx
-        .wait_for(Option::is_some)
-        .await
-        .ok()
-        .and_then(|v| v.clone());
-    // `None`: the publishing task is gone (runtime shutting down), we cannot know.
-    seen.unwrap_or_else(unknown_exit)
-}
-
 /// Everything needed to start one `tart run`.
 #[derive(Debug)]
-pub struct Launch<'a> {
-    /// The VM.
+pub(crate) struct Launch<'a> {
+    /// The VM to run; it names the handle and the log lines.
     pub vm: &'a VmName,
-    /// Program path.
+    /// The `tart` program (or a stand-in).
     pub program: &'a Path,
-    /// Argv after the program (from [`crate::command::run`]).
+    /// Argv after the program (from `command::run`).
     pub args: Vec<OsString>,
     /// Environment on top of the inherited one.
     pub env: &'a [(OsString, OsString)],
@@ -154,7 +54,7 @@ pub struct Launch<'a> {
 /// classified from the log (VM limit, auxiliary storage, already running, not found...).
 /// An exit with code 0 inside the window is not an error: the handle is returned already
 /// ended.
-pub async fn spawn(l: Launch<'_>) -> Result<VmProcess> {
+pub(crate) async fn spawn(l: Launch<'_>) -> Result<VmProcess> {
     let opts = l.opts;
     let log = open_log(&opts.log_path).map_err(|e| Error::spawn(Op::Run, &opts.log_path, e))?;
     let offset = log.metadata().map(|m| m.len()).unwrap_or(0);
@@ -162,25 +62,15 @@ pub async fn spawn(l: Launch<'_>) -> Result<VmProcess> {
         .try_clone()
         .map_err(|e| Error::spawn(Op::Run, &opts.log_path, e))?;
 
-    let mut cmd = Command::new(l.program);
-    cmd.args(&l.args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::from(log))
+    let mut cmd = process::command(l.program, &l.args, l.env, l.env_clear);
+    cmd.stdout(Stdio::from(log))
         .stderr(Stdio::from(err_log))
         .kill_on_drop(false);
-    if l.env_clear {
-        cmd.env_clear();
-        if let Some(path) = std::env::var_os("PATH") {
-            cmd.env("PATH", path);
-        }
-    }
-    cmd.envs(l.env.iter().map(|(k, v)| (k, v)));
     detach(&mut cmd);
     let mut child = cmd
         .spawn()
         .map_err(|e| Error::spawn(Op::Run, l.program, e))?;
     let pid = child.id().unwrap_or_default();
-    let started_at = SystemTime::now();
     info!(vm = %l.vm, pid, "tart run started");
 
     let (tx, rx) = watch::channel(None);
@@ -191,7 +81,7 @@ pub async fn spawn(l: Launch<'_>) -> Result<VmProcess> {
                 Ok(status) => exit_info(status),
                 Err(e) => {
                     warn!(error = %e, "waiting for tart run failed");
-                    unknown_exit()
+                    ExitInfo::unknown()
                 }
             };
             debug!(reason = ?info.reason, code = ?info.code, signal = ?info.signal, "tart run exited");
@@ -203,13 +93,7 @@ pub async fn spawn(l: Launch<'_>) -> Result<VmProcess> {
         cap_log_loop(opts.log_path.clone(), opts.log_cap_bytes, rx.clone()).instrument(span),
     );
 
-    let vm = VmProcess {
-        name: l.vm.clone(),
-        pid,
-        adopted: false,
-        started_at,
-        exit: rx,
-    };
+    let vm = VmProcess::new(l.vm.clone(), pid, false, rx);
     let Some(exit) = vm.wait_for(opts.start_window).await else {
         return Ok(vm);
     };
@@ -220,7 +104,7 @@ pub async fn spawn(l: Launch<'_>) -> Result<VmProcess> {
     let err = match exit.signal {
         Some(sig) => Error::new(
             Op::Run,
-            crate::ErrorKind::Other,
+            ErrorKind::Other,
             None,
             format!("tart run killed by signal {sig} during start"),
         ),
@@ -285,7 +169,7 @@ fn empty_flock() -> libc::flock {
 /// (`kill(pid, 0)` and the lock still held by that pid) and its outcome is inferred from the
 /// log tail: `guest has stopped the virtual machine` or `Stopping VM...` mean a clean exit 0,
 /// anything else is [`ExitReason::Unknown`].
-pub fn adopt(vm: &VmName, pid: u32, config_json: PathBuf, opts: &RunOpts) -> VmProcess {
+pub(crate) fn adopt(vm: &VmName, pid: u32, config_json: PathBuf, opts: &RunOpts) -> VmProcess {
     let (tx, rx) = watch::channel(None);
     let (log_path, cap) = (opts.log_path.clone(), opts.log_cap_bytes);
     let span = debug_span!("tart_run", vm = %vm, pid, adopted = true);
@@ -297,8 +181,8 @@ pub fn adopt(vm: &VmName, pid: u32, config_json: PathBuf, opts: &RunOpts) -> VmP
                     _ = tick.tick() => {}
                     () = tx.closed() => return, // every handle is gone: stop watching
                 }
-                let alive =
-                    pid_alive(pid) && matches!(lock_holder(&config_json), Ok(Some(p)) if p == pid);
+                let alive = signal::alive(pid)
+                    && matches!(lock_holder(&config_json), Ok(Some(p)) if p == pid);
                 if !alive {
                     let info = infer_exit(&read_tail(&log_path, None));
                     debug!(reason = ?info.reason, "adopted tart run is gone");
@@ -313,17 +197,11 @@ pub fn adopt(vm: &VmName, pid: u32, config_json: PathBuf, opts: &RunOpts) -> VmP
         .instrument(span),
     );
     info!(vm = %vm, pid, "re-attached to running tart run");
-    VmProcess {
-        name: vm.clone(),
-        pid,
-        adopted: true,
-        started_at: SystemTime::now(),
-        exit: rx,
-    }
+    VmProcess::new(vm.clone(), pid, true, rx)
 }
 
 /// Infer how an adopted `tart run` ended from its log (§2.6 exit paths).
-pub fn infer_exit(log_tail: &str) -> ExitInfo {
+pub(crate) fn infer_exit(log_tail: &str) -> ExitInfo {
     let clean = log_tail.lines().rev().take(50).any(|l| {
         l.contains("guest has stopped the virtual machine") || l.trim() == "Stopping VM..."
     });
@@ -334,12 +212,12 @@ pub fn infer_exit(log_tail: &str) -> ExitInfo {
             signal: None,
         }
     } else {
-        unknown_exit()
+        ExitInfo::unknown()
     }
 }
 
 /// [`ExitInfo`] of a reaped child.
-pub fn exit_info(status: ExitStatus) -> ExitInfo {
+pub(crate) fn exit_info(status: ExitStatus) -> ExitInfo {
     match (status.code(), status.signal()) {
         (Some(0), _) => ExitInfo {
             reason: ExitReason::Completed,
@@ -357,25 +235,6 @@ pub fn exit_info(status: ExitStatus) -> ExitInfo {
             signal: sig,
         },
     }
-}
-
-fn unknown_exit() -> ExitInfo {
-    ExitInfo {
-        reason: ExitReason::Unknown,
-        code: None,
-        signal: None,
-    }
-}
-
-fn pid(p: u32) -> nix::Result<Pid> {
-    match i32::try_from(p) {
-        Ok(raw) if raw > 1 => Ok(Pid::from_raw(raw)),
-        _ => Err(Errno::EINVAL),
-    }
-}
-
-fn pid_alive(p: u32) -> bool {
-    pid(p).is_ok_and(|p| kill(p, None).is_ok())
 }
 
 fn open_log(path: &Path) -> std::io::Result<std::fs::File> {
@@ -404,7 +263,7 @@ pub fn read_tail(path: &Path, from: Option<u64>) -> String {
 
 /// Keep the log under `cap` bytes: when it is larger, keep its last half. The writer uses
 /// `O_APPEND`, so its next write lands at the new end.
-pub fn cap_log(path: &Path, cap: u64) -> std::io::Result<bool> {
+pub(crate) fn cap_log(path: &Path, cap: u64) -> std::io::Result<bool> {
     let len = std::fs::metadata(path)?.len();
     if cap == 0 || len <= cap {
         return Ok(false);

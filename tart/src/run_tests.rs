@@ -2,10 +2,13 @@
 
 use std::time::Duration;
 
-use nix::unistd::getsid;
+use nix::{
+    sys::signal::{Signal, kill},
+    unistd::{Pid, getsid},
+};
 
 use super::*;
-use crate::{ErrorKind, Network, StopOutcome, stop::stop_sequence};
+use crate::{Network, RunningVm, StopOutcome, stop::stop_sequence};
 
 fn opts(dir: &Path, window_ms: u64) -> RunOpts {
     RunOpts {
@@ -31,6 +34,16 @@ async fn start(script: &str, o: &RunOpts) -> Result<VmProcess> {
     tokio::time::timeout(Duration::from_secs(10), spawn(launch))
         .await
         .expect("spawn returned")
+}
+
+/// What `tart stop` says about a VM it cannot see (§2.7).
+fn not_running() -> Error {
+    Error::new(
+        Op::Stop,
+        ErrorKind::NotRunning,
+        None,
+        "VM \"vm-a\" is not running",
+    )
 }
 
 async fn poll_log(path: &Path, needle: &str) {
@@ -60,7 +73,7 @@ async fn run_is_detached_in_its_own_session_and_logs_to_a_file() {
     assert!(vm.is_alive());
     poll_log(&o.log_path, "hello").await;
     poll_log(&o.log_path, "oops").await;
-    vm.kill_group();
+    signal::kill_leader(vm.pid());
     let exit = tokio::time::timeout(Duration::from_secs(5), vm.wait())
         .await
         .unwrap();
@@ -115,7 +128,10 @@ async fn clean_exit_inside_the_window_is_not_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let vm = start("exit 0", &opts(dir.path(), 2000)).await.unwrap();
     assert!(!vm.is_alive());
-    assert_eq!(vm.exit_info().unwrap().reason, ExitReason::Completed);
+    assert_eq!(
+        vm.wait_for(Duration::ZERO).await.unwrap().reason,
+        ExitReason::Completed
+    );
 }
 
 #[tokio::test]
@@ -160,7 +176,7 @@ async fn stop_ends_with_guest_shutdown_when_the_guest_obeys() {
     .await
     .unwrap();
     assert_eq!(out, StopOutcome::GuestShutdown);
-    assert_eq!(vm.exit_info().unwrap().code, Some(0));
+    assert_eq!(vm.wait_for(Duration::ZERO).await.unwrap().code, Some(0));
 }
 
 #[tokio::test]
@@ -188,7 +204,7 @@ async fn stop_signals_a_starting_vm_itself_when_tart_stop_sees_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let vm = start(OBEYS_INT_ONLY, &opts(dir.path(), 100)).await.unwrap();
     let out = stop_sequence(&vm, Duration::from_millis(400), |_| async {
-        Err(crate::retry::error(Op::Stop, ErrorKind::NotRunning))
+        Err(not_running())
     })
     .await
     .unwrap();
@@ -200,12 +216,15 @@ async fn stop_kills_a_vm_that_ignores_everything() {
     let dir = tempfile::tempdir().unwrap();
     let vm = start(IGNORES_ALL, &opts(dir.path(), 100)).await.unwrap();
     let out = stop_sequence(&vm, Duration::from_millis(400), |_| async {
-        Err(crate::retry::error(Op::Stop, ErrorKind::NotRunning))
+        Err(not_running())
     })
     .await
     .unwrap();
     assert_eq!(out, StopOutcome::Killed);
-    assert_eq!(vm.exit_info().unwrap().reason, ExitReason::Signaled);
+    assert_eq!(
+        vm.wait_for(Duration::ZERO).await.unwrap().reason,
+        ExitReason::Signaled
+    );
 }
 
 #[tokio::test]

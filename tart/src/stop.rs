@@ -17,22 +17,24 @@ use nix::sys::signal::Signal;
 use tracing::{debug, warn};
 
 use crate::{
-    Error, ErrorKind, ExitInfo, ExitReason, Op, Result, RunningVm, StopOutcome, run::VmProcess,
+    Error, ErrorKind, ExitInfo, ExitReason, Op, Result, StopOutcome,
+    running::{RunningVm, VmProcess},
+    signal,
 };
 
 /// Wait for the run process after `tart stop` returned.
-pub const AFTER_TART_STOP: Duration = Duration::from_secs(10);
+pub(crate) const AFTER_TART_STOP: Duration = Duration::from_secs(10);
 /// Wait for the run process after SIGKILL.
-pub const AFTER_KILL: Duration = Duration::from_secs(10);
+pub(crate) const AFTER_KILL: Duration = Duration::from_secs(10);
 
 /// Split `grace` into the time the guest gets and the `tart stop --timeout` reserve.
-pub fn split_grace(grace: Duration) -> (Duration, Duration) {
+pub(crate) fn split_grace(grace: Duration) -> (Duration, Duration) {
     let reserve = (grace / 4).min(Duration::from_secs(5));
     (grace - reserve, reserve)
 }
 
 /// `--timeout` for `tart stop`: the reserve rounded up to whole seconds.
-pub fn tart_stop_timeout(reserve: Duration) -> Duration {
+pub(crate) fn tart_stop_timeout(reserve: Duration) -> Duration {
     Duration::from_secs(reserve.as_secs_f64().ceil() as u64)
 }
 
@@ -41,7 +43,7 @@ pub fn tart_stop_timeout(reserve: Duration) -> Duration {
 ///
 /// # Errors
 /// `Timeout` when the process survived SIGKILL for [`AFTER_KILL`].
-pub async fn stop_sequence<F, Fut>(
+pub(crate) async fn stop_sequence<F, Fut>(
     vm: &VmProcess,
     grace: Duration,
     tart_stop: F,
@@ -56,7 +58,7 @@ where
     let (guest_time, reserve) = split_grace(grace);
 
     // 1. Ask the guest (§3.2 SIGUSR2 → requestStop).
-    match vm.signal(Signal::SIGUSR2) {
+    match signal::send(vm.pid(), Signal::SIGUSR2) {
         Ok(true) => {}
         Ok(false) => {
             // Gone between the check and the signal.
@@ -80,7 +82,7 @@ where
         Err(e) if e.kind == ErrorKind::NotRunning && vm.is_alive() => {
             // §2.7: before it takes the config.json lock, `tart stop` cannot see it.
             debug!(vm = %vm.name(), "tart stop saw nothing running; sigint to our process");
-            let _ = vm.signal(Signal::SIGINT);
+            let _ = signal::send(vm.pid(), Signal::SIGINT);
             if let Some(exit) = vm.wait_for(reserve.max(Duration::from_secs(1))).await {
                 return Ok(outcome_after_tart_stop(&exit));
             }
@@ -97,7 +99,7 @@ where
     if !vm.is_alive() {
         return Ok(StopOutcome::TartStop);
     }
-    vm.kill_group();
+    signal::kill_leader(vm.pid());
     if vm.wait_for(AFTER_KILL).await.is_some() {
         return Ok(StopOutcome::Killed);
     }

@@ -11,23 +11,22 @@
 
 use std::{
     collections::{BTreeMap, BTreeSet, HashMap, VecDeque},
-    future::Future,
     net::Ipv4Addr,
     sync::{Arc, Mutex, MutexGuard},
-    time::{Duration, SystemTime},
+    time::Duration,
 };
 
 use tokio::sync::watch;
 
 use crate::{
-    Error, ErrorKind, ExecOutput, ExitInfo, ExitReason, Op, Result, RunningVm, StopOutcome,
-    VmDetails, VmName, VmState,
+    Error, ErrorKind, ExecOutput, ExitInfo, ExitReason, Op, Result, StopOutcome, VmDetails, VmName,
+    VmState,
 };
 
 /// One recorded call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MemCall {
-    /// The operation.
+    /// Which operation was called.
     pub op: Op,
     /// VM name, image or other main argument.
     pub target: String,
@@ -71,37 +70,6 @@ struct State {
 #[derive(Debug, Clone, Default)]
 pub struct MemTart {
     state: Arc<Mutex<State>>,
-}
-
-/// A VM "process" of [`MemTart`].
-#[derive(Debug, Clone)]
-pub struct MemVm {
-    name: VmName,
-    pid: u32,
-    adopted: bool,
-    started_at: SystemTime,
-    exit: watch::Receiver<Option<ExitInfo>>,
-}
-
-impl RunningVm for MemVm {
-    fn name(&self) -> &VmName {
-        &self.name
-    }
-    fn pid(&self) -> u32 {
-        self.pid
-    }
-    fn adopted(&self) -> bool {
-        self.adopted
-    }
-    fn started_at(&self) -> SystemTime {
-        self.started_at
-    }
-    fn is_alive(&self) -> bool {
-        self.exit.borrow().is_none()
-    }
-    fn wait(&self) -> impl Future<Output = ExitInfo> + Send {
-        crate::run::wait_exit(self.exit.clone())
-    }
 }
 
 impl MemTart {
@@ -199,7 +167,8 @@ impl MemTart {
         true
     }
 
-    /// Call history.
+    /// Every operation called so far, in order (`attach` is kept apart, see
+    /// [`MemTart::attach_calls`]).
     pub fn calls(&self) -> Vec<MemCall> {
         self.lock().calls.clone()
     }

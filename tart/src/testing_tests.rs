@@ -1,7 +1,7 @@
 //! MemTart unit tests.
 
 use super::*;
-use crate::{RunOpts, Tart};
+use crate::{RunOpts, RunningVm, Tart};
 
 fn vm(s: &str) -> VmName {
     VmName::new(s).unwrap()
@@ -23,17 +23,21 @@ async fn scripted_failure_is_returned_once_after_latency() {
     assert_eq!(t.calls_of(Op::Pull).len(), 2);
 }
 
-#[tokio::test]
-async fn triggered_exit_reaches_waiters_and_frees_the_vm() {
-    let t = MemTart::new().with_vm("a");
-    let opts = RunOpts {
+fn run_opts() -> RunOpts {
+    RunOpts {
         dirs: vec![],
         network: Default::default(),
         suspendable: false,
         log_path: "/dev/null".into(),
         log_cap_bytes: 0,
         start_window: Duration::ZERO,
-    };
+    }
+}
+
+#[tokio::test]
+async fn triggered_exit_reaches_waiters_and_frees_the_vm() {
+    let t = MemTart::new().with_vm("a");
+    let opts = run_opts();
     let h = t.run(&vm("a"), &opts).await.unwrap();
     assert_eq!(
         t.delete(&vm("a")).await.unwrap_err().kind,
@@ -63,14 +67,7 @@ async fn registry_restricts_pullable_images() {
 #[tokio::test]
 async fn stop_outcome_is_scriptable_and_attach_is_recorded_apart() {
     let t = MemTart::new().with_vm("a");
-    let opts = RunOpts {
-        dirs: vec![],
-        network: Default::default(),
-        suspendable: false,
-        log_path: "/dev/null".into(),
-        log_cap_bytes: 0,
-        start_window: Duration::ZERO,
-    };
+    let opts = run_opts();
     let h = t.run(&vm("a"), &opts).await.unwrap();
     let again = t.attach(&vm("a"), &opts).await.unwrap().expect("running");
     assert!(again.adopted());

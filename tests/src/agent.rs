@@ -119,6 +119,10 @@ impl Agent {
     }
 
     fn args(&self) -> Vec<OsString> {
+        self.args_with(self.admin_addr, &self.dir.path().join("vm-logs"))
+    }
+
+    fn args_with(&self, admin_addr: SocketAddr, vm_log_dir: &Path) -> Vec<OsString> {
         let mut a: Vec<OsString> = vec![
             "run".into(),
             "--kubeconfig".into(),
@@ -130,9 +134,9 @@ impl Agent {
             "--tart-home".into(),
             self.home.path().into(),
             "--vm-log-dir".into(),
-            self.dir.path().join("vm-logs").into(),
+            vm_log_dir.into(),
             "--admin-addr".into(),
-            self.admin_addr.to_string().into(),
+            admin_addr.to_string().into(),
             "--log-format".into(),
             "text".into(),
         ];
@@ -168,6 +172,28 @@ impl Agent {
                 .with_context(|| format!("spawning {}", self.opts.bin.display()))?,
         );
         Ok(())
+    }
+
+    /// A second agent with this one's options and `TART_HOME` (the mistake of starting two
+    /// agents for one Mac), with its own admin port and VM log directory under `dir`; not
+    /// started, output not redirected.
+    ///
+    /// # Errors
+    /// No free port.
+    pub fn duplicate_command(&self, dir: &Path) -> anyhow::Result<Command> {
+        let mut cmd = Command::new(&self.opts.bin);
+        cmd.args(self.args_with(free_port()?, &dir.join("vm-logs")))
+            .env_remove("KUBECONFIG")
+            .env("CI", "1")
+            .stdin(Stdio::null())
+            .process_group(0)
+            .kill_on_drop(true);
+        for (k, _) in std::env::vars_os() {
+            if k.to_string_lossy().starts_with("TART_KUBELET_") {
+                cmd.env_remove(k);
+            }
+        }
+        Ok(cmd)
     }
 
     /// The agent's `TART_HOME` (set knobs here).

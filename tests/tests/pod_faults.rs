@@ -1,5 +1,5 @@
 //! End-to-end: what goes wrong on the way from Pod to VM, on the real control plane with the
-//! agent under least-privilege RBAC (issue 5): host faults (VM limit, full disk, locked
+//! agent under least-privilege RBAC: host faults (VM limit, full disk, locked
 //! auxiliary storage) are retried with a Warning and never fail the Pod; workload faults
 //! (missing image, crashing guest, a Pod that cannot be a VM) get kubelet's reasons; hostile
 //! Pod fields never pass through a shell.

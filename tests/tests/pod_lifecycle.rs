@@ -1,5 +1,5 @@
 //! End-to-end: Pods bound to the agent's node become fake-tart VMs, on the real control plane,
-//! with the agent under least-privilege RBAC (issue 5, "Done when").
+//! with the agent under least-privilege RBAC.
 //!
 //! Run: `cargo test -p tart-kubelet-tests --test pod_lifecycle -- --nocapture`
 

@@ -1,12 +1,11 @@
-//! The clap command line. [`RunArgs`] doubles as the TOML file schema: every field is
+//! The agent's options. [`RunArgs`] is the clap argument group of `run` and doubles as the TOML file schema: every field is
 //! optional so that "not given" can fall through to the file and then to the default, which
-//! is why the defaults live in [`super::resolve`] rather than in clap (a clap default would
+//! is why the defaults are filled in when the configuration is resolved rather than in clap (a clap default would
 //! hide the file's value). Values are typed as they are parsed, by the parsers in
 //! [`super::values`] and [`super::units`] for both flags and file.
 
 use std::{net::SocketAddr, path::PathBuf, time::Duration};
 
-use clap::{Parser, Subcommand};
 use serde::Deserialize;
 
 use super::{
@@ -14,35 +13,6 @@ use super::{
     units::{DiskThreshold, parse_bytes, parse_disk_threshold, parse_duration},
     values::{NodeLabel, NodeTaint, TartDeadline, de, parse_socket_addr, parse_version},
 };
-
-/// tart-kubelet: registers this Mac as a Kubernetes Node and runs every Pod bound to it as a
-/// Tart macOS VM.
-///
-/// With no subcommand it runs the agent (same as `tart-kubelet run`). Every option of `run` can
-/// also be set with a `TART_KUBELET_<OPTION>` environment variable or in the TOML file given
-/// with `--config` (keys are the option names with `_` for `-`). Flags win over environment,
-/// environment over the file.
-#[derive(Parser, Debug)]
-#[command(name = "tart-kubelet", version)]
-pub(crate) struct Cli {
-    #[command(subcommand)]
-    pub(crate) command: Option<Command>,
-    /// Options of the default `run` subcommand.
-    #[command(flatten)]
-    pub(crate) run: RunArgs,
-}
-
-#[derive(Subcommand, Debug)]
-pub(crate) enum Command {
-    /// Run the agent (the default).
-    Run(Box<RunArgs>),
-    /// Install the agent as a launchd job.
-    Install(crate::ship::InstallArgs),
-    /// Remove the launchd job.
-    Uninstall(crate::ship::UninstallArgs),
-    /// Check that this host can run the agent.
-    Doctor(crate::ship::DoctorArgs),
-}
 
 /// Options of `run`; also the schema of the `--config` TOML file.
 #[derive(clap::Args, Deserialize, Debug, Clone, Default, PartialEq)]

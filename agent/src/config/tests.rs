@@ -3,6 +3,8 @@ use std::time::Duration;
 use clap::Parser;
 
 use super::*;
+use crate::cli::{Cli, Command};
+use std::path::PathBuf;
 
 fn host() -> HostDefaults {
     HostDefaults {

@@ -1,7 +1,7 @@
 //! Pure parsers for the value syntaxes the configuration accepts: durations (`10s`, `5m`),
 //! Kubernetes-style byte quantities (`4Gi`, `500M`), disk thresholds (`10%` or a quantity),
 //! label keys and values, `key=value:Effect` taints and `X.Y.Z` versions. No I/O; every error
-//! says what was wrong. Turning them into clap and TOML values is [`super::values`]' job.
+//! says what was wrong. Turning them into clap and TOML values is the `values` module's job.
 
 use std::time::Duration;
 

@@ -1,15 +1,15 @@
-//! The typed values of [`super::RunArgs`] that need more than a plain clap or serde type: each
+//! The typed values of the agent's options (`RunArgs`) that need more than a plain clap or serde type: each
 //! has one parser, used by clap for flags and environment variables and by serde for the TOML
 //! file, so a value means the same and fails with the same message wherever it is written.
 //!
 //! Checks that involve one value only live here; checks across settings, and those that need
-//! a host-derived default, are [`super::resolve`]'s.
+//! a host-derived default, are the `resolve` module's.
 
 use std::{net::SocketAddr, str::FromStr, time::Duration};
 
-use serde::{Deserialize, Deserializer, de::Error as _};
+use serde::Deserialize;
 
-use super::units::{self, DiskThreshold, TaintSpec};
+use super::units::{self, TaintSpec};
 
 /// An operator's Node label, `key=value`, outside the namespaces the agent sets itself.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -107,7 +107,14 @@ pub(crate) fn parse_version(s: &str) -> Result<(u32, u32, u32), String> {
 /// Deserializers for `Option` fields read from a TOML string by one of the parsers above or
 /// in [`units`]; a missing key is `None` through `#[serde(default)]`.
 pub(crate) mod de {
-    use super::*;
+    use std::{net::SocketAddr, time::Duration};
+
+    use serde::{Deserialize, Deserializer, de::Error as _};
+
+    use crate::config::{
+        units::{self, DiskThreshold},
+        values::{parse_socket_addr, parse_version},
+    };
 
     fn parsed<'de, D, T>(d: D, parse: fn(&str) -> Result<T, String>) -> Result<Option<T>, D::Error>
     where

@@ -38,9 +38,7 @@ pub fn pressure_level(text: &str) -> Option<PressureLevel> {
 pub struct Swap {
     /// Total swap.
     pub total: u64,
-    /// Used.
     pub used: u64,
-    /// Free.
     pub free: u64,
     /// `(encrypted)` present.
     pub encrypted: bool,
@@ -148,7 +146,6 @@ pub struct DfRow {
     pub total_bytes: u64,
     /// Used bytes (APFS-aware on macOS).
     pub used_bytes: u64,
-    /// Available bytes.
     pub available_bytes: u64,
     /// Mount point (may contain spaces).
     pub mounted_on: String,

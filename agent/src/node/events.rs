@@ -2,7 +2,9 @@
 //! transition (`NodeReady`, `NodeNotReady`, `NodeHasDiskPressure`, ...) with the message
 //! `Node <name> status is now: <Reason>`. Which events to send is pure
 //! ([`transition_events`]); [`NodeEvents`] publishes them under the API deadline, best effort,
-//! as core/v1 Events in `default` with the kubelet's reference (kind Node, UID = node name):
+//! as core/v1 Events in `default` named `<node>.<hex nanoseconds>` like kubelet's (shortened by
+//! [`crate::api::event_name`] so any valid node name gives a valid event name), with the
+//! kubelet's reference (kind Node, UID = node name):
 //! that is what `kubectl describe node` searches for, and API servers before 1.22 reject
 //! events.k8s.io/v1 events about cluster-scoped objects in `default`.
 
@@ -88,7 +90,6 @@ pub fn transition_events(
 pub struct NodeEvents {
     api: Api<Event>,
     node: String,
-    reference: ObjectReference,
     timeout: Duration,
     metrics: NodeMetrics,
     access: ApiAccess,
@@ -106,15 +107,6 @@ impl NodeEvents {
         Self {
             api: Api::namespaced(client, "default"),
             node: name.into(),
-            reference: ObjectReference {
-                api_version: Some("v1".into()),
-                kind: Some("Node".into()),
-                name: Some(name.into()),
-                // Kubelet's convention, which `kubectl describe node` searches by: the
-                // reference UID of a Node event is the node name, not the object's UID.
-                uid: Some(name.into()),
-                ..ObjectReference::default()
-            },
             timeout,
             metrics,
             access,
@@ -123,27 +115,7 @@ impl NodeEvents {
 
     /// Publish `ev`; failures are logged and counted, never returned.
     pub async fn publish(&self, ev: &NodeEvent) {
-        let now = Time(Timestamp::now());
-        let event = Event {
-            metadata: ObjectMeta {
-                generate_name: Some(format!("{}.", self.node)),
-                ..ObjectMeta::default()
-            },
-            involved_object: self.reference.clone(),
-            reason: Some(ev.reason.into()),
-            message: Some(ev.message.clone()),
-            type_: Some(if ev.warning { "Warning" } else { "Normal" }.into()),
-            source: Some(EventSource {
-                component: Some(FIELD_MANAGER.into()),
-                host: Some(self.node.clone()),
-            }),
-            first_timestamp: Some(now.clone()),
-            last_timestamp: Some(now),
-            count: Some(1),
-            reporting_component: Some(FIELD_MANAGER.into()),
-            reporting_instance: Some(self.node.clone()),
-            ..Event::default()
-        };
+        let event = event_object(&self.node, ev, Timestamp::now());
         let res = tokio::time::timeout(
             self.timeout,
             self.api.create(&PostParams::default(), &event),
@@ -168,6 +140,40 @@ impl NodeEvents {
                     .inc();
             }
         }
+    }
+}
+
+/// The Event for `ev` about Node `node` at `now`.
+fn event_object(node: &str, ev: &NodeEvent, now: Timestamp) -> Event {
+    let suffix = format!("{:x}", now.as_nanosecond());
+    let now = Time(now);
+    Event {
+        metadata: ObjectMeta {
+            name: Some(crate::api::event_name(node, &suffix)),
+            ..ObjectMeta::default()
+        },
+        involved_object: ObjectReference {
+            api_version: Some("v1".into()),
+            kind: Some("Node".into()),
+            name: Some(node.into()),
+            // Kubelet's convention, which `kubectl describe node` searches by: the
+            // reference UID of a Node event is the node name, not the object's UID.
+            uid: Some(node.into()),
+            ..ObjectReference::default()
+        },
+        reason: Some(ev.reason.into()),
+        message: Some(ev.message.clone()),
+        type_: Some(if ev.warning { "Warning" } else { "Normal" }.into()),
+        source: Some(EventSource {
+            component: Some(FIELD_MANAGER.into()),
+            host: Some(node.into()),
+        }),
+        first_timestamp: Some(now.clone()),
+        last_timestamp: Some(now),
+        count: Some(1),
+        reporting_component: Some(FIELD_MANAGER.into()),
+        reporting_instance: Some(node.into()),
+        ..Event::default()
     }
 }
 
@@ -197,6 +203,26 @@ mod tests {
         assert_eq!(reasons, ["NodeHasDiskPressure", "NodeReady"]);
         assert_eq!(ev[1].message, "Node mini-1 status is now: NodeReady");
         assert!(transition_events("mini-1", &cur, &cur).is_empty());
+    }
+
+    #[test]
+    fn event_names_are_valid_for_the_longest_node_name() {
+        let node = format!("{}.{}", "a".repeat(126), "b".repeat(126));
+        assert_eq!(node.len(), 253);
+        let ev = NodeEvent {
+            warning: false,
+            reason: "Starting",
+            message: "m".into(),
+        };
+        let now = Timestamp::from_second(1_700_000_000).unwrap();
+        let suffix = format!(".{:x}", now.as_nanosecond());
+        let e = event_object(&node, &ev, now);
+        let name = e.metadata.name.unwrap();
+        assert!(name.len() <= 253, "{} chars", name.len());
+        assert!(name.ends_with(&suffix), "{name}");
+        assert_eq!(e.involved_object.name.as_deref(), Some(node.as_str()));
+        let short = event_object("mini-1", &ev, now).metadata.name.unwrap();
+        assert_eq!(short, format!("mini-1{suffix}"));
     }
 
     #[test]

@@ -3,78 +3,39 @@
 //!
 //! Wiring only; the pieces are: [`spec`] (pure labels/taint/providerID), [`status`] (pure
 //! status), [`health`] (health handle shared with the Pod side), [`probe`] (tart check),
-//! [`lease`] (heartbeat task), [`status_loop`] (registration + status task), [`watch`] (one
-//! watch on our own Node, shared with the Pod side).
+//! [`holder`] (pure: who may hold the Lease), [`claim`] (the start-up claim of the Lease),
+//! [`lease`] (heartbeat task), [`fence`] (stop acting when another instance holds the Lease),
+//! [`status_loop`] (registration + status task), [`status_due`] (pure: is a status write due),
+//! [`access`] (quiet transient 403s), [`watch`] (one watch on our own Node, shared with the
+//! Pod side).
 
+pub mod access;
+pub mod claim;
 pub mod events;
+pub mod fence;
 pub mod health;
+pub mod holder;
 pub mod lease;
 pub mod probe;
 pub mod spec;
 pub mod status;
+pub mod status_due;
 pub mod status_loop;
 pub mod watch;
-
-use std::{
-    collections::BTreeSet,
-    sync::{Arc, Mutex},
-};
 
 use k8s_openapi::api::core::v1::Node;
 use kube::{
     Client, Resource,
     api::{Api, Patch, PatchParams, PostParams},
 };
-use tracing::{debug, error, info, warn};
+use tracing::info;
+
+pub use access::ApiAccess;
 
 use crate::{config::Config, host::HostFacts};
 
 /// Field manager / user-visible identity of our writes.
 pub const FIELD_MANAGER: &str = "tart-kubelet";
-
-/// Logs API failures; a 403 is logged once (at `error`, naming the verb and resource) until
-/// that call succeeds again, so a missing RBAC rule is one clear line, not a flood.
-#[derive(Clone, Debug, Default)]
-pub struct ApiAccess {
-    forbidden: Arc<Mutex<BTreeSet<(&'static str, &'static str)>>>,
-}
-
-impl ApiAccess {
-    /// `verb` on `resource` failed with `err`.
-    pub fn failed(&self, verb: &'static str, resource: &'static str, err: &kube::Error) {
-        if let kube::Error::Api(s) = err
-            && s.code == 403
-        {
-            let first = self.lock().insert((verb, resource));
-            if first {
-                error!(
-                    verb,
-                    resource,
-                    reason = %s.message,
-                    "forbidden: cannot {verb} {resource}; grant it to the agent (packaging/kubernetes/rbac.yaml)"
-                );
-            } else {
-                debug!(verb, resource, "still forbidden");
-            }
-            return;
-        }
-        warn!(verb, resource, error = %err, "api request failed");
-    }
-
-    /// `verb` on `resource` succeeded.
-    pub fn ok(&self, verb: &'static str, resource: &'static str) {
-        let mut f = self.lock();
-        if !f.is_empty() {
-            f.remove(&(verb, resource));
-        }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeSet<(&'static str, &'static str)>> {
-        self.forbidden
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-}
 
 /// Why registration failed.
 #[derive(Debug, thiserror::Error)]
@@ -167,26 +128,4 @@ pub fn owner_ref(
         o.block_owner_deletion = None;
         o
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn api_err(code: u16) -> kube::Error {
-        kube::Error::Api(Box::new(kube::core::Status {
-            code,
-            message: "m".into(),
-            ..Default::default()
-        }))
-    }
-
-    #[test]
-    fn forbidden_is_remembered_until_the_call_succeeds() {
-        let a = ApiAccess::default();
-        a.failed("patch", "nodes/status", &api_err(403));
-        assert!(a.lock().contains(&("patch", "nodes/status")));
-        a.ok("patch", "nodes/status");
-        assert!(a.lock().is_empty());
-    }
 }

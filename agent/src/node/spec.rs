@@ -131,10 +131,7 @@ mod tests {
     use clap::Parser;
 
     use super::*;
-    use crate::{
-        config::{Cli, HostDefaults},
-        host::FixedHost,
-    };
+    use crate::{cli::Cli, config::HostDefaults, host::FixedHost};
 
     fn cfg(argv: &[&str]) -> Config {
         let cli = Cli::try_parse_from(std::iter::once("t").chain(argv.iter().copied())).unwrap();

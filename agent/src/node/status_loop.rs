@@ -2,10 +2,14 @@
 //!
 //! Every `node_status_check_interval` (or at once when [`HostHealth`] changes) it probes tart,
 //! reads host facts and computes the desired status ([`super::status::desired_status`]). It
-//! writes `nodes/status` (strategic merge patch, conditions merge by type) immediately when
-//! anything but heartbeat times changed, otherwise every `node_status_report_interval` as a
-//! heartbeat. Each request has a deadline; failures are logged, counted and retried on the
-//! next tick — never fatal. If the Node disappears it is registered again.
+//! writes `nodes/status` (strategic merge patch, conditions merge by type) when the server's
+//! copy of our Node, as the Node watch shows it, differs from the desired status in anything
+//! the agent owns ([`super::status_due`]), otherwise every `node_status_report_interval` as a
+//! heartbeat. A watch event that shows such a difference (e.g. the node lifecycle controller
+//! set our conditions to `Unknown`) starts a check at once. Each request has a deadline;
+//! failures are logged, counted and retried on the next tick — never fatal. If the Node
+//! disappears it is registered again. Once the agent is fenced ([`super::fence`]) the task
+//! ends without writing again.
 
 use std::{collections::BTreeMap, sync::Arc};
 
@@ -21,7 +25,7 @@ use kube::{
 use serde_json::json;
 use tart::Tart;
 use tokio::{sync::watch, time::Instant};
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use super::{
     ApiAccess,
@@ -29,7 +33,8 @@ use super::{
     health::HostHealth,
     probe, spec,
     status::{self, StatusInput},
-    watch::ObservedNode,
+    status_due::{owned_differs, write_due},
+    watch::{ObservedNode, WatchLive},
 };
 use crate::{
     admin::Readiness,
@@ -62,9 +67,17 @@ pub struct StatusLoop<T: Tart> {
     pub internal_ip: String,
     /// Our Node as the Node watch sees it (deletion is noticed at once).
     pub observed: watch::Receiver<ObservedNode>,
+    /// Whether that watch is connected (else the Node is read before deciding).
+    pub watch_live: WatchLive,
     /// The `Starting` event was sent (once per process).
     pub started: std::sync::atomic::AtomicBool,
+    /// Names the other holder once this agent is fenced.
+    pub fence: watch::Receiver<Option<String>>,
 }
+
+/// A watch event may start a check early only this long after our last write, so a server
+/// copy that never matches cannot turn the loop into a tight one.
+const EARLY_CHECK_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
 
 struct Registered {
     /// Publishes events about this Node.
@@ -84,9 +97,14 @@ impl<T: Tart> StatusLoop<T> {
     pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
         let mut health_rx = self.health.subscribe();
         let mut observed = self.observed.clone();
+        let mut fence = self.fence.clone();
         let mut reg: Option<Registered> = None;
         let mut failures = 0u32;
         loop {
+            if fence.borrow_and_update().is_some() {
+                info!("fenced: no more Node status writes");
+                return;
+            }
             let facts = self.facts().await;
             self.probe().await;
             let snap = self.health.snapshot();
@@ -147,7 +165,12 @@ impl<T: Tart> StatusLoop<T> {
                             reg = None;
                             break;
                         }
+                        if reg.as_ref().is_some_and(|r| server_strayed(r, &obs)) {
+                            debug!("the server's Node status differs from ours; checking now");
+                            break;
+                        }
                     }
+                    _ = fence.changed() => break,
                     _ = shutdown.changed() => return,
                 }
             }
@@ -249,12 +272,32 @@ impl<T: Tart> StatusLoop<T> {
         snap: &super::health::HealthSnapshot,
     ) -> WriteOutcome {
         let now = Time(Timestamp::now());
+        let watched = self.observed.borrow().clone();
+        let observed = if self.watch_live.get() && !matches!(watched, ObservedNode::Absent) {
+            watched
+        } else {
+            // The watch is down or re-listing, so its copy may be stale (e.g. from before an
+            // API server outage); or it shows no Node, which may predate our registration or
+            // follow a deletion it showed before we looked. Read the Node to know.
+            self.read_node().await
+        };
+        if matches!(observed, ObservedNode::Absent) {
+            return WriteOutcome::NodeGone;
+        }
+        let server = observed
+            .node()
+            .filter(|n| n.metadata.uid == r.uid)
+            .and_then(|n| n.status.as_ref());
+        // Transitions are counted from what the server shows (e.g. Unknown -> True after an
+        // outage), falling back to our own last write before the watch has shown the Node.
+        let server_conditions = server.and_then(|s| s.conditions.clone());
+        let previous = server_conditions.unwrap_or_else(|| r.previous.clone());
         let desired = status::desired_status(StatusInput {
             cfg: &self.cfg,
             facts,
             health: snap,
             internal_ip: &self.internal_ip,
-            previous: &r.previous,
+            previous: &previous,
             now: &now,
         });
         for c in desired.conditions.iter().flatten() {
@@ -265,16 +308,17 @@ impl<T: Tart> StatusLoop<T> {
                     .set(i64::from(c.status == "True"));
             }
         }
-        let due = match &r.last_written {
-            None => true,
-            Some((last, at)) => {
-                status::differs(last, &desired)
-                    || at.elapsed() >= self.cfg.node_status_report_interval
-            }
-        };
-        if !due {
+        let reference = server.or(r.last_written.as_ref().map(|(last, _)| last));
+        let since_write = r.last_written.as_ref().map(|(_, at)| at.elapsed());
+        let Some(due) = write_due(
+            &desired,
+            reference,
+            since_write,
+            self.cfg.node_status_report_interval,
+        ) else {
             return WriteOutcome::Unchanged;
-        }
+        };
+        debug!(due = due.as_str(), "writing node status");
         let api: Api<Node> = Api::all(self.client.clone());
         let patch = json!({ "status": &desired });
         let res = tokio::time::timeout(
@@ -297,7 +341,7 @@ impl<T: Tart> StatusLoop<T> {
                     info!(ready = ?status::condition_status(&desired, "Ready"), "node status written");
                 }
                 let current = desired.conditions.clone().unwrap_or_default();
-                let events = transition_events(&self.cfg.node_name, &r.previous, &current);
+                let events = transition_events(&self.cfg.node_name, &previous, &current);
                 if !events.is_empty() {
                     let publisher = r.events.clone();
                     tokio::spawn(async move {
@@ -346,6 +390,23 @@ impl<T: Tart> StatusLoop<T> {
     }
 }
 
+impl<T: Tart> StatusLoop<T> {
+    /// Our Node as the server has it now; [`ObservedNode::Unknown`] when the read failed.
+    async fn read_node(&self) -> ObservedNode {
+        let api: Api<Node> = Api::all(self.client.clone());
+        match tokio::time::timeout(self.cfg.api_timeout, api.get_opt(&self.cfg.node_name)).await {
+            Ok(Ok(Some(n))) => ObservedNode::Present(Arc::new(n)),
+            Ok(Ok(None)) => ObservedNode::Absent,
+            Ok(Err(e)) => {
+                self.metrics.api_error("node", &e);
+                self.access.failed("get", "nodes", &e);
+                ObservedNode::Unknown
+            }
+            Err(_) => ObservedNode::Unknown,
+        }
+    }
+}
+
 /// Whether the watch shows our registered Node (UID `uid`) gone or replaced by another
 /// object. `seen` records that the watch has shown our Node, so an "absent" from a list taken
 /// before we created it is not mistaken for a deletion.
@@ -359,6 +420,22 @@ fn node_replaced(seen: &mut bool, uid: Option<&str>, obs: &ObservedNode) -> bool
         }
         ObservedNode::Present(_) => *seen,
     }
+}
+
+/// Whether the watch shows our Node with a status that differs from our last write in
+/// something we own, and our last write is not too recent to check again.
+fn server_strayed(r: &Registered, obs: &ObservedNode) -> bool {
+    let Some((last, at)) = &r.last_written else {
+        return false;
+    };
+    let Some(status) = obs
+        .node()
+        .filter(|n| n.metadata.uid == r.uid)
+        .and_then(|n| n.status.as_ref())
+    else {
+        return false;
+    };
+    at.elapsed() >= EARLY_CHECK_AFTER && owned_differs(last, status)
 }
 
 enum WriteOutcome {

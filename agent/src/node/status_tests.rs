@@ -3,7 +3,8 @@ use k8s_openapi::jiff::Timestamp;
 
 use super::*;
 use crate::{
-    config::{Cli, HostDefaults},
+    cli::Cli,
+    config::HostDefaults,
     host::{FixedHost, PidStats, VolumeStats},
     node::health::HostFault,
 };

@@ -20,7 +20,6 @@ use crate::metrics::ApiErrors;
 /// The controller's settings.
 #[derive(Debug, Clone)]
 pub struct PodsConfig {
-    /// This node.
     pub node_name: String,
     /// The node's InternalIP (Pods' `hostIP`).
     pub host_ip: String,
@@ -36,9 +35,7 @@ pub struct PodsConfig {
 
 /// The controller's context. One per agent.
 pub struct Shared<T: Tart> {
-    /// API client.
     pub client: kube::Client,
-    /// Settings.
     pub cfg: PodsConfig,
     /// What every worker is given.
     pub worker: Arc<WorkerContext<T>>,

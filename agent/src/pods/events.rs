@@ -21,39 +21,25 @@ pub enum Occurrence {
         vm: String,
     },
     /// `tart pull` starts.
-    Pulling {
-        /// Image.
-        image: String,
-    },
+    Pulling { image: String },
     /// `tart pull` succeeded.
     Pulled {
-        /// Image.
         image: String,
         /// How long it took.
         took: Duration,
     },
     /// The image was cached and the policy allows using it.
-    AlreadyPresent {
-        /// Image.
-        image: String,
-    },
+    AlreadyPresent { image: String },
     /// A pull failed for a workload reason (not found, auth).
     PullFailed {
-        /// Image.
         image: String,
         /// Error text (never contains credentials: tart gets them through env).
         error: String,
     },
     /// Waiting before the next pull attempt.
-    PullBackOff {
-        /// Image.
-        image: String,
-    },
+    PullBackOff { image: String },
     /// `imagePullPolicy: Never` and not cached.
-    NeverPull {
-        /// Image.
-        image: String,
-    },
+    NeverPull { image: String },
     /// Clone and set done.
     Created {
         /// Container name.
@@ -99,7 +85,6 @@ pub enum Occurrence {
     Rejected {
         /// Why.
         reason: RejectReason,
-        /// Message.
         message: String,
     },
 }

@@ -28,9 +28,7 @@ pub const VM_BUCKETS: [f64; 15] = [
 pub enum Stage {
     /// Image pull.
     Pull,
-    /// Clone.
     Clone,
-    /// Set.
     Set,
     /// `tart run` until its start window passed.
     Run,
@@ -311,26 +309,6 @@ impl Observer for PodMetrics {
                     kind: kind.as_str(),
                 })
                 .inc();
-        }
-    }
-}
-
-/// An [`Observer`] that forwards to [`PodMetrics`] once they exist: the tart driver is built
-/// before the registry, so it gets this cell and the Pod side fills it when it registers.
-#[derive(Clone, Debug, Default)]
-pub struct LateObserver(std::sync::Arc<std::sync::OnceLock<PodMetrics>>);
-
-impl LateObserver {
-    /// Start forwarding to `m` (only the first call counts).
-    pub fn set(&self, m: PodMetrics) {
-        let _ = self.0.set(m);
-    }
-}
-
-impl Observer for LateObserver {
-    fn attempt(&self, a: &Attempt) {
-        if let Some(m) = self.0.get() {
-            m.attempt(a);
         }
     }
 }

@@ -38,9 +38,8 @@ use kube::{
     Api,
     runtime::{Controller, controller, watcher},
 };
-use prometheus_client::registry::Registry;
 use tart::Tart;
-use tokio::{sync::watch, task::JoinHandle};
+use tokio::sync::watch;
 use tracing::{Instrument, info, info_span, warn};
 
 use self::{
@@ -56,9 +55,11 @@ use self::{
 use crate::{
     backoff::{API_RETRY, WatchBackoff},
     config::{Config, PullCredentials},
-    entry::PodSideDeps,
+    metrics::ApiErrors,
+    node::health::HostHealth,
     node::watch::ObservedNode,
     quantity::parse_scaled,
+    slots::VmSlots,
 };
 
 /// VM log files are cut to their last half past this size.
@@ -92,24 +93,34 @@ impl WorkerConfig {
     }
 }
 
-/// Register the Pod-side metrics and return the starter for the integration point in
-/// `entry::run`. The returned [`PodMetrics`] is also the [`tart::Observer`] to count tart
-/// attempts with.
-pub fn register<T: Tart>(
-    registry: &mut Registry,
-) -> (
-    PodMetrics,
-    impl FnOnce(PodSideDeps<T>) -> Option<JoinHandle<()>> + use<T>,
-) {
-    let metrics = PodMetrics::register(registry);
-    let m = metrics.clone();
-    (metrics, move |deps: PodSideDeps<T>| {
-        Some(tokio::spawn(run(deps, m).instrument(info_span!("pods"))))
-    })
+/// What the Pod side is given: the node side's shared pieces and its own metrics, registered
+/// before anything was built.
+pub struct PodSide<T: Tart> {
+    /// API client (the main one; the Lease has its own).
+    pub client: kube::Client,
+    /// Configuration.
+    pub cfg: Arc<Config>,
+    /// Tart driver (built with `metrics` as its observer).
+    pub tart: Arc<T>,
+    /// The node's VM slots.
+    pub slots: VmSlots,
+    /// Where host faults and VM starts are reported (the node's `TartReady`).
+    pub health: HostHealth,
+    /// The node's InternalIP (the Pods' hostIP).
+    pub host_ip: String,
+    /// The Pod side's metrics.
+    pub metrics: PodMetrics,
+    /// `tart_kubelet_api_errors_total` (resources `pod` and `event` here).
+    pub api_errors: ApiErrors,
+    /// Our Node as the node side's one watch sees it: allocatable, and whether it was deleted.
+    pub node: watch::Receiver<ObservedNode>,
+    /// Turns true on shutdown, or when another agent instance holds our Node's Lease.
+    pub shutdown: watch::Receiver<bool>,
 }
 
-/// Run the Pod side until shutdown.
-pub async fn run<T: Tart>(deps: PodSideDeps<T>, metrics: PodMetrics) {
+/// Run the Pod side until shutdown: restart recovery, then the Pod controller. Workers end with
+/// it; VMs keep running (they outlive the agent).
+pub async fn run<T: Tart>(deps: PodSide<T>) {
     let cfg = PodsConfig::from_config(&deps.cfg, deps.host_ip.clone());
     let naming = match VmNaming::new(deps.cfg.vm_name_prefix.clone()) {
         Ok(n) => n,
@@ -132,9 +143,9 @@ pub async fn run<T: Tart>(deps: PodSideDeps<T>, metrics: PodMetrics) {
             deps.client.clone(),
             &cfg.node_name,
             cfg.api_timeout,
-            deps.node_metrics.api_errors.clone(),
+            deps.api_errors.clone(),
         ),
-        metrics,
+        metrics: deps.metrics.clone(),
         pulls: Default::default(),
         waker: Waker::new(wake_tx),
     });
@@ -145,7 +156,7 @@ pub async fn run<T: Tart>(deps: PodSideDeps<T>, metrics: PodMetrics) {
         node: node_rx,
         workers: Default::default(),
         api_failures: Default::default(),
-        api_errors: deps.node_metrics.api_errors.clone(),
+        api_errors: deps.api_errors.clone(),
         cfg,
     });
     let mut shutdown = deps.shutdown.clone();

@@ -68,7 +68,6 @@ pub enum Process {
     /// Not started (or cleared for a restart).
     #[default]
     None,
-    /// Running.
     Running {
         /// `tart ip` answered.
         has_ip: bool,
@@ -179,7 +178,7 @@ pub fn crash_backoff(restart_count: u32) -> Duration {
     CRASH_LOOP.delay(restart_count)
 }
 
-/// Decide.
+/// The next step for the Pod object and for its VM.
 pub fn plan(pod: &PodFacts, vm: &VmFacts, now: Instant) -> Decision {
     let alive = matches!(vm.process, Process::Running { .. });
     if pod.node_gone && !pod.deleting {

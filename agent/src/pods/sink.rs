@@ -35,11 +35,14 @@ use crate::{
 /// Who reports the events (`reportingController`).
 const CONTROLLER: &str = "tart-kubelet";
 
+/// The occurrences already published, per Pod UID.
+type Seen = HashMap<String, HashSet<(EventKind, u32)>>;
+
 /// Cheap to clone; all clones share one queue and one dedupe table.
 #[derive(Clone)]
 pub struct EventSink {
     tx: mpsc::UnboundedSender<(ObjectReference, Occurrence)>,
-    seen: Arc<Mutex<HashMap<String, HashSet<(EventKind, u32)>>>>,
+    seen: Arc<Mutex<Seen>>,
 }
 
 impl EventSink {
@@ -106,7 +109,7 @@ impl EventSink {
         self.lock().remove(uid);
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, HashSet<(EventKind, u32)>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Seen> {
         self.seen
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)

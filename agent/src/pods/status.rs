@@ -81,7 +81,6 @@ impl ContainerView {
 pub struct Observation {
     /// The node's IP.
     pub host_ip: Option<String>,
-    /// Container name.
     pub container: String,
     /// Image as in the spec.
     pub image: String,
@@ -95,7 +94,6 @@ pub struct Observation {
     pub last_terminated: Option<Terminated>,
     /// Restarts so far.
     pub restart_count: u32,
-    /// Guest IP.
     pub pod_ip: Option<String>,
 }
 

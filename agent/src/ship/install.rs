@@ -20,8 +20,6 @@ use crate::config::Config;
 /// The config file the job is started with when `--config` is not given (Homebrew's etc on
 /// Apple silicon; packaging/homebrew installs the example there).
 pub const DEFAULT_CONFIG_PATH: &str = "/opt/homebrew/etc/tart-kubelet/config.toml";
-/// The real launchctl.
-pub const LAUNCHCTL: &str = "/bin/launchctl";
 /// Deadline of one `launchctl` invocation.
 const LAUNCHCTL_DEADLINE: Duration = Duration::from_secs(15);
 /// Poll period while waiting for a job to go away or come up.
@@ -110,6 +108,7 @@ pub fn resolve_install(
     };
     let text = plist::render(&spec).context("cannot generate the launchd plist")?;
     let dir = args
+        .job
         .plist_dir
         .clone()
         .unwrap_or_else(|| default_plist_dir(args.variant));
@@ -120,7 +119,7 @@ pub fn resolve_install(
         plist: text,
         log_dir,
         user: host.user.clone(),
-        wait: Duration::from_secs(args.wait_timeout),
+        wait: Duration::from_secs(args.job.wait_timeout),
     });
     Ok((spec, steps))
 }
@@ -185,21 +184,21 @@ pub async fn install(args: &InstallArgs, cfg: &Config) -> anyhow::Result<ExitCod
     let cfg = &super::effective_config(&args.run, cfg)?;
     let host = host_facts(args.user.as_deref(), args.home.as_deref())?;
     let (spec, steps) = resolve_install(args, cfg, &host)?;
-    if args.dry_run {
+    if args.job.dry_run {
         print!(
             "# tart-kubelet install --dry-run: nothing was changed. Plan:\n{}",
             launchctl::render_plan(&steps)
         );
         return Ok(ExitCode::SUCCESS);
     }
-    preflight(&args.launchctl)?;
+    preflight(&args.job.launchctl)?;
     let config_file = &spec.args[1];
     if !Path::new(config_file).is_file() {
         bail!(
             "config file {config_file} does not exist: write it first (packaging/config.example.toml) or pass --config"
         );
     }
-    execute(&steps, &args.launchctl).await?;
+    execute(&steps, &args.job.launchctl).await?;
     println!("installed {} ({})", spec.label, spec.variant.as_str());
     Ok(ExitCode::SUCCESS)
 }
@@ -214,6 +213,7 @@ pub async fn uninstall(args: &UninstallArgs, _cfg: &Config) -> anyhow::Result<Ex
         Variant::Agent => host_facts(args.user.as_deref(), None)?.uid,
     };
     let dir = args
+        .job
         .plist_dir
         .clone()
         .unwrap_or_else(|| default_plist_dir(args.variant));
@@ -221,23 +221,23 @@ pub async fn uninstall(args: &UninstallArgs, _cfg: &Config) -> anyhow::Result<Ex
         &domain(args.variant, uid)?,
         &args.label,
         dir.join(format!("{}.plist", args.label)),
-        Duration::from_secs(args.wait_timeout),
+        Duration::from_secs(args.job.wait_timeout),
     );
-    if args.dry_run {
+    if args.job.dry_run {
         print!(
             "# tart-kubelet uninstall --dry-run: nothing was changed. Plan:\n{}",
             launchctl::render_plan(&steps)
         );
         return Ok(ExitCode::SUCCESS);
     }
-    preflight(&args.launchctl)?;
-    execute(&steps, &args.launchctl).await?;
+    preflight(&args.job.launchctl)?;
+    execute(&steps, &args.job.launchctl).await?;
     println!("uninstalled {}", args.label);
     Ok(ExitCode::SUCCESS)
 }
 
 fn preflight(launchctl: &Path) -> anyhow::Result<()> {
-    if !cfg!(target_os = "macos") && launchctl == Path::new(LAUNCHCTL) {
+    if !cfg!(target_os = "macos") && launchctl == Path::new(launchctl::LAUNCHCTL) {
         bail!("install/uninstall need macOS's launchctl; on this system only --dry-run works");
     }
     if !nix::unistd::geteuid().is_root() {

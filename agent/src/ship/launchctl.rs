@@ -10,6 +10,9 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// The real launchctl.
+pub const LAUNCHCTL: &str = "/bin/launchctl";
+
 /// A launchd domain target.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Domain {

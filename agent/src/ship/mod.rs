@@ -1,12 +1,13 @@
 //! Shipping the agent to a Mac mini: the `install`, `uninstall` and `doctor`
 //! subcommands and the agent's own rotating log file.
 //!
-//! This module owns the clap `Args` of those three subcommands and their entry points; the
-//! top-level CLI (`crate::config`) only dispatches to them. The decisions (plist text, the
-//! launchctl plan, doctor verdicts) are pure functions in the sibling files; I/O (writing the
-//! plist, running `launchctl`, probing the host and the API server) stays in the `*_io` parts.
-use std::path::PathBuf;
+//! Wiring only. The subcommands' clap `Args` live in [`args`]; the top-level CLI
+//! (the `cli` module) dispatches to the entry points re-exported here. The decisions (plist text,
+//! the launchctl plan, doctor verdicts) are pure functions in the sibling files; I/O (writing
+//! the plist, running `launchctl`, probing the host and the API server) stays in the `*_io`
+//! parts.
 
+pub mod args;
 pub mod doctor;
 pub mod install;
 pub mod launchctl;
@@ -14,144 +15,7 @@ pub mod logfile;
 pub mod plist;
 pub mod rbac;
 
+pub use args::{DoctorArgs, InstallArgs, JobControl, UninstallArgs, effective_config};
 pub use doctor::doctor;
 pub use install::{install, uninstall};
-
-use crate::config::{Config, ConfigError, HostDefaults, RunArgs};
-
-/// The configuration a subcommand works with: the caller's `cfg` (top-level flags and
-/// environment), unless the subcommand was given its own agent options (`doctor --config F`),
-/// which then win.
-///
-/// # Errors
-/// [`ConfigError`] when the subcommand's own options are invalid.
-pub fn effective_config(own: &RunArgs, cfg: &Config) -> Result<Config, ConfigError> {
-    if *own == RunArgs::default() {
-        return Ok(cfg.clone());
-    }
-    Config::load(own.clone(), &HostDefaults::detect())
-}
-
-/// Which launchd flavour to install (host-and-conventions.md §1.1).
-#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Variant {
-    /// `/Library/LaunchDaemons`, domain `system`, `UserName` = the auto-login console user.
-    /// Starts at boot, survives the loss of the GUI session.
-    #[default]
-    Daemon,
-    /// `/Library/LaunchAgents`, domain `gui/<uid>`, `LimitLoadToSessionType = Aqua`.
-    /// Lives exactly as long as the console user's GUI session.
-    Agent,
-}
-
-impl Variant {
-    /// The word used in file names and messages.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Variant::Daemon => "daemon",
-            Variant::Agent => "agent",
-        }
-    }
-}
-
-/// `tart-kubelet install`: write the launchd plist generated from the configuration and
-/// (re)load it with `launchctl bootout` + `bootstrap`.
-#[derive(clap::Args, Debug, Clone)]
-pub struct InstallArgs {
-    /// The agent's own options (same as `run`): `--config` is what the job will be started
-    /// with, and the rest is validated now so a broken configuration is caught before launchd
-    /// restarts the job every ThrottleInterval.
-    #[command(flatten)]
-    pub run: crate::config::RunArgs,
-    /// LaunchDaemon (default) or LaunchAgent.
-    #[arg(long, value_enum, default_value_t = Variant::Daemon)]
-    pub variant: Variant,
-    /// The auto-login console user the agent runs as (`UserName`); default: the owner of
-    /// /dev/console on macOS, else the invoking user ($SUDO_USER when run with sudo).
-    #[arg(long, value_name = "USER")]
-    pub user: Option<String>,
-    /// That user's home directory (`HOME` of the job); default: from the user database.
-    #[arg(long, value_name = "DIR")]
-    pub home: Option<PathBuf>,
-    /// Absolute path of the tart-kubelet binary the job runs; default: this executable.
-    #[arg(long, value_name = "PATH")]
-    pub binary: Option<PathBuf>,
-    /// Directory for launchd's StandardOutPath/StandardErrorPath (early-crash output only);
-    /// default: <home>/Library/Logs/tart-kubelet.
-    #[arg(long, value_name = "DIR")]
-    pub log_dir: Option<PathBuf>,
-    /// launchd job label (also the plist file stem).
-    #[arg(long, default_value = plist::DEFAULT_LABEL)]
-    pub label: String,
-    /// Seconds launchd waits between SIGTERM and SIGKILL (`ExitTimeOut`).
-    #[arg(long, value_name = "SECONDS", default_value_t = plist::DEFAULT_EXIT_TIMEOUT_SECS)]
-    pub exit_timeout: u32,
-    /// Minimum seconds between two spawns of the job (`ThrottleInterval`).
-    #[arg(long, value_name = "SECONDS", default_value_t = plist::DEFAULT_THROTTLE_SECS)]
-    pub throttle_interval: u32,
-    /// Directory the plist is written to; default /Library/LaunchDaemons or /Library/LaunchAgents.
-    #[arg(long, value_name = "DIR")]
-    pub plist_dir: Option<PathBuf>,
-    /// Deadline in seconds for the old job to be really gone after `bootout`, and for the new
-    /// one to report a PID after `bootstrap`.
-    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
-    pub wait_timeout: u64,
-    /// Print exactly what would be written and run, change nothing.
-    #[arg(long)]
-    pub dry_run: bool,
-    /// launchctl program (tests point this at a stand-in).
-    #[arg(long, hide = true, default_value = install::LAUNCHCTL)]
-    pub launchctl: PathBuf,
-}
-
-/// `tart-kubelet uninstall`: `launchctl bootout` the job, wait until it is gone, remove the plist.
-#[derive(clap::Args, Debug, Clone)]
-pub struct UninstallArgs {
-    /// LaunchDaemon (default) or LaunchAgent.
-    #[arg(long, value_enum, default_value_t = Variant::Daemon)]
-    pub variant: Variant,
-    /// The console user (only needed for --variant agent, to find gui/<uid>).
-    #[arg(long, value_name = "USER")]
-    pub user: Option<String>,
-    /// launchd job label (also the plist file stem).
-    #[arg(long, default_value = plist::DEFAULT_LABEL)]
-    pub label: String,
-    /// Directory the plist lives in; default /Library/LaunchDaemons or /Library/LaunchAgents.
-    #[arg(long, value_name = "DIR")]
-    pub plist_dir: Option<PathBuf>,
-    /// Deadline in seconds for the job to be really gone after `bootout`.
-    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
-    pub wait_timeout: u64,
-    /// Print exactly what would be removed and run, change nothing.
-    #[arg(long)]
-    pub dry_run: bool,
-    /// launchctl program (tests point this at a stand-in).
-    #[arg(long, hide = true, default_value = install::LAUNCHCTL)]
-    pub launchctl: PathBuf,
-}
-
-/// `tart-kubelet doctor`: preflight checks with actionable messages; exits non-zero when
-/// something blocks the agent from working.
-#[derive(clap::Args, Debug, Clone)]
-pub struct DoctorArgs {
-    /// The agent's own options (same as `run`, including `--config`): doctor checks the
-    /// configuration the agent would run with.
-    #[command(flatten)]
-    pub run: crate::config::RunArgs,
-    /// Print the report as JSON lines instead of text.
-    #[arg(long)]
-    pub json: bool,
-    /// Skip the checks that talk to the API server (kubeconfig, RBAC).
-    #[arg(long)]
-    pub offline: bool,
-    /// Treat warnings as blocking (non-zero exit).
-    #[arg(long)]
-    pub strict: bool,
-    /// The softnet binary to check for root ownership and setuid, if VMs use
-    /// `--net-softnet` (e.g. /opt/homebrew/bin/softnet).
-    #[arg(long, value_name = "PATH")]
-    pub softnet: Option<PathBuf>,
-    /// Deadline in seconds for each external call doctor makes.
-    #[arg(long, value_name = "SECONDS", default_value_t = 10)]
-    pub call_timeout: u64,
-}
+pub use plist::Variant;

@@ -7,7 +7,27 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use super::Variant;
+/// Which launchd flavour to install (host-and-conventions.md §1.1).
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Variant {
+    /// `/Library/LaunchDaemons`, domain `system`, `UserName` = the auto-login console user.
+    /// Starts at boot, survives the loss of the GUI session.
+    #[default]
+    Daemon,
+    /// `/Library/LaunchAgents`, domain `gui/<uid>`, `LimitLoadToSessionType = Aqua`.
+    /// Lives exactly as long as the console user's GUI session.
+    Agent,
+}
+
+impl Variant {
+    /// The word used in file names and messages.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Variant::Daemon => "daemon",
+            Variant::Agent => "agent",
+        }
+    }
+}
 
 /// Default job label; the plist file is `<label>.plist`.
 pub const DEFAULT_LABEL: &str = "dev.tart-kubelet.agent";

@@ -141,17 +141,25 @@ pub const ALWAYS: &[Permission] = &[
         "coordination.k8s.io",
         "leases",
         "",
-        "create",
+        "get",
         LEASE_NAMESPACE,
-        "create the Node Lease (first apply)",
+        "see who holds the Node Lease (start-up claim, after a conflicting renewal)",
     ),
     p(
         "coordination.k8s.io",
         "leases",
         "",
-        "patch",
+        "create",
         LEASE_NAMESPACE,
-        "renew the Node Lease (apply)",
+        "create the Node Lease",
+    ),
+    p(
+        "coordination.k8s.io",
+        "leases",
+        "",
+        "update",
+        LEASE_NAMESPACE,
+        "renew the Node Lease (update with a resourceVersion precondition)",
     ),
 ];
 
@@ -187,7 +195,7 @@ mod tests {
         let lease = ALWAYS.iter().find(|p| p.resource == "leases").unwrap();
         assert_eq!(
             lease.display(),
-            "create leases.coordination.k8s.io in namespace kube-node-lease"
+            "get leases.coordination.k8s.io in namespace kube-node-lease"
         );
     }
 

@@ -3,9 +3,9 @@
 use std::{ffi::OsString, path::PathBuf, sync::Arc};
 
 use super::{Inner, TartCli};
-use crate::{Deadlines, NoopObserver, Observer, process, retry::RetryPolicy};
+use crate::{Deadlines, Observer, observe::NoopObserver, process, retry::RetryPolicy};
 
-/// Builder for [`TartCli`].
+/// Builder for [`TartCli`]: only `TART_HOME` is required, every other setting has a default.
 pub struct TartCliBuilder {
     program: PathBuf,
     tart_home: PathBuf,
@@ -46,7 +46,7 @@ impl TartCliBuilder {
         self.track_inflight = yes;
         self
     }
-    /// Deadlines.
+    /// Per-operation deadlines (default: those of §7.4).
     pub fn deadlines(mut self, d: Deadlines) -> Self {
         self.deadlines = d;
         self
@@ -66,7 +66,8 @@ impl TartCliBuilder {
         self.output_cap = bytes;
         self
     }
-    /// Build.
+    /// The client. Extra variables named `TART_HOME` or `CI` are dropped: the home is the
+    /// builder's, and `CI=1` is always set.
     pub fn build(self) -> TartCli {
         // Extra variables first, and never TART_HOME or CI: the home is this client's, and
         // the progress parser needs CI's plain lines.

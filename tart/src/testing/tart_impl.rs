@@ -1,21 +1,18 @@
 //! `impl Tart for MemTart`: the CLI's observable rules (§2) over the in-memory state.
 
-use std::{
-    net::Ipv4Addr,
-    time::{Duration, SystemTime},
-};
+use std::{net::Ipv4Addr, time::Duration};
 
 use tokio::sync::watch;
 
-use super::{MemTart, MemVm, err, running};
+use super::{MemTart, err, running};
 use crate::{
     Credentials, ErrorKind, ExecOutput, IpResolver, Op, PruneOpts, Result, RunOpts, RunningVm,
-    SetOpts, Source, StopOutcome, Tart, Version, VmDetails, VmInfo, VmName, VmState,
+    SetOpts, Source, StopOutcome, Tart, Version, VmDetails, VmInfo, VmName, VmProcess, VmState,
     command::is_remote,
 };
 
 impl Tart for MemTart {
-    type Vm = MemVm;
+    type Vm = VmProcess;
 
     async fn version(&self) -> Result<Version> {
         self.enter(Op::Version, "").await?;
@@ -112,7 +109,7 @@ impl Tart for MemTart {
         Ok(())
     }
 
-    async fn run(&self, vm: &VmName, _opts: &RunOpts) -> Result<MemVm> {
+    async fn run(&self, vm: &VmName, _opts: &RunOpts) -> Result<VmProcess> {
         self.enter(Op::Run, vm.as_str()).await?;
         let mut s = self.lock();
         s.next += 1;
@@ -131,32 +128,16 @@ impl Tart for MemTart {
         let (tx, rx) = watch::channel(None);
         e.run = Some(tx);
         e.pid = pid;
-        Ok(MemVm {
-            name: vm.clone(),
-            pid,
-            adopted: false,
-            started_at: SystemTime::now(),
-            exit: rx,
-        })
+        Ok(VmProcess::new(vm.clone(), pid, false, rx))
     }
 
-    async fn attach(&self, vm: &VmName, _opts: &RunOpts) -> Result<Option<MemVm>> {
+    async fn attach(&self, vm: &VmName, _opts: &RunOpts) -> Result<Option<VmProcess>> {
         let mut s = self.lock();
         s.attaches.push(vm.as_str().to_owned());
-        Ok(s.vms
-            .get(vm.as_str())
-            .filter(|e| running(e))
-            .map(|e| MemVm {
-                name: vm.clone(),
-                pid: e.pid,
-                adopted: true,
-                started_at: SystemTime::now(),
-                exit: e
-                    .run
-                    .as_ref()
-                    .map(watch::Sender::subscribe)
-                    .expect("running"),
-            }))
+        Ok(s.vms.get(vm.as_str()).filter(|e| running(e)).map(|e| {
+            let exit = e.run.as_ref().map(watch::Sender::subscribe);
+            VmProcess::new(vm.clone(), e.pid, true, exit.expect("running"))
+        }))
     }
 
     async fn ip(&self, vm: &VmName, _wait: Duration, _resolver: IpResolver) -> Result<Ipv4Addr> {
@@ -174,8 +155,8 @@ impl Tart for MemTart {
         }
     }
 
-    async fn stop(&self, vm: &MemVm, _grace: Duration) -> Result<StopOutcome> {
-        self.enter(Op::Stop, vm.name.as_str()).await?;
+    async fn stop(&self, vm: &VmProcess, _grace: Duration) -> Result<StopOutcome> {
+        self.enter(Op::Stop, vm.name().as_str()).await?;
         if !vm.is_alive() {
             return Ok(StopOutcome::AlreadyStopped);
         }
@@ -184,9 +165,9 @@ impl Tart for MemTart {
             .stop_outcome
             .unwrap_or(StopOutcome::GuestShutdown);
         if outcome == StopOutcome::Killed {
-            self.kill_vm(&vm.name);
+            self.kill_vm(vm.name());
         } else {
-            self.exit_vm(&vm.name, 0);
+            self.exit_vm(vm.name(), 0);
         }
         Ok(outcome)
     }

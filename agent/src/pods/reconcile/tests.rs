@@ -100,12 +100,11 @@ async fn with_worker(
     let h: WorkerHandle = worker::spawn(shared.worker.clone(), vm, input, Start::Fresh, 0);
     let mut rx = h.state.clone();
     shared.with_workers(|w| w.insert(UID.into(), h));
-    let s = timeout(WAIT, rx.wait_for(|s| pred(s)))
+    timeout(WAIT, rx.wait_for(|s| pred(s)))
         .await
         .expect("worker never got there")
         .unwrap()
-        .clone();
-    s
+        .clone()
 }
 
 fn running(s: &WorkerState) -> bool {

@@ -71,9 +71,7 @@ impl Waker {
 pub struct WorkerContext<T: Tart> {
     /// API client, for pull secrets only.
     pub client: kube::Client,
-    /// Tart driver.
     pub tart: Arc<T>,
-    /// Settings.
     pub cfg: WorkerConfig,
     /// The node's VM slots.
     pub slots: VmSlots,
@@ -81,7 +79,6 @@ pub struct WorkerContext<T: Tart> {
     pub health: HostHealth,
     /// Pod-side metrics.
     pub metrics: PodMetrics,
-    /// Events.
     pub events: EventSink,
     /// In-flight pulls, shared between workers.
     pub pulls: Pulls,

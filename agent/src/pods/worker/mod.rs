@@ -37,7 +37,6 @@ pub use context::{Waker, WorkerConfig, WorkerContext};
 pub struct WorkerInput {
     /// Pod facts for [`plan`].
     pub facts: PodFacts,
-    /// Pod UID.
     pub uid: String,
     /// The Pod, as events and wake-ups refer to it.
     pub obj: ObjectReference,
@@ -45,11 +44,8 @@ pub struct WorkerInput {
     pub pod_label: String,
     /// Namespace (for pull secrets).
     pub namespace: String,
-    /// Container name.
     pub container: String,
-    /// Image.
     pub image: ImageRef,
-    /// Pull policy.
     pub pull_policy: PullPolicy,
     /// `imagePullSecrets` names.
     pub pull_secrets: Vec<String>,
@@ -57,7 +53,6 @@ pub struct WorkerInput {
     pub resources: VmResources,
     /// Pod creation time (start of the provision delay).
     pub created: Option<Timestamp>,
-    /// Termination grace.
     pub grace: Duration,
 }
 
@@ -66,13 +61,11 @@ pub struct WorkerInput {
 pub struct WorkerState {
     /// Facts for [`plan`].
     pub facts: VmFacts,
-    /// The VM.
     pub vm: VmName,
     /// Container state for status.
     pub view: ContainerView,
     /// Previous run.
     pub last_terminated: Option<Terminated>,
-    /// Guest IP.
     pub pod_ip: Option<Ipv4Addr>,
     /// The VM was found running after an agent restart.
     pub adopted: bool,

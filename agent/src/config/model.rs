@@ -1,0 +1,166 @@
+//! What the configuration is: the validated [`Config`], its closed choices, the errors that
+//! name a bad setting, and the host-derived defaults.
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    net::SocketAddr,
+    path::PathBuf,
+    time::Duration,
+};
+
+use super::units::{DiskThreshold, TaintSpec};
+
+/// Our label / resource prefix. Only labels under it are ever pruned from the Node.
+pub(crate) const LABEL_PREFIX: &str = "tart.run/";
+/// The extended resource advertising VM slots.
+pub(crate) const VM_SLOTS_RESOURCE: &str = "tart.run/vm-slots";
+
+/// How the agent writes its own log lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LogFormat {
+    /// One JSON object per line.
+    Json,
+    /// Human-readable text.
+    #[default]
+    Text,
+}
+
+/// How the Pod side obtains registry credentials for `tart pull`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PullCredentials {
+    /// Read the Pod's `imagePullSecrets` (needs `get secrets`), pass them via `TART_REGISTRY_*`.
+    #[default]
+    PodSecrets,
+    /// Never read secrets; tart uses the host's own credential store.
+    Host,
+}
+
+/// Fully validated agent configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// Explicit kubeconfig; `None` = infer (`KUBECONFIG`, `~/.kube/config`, in-cluster).
+    pub kubeconfig: Option<PathBuf>,
+    /// Node name (RFC 1123 subdomain).
+    pub node_name: String,
+    /// The `tart` program (name on `PATH` or a path).
+    pub tart_program: PathBuf,
+    /// `TART_HOME` passed to every tart process.
+    pub tart_home: PathBuf,
+    /// Per-VM `tart run` log files go here.
+    pub vm_log_dir: PathBuf,
+    /// Append the agent's own log here as well as stderr (`None` = stderr only).
+    pub log_file: Option<PathBuf>,
+    /// Format of the agent's own log lines (not the VMs' logs).
+    pub log_format: LogFormat,
+    /// `tracing` filter directive.
+    pub log_filter: String,
+    /// Address of `/metrics`, `/healthz`, `/readyz`.
+    pub admin_addr: SocketAddr,
+    /// Operator labels (validated; `kubernetes.io`/`k8s.io` namespaces refused).
+    pub node_labels: BTreeMap<String, String>,
+    /// Taint set when the Node is created; `None` = no taint.
+    pub taint: Option<TaintSpec>,
+    /// Number of VMs this host runs at once.
+    pub vm_slots: u32,
+    /// The `pods` capacity (Pods beyond the slots wait on the node).
+    pub max_pods: u32,
+    /// Memory kept for the host: allocatable = capacity - reserve.
+    pub memory_reserve_bytes: u64,
+    /// Operator override of the cpu capacity.
+    pub cpu_override: Option<u32>,
+    /// Operator override of the memory capacity.
+    pub memory_override_bytes: Option<u64>,
+    /// Operator override of the ephemeral-storage capacity.
+    pub storage_override_bytes: Option<u64>,
+    /// `DiskPressure` when free space on the `TART_HOME` volume falls under this.
+    pub disk_pressure: DiskThreshold,
+    /// `MemoryPressure` when available memory falls under this.
+    pub memory_pressure_bytes: u64,
+    /// Lease duration (`leaseDurationSeconds`).
+    pub lease_duration: Duration,
+    /// How often the node Lease is renewed.
+    pub lease_renew_interval: Duration,
+    /// How often host facts and tart health are re-checked (a change is written at once).
+    pub node_status_check_interval: Duration,
+    /// Heartbeat write of the Node status when nothing changed.
+    pub node_status_report_interval: Duration,
+    /// Deadline of each Kubernetes API request made by the node side.
+    pub api_timeout: Duration,
+    /// Oldest tart version accepted as `(major, minor, patch)`.
+    pub min_tart_version: (u32, u32, u32),
+    /// Pod side: per-operation tart deadline overrides; other operations keep the tart crate's.
+    pub tart_deadlines: HashMap<tart::Op, Duration>,
+    /// Pod side: attempts per tart operation (kill-and-retry inside the tart crate).
+    pub tart_attempts: u32,
+    /// Pod side: a pull without progress for this long is killed and retried.
+    pub pull_stall_window: Duration,
+    /// Pod side: a `tart run` exit within this window is a start failure.
+    pub run_start_window: Duration,
+    /// Pod side: how long to wait for the VM's IP.
+    pub ip_wait: Duration,
+    /// Pod side: grace when a Pod does not set `terminationGracePeriodSeconds`.
+    pub default_termination_grace: Duration,
+    /// Pod side: registry credentials source.
+    pub pull_credentials: PullCredentials,
+    /// Pod side: prefix of every VM name the agent creates (adoption/GC touch only these).
+    pub vm_name_prefix: String,
+    /// Pod side: number of Pods reconciled concurrently.
+    pub pod_concurrency: u16,
+}
+
+/// A configuration problem, with a message that names the setting.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// A setting has an unusable value.
+    #[error("invalid {setting}: {message}")]
+    Invalid {
+        /// The setting's flag name, e.g. `--vm-slots`.
+        setting: &'static str,
+        /// What is wrong.
+        message: String,
+    },
+    /// The `--config` file could not be read.
+    #[error("cannot read config file {path}")]
+    ReadFile {
+        /// The path given with `--config`.
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The `--config` file is not TOML of [`RunArgs`]' keys, or holds an unusable value (the
+    /// source names the key and the line).
+    #[error("config file {path} is invalid")]
+    ParseFile {
+        /// The path given with `--config`.
+        path: PathBuf,
+        #[source]
+        source: toml::de::Error,
+    },
+}
+
+/// Host-derived defaults, passed in so [`Config::resolve`] stays pure.
+#[derive(Debug, Clone)]
+pub struct HostDefaults {
+    /// Lowercased host name (default node name).
+    pub hostname: String,
+    /// `$HOME`.
+    pub home: PathBuf,
+}
+
+impl HostDefaults {
+    /// Read the host name and `$HOME`.
+    pub fn detect() -> Self {
+        let hostname = nix::unistd::gethostname()
+            .ok()
+            .and_then(|h| h.into_string().ok())
+            .unwrap_or_else(|| "localhost".into());
+        // A Mac's host name is often `Name.local`; a Node name must be lowercase.
+        let hostname = hostname.trim_end_matches(".local").to_ascii_lowercase();
+        let home = std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("/var/root"));
+        Self { hostname, home }
+    }
+}

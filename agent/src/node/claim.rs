@@ -1,0 +1,224 @@
+//! The start-up claim of this Node's Lease: one agent per Node. Runs before anything touches
+//! tart, VMs or Pods. A free, released or expired Lease is taken at once; one whose holder is
+//! seen renewing it is refused with an error naming that holder; one whose holder stopped
+//! renewing (a crashed predecessor) is taken when it expires. The decision is
+//! [`super::holder::claim_step`]; this module reads and writes.
+//!
+//! Uses only what a node identity may do with its own Lease (get, create, update). API
+//! failures are retried with [`API_RETRY`] until shutdown: the agent waits for the API
+//! server rather than run a Node it has not claimed.
+
+use std::time::Duration;
+
+use k8s_openapi::{api::coordination::v1::Lease, jiff::Timestamp};
+use kube::{Api, Client, api::PostParams};
+use tokio::{sync::watch, time::Instant};
+use tracing::{info, warn};
+
+use super::{
+    holder::{ClaimStep, Reading, claim_step, instance_identity},
+    lease::{NAMESPACE, new_lease, renewed},
+};
+use crate::{backoff::API_RETRY, config::Config, telemetry::error_chain};
+
+/// Longest wait between two readings of a Lease held by another instance.
+const POLL: Duration = Duration::from_secs(1);
+
+/// A claimed Lease.
+#[derive(Debug, Clone)]
+pub struct Claimed {
+    /// This instance's holder identity.
+    pub identity: String,
+    /// The Lease as written.
+    pub lease: Lease,
+}
+
+/// Why the Lease was not claimed.
+#[derive(Debug, thiserror::Error)]
+pub enum ClaimError {
+    /// No usable client configuration.
+    #[error("cannot load the Kubernetes client configuration")]
+    KubeConfig(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The kube client could not be built.
+    #[error("cannot build the Kubernetes client")]
+    Client(#[source] kube::Error),
+    /// Another live agent instance holds the Lease.
+    #[error(
+        "another tart-kubelet instance runs node {node}: Lease {NAMESPACE}/{node} is held and \
+         renewed by {holder}; stop that agent (or give this one another --node-name)"
+    )]
+    HeldByAnother {
+        /// Node name.
+        node: String,
+        /// The live holder.
+        holder: String,
+    },
+    /// Shutdown was requested before the claim finished.
+    #[error("stopped before the Node's Lease was claimed")]
+    Cancelled,
+}
+
+/// What one read saw.
+enum Seen {
+    Lease(Box<Lease>),
+    Absent,
+    Failed,
+}
+
+/// How one write ended.
+enum Wrote {
+    Ok(Box<Lease>),
+    /// Someone else wrote (or created) the Lease first.
+    Conflict,
+    Failed,
+}
+
+/// [`claim`] with the client configuration `kube_config` (or the error loading it).
+///
+/// # Errors
+/// As [`claim`]; [`ClaimError::KubeConfig`] when there is no configuration.
+pub async fn claim_with<E>(
+    kube_config: Result<kube::Config, E>,
+    cfg: &Config,
+    shutdown: watch::Receiver<bool>,
+) -> Result<Claimed, ClaimError>
+where
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let kc = kube_config.map_err(|e| ClaimError::KubeConfig(Box::new(e)))?;
+    claim(kc, cfg, shutdown).await
+}
+
+/// Claim Lease `kube-node-lease/<node>` for a new instance identity.
+///
+/// # Errors
+/// [`ClaimError::HeldByAnother`] when a live agent holds it; [`ClaimError::Cancelled`] when
+/// `shutdown` turns true first.
+pub async fn claim(
+    kube_config: kube::Config,
+    cfg: &Config,
+    mut shutdown: watch::Receiver<bool>,
+) -> Result<Claimed, ClaimError> {
+    let client = Client::try_from(kube_config).map_err(ClaimError::Client)?;
+    let api: Api<Lease> = Api::namespaced(client, NAMESPACE);
+    let identity = instance_identity(&cfg.node_name);
+    let node = cfg.node_name.as_str();
+    let mut first: Option<(Reading, Instant)> = None;
+    let mut failures = 0u32;
+    loop {
+        let wait = match read(&api, node, cfg.api_timeout).await {
+            Seen::Failed => {
+                failures += 1;
+                API_RETRY.delay(failures - 1)
+            }
+            Seen::Absent => {
+                let lease = new_lease(node, &identity, cfg.lease_duration, Timestamp::now());
+                match write(&api, node, &lease, cfg.api_timeout, true).await {
+                    Wrote::Ok(lease) => return Ok(taken(identity, *lease)),
+                    Wrote::Conflict => Duration::ZERO,
+                    Wrote::Failed => {
+                        failures += 1;
+                        API_RETRY.delay(failures - 1)
+                    }
+                }
+            }
+            Seen::Lease(lease) => {
+                let now_seen = Reading::of(&lease);
+                if first.is_none() && now_seen.holder.is_some() {
+                    info!(holder = ?now_seen.holder, "the Node's Lease has a holder; checking whether it is renewed");
+                }
+                let (first_seen, since) =
+                    first.get_or_insert_with(|| (now_seen.clone(), Instant::now()));
+                let step = claim_step(
+                    &identity,
+                    first_seen,
+                    &now_seen,
+                    since.elapsed(),
+                    Timestamp::now(),
+                    cfg.lease_duration,
+                    POLL,
+                );
+                match step {
+                    ClaimStep::Take => {
+                        let want = renewed(
+                            &lease,
+                            &identity,
+                            cfg.lease_duration,
+                            None,
+                            Timestamp::now(),
+                        );
+                        match write(&api, node, &want, cfg.api_timeout, false).await {
+                            Wrote::Ok(lease) => return Ok(taken(identity, *lease)),
+                            // Written by someone else meanwhile: read again (a live writer
+                            // shows as a renewal).
+                            Wrote::Conflict => Duration::ZERO,
+                            Wrote::Failed => {
+                                failures += 1;
+                                API_RETRY.delay(failures - 1)
+                            }
+                        }
+                    }
+                    ClaimStep::Refuse { holder } => {
+                        return Err(ClaimError::HeldByAnother {
+                            node: node.to_owned(),
+                            holder,
+                        });
+                    }
+                    ClaimStep::Wait(d) => d,
+                }
+            }
+        };
+        tokio::select! {
+            _ = tokio::time::sleep(wait) => {}
+            _ = shutdown.wait_for(|s| *s) => return Err(ClaimError::Cancelled),
+        }
+    }
+}
+
+fn taken(identity: String, lease: Lease) -> Claimed {
+    info!(holder = %identity, "claimed the Node's Lease");
+    Claimed { identity, lease }
+}
+
+async fn read(api: &Api<Lease>, node: &str, timeout: Duration) -> Seen {
+    match tokio::time::timeout(timeout, api.get_opt(node)).await {
+        Ok(Ok(Some(l))) => Seen::Lease(Box::new(l)),
+        Ok(Ok(None)) => Seen::Absent,
+        Ok(Err(e)) => {
+            warn!(error = %error_chain(&e), "cannot read the Node's Lease; retrying");
+            Seen::Failed
+        }
+        Err(_) => {
+            warn!(?timeout, "reading the Node's Lease timed out; retrying");
+            Seen::Failed
+        }
+    }
+}
+
+/// Create, or update with the resourceVersion precondition.
+async fn write(
+    api: &Api<Lease>,
+    node: &str,
+    lease: &Lease,
+    timeout: Duration,
+    create: bool,
+) -> Wrote {
+    let pp = PostParams::default();
+    let res = if create {
+        tokio::time::timeout(timeout, api.create(&pp, lease)).await
+    } else {
+        tokio::time::timeout(timeout, api.replace(node, &pp, lease)).await
+    };
+    match res {
+        Ok(Ok(l)) => Wrote::Ok(Box::new(l)),
+        Ok(Err(kube::Error::Api(s))) if s.code == 409 => Wrote::Conflict,
+        Ok(Err(e)) => {
+            warn!(error = %error_chain(&e), "cannot write the Node's Lease; retrying");
+            Wrote::Failed
+        }
+        Err(_) => {
+            warn!(?timeout, "writing the Node's Lease timed out; retrying");
+            Wrote::Failed
+        }
+    }
+}
