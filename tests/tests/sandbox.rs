@@ -138,7 +138,8 @@ async fn keep_prints_an_honest_interim_report_then_tears_down_on_ctrl_c() {
     use tokio::io::{AsyncBufReadExt, BufReader};
     let dir = tempfile::tempdir().unwrap();
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_sandbox"))
-        .args(["--nodes", "1", "--pods", "1", "--latency-scale", "0.01", "--keep"])
+        .args(["--nodes", "1", "--pods", "1", "--latency-scale", "0.01"])
+        .arg("--keep")
         .env("TMPDIR", dir.path())
         .process_group(0)
         .stdout(std::process::Stdio::piped())
