@@ -4,12 +4,20 @@
 
 use std::{collections::HashMap, path::Path};
 
+/// The status of the Node's `Ready` condition (`True`, `False`, `Unknown`), if it has one.
+pub fn ready_status(n: &k8s_openapi::api::core::v1::Node) -> Option<&str> {
+    n.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == "Ready")
+        .map(|c| c.status.as_str())
+}
+
 /// The Node's `Ready` condition is `True`.
 pub fn node_ready(n: &k8s_openapi::api::core::v1::Node) -> bool {
-    n.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+    ready_status(n) == Some("True")
 }
 
 /// Resident and peak resident set size (bytes) from `/proc/<pid>/status` text.

@@ -1,8 +1,10 @@
 //! The API server restart fault: kube-apiserver is stopped for longer than the
 //! controller-manager's node-monitor grace (so the node lifecycle controller marks every Node
 //! `Unknown` on the API's return), then started again; from the moment its `/readyz` is ok,
-//! every Node is observed until it is `Ready=True` for good. The time from the return to each
-//! Node's recovery is what the report checks against the agents' status period.
+//! every Node is observed until its `Ready` condition is the agent's own again (`True`, or
+//! `False` for a host fault chaos injected) instead of the controller's `Unknown`. The time
+//! from the return to each Node's recovery is what the report checks against the agents'
+//! status period.
 
 use std::{
     collections::BTreeMap,
@@ -14,7 +16,7 @@ use kube::{Api, Client, api::ListParams};
 use serde::Serialize;
 use tokio::task::JoinHandle;
 
-use crate::{cluster::ControlPlane, sandbox::probe::node_ready};
+use crate::{cluster::ControlPlane, sandbox::probe::ready_status};
 
 /// How often the Nodes are read after the API's return.
 const OBSERVE_EVERY: Duration = Duration::from_millis(200);
@@ -26,23 +28,27 @@ const LIST_DEADLINE: Duration = Duration::from_secs(2);
 pub struct ApiRestartRecord {
     /// From the stop to `/readyz` ok again, seconds.
     pub outage_seconds: f64,
-    /// Per node: seconds from the API's return until the Node was `Ready=True` and stayed so
-    /// for the rest of the observation; `null` when it was not `Ready` at the end.
-    pub node_ready_after_seconds: BTreeMap<String, Option<f64>>,
+    /// Per node: seconds from the API's return until its `Ready` condition was the agent's
+    /// (`True` or `False`) and stayed so for the rest of the observation; `null` when it was
+    /// still `Unknown` (or missing) at the end.
+    pub node_recovered_after_seconds: BTreeMap<String, Option<f64>>,
+    /// Per node: the `Ready` status at the end of the observation (`True`, `False`,
+    /// `Unknown`; empty when it was never read).
+    pub node_ready_at_end: BTreeMap<String, String>,
 }
 
 impl ApiRestartRecord {
     /// The slowest Node's recovery; `None` when some Node did not recover.
     pub fn max_ready_after(&self) -> Option<f64> {
-        self.node_ready_after_seconds
+        self.node_recovered_after_seconds
             .values()
             .try_fold(0.0_f64, |m, v| v.map(|v| m.max(v)))
     }
 }
 
-/// The time a Node recovered, from observations `(seconds since the return, Ready=True)` in
-/// order: the first `Ready` observation after the last one that was not. `None` when the
-/// last observation was not `Ready`, or there was none.
+/// The time a Node recovered, from observations `(seconds since the return, the Ready
+/// condition is the agent's)` in order: the first observation of the agent's status after
+/// the last one that was not. `None` when the last was not, or there was none.
 pub fn recovered_at(observations: &[(f64, bool)]) -> Option<f64> {
     let last_not_ready = observations.iter().rposition(|(_, ready)| !ready);
     let first_ready_after = last_not_ready.map_or(0, |i| i + 1);
@@ -57,7 +63,7 @@ enum Phase {
     },
     Observing {
         outage: Duration,
-        task: JoinHandle<BTreeMap<String, Option<f64>>>,
+        task: JoinHandle<Observed>,
     },
 }
 
@@ -159,17 +165,21 @@ impl ApiRestarts {
         else {
             return String::new();
         };
-        let node_ready_after_seconds = task.await.unwrap_or_default();
+        let (node_recovered_after_seconds, node_ready_at_end) = task.await.unwrap_or_default();
         self.last_end = Some(Instant::now());
         let rec = ApiRestartRecord {
             outage_seconds: outage.as_secs_f64(),
-            node_ready_after_seconds,
+            node_recovered_after_seconds,
+            node_ready_at_end,
         };
         let line = match rec.max_ready_after() {
-            Some(s) => format!("chaos: every Node Ready {s:.1} s after the API's return"),
+            Some(s) => format!(
+                "chaos: every Node's Ready is the agent's again {s:.1} s after the API's return: {:?}",
+                rec.node_ready_at_end
+            ),
             None => format!(
-                "chaos: a Node was not Ready at the end of the observation: {:?}",
-                rec.node_ready_after_seconds
+                "chaos: a Node was still Unknown at the end of the observation: {:?}",
+                rec.node_ready_at_end
             ),
         };
         self.records.push(rec);
@@ -177,27 +187,33 @@ impl ApiRestarts {
     }
 }
 
+/// Per node: the recovery time and the `Ready` status at the end.
+type Observed = (BTreeMap<String, Option<f64>>, BTreeMap<String, String>);
+
 /// Reads the Nodes every [`OBSERVE_EVERY`] for `window` (at least once) and returns each
-/// one's recovery time (see [`recovered_at`]).
-async fn observe(
-    admin: Client,
-    nodes: Vec<String>,
-    window: Duration,
-) -> BTreeMap<String, Option<f64>> {
+/// one's recovery time (see [`recovered_at`]) and last `Ready` status.
+async fn observe(admin: Client, nodes: Vec<String>, window: Duration) -> Observed {
     let api: Api<Node> = Api::all(admin);
     let returned = Instant::now();
     let mut seen: BTreeMap<String, Vec<(f64, bool)>> = BTreeMap::new();
+    let mut last: BTreeMap<String, String> = BTreeMap::new();
     loop {
         let at = returned.elapsed().as_secs_f64();
         if let Ok(Ok(list)) =
             tokio::time::timeout(LIST_DEADLINE, api.list(&ListParams::default())).await
         {
             for n in &nodes {
-                let ready = list
+                let status = list
                     .items
                     .iter()
-                    .any(|x| x.metadata.name.as_deref() == Some(n) && node_ready(x));
-                seen.entry(n.clone()).or_default().push((at, ready));
+                    .find(|x| x.metadata.name.as_deref() == Some(n))
+                    .and_then(ready_status)
+                    .unwrap_or("Unknown");
+                // Only the node lifecycle controller writes `Unknown`; the agent writes True
+                // or False.
+                let agents = status == "True" || status == "False";
+                seen.entry(n.clone()).or_default().push((at, agents));
+                last.insert(n.clone(), status.to_owned());
             }
         }
         if returned.elapsed() >= window && !seen.is_empty() {
@@ -209,13 +225,18 @@ async fn observe(
         }
         tokio::time::sleep(OBSERVE_EVERY).await;
     }
-    nodes
+    let recovered = nodes
         .iter()
         .map(|n| {
             let obs = seen.get(n).map(Vec::as_slice).unwrap_or_default();
             (n.clone(), recovered_at(obs))
         })
-        .collect()
+        .collect();
+    let at_end = nodes
+        .iter()
+        .map(|n| (n.clone(), last.get(n).cloned().unwrap_or_default()))
+        .collect();
+    (recovered, at_end)
 }
 
 #[cfg(test)]
@@ -223,12 +244,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn recovery_is_the_first_ready_after_the_last_not_ready() {
+    fn recovery_is_the_first_agent_status_after_the_last_unknown() {
         type Observations = &'static [(f64, bool)];
         let table: [(Observations, Option<f64>); 6] = [
             (&[], None),
             (&[(0.2, true), (0.4, true)], Some(0.2)),
-            // A stale Ready before the controller marks the Node Unknown does not count.
+            // A stale status before the controller marks the Node Unknown does not count.
             (
                 &[(0.2, true), (1.0, false), (3.5, true), (3.7, true)],
                 Some(3.5),
@@ -248,10 +269,10 @@ mod tests {
     #[test]
     fn the_slowest_node_is_the_max_and_a_node_that_never_recovered_makes_it_none() {
         let mut r = ApiRestartRecord::default();
-        r.node_ready_after_seconds.insert("a".into(), Some(1.5));
-        r.node_ready_after_seconds.insert("b".into(), Some(4.0));
+        r.node_recovered_after_seconds.insert("a".into(), Some(1.5));
+        r.node_recovered_after_seconds.insert("b".into(), Some(4.0));
         assert_eq!(r.max_ready_after(), Some(4.0));
-        r.node_ready_after_seconds.insert("c".into(), None);
+        r.node_recovered_after_seconds.insert("c".into(), None);
         assert_eq!(r.max_ready_after(), None);
     }
 }
