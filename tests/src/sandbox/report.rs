@@ -288,7 +288,7 @@ fn render_chaos(o: &mut String, c: &ChaosReport) {
     let _ = writeln!(o, "faults injected: {}", faults.join(", "));
     let _ = writeln!(
         o,
-        "API server restarts {}: Nodes Ready again at most {} after the API's return (status period {} s)",
+        "API server restarts {}: every Node's Ready the agent's again (not Unknown) at most {} after the API's return (status period {} s)",
         c.api_restarts.len(),
         c.node_ready_after_api_return_max_seconds
             .map_or("-".to_string(), |v| format!("{v:.1} s")),
