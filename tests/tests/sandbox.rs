@@ -129,3 +129,54 @@ async fn ctrl_c_during_the_workload_tears_everything_down() {
     let left = tart_kubelet_tests::cluster::processes_mentioning(dir.path());
     assert!(left.is_empty(), "left running: {left:?}\n{rest}");
 }
+
+/// `--keep` prints an interim report and holds everything up until Ctrl-C: that report must
+/// not say FAILED when nothing failed (the teardown checks are pending, not failed); Ctrl-C
+/// then tears down and the final report is ok.
+#[tokio::test]
+async fn keep_prints_an_honest_interim_report_then_tears_down_on_ctrl_c() {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_sandbox"))
+        .args(["--nodes", "1", "--pods", "1", "--latency-scale", "0.01"])
+        .arg("--keep")
+        .env("TMPDIR", dir.path())
+        .process_group(0)
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let pgid = nix::unistd::Pid::from_raw(child.id().unwrap() as i32);
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut interim = String::new();
+    let up = timeout(Duration::from_secs(240), async {
+        while let Some(l) = lines.next_line().await.unwrap() {
+            interim.push_str(&l);
+            interim.push('\n');
+            if l.starts_with("everything is up") {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert!(matches!(up, Ok(true)), "never held up:\n{interim}");
+    assert!(!interim.contains("FAILED"), "{interim}");
+    assert!(
+        interim.contains("result so far: ok") && interim.contains("pending"),
+        "{interim}"
+    );
+    nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let rest = timeout(Duration::from_secs(240), async {
+        let mut rest = String::new();
+        while let Ok(Some(l)) = lines.next_line().await {
+            rest.push_str(&l);
+            rest.push('\n');
+        }
+        (child.wait().await.unwrap(), rest)
+    })
+    .await;
+    let (status, rest) = rest.expect("sandbox did not end within 240 s of Ctrl-C");
+    assert!(status.success(), "{rest}");
+    assert!(rest.contains("result: ok"), "{rest}");
+}

@@ -12,6 +12,10 @@ use crate::{
     fake::{FakeHome, Knobs},
 };
 
+/// The agents' `--node-status-check-interval`: how often each compares its Node's status with
+/// the server's copy. A Node must be `Ready` again within it after an API server restart.
+pub const NODE_STATUS_PERIOD: Duration = Duration::from_secs(10);
+
 /// Paths of the binaries the sandbox drives, next to the sandbox binary itself.
 pub struct Binaries {
     /// `fake-tart`.
@@ -40,6 +44,20 @@ impl Binaries {
     }
 }
 
+/// What an agent of a simulated Mac was started with (a duplicate agent is started the same
+/// way).
+#[derive(Debug, Clone)]
+pub struct Launch {
+    /// `agent-under-test`.
+    pub agent: PathBuf,
+    /// `fake-tart`.
+    pub fake_tart: PathBuf,
+    /// The agents' kubeconfig.
+    pub kubeconfig: PathBuf,
+    /// Arguments after the harness's own (slots, capacity, deadlines, intervals).
+    pub extra_args: Vec<String>,
+}
+
 /// One simulated Mac mini.
 pub struct SimMac {
     /// Node name.
@@ -54,6 +72,8 @@ pub struct SimMac {
     pub cpu_before: f64,
     /// When the first incarnation started.
     pub started: Instant,
+    /// How its agent was started.
+    pub launch: Launch,
 }
 
 impl SimMac {
@@ -67,8 +87,14 @@ impl SimMac {
     ) -> anyhow::Result<SimMac> {
         let home = FakeHome::new()?;
         home.set_knobs(&knobs)?;
-        let opts =
-            AgentOptions::new(&bins.agent, &bins.fake_tart, kubeconfig, node).args(extra_args);
+        let launch = Launch {
+            agent: bins.agent.clone(),
+            fake_tart: bins.fake_tart.clone(),
+            kubeconfig: kubeconfig.to_path_buf(),
+            extra_args,
+        };
+        let opts = AgentOptions::new(&bins.agent, &bins.fake_tart, kubeconfig, node)
+            .args(launch.extra_args.clone());
         let agent = Agent::start_with_home(opts, home).await?;
         Ok(SimMac {
             node: node.into(),
@@ -77,6 +103,7 @@ impl SimMac {
             restarts: 0,
             cpu_before: 0.0,
             started: Instant::now(),
+            launch,
         })
     }
 

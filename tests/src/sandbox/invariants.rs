@@ -1,6 +1,7 @@
 //! End-of-scenario checks: no orphan VM, no stranded finalizer, no process left, every Pod in
-//! the terminal state it should have, each Pod counted once in each histogram; plus the
-//! readiness wait before a workload and per-agent resource use.
+//! the terminal state it should have, each Pod counted once in each histogram, and chaos's
+//! Node recovery after API restarts and refused duplicate agents; plus the readiness wait
+//! before a workload and per-agent resource use.
 
 use std::time::{Duration, Instant};
 
@@ -13,6 +14,7 @@ use kube::{
 use super::{
     NAMESPACE, Opts, Scenario,
     agents::SimMac,
+    chaos::ChaosReport,
     probe,
     report::{AgentUsage, Invariant, Report},
     workload::{Ending, PoolState},
@@ -26,13 +28,6 @@ pub fn check(name: &str, ok: bool, detail: String) -> Invariant {
         ok,
         detail: if ok { String::new() } else { detail },
     }
-}
-
-fn node_ready(n: &Node) -> bool {
-    n.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
 /// Waits until every simulated Mac's Node is Ready.
@@ -52,7 +47,7 @@ pub async fn wait_nodes_ready(
                 nodes
                     .items
                     .iter()
-                    .any(|x| x.metadata.name.as_deref() == Some(n) && node_ready(x))
+                    .any(|x| x.metadata.name.as_deref() == Some(n) && probe::node_ready(x))
             });
             ready.then_some(())
         }
@@ -181,6 +176,40 @@ pub fn workload(opts: &Opts, pool: &PoolState, rep: &Report) -> Vec<Invariant> {
     out
 }
 
+/// The chaos scenario's own invariants: every Node's `Ready` condition the agent's again
+/// (no longer the controller's `Unknown`) within one status period after each API server
+/// restart, and every duplicate agent refused to run.
+pub fn chaos(c: &ChaosReport) -> Vec<Invariant> {
+    let period = c.node_status_period_seconds;
+    let slow: Vec<String> = c
+        .api_restarts
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.max_ready_after().is_none_or(|s| s > period))
+        .map(|(i, r)| format!("restart {}: {:?}", i + 1, r.node_recovered_after_seconds))
+        .collect();
+    let duplicates: Vec<String> = c
+        .duplicate_agents
+        .iter()
+        .filter_map(|d| d.violation())
+        .collect();
+    vec![
+        check(
+            "node_ready_after_api_return",
+            slow.is_empty(),
+            format!(
+                "Nodes still Unknown {period} s after the API's return (seconds per node): {}",
+                slow.join("; ")
+            ),
+        ),
+        check(
+            "duplicate_agents_refused",
+            duplicates.is_empty(),
+            duplicates.join("; "),
+        ),
+    ]
+}
+
 /// After `ControlPlane::stop`: none of its processes remain.
 pub fn no_control_plane_left(cp: &ControlPlane) -> Invariant {
     let left = cluster::processes_of_run(cp.run_dir());
@@ -205,5 +234,62 @@ pub fn usage(m: &SimMac) -> AgentUsage {
         peak_rss_bytes: peak,
         cpu_percent: (cpu + m.cpu_before) / wall * 100.0,
         restarts: m.restarts,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sandbox::chaos::{api_restart::ApiRestartRecord, duplicate::DuplicateRecord};
+
+    fn restart(secs: &[Option<f64>]) -> ApiRestartRecord {
+        ApiRestartRecord {
+            outage_seconds: 22.0,
+            node_ready_at_end: Default::default(),
+            node_recovered_after_seconds: secs
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (format!("mac-mini-{}", i + 1), *s))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn nodes_must_be_ready_within_the_status_period_after_every_api_restart() {
+        let ok = |restarts: Vec<ApiRestartRecord>| {
+            let c = ChaosReport {
+                node_status_period_seconds: 10.0,
+                api_restarts: restarts,
+                ..ChaosReport::default()
+            };
+            chaos(&c)[0].ok
+        };
+        assert!(ok(vec![]));
+        assert!(ok(vec![restart(&[Some(1.0), Some(10.0)])]));
+        assert!(!ok(vec![restart(&[Some(1.0)]), restart(&[Some(10.5)])]));
+        assert!(!ok(vec![restart(&[Some(1.0), None])]));
+    }
+
+    #[test]
+    fn one_duplicate_that_did_not_refuse_fails_the_invariant() {
+        let refused = DuplicateRecord {
+            node: "mac-mini-1".into(),
+            exit_code: Some(1),
+            exited_by_itself: true,
+            ..DuplicateRecord::default()
+        };
+        let ran = DuplicateRecord {
+            exit_code: None,
+            exited_by_itself: false,
+            ..refused.clone()
+        };
+        let c = |d: Vec<DuplicateRecord>| ChaosReport {
+            duplicate_agents: d,
+            ..ChaosReport::default()
+        };
+        assert!(chaos(&c(vec![refused.clone()]))[1].ok);
+        let inv = &chaos(&c(vec![refused, ran]))[1];
+        assert!(!inv.ok);
+        assert!(inv.detail.contains("mac-mini-1"), "{}", inv.detail);
     }
 }

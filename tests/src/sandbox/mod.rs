@@ -4,6 +4,7 @@
 //! stopped at the end, on Ctrl-C too. See docs/sandbox.md.
 
 pub mod agents;
+pub mod census;
 pub mod chaos;
 pub mod interrupt;
 pub mod invariants;
@@ -38,7 +39,8 @@ pub enum Scenario {
     Steady,
     /// Like steady, but the pool's image changes half-way.
     ImageRoll,
-    /// Like steady, with random faults: hangs, crashes, VM-limit hits, agent SIGKILL+restart.
+    /// Like steady, with random faults: hangs, crashes, VM-limit hits, agent SIGKILL+restart,
+    /// API server restarts, duplicate agents.
     Chaos,
     /// No Pods: measure idle RSS, CPU and API requests per node per minute.
     Idle,
@@ -161,13 +163,21 @@ async fn run(opts: Opts) -> anyhow::Result<bool> {
     let audit_start = probe::now_rfc3339();
     let workload_start = Instant::now();
 
+    let mut chaos = chaos::Chaos::new(opts.seed, Instant::now());
+    let mut census = census::Census::new(
+        macs.iter()
+            .map(|m| (m.node.clone(), m.agent.home().path().to_path_buf()))
+            .collect(),
+    );
     let outcome = tokio::select! {
-        r = drive(&opts, &admin, &mut macs, &mut progress) => Some(r),
+        r = drive(&opts, &cp, &admin, &mut macs, &mut chaos, &mut census, &mut progress) => Some(r),
         () = interrupts.reached(1) => None,
     };
+    // The API server must be up for the teardown, whatever ended the workload.
+    chaos.finish(&cp, matches!(outcome, Some(Ok(_)))).await;
     let interrupted = outcome.is_none();
     let mut failed = false;
-    let (pool, mut scrapes) = match outcome {
+    let pool = match outcome {
         Some(Ok(v)) => v,
         Some(Err(e)) => {
             progress.line(&format!("workload failed: {e:#}"));
@@ -179,6 +189,7 @@ async fn run(opts: Opts) -> anyhow::Result<bool> {
             Default::default()
         }
     };
+    let mut scrapes = chaos.take_earlier_scrapes();
     let mut rep = Report {
         schema: 1,
         scenario: opts.scenario.as_str().into(),
@@ -217,9 +228,24 @@ async fn run(opts: Opts) -> anyhow::Result<bool> {
         for m in &macs {
             rep.agents.push(invariants::usage(m));
         }
+        rep.invariants
+            .extend(invariants::workload(&opts, &pool, &rep));
+        if opts.scenario != Scenario::Idle {
+            rep.invariants.push(census.invariant());
+        }
+        if opts.scenario == Scenario::Chaos {
+            let c = chaos.report();
+            rep.invariants.extend(invariants::chaos(&c));
+            rep.chaos = Some(c);
+        }
     }
+    rep.invariants.push(invariants::check(
+        "workload_completed",
+        !failed,
+        "the workload did not finish (see above)".into(),
+    ));
     if opts.keep && !interrupted {
-        println!("{}", rep.render());
+        println!("{}", rep.render_interim(&CHECKED_AT_TEARDOWN));
         println!(
             "everything is up; in another shell:\n  export KUBECONFIG={}\n  kubectl get nodes,pods -A\nCtrl-C stops it all.",
             cp.kubeconfig_path().display()
@@ -228,15 +254,6 @@ async fn run(opts: Opts) -> anyhow::Result<bool> {
     }
     rep.invariants
         .extend(teardown::run(&opts, &admin, &mut macs, &interrupts, interrupted).await);
-    if !interrupted {
-        rep.invariants
-            .extend(invariants::workload(&opts, &pool, &rep));
-    }
-    rep.invariants.push(invariants::check(
-        "workload_completed",
-        !failed,
-        "the workload did not finish (see above)".into(),
-    ));
     save_logs(&cp, &macs);
     cp.stop()?;
     rep.invariants.push(invariants::no_control_plane_left(&cp));
@@ -250,13 +267,25 @@ async fn run(opts: Opts) -> anyhow::Result<bool> {
     Ok(rep.ok && !interrupted)
 }
 
-/// Runs the scenario until done; returns the pool state and a report to fill.
+/// The invariants only the teardown can check (the `--keep` report shows them as pending).
+const CHECKED_AT_TEARDOWN: [&str; 5] = [
+    "no_stranded_finalizer",
+    "no_orphan_vm",
+    "agents_stopped_cleanly",
+    "no_process_left",
+    "no_control_plane_process_left",
+];
+
+/// Runs the scenario until done; returns the pool state.
 async fn drive(
     opts: &Opts,
+    cp: &ControlPlane,
     admin: &Client,
     macs: &mut [SimMac],
+    chaos: &mut chaos::Chaos,
+    census: &mut census::Census,
     progress: &mut progress::Progress,
-) -> anyhow::Result<(workload::PoolState, Vec<Vec<metrics::Sample>>)> {
+) -> anyhow::Result<workload::PoolState> {
     let mut state = workload::PoolState::default();
     if opts.scenario == Scenario::Idle {
         let end = Instant::now() + Duration::from_secs(opts.idle_seconds);
@@ -267,35 +296,50 @@ async fn drive(
             ));
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
-        return Ok((state, Vec::new()));
+        return Ok(state);
     }
     let pool = (opts.nodes * opts.slots) as usize;
     let deadline = Instant::now() + Duration::from_secs(opts.timeout_seconds);
-    let mut chaos = chaos::Chaos::new(opts.seed, Instant::now());
     let tick = Duration::from_millis(500);
     loop {
-        let image = workload::image_for(opts.scenario == Scenario::ImageRoll, &state, opts.pods);
-        workload::step(
-            admin,
-            NAMESPACE,
-            &mut state,
-            pool,
-            opts.pods,
-            &image,
-            Duration::from_secs(10),
-        )
-        .await?;
+        census.sample();
+        // While the API server is down there is nothing to observe or create.
+        if !chaos.api_down() {
+            let image =
+                workload::image_for(opts.scenario == Scenario::ImageRoll, &state, opts.pods);
+            let step = workload::step(
+                admin,
+                NAMESPACE,
+                &mut state,
+                pool,
+                opts.pods,
+                &image,
+                Duration::from_secs(10),
+            )
+            .await;
+            match step {
+                Ok(_) => {}
+                // Right after an API restart a request may still fail; the next tick retries.
+                Err(e) if chaos.api_restarting() => {
+                    progress.line(&format!(
+                        "workload step failed after the API restart: {e:#}"
+                    ));
+                }
+                Err(e) => return Err(e),
+            }
+        }
         if opts.scenario == Scenario::Chaos {
-            chaos.maybe_inject(opts, macs, progress).await?;
+            chaos.tick(opts, cp, admin, macs, progress).await?;
         }
         progress.status(&format!(
-            "{}: created {}/{}  active {}  ran {}  ended {}",
+            "{}: created {}/{}  active {}  ran {}  ended {}{}",
             opts.scenario.as_str(),
             state.created,
             opts.pods,
             state.active(),
             state.ran.len(),
-            state.ended.len()
+            state.ended.len(),
+            if chaos.api_down() { "  (API down)" } else { "" }
         ));
         if state.done(opts.pods) {
             break;
@@ -314,7 +358,7 @@ async fn drive(
         opts.scenario.as_str(),
         state.ended.len()
     ));
-    Ok((state, chaos.into_earlier_scrapes()))
+    Ok(state)
 }
 
 /// Copies the agents' logs next to the control plane's (their temp dirs go with the agents).

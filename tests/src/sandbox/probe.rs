@@ -1,7 +1,24 @@
-//! Measurements from outside the agents: RSS and CPU time from `/proc`, and API requests per
-//! user from the API server's audit log (one JSON event per line). Parsers are pure.
+//! Measurements from outside the agents: a Node's readiness, RSS and CPU time from `/proc`, and
+//! API requests per user from the API server's audit log (one JSON event per line). Parsers are
+//! pure.
 
 use std::{collections::HashMap, path::Path};
+
+/// The status of the Node's `Ready` condition (`True`, `False`, `Unknown`), if it has one.
+pub fn ready_status(n: &k8s_openapi::api::core::v1::Node) -> Option<&str> {
+    n.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == "Ready")
+        .map(|c| c.status.as_str())
+}
+
+/// The Node's `Ready` condition is `True`.
+pub fn node_ready(n: &k8s_openapi::api::core::v1::Node) -> bool {
+    ready_status(n) == Some("True")
+}
 
 /// Resident and peak resident set size (bytes) from `/proc/<pid>/status` text.
 pub fn parse_status_rss(status: &str) -> Option<(u64, u64)> {

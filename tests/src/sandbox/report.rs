@@ -3,7 +3,10 @@
 
 use serde::Serialize;
 
-use super::metrics::{Histogram, Sample, sum};
+use super::{
+    chaos::ChaosReport,
+    metrics::{Histogram, Sample, sum},
+};
 
 /// Percentiles of one latency, in seconds, estimated from the agents' histograms.
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
@@ -113,6 +116,8 @@ pub struct Report {
     pub api_requests_per_node_per_minute: f64,
     /// Per-agent resource use.
     pub agents: Vec<AgentUsage>,
+    /// Faults and their outcomes (`chaos` only; `null` otherwise).
+    pub chaos: Option<ChaosReport>,
     /// End-of-run invariants.
     pub invariants: Vec<Invariant>,
     /// All invariants held.
@@ -158,8 +163,8 @@ impl Report {
         self.ok = self.invariants.iter().all(|i| i.ok);
     }
 
-    /// Human-readable table.
-    pub fn render(&self) -> String {
+    /// Human-readable table without the result line.
+    fn render_body(&self) -> String {
         use std::fmt::Write as _;
         let ms = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{:.1} ms", v * 1e3));
         let s = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2} s"));
@@ -224,18 +229,81 @@ impl Report {
                 a.restarts
             );
         }
+        if let Some(c) = &self.chaos {
+            render_chaos(&mut o, c);
+        }
         for i in &self.invariants {
             let _ = writeln!(
                 o,
-                "invariant {:<28} {}{}",
+                "invariant {:<36} {}{}",
                 i.name,
                 if i.ok { "ok" } else { "FAILED: " },
                 if i.ok { "" } else { &i.detail }
             );
         }
-        let _ = writeln!(o, "result: {}", if self.ok { "ok" } else { "FAILED" });
         o
     }
+
+    /// The final table, ending with the result.
+    pub fn render(&self) -> String {
+        let mut o = self.render_body();
+        o.push_str(if self.ok {
+            "result: ok\n"
+        } else {
+            "result: FAILED\n"
+        });
+        o
+    }
+
+    /// The table printed before `--keep` holds the sandbox up: the invariants checked so far,
+    /// then those only teardown can check (`pending`) as pending; the result is `FAILED` only
+    /// when a checked invariant failed.
+    pub fn render_interim(&self, pending: &[&str]) -> String {
+        use std::fmt::Write as _;
+        let mut o = self.render_body();
+        for name in pending {
+            let _ = writeln!(o, "invariant {name:<36} pending (checked at teardown)");
+        }
+        let failed = self.invariants.iter().any(|i| !i.ok);
+        let _ = writeln!(
+            o,
+            "result so far: {}",
+            if failed {
+                "FAILED"
+            } else {
+                "ok (pending the teardown checks)"
+            }
+        );
+        o
+    }
+}
+
+fn render_chaos(o: &mut String, c: &ChaosReport) {
+    use std::fmt::Write as _;
+    let faults: Vec<String> = c
+        .faults_injected
+        .iter()
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect();
+    let _ = writeln!(o, "faults injected: {}", faults.join(", "));
+    let _ = writeln!(
+        o,
+        "API server restarts {}: every Node's Ready the agent's again (not Unknown) at most {} after the API's return (status period {} s)",
+        c.api_restarts.len(),
+        c.node_ready_after_api_return_max_seconds
+            .map_or("-".to_string(), |v| format!("{v:.1} s")),
+        c.node_status_period_seconds
+    );
+    let refused = c
+        .duplicate_agents
+        .iter()
+        .filter(|d| d.violation().is_none())
+        .count();
+    let _ = writeln!(
+        o,
+        "duplicate agents {}: {refused} refused to run (exit non-zero by themselves, no VM touched)",
+        c.duplicate_agents.len()
+    );
 }
 
 #[cfg(test)]
@@ -277,5 +345,45 @@ mod tests {
         ] {
             assert!(json.get(key).is_some(), "missing key {key}");
         }
+    }
+
+    #[test]
+    fn the_interim_report_marks_teardown_checks_pending_instead_of_failing() {
+        let mut r = Report::default();
+        r.invariants.push(Invariant {
+            name: "workload_completed".into(),
+            ok: true,
+            detail: String::new(),
+        });
+        let text = r.render_interim(&["no_orphan_vm"]);
+        assert!(!text.contains("FAILED"), "{text}");
+        assert!(text.contains("no_orphan_vm"), "{text}");
+        assert!(text.contains("pending"), "{text}");
+        r.invariants.push(Invariant {
+            name: "never_two_vms_for_one_pod".into(),
+            ok: false,
+            detail: "pod u".into(),
+        });
+        assert!(r.render_interim(&[]).contains("result so far: FAILED"));
+    }
+
+    #[test]
+    fn the_chaos_section_is_rendered_and_null_outside_chaos() {
+        let mut r = Report::default();
+        assert!(serde_json::to_value(&r).unwrap()["chaos"].is_null());
+        let mut c = ChaosReport::default();
+        c.faults_injected.insert("api_restart", 2);
+        c.node_ready_after_api_return_max_seconds = Some(3.25);
+        c.node_status_period_seconds = 10.0;
+        r.chaos = Some(c);
+        let text = r.render();
+        assert!(text.contains("api_restart 2"), "{text}");
+        assert!(text.contains("at most 3.2 s"), "{text}");
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(json["chaos"]["faults_injected"]["api_restart"], 2);
+        assert_eq!(
+            json["chaos"]["node_ready_after_api_return_max_seconds"],
+            3.25
+        );
     }
 }

@@ -7,7 +7,7 @@ use kube::Client;
 
 use super::{
     Opts, Scenario,
-    agents::{Binaries, SimMac},
+    agents::{self, Binaries, SimMac},
     chaos, invariants, mac_knobs, progress, save_logs,
 };
 use crate::cluster::ControlPlane;
@@ -53,6 +53,10 @@ pub async fn start(
         // Tart's 5 s start window, scaled like every other latency (at least 100 ms).
         let window_ms = ((5000.0 * opts.latency_scale) as u64).max(100);
         args.extend(["--run-start-window".to_string(), format!("{window_ms}ms")]);
+        args.extend([
+            "--node-status-check-interval".to_string(),
+            format!("{}s", agents::NODE_STATUS_PERIOD.as_secs()),
+        ]);
         if opts.scenario == Scenario::Chaos {
             args.extend(chaos::agent_args());
         }
