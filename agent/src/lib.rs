@@ -6,8 +6,9 @@
 //! one VM per Pod. Shipping ([`ship`], `macos`): launchd and macOS host facts. `entry` wires
 //! them together; [`cli_main`] is the process entry point. docs/architecture.md has the map.
 
-// Only the process entry point and the RBAC table (which the tests hold against the shipped
-// manifest) are used from outside the crate; everything else is the crate's own.
+// Only the process entry point, the RBAC table (which the tests hold against the shipped
+// manifest) and the default VM-name prefix (which the sandbox counts VMs by) are used from
+// outside the crate; everything else is the crate's own.
 mod admin;
 mod api;
 mod backoff;
@@ -25,3 +26,4 @@ mod slots;
 mod telemetry;
 
 pub use entry::cli_main;
+pub use pods::naming::DEFAULT_PREFIX as VM_NAME_PREFIX;

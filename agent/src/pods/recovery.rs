@@ -89,7 +89,9 @@ pub async fn recover<T: Tart>(shared: &Arc<Shared<T>>) -> Result<Vec<VmName>, St
                     started_at: running_since(pod),
                 }
             }
-            Ok(None) if started_before(pod) => {
+            // A VM whose `tart run` log exists was started by an earlier incarnation, even when
+            // it ended before its Pod's status said so: it is not provisioned (or counted) again.
+            Ok(None) if started_before(pod) || ran_before(&opts.log_path).await => {
                 info!(%vm, pod = %pod.name_any(), "VM stopped while the agent was away");
                 Start::ExitedUnwatched
             }
@@ -107,6 +109,11 @@ pub async fn recover<T: Tart>(shared: &Arc<Shared<T>>) -> Result<Vec<VmName>, St
         shared.with_workers(|w| w.insert(uid, h));
     }
     Ok(orphans)
+}
+
+/// Whether `tart run` was ever started for the VM whose run log is `log`.
+async fn ran_before(log: &std::path::Path) -> bool {
+    tokio::fs::try_exists(log).await.unwrap_or(false)
 }
 
 /// Stop (if running) and delete VMs no Pod owns.
@@ -186,5 +193,79 @@ pub async fn sweep_loop<T: Tart>(
         if !orphans.is_empty() {
             collect(&shared, orphans).await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use http::{Request, Response};
+    use k8s_openapi::{List, api::core::v1::Pod};
+    use kube::client::Body;
+    use tart::testing::MemTart;
+    use tower_test::mock;
+
+    use super::*;
+    use crate::pods::{
+        context::NodeView,
+        fixtures::{UID, rig_with_client, test_pod},
+        input::FINALIZER,
+        plan::Process,
+        worker::UNKNOWN_EXIT,
+    };
+
+    /// Recovery of one stopped VM whose Pod status never said it started; `ran` writes its
+    /// `tart run` log first.
+    async fn recover_stopped(ran: bool) -> Process {
+        let (svc, handle) = mock::pair::<Request<Body>, Response<Body>>();
+        let dir = tempfile::tempdir().unwrap();
+        let tart = MemTart::new().with_cached("ghcr.io/cirruslabs/macos:15");
+        let mut rig = rig_with_client(tart.clone(), 2, kube::Client::new(svc, "default"));
+        std::sync::Arc::get_mut(&mut rig.worker)
+            .unwrap()
+            .cfg
+            .vm_log_dir = dir.path().into();
+        let shared = rig.shared(NodeView::default());
+        let vm = shared.naming.vm_name(UID).unwrap();
+        tart.clone_vm("ghcr.io/cirruslabs/macos:15", &vm, None)
+            .await
+            .unwrap();
+        if ran {
+            std::fs::write(shared.worker.cfg.run_opts(&vm).log_path, "booting\n").unwrap();
+        }
+        let pod = test_pod().finalizer(FINALIZER).build();
+        let serve = tokio::spawn(async move {
+            let mut handle = std::pin::pin!(handle);
+            let (_, reply) = handle.next_request().await.expect("pod list");
+            let list = List::<Pod> {
+                items: vec![pod],
+                ..List::default()
+            };
+            let body = serde_json::to_vec(&list).unwrap();
+            reply.send_response(Response::builder().body(Body::from(body)).unwrap());
+        });
+        let orphans = tokio::time::timeout(Duration::from_secs(2), recover(&shared))
+            .await
+            .expect("recovery hung")
+            .expect("recovery failed");
+        serve.await.unwrap();
+        assert!(orphans.is_empty());
+        let state = shared.worker_state(UID).expect("a worker for the Pod");
+        state.facts.process
+    }
+
+    #[tokio::test]
+    async fn a_stopped_vm_that_ran_before_is_not_provisioned_again() {
+        assert_eq!(
+            recover_stopped(true).await,
+            Process::Exited { code: UNKNOWN_EXIT },
+            "a VM with a run log was started by a predecessor"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_stopped_vm_that_never_ran_resumes_provisioning() {
+        assert_eq!(recover_stopped(false).await, Process::None);
     }
 }

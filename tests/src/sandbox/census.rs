@@ -11,7 +11,7 @@ use std::{
 use super::{invariants::check, report::Invariant};
 
 /// The agents' VM name prefix (the sandbox leaves it at its default).
-const VM_PREFIX: &str = tart_kubelet::pods::naming::DEFAULT_PREFIX;
+const VM_PREFIX: &str = tart_kubelet::VM_NAME_PREFIX;
 
 /// Where one VM of a Pod was seen: a directory or a `tart run` process, on a node.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
