@@ -122,6 +122,7 @@ async fn run_until_signal(cfg: Config) -> ExitCode {
         info!("shutdown signal received");
         let _ = tx.send(true);
     });
+    info!(node = %cfg.node_name, version = env!("CARGO_PKG_VERSION"), "starting tart-kubelet");
     // One agent per Node: claim the Lease before anything touches tart, VMs or Pods.
     let claimed = match node::claim::claim_with(kube_config(&cfg).await, &cfg, rx.clone()).await {
         Ok(c) => c,
@@ -262,7 +263,6 @@ pub async fn run<T: Tart>(
         pod_metrics,
     } = parts;
     let cfg = Arc::new(cfg);
-    info!(node = %cfg.node_name, version = env!("CARGO_PKG_VERSION"), "starting tart-kubelet");
     let kube_config = kube_config(&cfg).await?;
     let client = kube::Client::try_from(kube_config.clone()).map_err(RunError::Client)?;
     let internal_ip = internal_ip(&kube_config).await.to_string();
