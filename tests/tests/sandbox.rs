@@ -63,36 +63,28 @@ async fn a_small_steady_sandbox_run_holds_every_invariant_and_writes_the_report(
 /// process the sandbox started is gone and the report says so.
 #[tokio::test]
 async fn ctrl_c_during_the_workload_tears_everything_down() {
-    use tokio::io::{AsyncBufReadExt, BufReader};
     let dir = tempfile::tempdir().unwrap();
     let report = dir.path().join("report.json");
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_sandbox"))
-        .args(["--nodes", "1", "--pods", "20", "--latency-scale", "0.02"])
-        .arg("--report")
-        .arg(&report)
-        // Everything it creates (control plane run dir, fake-tart homes) lands under `dir`.
-        .env("TMPDIR", dir.path())
-        .process_group(0)
-        .stdout(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let pgid = nix::unistd::Pid::from_raw(child.id().unwrap() as i32);
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut seen = String::new();
+    let report_arg = report.to_str().unwrap();
+    let (mut child, pgid, mut lines) = spawn_sandbox(
+        dir.path(),
+        &[
+            "--nodes",
+            "1",
+            "--pods",
+            "20",
+            "--latency-scale",
+            "0.02",
+            "--report",
+            report_arg,
+        ],
+    );
     // Wait until at least one VM has run: the status line reads "... ran N ...".
-    let running = timeout(Duration::from_secs(240), async {
-        while let Some(l) = lines.next_line().await.unwrap() {
-            seen.push_str(&l);
-            seen.push('\n');
-            if l.split("ran ").nth(1).is_some_and(|r| !r.starts_with('0')) {
-                return true;
-            }
-        }
-        false
+    let (running, seen) = read_until(&mut lines, |l| {
+        l.split("ran ").nth(1).is_some_and(|r| !r.starts_with('0'))
     })
     .await;
-    assert!(matches!(running, Ok(true)), "no VM ran:\n{seen}");
+    assert!(running, "no VM ran:\n{seen}");
     nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGINT).unwrap();
     let rest = timeout(Duration::from_secs(240), async {
         let mut rest = String::new();
@@ -135,32 +127,21 @@ async fn ctrl_c_during_the_workload_tears_everything_down() {
 /// then tears down and the final report is ok.
 #[tokio::test]
 async fn keep_prints_an_honest_interim_report_then_tears_down_on_ctrl_c() {
-    use tokio::io::{AsyncBufReadExt, BufReader};
     let dir = tempfile::tempdir().unwrap();
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_sandbox"))
-        .args(["--nodes", "1", "--pods", "1", "--latency-scale", "0.01"])
-        .arg("--keep")
-        .env("TMPDIR", dir.path())
-        .process_group(0)
-        .stdout(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let pgid = nix::unistd::Pid::from_raw(child.id().unwrap() as i32);
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut interim = String::new();
-    let up = timeout(Duration::from_secs(240), async {
-        while let Some(l) = lines.next_line().await.unwrap() {
-            interim.push_str(&l);
-            interim.push('\n');
-            if l.starts_with("everything is up") {
-                return true;
-            }
-        }
-        false
-    })
-    .await;
-    assert!(matches!(up, Ok(true)), "never held up:\n{interim}");
+    let (mut child, pgid, mut lines) = spawn_sandbox(
+        dir.path(),
+        &[
+            "--nodes",
+            "1",
+            "--pods",
+            "1",
+            "--latency-scale",
+            "0.01",
+            "--keep",
+        ],
+    );
+    let (up, interim) = read_until(&mut lines, |l| l.starts_with("everything is up")).await;
+    assert!(up, "never held up:\n{interim}");
     assert!(!interim.contains("FAILED"), "{interim}");
     assert!(
         interim.contains("result so far: ok") && interim.contains("pending"),
@@ -179,4 +160,44 @@ async fn keep_prints_an_honest_interim_report_then_tears_down_on_ctrl_c() {
     let (status, rest) = rest.expect("sandbox did not end within 240 s of Ctrl-C");
     assert!(status.success(), "{rest}");
     assert!(rest.contains("result: ok"), "{rest}");
+}
+
+type Lines = tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>;
+
+/// The sandbox binary with `args`, in a process group of its own (as a terminal starts it),
+/// creating everything (control plane run dir, fake-tart homes) under `tmp`.
+fn spawn_sandbox(
+    tmp: &std::path::Path,
+    args: &[&str],
+) -> (tokio::process::Child, nix::unistd::Pid, Lines) {
+    use tokio::io::AsyncBufReadExt;
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_sandbox"))
+        .args(args)
+        .env("TMPDIR", tmp)
+        .process_group(0)
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let pgid = nix::unistd::Pid::from_raw(child.id().unwrap() as i32);
+    let lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    (child, pgid, lines)
+}
+
+/// Read lines until one matches `pred` (true) or the output ends or 240 s pass (false); also
+/// returns what was read.
+async fn read_until(lines: &mut Lines, pred: impl Fn(&str) -> bool) -> (bool, String) {
+    let mut seen = String::new();
+    let found = timeout(Duration::from_secs(240), async {
+        while let Ok(Some(l)) = lines.next_line().await {
+            seen.push_str(&l);
+            seen.push('\n');
+            if pred(&l) {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    (matches!(found, Ok(true)), seen)
 }

@@ -15,7 +15,7 @@ use kube::{
     runtime::controller::Action,
 };
 use serde_json::json;
-use tart::Tart;
+use tart::{Tart, VmName};
 use tokio::time::Instant;
 use tracing::{Instrument, debug, field, info, info_span, warn};
 
@@ -178,7 +178,7 @@ async fn reconcile_inner<T: Tart>(pod: &Pod, ctx: &Arc<Shared<T>>) -> Result<Act
     let vm = ctx.naming.vm_name(&v.uid)?;
     tracing::Span::current().record("vm", field::display(&vm));
     let needs_worker = decision.vm != super::plan::VmStep::Idle;
-    sync_worker(ctx, &v, admission.as_ref().ok(), facts, needs_worker)?;
+    sync_worker(ctx, &v, &vm, admission.as_ref().ok(), facts, needs_worker);
     // The status.
     if let Some(ws) = worker.filter(|_| !is_terminal(pod)) {
         let d = Desired::from(observation(ctx, pod, &ws));
@@ -220,10 +220,11 @@ async fn pod_step<T: Tart>(
 fn sync_worker<T: Tart>(
     ctx: &Arc<Shared<T>>,
     v: &View<'_>,
+    vm: &VmName,
     admitted: Option<&Admitted>,
     facts: PodFacts,
     needs_worker: bool,
-) -> Result<(), Error> {
+) {
     let Some(a) = admitted else {
         // Not admissible now, but it has a worker (it was admitted before): facts only.
         ctx.with_workers(|w| {
@@ -235,10 +236,9 @@ fn sync_worker<T: Tart>(
                 });
             }
         });
-        return Ok(());
+        return;
     };
     let input = worker_input(v.pod, a, facts, ctx.cfg.default_grace);
-    let vm = ctx.naming.vm_name(&v.uid)?;
     let spawned = ctx.with_workers(|w| match w.get(&v.uid) {
         Some(h) => {
             h.input.send_if_modified(|i| {
@@ -258,7 +258,6 @@ fn sync_worker<T: Tart>(
     if spawned {
         info!(%vm, "provisioning started");
     }
-    Ok(())
 }
 
 async fn reject<T: Tart>(ctx: &Shared<T>, v: &View<'_>, r: Rejection) -> Result<(), Error> {
