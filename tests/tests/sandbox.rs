@@ -85,17 +85,7 @@ async fn ctrl_c_during_the_workload_tears_everything_down() {
     })
     .await;
     assert!(running, "no VM ran:\n{seen}");
-    nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGINT).unwrap();
-    let rest = timeout(Duration::from_secs(240), async {
-        let mut rest = String::new();
-        while let Ok(Some(l)) = lines.next_line().await {
-            rest.push_str(&l);
-            rest.push('\n');
-        }
-        (child.wait().await.unwrap(), rest)
-    })
-    .await;
-    let (status, rest) = rest.expect("sandbox did not end within 240 s of Ctrl-C");
+    let (status, rest) = ctrl_c(&mut child, pgid, &mut lines).await;
     assert_eq!(
         status.code(),
         Some(1),
@@ -147,17 +137,7 @@ async fn keep_prints_an_honest_interim_report_then_tears_down_on_ctrl_c() {
         interim.contains("result so far: ok") && interim.contains("pending"),
         "{interim}"
     );
-    nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGINT).unwrap();
-    let rest = timeout(Duration::from_secs(240), async {
-        let mut rest = String::new();
-        while let Ok(Some(l)) = lines.next_line().await {
-            rest.push_str(&l);
-            rest.push('\n');
-        }
-        (child.wait().await.unwrap(), rest)
-    })
-    .await;
-    let (status, rest) = rest.expect("sandbox did not end within 240 s of Ctrl-C");
+    let (status, rest) = ctrl_c(&mut child, pgid, &mut lines).await;
     assert!(status.success(), "{rest}");
     assert!(rest.contains("result: ok"), "{rest}");
 }
@@ -200,4 +180,24 @@ async fn read_until(lines: &mut Lines, pred: impl Fn(&str) -> bool) -> (bool, St
     })
     .await;
     (matches!(found, Ok(true)), seen)
+}
+
+/// Send a terminal's Ctrl-C (SIGINT to the process group) and collect the rest of the output
+/// and the exit status; the sandbox must end within 240 s.
+async fn ctrl_c(
+    child: &mut tokio::process::Child,
+    pgid: nix::unistd::Pid,
+    lines: &mut Lines,
+) -> (std::process::ExitStatus, String) {
+    nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let rest = timeout(Duration::from_secs(240), async {
+        let mut rest = String::new();
+        while let Ok(Some(l)) = lines.next_line().await {
+            rest.push_str(&l);
+            rest.push('\n');
+        }
+        (child.wait().await.unwrap(), rest)
+    })
+    .await;
+    rest.expect("sandbox did not end within 240 s of Ctrl-C")
 }
