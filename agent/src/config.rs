@@ -20,7 +20,7 @@ mod values;
 use std::path::Path;
 
 pub use args::RunArgs;
-pub use model::{Config, ConfigError, HostDefaults, LogFormat, PullCredentials};
+pub use model::{Config, ConfigError, HostDefaults, Identity, LogFormat, PullCredentials};
 pub(crate) use model::{LABEL_PREFIX, VM_SLOTS_RESOURCE};
 pub(crate) use units::parse_semver;
 pub use units::{DiskThreshold, TaintSpec};

@@ -9,7 +9,7 @@ use std::{net::SocketAddr, path::PathBuf, time::Duration};
 use serde::Deserialize;
 
 use super::{
-    LogFormat, PullCredentials,
+    Identity, LogFormat, PullCredentials,
     units::{DiskThreshold, parse_bytes, parse_disk_threshold, parse_duration},
     values::{NodeLabel, NodeTaint, TartDeadline, de, parse_socket_addr, parse_version},
 };
@@ -40,6 +40,10 @@ pub struct RunArgs {
     /// Directory for one `tart run` log file per VM. Default: ~/.tart-kubelet/vm-logs.
     #[arg(long, env = "TART_KUBELET_VM_LOG_DIR", value_name = "DIR")]
     pub(crate) vm_log_dir: Option<PathBuf>,
+    /// Directory holding one directory per VM with the files shared into its guest (control,
+    /// status, volumes). Default: ~/.tart-kubelet/guest.
+    #[arg(long, env = "TART_KUBELET_GUEST_DIR", value_name = "DIR")]
+    pub(crate) guest_dir: Option<PathBuf>,
     /// Also append the agent's log to this file. Default: stderr only.
     #[arg(long, env = "TART_KUBELET_LOG_FILE", value_name = "PATH")]
     pub(crate) log_file: Option<PathBuf>,
@@ -251,6 +255,26 @@ pub struct RunArgs {
     /// it. Default: tkl-.
     #[arg(long, env = "TART_KUBELET_VM_NAME_PREFIX", value_name = "PREFIX")]
     pub(crate) vm_name_prefix: Option<String>,
+    /// Whose credentials the agent runs with: agent (its own ServiceAccount or user, with a
+    /// finalizer on every Pod) or node (`system:node:<name>` in `system:nodes`, under the Node
+    /// authorizer and NodeRestriction, without a finalizer, as kubelet). Default: agent.
+    #[arg(
+        long,
+        env = "TART_KUBELET_IDENTITY",
+        value_name = "IDENTITY",
+        hide_possible_values = true
+    )]
+    pub(crate) identity: Option<Identity>,
+    /// A service-account token is refreshed at 80% of its life, or after this long if that
+    /// comes first. Default: 24h.
+    #[arg(
+        long,
+        env = "TART_KUBELET_TOKEN_REFRESH_MAX",
+        value_name = "DURATION",
+        value_parser = parse_duration
+    )]
+    #[serde(default, deserialize_with = "de::duration")]
+    pub(crate) token_refresh_max: Option<Duration>,
     /// Pods reconciled concurrently. Default: 8.
     #[arg(long, env = "TART_KUBELET_POD_CONCURRENCY", value_name = "N")]
     pub(crate) pod_concurrency: Option<u16>,
@@ -267,7 +291,7 @@ impl RunArgs {
     pub(crate) fn or(self, lower: RunArgs) -> RunArgs {
         let hi = self;
         merge!(hi, lower;
-            config, kubeconfig, node_name, tart_program, tart_home, vm_log_dir, log_file,
+            config, kubeconfig, node_name, tart_program, tart_home, vm_log_dir, guest_dir, log_file,
             log_format, log_filter, admin_addr, node_labels, taint, vm_slots, max_pods,
             memory_reserve, cpu, memory, ephemeral_storage, disk_pressure_free,
             memory_pressure_available,
@@ -275,6 +299,7 @@ impl RunArgs {
             node_status_report_interval, api_timeout, min_tart_version, tart_deadlines,
             tart_attempts, pull_stall_window, run_start_window, ip_wait,
             default_termination_grace, pull_credentials, vm_name_prefix, pod_concurrency,
+            identity, token_refresh_max,
         )
     }
 }

@@ -37,6 +37,27 @@ pub enum PullCredentials {
     Host,
 }
 
+/// Whose credentials the agent runs with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Identity {
+    /// Its own identity with the agent's ClusterRole; a finalizer holds each Pod until its VM
+    /// is gone.
+    #[default]
+    Agent,
+    /// `system:node:<node>` in `system:nodes`: the Node authorizer lets it read only its own
+    /// Pods' Secrets and ConfigMaps, NodeRestriction forbids Pod metadata writes, so no
+    /// finalizer; graceful deletion holds the Pod until the agent deletes it with grace 0.
+    Node,
+}
+
+impl Identity {
+    /// Whether the agent puts its finalizer on Pods.
+    pub fn uses_finalizer(self) -> bool {
+        self == Self::Agent
+    }
+}
+
 /// Fully validated agent configuration.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
@@ -50,6 +71,8 @@ pub struct Config {
     pub tart_home: PathBuf,
     /// Per-VM `tart run` log files go here.
     pub vm_log_dir: PathBuf,
+    /// One directory per VM with the files shared into its guest.
+    pub guest_dir: PathBuf,
     /// Append the agent's own log here as well as stderr (`None` = stderr only).
     pub log_file: Option<PathBuf>,
     /// Format of the agent's own log lines (not the VMs' logs).
@@ -108,6 +131,10 @@ pub struct Config {
     pub vm_name_prefix: String,
     /// Pod side: number of Pods reconciled concurrently.
     pub pod_concurrency: u16,
+    /// Whose credentials the agent runs with.
+    pub identity: Identity,
+    /// Pod side: longest time between service-account token refreshes.
+    pub token_refresh_max: Duration,
 }
 
 /// A configuration problem, with a message that names the setting.

@@ -48,6 +48,9 @@ fn with_defaults(a: RunArgs, host: &HostDefaults) -> Config {
         vm_log_dir: a
             .vm_log_dir
             .unwrap_or_else(|| host.home.join(".tart-kubelet").join("vm-logs")),
+        guest_dir: a
+            .guest_dir
+            .unwrap_or_else(|| host.home.join(".tart-kubelet").join("guest")),
         min_tart_version: a.min_tart_version.unwrap_or((2, 20, 0)),
         tart_deadlines: a
             .tart_deadlines
@@ -68,7 +71,7 @@ fn with_defaults(a: RunArgs, host: &HostDefaults) -> Config {
             .unwrap_or(SocketAddr::from((Ipv4Addr::LOCALHOST, 10255))),
         // Capacity and pressure.
         vm_slots: a.vm_slots.unwrap_or(2),
-        max_pods: a.max_pods.unwrap_or(10),
+        max_pods: a.max_pods.or(a.vm_slots).unwrap_or(2),
         memory_reserve_bytes: a.memory_reserve.unwrap_or(4 << 30),
         cpu_override: a.cpu,
         memory_override_bytes: a.memory,
@@ -86,6 +89,8 @@ fn with_defaults(a: RunArgs, host: &HostDefaults) -> Config {
         pull_credentials: a.pull_credentials.unwrap_or_default(),
         vm_name_prefix: a.vm_name_prefix.unwrap_or_else(|| "tkl-".into()),
         pod_concurrency: a.pod_concurrency.unwrap_or(8),
+        identity: a.identity.unwrap_or_default(),
+        token_refresh_max: a.token_refresh_max.unwrap_or(secs(24 * 3600)),
     }
 }
 
@@ -183,6 +188,11 @@ fn check_pods(c: &Config) -> Result<(), ConfigError> {
         !prefix.is_empty() && prefix.len() <= 16 && tart::VmName::new(format!("{prefix}x")).is_ok(),
         "--vm-name-prefix",
         "must be 1-16 characters [A-Za-z0-9._-], not starting with '-' or '.'",
+    )?;
+    ensure(
+        !c.token_refresh_max.is_zero(),
+        "--token-refresh-max",
+        "must be positive",
     )?;
     ensure(
         c.pod_concurrency > 0,
