@@ -88,7 +88,7 @@ pub struct RunArgs {
     #[arg(long, env = "TART_KUBELET_VM_SLOTS", value_name = "N")]
     pub(crate) vm_slots: Option<u32>,
     /// The `pods` capacity: how many Pods the scheduler may bind here. Pods beyond the VM
-    /// slots wait Pending on the node (with an event) until a slot frees. Default: 10.
+    /// slots wait Pending on the node (with an event) until a slot frees. Default: the VM slots.
     #[arg(long, env = "TART_KUBELET_MAX_PODS", value_name = "N")]
     pub(crate) max_pods: Option<u32>,
     /// Memory kept for macOS, Tart and the agent: allocatable = capacity - reserve. Default: 4Gi.

@@ -131,7 +131,7 @@ fn capacity_reports_host_totals_and_allocatable_subtracts_the_reserve() {
         format!("{}Ki", (1000u64 << 30) / 1024)
     );
     assert_eq!(cap["tart.run/vm-slots"].0, "2");
-    assert_eq!(cap["pods"].0, "10");
+    assert_eq!(cap["pods"].0, "2", "pods defaults to the VM slots");
 }
 
 #[test]

@@ -31,6 +31,8 @@ pub struct PodsConfig {
     pub concurrency: u16,
     /// How often orphan VMs are looked for.
     pub gc_interval: Duration,
+    /// The agent runs as the node: no finalizer (see [`crate::config::Identity`]).
+    pub without_finalizer: bool,
 }
 
 /// The controller's context. One per agent.

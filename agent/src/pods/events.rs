@@ -87,6 +87,34 @@ pub enum Occurrence {
         reason: RejectReason,
         message: String,
     },
+    /// `envFrom` keys skipped because they are not valid variable names.
+    InvalidEnvNames {
+        /// `configmap` or `secret`, as kubelet words it.
+        source_kind: &'static str,
+        /// `<namespace>/<name>` of the source.
+        source: String,
+        /// The skipped keys.
+        keys: Vec<String>,
+    },
+    /// Pod fields the agent accepts but does not honour.
+    IgnoredFields {
+        /// Field paths, e.g. `spec.containers[0].livenessProbe`.
+        fields: Vec<String>,
+    },
+    /// Environment variables from `status.podIP`/`podIPs`, which are unknown before the VM boots.
+    PodIpUnknown {
+        /// The variables left empty.
+        names: Vec<String>,
+    },
+    /// A volume's files (a Secret, a ConfigMap, a token) could not be brought up to date.
+    VolumeUpdateFailed {
+        /// The volume.
+        volume: String,
+        /// Why (never a value).
+        error: String,
+    },
+    /// `activeDeadlineSeconds` passed.
+    DeadlineExceeded,
 }
 
 /// The kind of an occurrence: with a sequence number, what the sink dedupes on.
@@ -120,6 +148,16 @@ pub enum EventKind {
     HostFault,
     /// [`Occurrence::Rejected`].
     Rejected,
+    /// [`Occurrence::InvalidEnvNames`].
+    InvalidEnvNames,
+    /// [`Occurrence::IgnoredFields`].
+    IgnoredFields,
+    /// [`Occurrence::PodIpUnknown`].
+    PodIpUnknown,
+    /// [`Occurrence::VolumeUpdateFailed`].
+    VolumeUpdateFailed,
+    /// [`Occurrence::DeadlineExceeded`].
+    DeadlineExceeded,
 }
 
 impl Occurrence {
@@ -140,9 +178,17 @@ impl Occurrence {
             Self::WaitingForSlot { .. } => EventKind::WaitingForSlot,
             Self::HostFault { .. } => EventKind::HostFault,
             Self::Rejected { .. } => EventKind::Rejected,
+            Self::InvalidEnvNames { .. } => EventKind::InvalidEnvNames,
+            Self::IgnoredFields { .. } => EventKind::IgnoredFields,
+            Self::PodIpUnknown { .. } => EventKind::PodIpUnknown,
+            Self::VolumeUpdateFailed { .. } => EventKind::VolumeUpdateFailed,
+            Self::DeadlineExceeded => EventKind::DeadlineExceeded,
         }
     }
 }
+
+/// Kubelet's words for a Pod past its `activeDeadlineSeconds` (event and `status.message`).
+pub const DEADLINE_MESSAGE: &str = "Pod was active on the node longer than the specified deadline";
 
 /// A ready-to-publish event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -290,6 +336,49 @@ pub fn spec(o: &Occurrence) -> EventSpec {
         Occurrence::Rejected { reason, message } => {
             (Warning, reason.pod_reason(), message.clone(), "Admit")
         }
+        Occurrence::InvalidEnvNames {
+            source_kind,
+            source,
+            keys,
+        } => (
+            Warning,
+            "InvalidEnvironmentVariableNames",
+            format!(
+                "Keys [{}] from the EnvFrom {source_kind} {source} were skipped since they are considered invalid environment variable names.",
+                keys.join(", ")
+            ),
+            "Create",
+        ),
+        Occurrence::IgnoredFields { fields } => (
+            Warning,
+            "UnsupportedFields",
+            format!(
+                "Tart VM nodes do not honour these fields, which are ignored: {}",
+                fields.join(", ")
+            ),
+            "Admit",
+        ),
+        Occurrence::PodIpUnknown { names } => (
+            Warning,
+            "PodIPNotYetKnown",
+            format!(
+                "The VM's IP is not known before it boots, so these variables from status.podIP are empty: {}",
+                names.join(", ")
+            ),
+            "Create",
+        ),
+        Occurrence::VolumeUpdateFailed { volume, error } => (
+            Warning,
+            "FailedMount",
+            format!("MountVolume.SetUp failed for volume \"{volume}\" : {error}"),
+            "Mount",
+        ),
+        Occurrence::DeadlineExceeded => (
+            Normal,
+            "DeadlineExceeded",
+            DEADLINE_MESSAGE.to_owned(),
+            "Kill",
+        ),
     };
     EventSpec {
         type_,

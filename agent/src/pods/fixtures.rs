@@ -267,6 +267,7 @@ impl Rig {
                 api_timeout: Duration::from_secs(1),
                 concurrency: 4,
                 gc_interval: Duration::from_secs(60),
+                without_finalizer: false,
             },
             worker: self.worker.clone(),
             naming: VmNaming::default(),

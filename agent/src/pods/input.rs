@@ -25,9 +25,12 @@ pub fn is_terminal(pod: &Pod) -> bool {
     )
 }
 
-/// Pod facts for the plan. `node_gone`: our Node object was deleted.
-pub fn pod_facts(pod: &Pod, node_gone: bool) -> PodFacts {
+/// Pod facts for the plan. `node_gone`: our Node object was deleted; `without_finalizer`: the
+/// agent runs as the node and never adds its finalizer; `now` decides `activeDeadlineSeconds`.
+pub fn pod_facts(pod: &Pod, node_gone: bool, without_finalizer: bool, now: Timestamp) -> PodFacts {
     PodFacts {
+        without_finalizer,
+        deadline_exceeded: deadline_left(pod, now).is_some_and(|d| d.is_zero()),
         deleting: pod.metadata.deletion_timestamp.is_some(),
         has_finalizer: pod.finalizers().iter().any(|f| f == FINALIZER),
         node_gone,
@@ -37,6 +40,16 @@ pub fn pod_facts(pod: &Pod, node_gone: bool) -> PodFacts {
             pod.spec.as_ref().and_then(|s| s.restart_policy.as_deref()),
         ),
     }
+}
+
+/// How long until `activeDeadlineSeconds` passes, counted from `status.startTime` as kubelet
+/// does (zero once passed); `None` without a deadline or before the Pod has a start time.
+pub fn deadline_left(pod: &Pod, now: Timestamp) -> Option<Duration> {
+    let secs = pod.spec.as_ref()?.active_deadline_seconds?;
+    let start = pod.status.as_ref()?.start_time.as_ref()?.0;
+    let end = start.as_second().saturating_add(secs.max(0));
+    let left = end.saturating_sub(now.as_second());
+    Some(Duration::from_secs(u64::try_from(left).unwrap_or(0)))
 }
 
 /// The worker input for an admitted Pod.
@@ -133,7 +146,12 @@ mod tests {
 
     fn input(pod: &Pod) -> WorkerInput {
         let a = admit(pod, &HostLimits::UNLIMITED).unwrap();
-        worker_input(pod, &a, pod_facts(pod, false), Duration::from_secs(30))
+        worker_input(
+            pod,
+            &a,
+            pod_facts(pod, false, false, Timestamp::now()),
+            Duration::from_secs(30),
+        )
     }
 
     #[test]
@@ -166,7 +184,7 @@ mod tests {
 
     #[test]
     fn pod_facts_see_finalizer_deletion_and_terminal_phase() {
-        let f = pod_facts(&test_pod().build(), false);
+        let f = pod_facts(&test_pod().build(), false, false, Timestamp::now());
         assert!(!f.has_finalizer && !f.deleting && !f.terminal);
         let f = pod_facts(
             &test_pod()
@@ -175,8 +193,28 @@ mod tests {
                 .phase("Succeeded")
                 .build(),
             true,
+            false,
+            Timestamp::now(),
         );
         assert!(f.has_finalizer && f.deleting && f.terminal && f.node_gone);
+    }
+
+    #[test]
+    fn the_active_deadline_counts_from_the_start_time() {
+        let mut p = test_pod().build();
+        let start = Timestamp::from_second(1_700_000_000).unwrap();
+        let at = |s: i64| Timestamp::from_second(1_700_000_000 + s).unwrap();
+        assert_eq!(deadline_left(&p, at(0)), None, "no deadline");
+        p.spec.as_mut().unwrap().active_deadline_seconds = Some(60);
+        assert_eq!(deadline_left(&p, at(0)), None, "not started");
+        p.status = Some(PodStatus {
+            start_time: Some(Time(start)),
+            ..PodStatus::default()
+        });
+        assert_eq!(deadline_left(&p, at(20)), Some(Duration::from_secs(40)));
+        assert!(!pod_facts(&p, false, false, at(59)).deadline_exceeded);
+        assert_eq!(deadline_left(&p, at(61)), Some(Duration::ZERO));
+        assert!(pod_facts(&p, false, false, at(60)).deadline_exceeded);
     }
 
     #[test]

@@ -76,6 +76,7 @@ impl PodsConfig {
             api_timeout: cfg.api_timeout,
             concurrency: cfg.pod_concurrency,
             gc_interval: Duration::from_secs(60),
+            without_finalizer: !cfg.identity.uses_finalizer(),
         }
     }
 }

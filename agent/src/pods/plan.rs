@@ -60,6 +60,11 @@ pub struct PodFacts {
     pub rejection: Option<Rejection>,
     /// `spec.restartPolicy`.
     pub restart_policy: RestartPolicy,
+    /// The agent runs as the node (NodeRestriction forbids Pod metadata writes): no finalizer,
+    /// graceful deletion holds the Pod until the agent deletes it with grace 0, as kubelet.
+    pub without_finalizer: bool,
+    /// `activeDeadlineSeconds` has passed since `status.startTime`.
+    pub deadline_exceeded: bool,
 }
 
 /// The `tart run` process as the worker knows it.
@@ -90,6 +95,8 @@ pub struct VmFacts {
     pub cloned: bool,
     /// `tart set` was applied to this clone.
     pub configured: bool,
+    /// The guest's shares (environment, volumes, command) are written.
+    pub prepared: bool,
     /// We hold one of the node's VM slots.
     pub slot_held: bool,
     /// The run process.
@@ -124,6 +131,8 @@ pub enum PodStep {
     RemoveFinalizer,
     /// Delete the Pod with grace 0 and a UID precondition.
     DeletePod,
+    /// Mark the Pod Failed with reason `DeadlineExceeded` (its VM is stopped).
+    FailDeadline,
 }
 
 /// A step on the Pod's VM, carried out by its worker.
@@ -139,6 +148,9 @@ pub enum VmStep {
     Clone,
     /// `tart set`.
     Set,
+    /// Resolve the environment, volumes and command and write the guest's shares (waits
+    /// `CreateContainerConfigError` while a Secret or ConfigMap is missing).
+    Prepare,
     /// Take a VM slot (waits Pending with an event when none is free).
     WaitForSlot,
     /// `tart run`.
@@ -206,11 +218,18 @@ pub fn plan(pod: &PodFacts, vm: &VmFacts, now: Instant) -> Decision {
         // Phases never leave Succeeded/Failed; a live process here would be a bug elsewhere.
         return Decision::vm(if alive { VmStep::Stop } else { VmStep::Idle });
     }
-    if !pod.has_finalizer {
+    if !pod.has_finalizer && !pod.without_finalizer {
         return Decision::pod(PodStep::AddFinalizer);
     }
     if let Some(r) = &pod.rejection {
         return Decision::pod(PodStep::Reject(r.clone()));
+    }
+    if pod.deadline_exceeded {
+        return if alive {
+            Decision::vm(VmStep::Stop)
+        } else {
+            Decision::pod(PodStep::FailDeadline)
+        };
     }
     Decision::vm(vm_step(pod, vm, now))
 }
@@ -242,6 +261,8 @@ fn vm_step(pod: &PodFacts, vm: &VmFacts, now: Instant) -> VmStep {
         VmStep::Clone
     } else if !vm.configured {
         VmStep::Set
+    } else if !vm.prepared {
+        VmStep::Prepare
     } else if !vm.slot_held {
         VmStep::WaitForSlot
     } else {
@@ -266,6 +287,7 @@ mod tests {
             image_ready: true,
             cloned: true,
             configured: true,
+            prepared: true,
             slot_held: true,
             process: Process::Running {
                 has_ip: true,
@@ -317,6 +339,7 @@ mod tests {
                 VmStep::Pull => vm.image_ready = true,
                 VmStep::Clone => vm.cloned = true,
                 VmStep::Set => vm.configured = true,
+                VmStep::Prepare => vm.prepared = true,
                 VmStep::WaitForSlot => vm.slot_held = true,
                 VmStep::Run => {
                     vm.process = Process::Running {
@@ -341,6 +364,7 @@ mod tests {
                 Pull,
                 Clone,
                 Set,
+                Prepare,
                 WaitForSlot,
                 Run,
                 WaitIp,
@@ -477,6 +501,53 @@ mod tests {
         let now = Instant::now();
         assert_eq!(plan(&p, &VmFacts::default(), now), vm_step(VmStep::Idle));
         assert_eq!(plan(&p, &running(), now), vm_step(VmStep::Stop));
+    }
+
+    #[test]
+    fn a_node_identity_never_adds_a_finalizer_and_deletes_the_pod_once_the_vm_is_gone() {
+        let now = Instant::now();
+        let p = PodFacts {
+            without_finalizer: true,
+            ..PodFacts::default()
+        };
+        assert_eq!(plan(&p, &VmFacts::default(), now), vm_step(VmStep::Pull));
+        let deleting = PodFacts {
+            deleting: true,
+            ..p
+        };
+        assert_eq!(plan(&deleting, &running(), now), vm_step(VmStep::Stop));
+        let stopped = VmFacts {
+            process: Process::Exited { code: 0 },
+            ..running()
+        };
+        assert_eq!(plan(&deleting, &stopped, now), vm_step(VmStep::Delete));
+        let gone = VmFacts::default();
+        assert_eq!(plan(&deleting, &gone, now), pod_step(PodStep::DeletePod));
+    }
+
+    #[test]
+    fn a_passed_deadline_stops_the_vm_then_fails_the_pod() {
+        let now = Instant::now();
+        let p = PodFacts {
+            deadline_exceeded: true,
+            ..pod()
+        };
+        assert_eq!(plan(&p, &running(), now), vm_step(VmStep::Stop));
+        let stopped = VmFacts {
+            process: Process::Exited { code: 137 },
+            finished: true,
+            ..running()
+        };
+        assert_eq!(plan(&p, &stopped, now), pod_step(PodStep::FailDeadline));
+        assert_eq!(
+            plan(&p, &VmFacts::default(), now),
+            pod_step(PodStep::FailDeadline)
+        );
+        let failed = PodFacts {
+            terminal: true,
+            ..p
+        };
+        assert_eq!(plan(&failed, &stopped, now), vm_step(VmStep::Idle));
     }
 
     #[test]

@@ -23,7 +23,7 @@ use super::{
     admission::{Admitted, HostLimits, Rejection, admit},
     context::Shared,
     events::Occurrence,
-    input::{FINALIZER, is_terminal, pod_facts, worker_input},
+    input::{FINALIZER, deadline_left, is_terminal, pod_facts, worker_input},
     metrics::{KindLabels, ReasonLabels},
     naming::NamingError,
     plan::{PodFacts, PodStep, plan},
@@ -162,7 +162,8 @@ async fn reconcile_inner<T: Tart>(pod: &Pod, ctx: &Arc<Shared<T>>) -> Result<Act
     let node = *ctx.node.borrow();
     let worker = ctx.worker_state(&v.uid);
     let admission = admit(pod, &node.limits.unwrap_or(HostLimits::UNLIMITED));
-    let mut facts = pod_facts(pod, node.gone);
+    let now = Timestamp::now();
+    let mut facts = pod_facts(pod, node.gone, ctx.cfg.without_finalizer, now);
     // Admission happens once, at first sight: a Pod that already has a VM is never rejected.
     if worker.is_none() {
         facts.rejection = admission.as_ref().err().cloned();
@@ -184,7 +185,10 @@ async fn reconcile_inner<T: Tart>(pod: &Pod, ctx: &Arc<Shared<T>>) -> Result<Act
         let d = Desired::from(observation(ctx, pod, &ws));
         patch_status(&v, &d).await?;
     }
-    Ok(Action::requeue(Duration::from_secs(300)))
+    // Come back when the active deadline passes, if that is sooner than the resync.
+    let resync = Duration::from_secs(300);
+    let next = deadline_left(pod, now).map_or(resync, |d| d.min(resync) + Duration::from_secs(1));
+    Ok(Action::requeue(next))
 }
 
 /// Carry out the Pod step. `Some` ends the reconcile with that action.
@@ -206,6 +210,10 @@ async fn pod_step<T: Tart>(
         PodStep::RemoveFinalizer => {
             set_finalizer(v, false).await?;
             Ok(Some(Action::requeue(Duration::from_millis(50))))
+        }
+        PodStep::FailDeadline => {
+            fail_deadline(ctx, v).await?;
+            Ok(Some(Action::await_change()))
         }
         PodStep::DeletePod => {
             delete_pod(v).await?;
@@ -283,6 +291,37 @@ async fn reject<T: Tart>(ctx: &Shared<T>, v: &View<'_>, r: Rejection) -> Result<
         message: r.message,
     };
     patch_status(v, &d).await
+}
+
+/// Kubelet's active-deadline handling: a Normal `DeadlineExceeded` event and phase Failed with
+/// reason `DeadlineExceeded`; the VM was stopped before this step.
+async fn fail_deadline<T: Tart>(ctx: &Shared<T>, v: &View<'_>) -> Result<(), Error> {
+    let obj = v.pod.object_ref(&());
+    if ctx
+        .worker
+        .events
+        .emit(&v.uid, &obj, 0, Occurrence::DeadlineExceeded)
+    {
+        info!("active deadline passed; pod failed");
+    }
+    let o = match ctx.worker_state(&v.uid) {
+        Some(ws) => observation(ctx, v.pod, &ws),
+        None => Observation {
+            host_ip: Some(ctx.cfg.host_ip.clone()),
+            container: String::new(),
+            image: String::new(),
+            image_id: None,
+            vm: None,
+            state: status::ContainerView::waiting(
+                super::reasons::WaitingReason::ContainerCreating,
+                None,
+            ),
+            last_terminated: None,
+            restart_count: 0,
+            pod_ip: None,
+        },
+    };
+    patch_status(v, &Desired::DeadlineExceeded(Box::new(o))).await
 }
 
 async fn delete_pod(v: &View<'_>) -> Result<(), Error> {

@@ -16,7 +16,7 @@ use std::{
     time::Duration,
 };
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::{api::core::v1::Pod, jiff::Timestamp};
 use kube::{Api, ResourceExt, api::ListParams, runtime::reflector::Store};
 use tart::{Source, Tart, VmName};
 use tokio::sync::watch;
@@ -76,7 +76,7 @@ pub async fn recover<T: Tart>(shared: &Arc<Shared<T>>) -> Result<Vec<VmName>, St
         let input = worker_input(
             pod,
             &admitted,
-            pod_facts(pod, false),
+            pod_facts(pod, false, shared.cfg.without_finalizer, Timestamp::now()),
             shared.cfg.default_grace,
         );
         let opts = shared.worker.cfg.run_opts(&vm);

@@ -22,6 +22,7 @@ use serde_json::Value;
 
 use super::{
     admission::RejectReason,
+    events::DEADLINE_MESSAGE,
     reasons::{TerminatedReason, WaitingReason},
 };
 
@@ -109,6 +110,9 @@ pub enum Desired {
     },
     /// The normal case.
     Observed(Box<Observation>),
+    /// `activeDeadlineSeconds` passed: phase Failed, reason `DeadlineExceeded`, with the
+    /// container's last observed state.
+    DeadlineExceeded(Box<Observation>),
 }
 
 impl From<Observation> for Desired {
@@ -240,7 +244,19 @@ pub fn desired_status(desired: &Desired, current: Option<&PodStatus>, now: Times
             };
         }
         Desired::Observed(o) => o,
+        Desired::DeadlineExceeded(o) => {
+            return PodStatus {
+                phase: Some(Phase::Failed.as_str().into()),
+                reason: Some("DeadlineExceeded".into()),
+                message: Some(DEADLINE_MESSAGE.into()),
+                ..observed_status(o, current, now)
+            };
+        }
     };
+    observed_status(o, current, now)
+}
+
+fn observed_status(o: &Observation, current: Option<&PodStatus>, now: Timestamp) -> PodStatus {
     let ready = matches!(o.state, ContainerView::Running { ready: true, .. });
     let phase = phase(o);
     let not_ready = if phase.is_terminal() {

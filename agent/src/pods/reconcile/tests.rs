@@ -5,7 +5,10 @@
 use std::{sync::Arc, time::Duration};
 
 use http::{Method, Request, Response};
-use k8s_openapi::api::core::v1::{Pod, PodStatus};
+use k8s_openapi::{
+    api::core::v1::{Pod, PodStatus},
+    jiff::Timestamp,
+};
 use kube::{Client, ResourceExt, client::Body, runtime::controller::Action};
 use serde_json::{Value, json};
 use tart::{Op, testing::MemTart};
@@ -95,7 +98,12 @@ async fn with_worker(
     pred: impl Fn(&WorkerState) -> bool,
 ) -> WorkerState {
     let a = admit(pod, &HostLimits::UNLIMITED).unwrap();
-    let input = worker_input(pod, &a, pod_facts(pod, false), Duration::from_secs(5));
+    let input = worker_input(
+        pod,
+        &a,
+        pod_facts(pod, false, false, Timestamp::now()),
+        Duration::from_secs(5),
+    );
     let vm = VmNaming::default().vm_name(UID).unwrap();
     let h: WorkerHandle = worker::spawn(shared.worker.clone(), vm, input, Start::Fresh, 0);
     let mut rx = h.state.clone();

@@ -227,6 +227,7 @@ impl<T: Tart> Worker<T> {
             image_ready: true,
             cloned: true,
             configured: true,
+            prepared: true,
             ..VmFacts::default()
         };
         match start {
@@ -324,6 +325,10 @@ impl<T: Tart> Worker<T> {
             VmStep::Set => {
                 self.set(input).await;
                 false
+            }
+            VmStep::Prepare => {
+                self.state.facts.prepared = true;
+                true
             }
             VmStep::WaitForSlot => {
                 self.wait_slot(input, out).await;
