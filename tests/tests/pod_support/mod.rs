@@ -123,6 +123,19 @@ impl Env {
         }
     }
 
+    /// Like [`Env::new`], but the agent runs as the node itself: credentials for
+    /// `system:node:<node>` in `system:nodes` (the Node authorizer and NodeRestriction decide
+    /// what it may do; no RBAC binding) and `--identity node`.
+    pub async fn new_as_node(label: &str, knobs: Knobs, extra_args: &[&str]) -> Env {
+        let mut env = Env::new(label, knobs, extra_args).await;
+        env.kubeconfig = env
+            .cp
+            .mint_kubeconfig(&format!("system:node:{}", env.node), &["system:nodes"]);
+        env.extra_args
+            .extend(["--identity".to_string(), "node".to_string()]);
+        env
+    }
+
     /// Start (or restart) the agent process.
     pub fn start_agent(&mut self) {
         let log = std::fs::OpenOptions::new()
