@@ -122,10 +122,20 @@ async fn node_credentials_read_only_the_secrets_of_pods_bound_to_their_node() {
 
     let refused = ours.get("theirs").await.expect_err("another node's Secret");
     assert_eq!(status_code(&refused), 403, "{refused}");
-    let refused = theirs_api.get("mine").await.expect_err("another node's Secret");
+    let refused = theirs_api
+        .get("mine")
+        .await
+        .expect_err("another node's Secret");
     assert_eq!(status_code(&refused), 403, "{refused}");
-    let listed = ours.list(&Default::default()).await.expect_err("list secrets");
-    assert_eq!(status_code(&listed), 403, "a node never lists Secrets: {listed}");
+    let listed = ours
+        .list(&Default::default())
+        .await
+        .expect_err("list secrets");
+    assert_eq!(
+        status_code(&listed),
+        403,
+        "a node never lists Secrets: {listed}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -133,9 +143,7 @@ async fn as_its_node_the_agent_runs_a_pod_without_the_finalizer_and_deletes_it_g
     let mut env = Env::new_as_node("idlife", knobs(), &[]).await;
     create_secret(&env, "token", "s3cret").await;
     env.start_agent();
-    let pod = env
-        .create(&with_secret_env(env.pod("vm-1"), "token"))
-        .await;
+    let pod = env.create(&with_secret_env(env.pod("vm-1"), "token")).await;
     let vm = Env::vm_of(&pod);
     let finalized = AtomicBool::new(false);
     env.wait_pod("vm-1", "Running and ready", |p| {
@@ -212,9 +220,13 @@ async fn a_force_deleted_pod_leaves_no_vm_and_no_held_slot_after_the_sweep() {
     .await;
     assert!(
         swept.is_ok(),
-        "VM {vm} still there (running: {})\n{}",
+        "VM {vm} still there (running: {}); the sweep said:\n{}",
         env.home.is_running(&vm),
-        env.agent_log()
+        full_log(&env)
+            .lines()
+            .filter(|l| l.contains("vm_gc") || l.contains("orphan") || l.contains("vanished"))
+            .collect::<Vec<_>>()
+            .join("\n")
     );
     // The worker's slot went with it: the one slot takes the next Pod.
     env.create(&env.pod("vm-2")).await;

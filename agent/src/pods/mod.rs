@@ -206,8 +206,7 @@ pub async fn run<T: Tart>(deps: PodSide<T>) {
         )
         .trigger_backoff(WatchBackoff::new(API_RETRY));
     tokio::spawn(
-        recovery::sweep_loop(shared.clone(), controller.store(), shutdown.clone())
-            .instrument(info_span!("vm_gc")),
+        recovery::sweep_loop(shared.clone(), shutdown.clone()).instrument(info_span!("vm_gc")),
     );
     let mut sd = shutdown.clone();
     controller

@@ -16,11 +16,14 @@ use std::{
     time::Duration,
 };
 
-use k8s_openapi::{api::core::v1::Pod, jiff::Timestamp};
-use kube::{Api, ResourceExt, api::ListParams, runtime::reflector::Store};
+use k8s_openapi::{
+    api::core::v1::{ObjectReference, Pod},
+    jiff::Timestamp,
+};
+use kube::{Api, ResourceExt, api::ListParams};
 use tart::{Source, Tart, VmName};
 use tokio::sync::watch;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use super::{
     admission::{HostLimits, admit},
@@ -42,23 +45,28 @@ async fn our_vms<T: Tart>(shared: &Shared<T>) -> Result<HashMap<String, VmName>,
         .collect())
 }
 
-/// Re-bind VMs to their Pods and return the orphans. Errors only when the API or tart cannot
-/// be listed at all (the caller retries).
-///
-/// # Errors
-/// A message naming what could not be listed.
-pub async fn recover<T: Tart>(shared: &Arc<Shared<T>>) -> Result<Vec<VmName>, String> {
+/// The Pods bound to our node, straight from the API server.
+async fn bound_pods<T: Tart>(shared: &Shared<T>) -> Result<Vec<Pod>, String> {
     let api: Api<Pod> = Api::all(shared.client.clone());
     let lp = ListParams::default().fields(&format!("spec.nodeName={}", shared.cfg.node_name));
     let pods = tokio::time::timeout(shared.cfg.api_timeout, api.list(&lp))
         .await
         .map_err(|_| "listing pods timed out".to_owned())?
         .map_err(|e| format!("listing pods: {e}"))?;
+    Ok(pods.items)
+}
+
+/// Re-bind VMs to their Pods and return the orphans. Errors only when the API or tart cannot
+/// be listed at all (the caller retries).
+///
+/// # Errors
+/// A message naming what could not be listed.
+pub async fn recover<T: Tart>(shared: &Arc<Shared<T>>) -> Result<Vec<VmName>, String> {
+    let pods = bound_pods(shared).await?;
     let vms = our_vms(shared)
         .await
         .map_err(|e| format!("listing VMs: {e}"))?;
     let by_uid: HashMap<String, &Pod> = pods
-        .items
         .iter()
         .filter_map(|p| p.uid().map(|u| (u, p)))
         .collect();
@@ -116,83 +124,128 @@ async fn ran_before(log: &std::path::Path) -> bool {
     tokio::fs::try_exists(log).await.unwrap_or(false)
 }
 
-/// Stop (if running) and delete VMs no Pod owns.
+/// Stop (if running) and delete VMs no Pod owns, one [`remove_orphan`] each.
 pub async fn collect<T: Tart>(shared: &Shared<T>, orphans: Vec<VmName>) {
     for vm in orphans {
-        let tart = &shared.worker.tart;
-        let opts = shared.worker.cfg.run_opts(&vm);
-        match tart.attach(&vm, &opts).await {
-            Ok(Some(proc)) => {
-                if let Err(error) = tart.stop(&proc, Duration::from_secs(5)).await {
-                    warn!(%vm, %error, "cannot stop orphan VM");
-                    continue;
-                }
-            }
-            Ok(None) => {}
-            Err(error) => {
-                warn!(%vm, %error, "cannot check orphan VM");
-                continue;
-            }
-        }
-        match tart.delete(&vm).await {
-            Ok(()) => {
-                info!(%vm, "deleted orphan VM");
-                let _ = tokio::fs::remove_file(opts.log_path).await;
-            }
-            Err(error) => warn!(%vm, %error, "cannot delete orphan VM"),
-        }
+        remove_orphan(shared, &vm).await;
     }
 }
 
-/// Every `interval`: drop the workers of Pods that are no longer in the store, then stop and
-/// delete our VMs that have neither a worker nor a Pod.
-pub async fn sweep_loop<T: Tart>(
-    shared: Arc<Shared<T>>,
-    store: Store<Pod>,
-    mut shutdown: watch::Receiver<bool>,
-) {
-    let interval = shared.cfg.gc_interval;
-    // An empty store before the first list would make every VM look orphaned.
-    tokio::select! {
-        r = store.wait_until_ready() => if r.is_err() { return },
-        _ = shutdown.wait_for(|s| *s) => return,
+/// Stop (if running) and delete one VM no Pod and no worker owns, then remove what the agent
+/// keeps for it on the host (its `tart run` log). Failures are logged; the next sweep retries.
+/// This is the one place that removes an orphan's host-side state.
+pub async fn remove_orphan<T: Tart>(shared: &Shared<T>, vm: &VmName) {
+    let tart = &shared.worker.tart;
+    let opts = shared.worker.cfg.run_opts(vm);
+    match tart.attach(vm, &opts).await {
+        Ok(Some(proc)) => {
+            if let Err(error) = tart.stop(&proc, ORPHAN_STOP_GRACE).await {
+                warn!(%vm, %error, "cannot stop orphan VM");
+                return;
+            }
+            info!(%vm, "stopped orphan VM");
+        }
+        Ok(None) => {}
+        Err(error) => {
+            warn!(%vm, %error, "cannot check orphan VM");
+            return;
+        }
     }
+    match tart.delete(vm).await {
+        Ok(()) => {
+            info!(%vm, "deleted orphan VM");
+            let _ = tokio::fs::remove_file(opts.log_path).await;
+        }
+        Err(error) => warn!(%vm, %error, "cannot delete orphan VM"),
+    }
+}
+
+/// How long an orphan VM is given to shut down before it is killed: its Pod is gone, so
+/// nobody waits on its grace period.
+const ORPHAN_STOP_GRACE: Duration = Duration::from_secs(5);
+
+/// Every `interval`: [`sweep`] with the Pods bound to our node as the API server lists them.
+/// The list is the API server's, not the controller's cache: a Pod missing from a cache that
+/// is still filling would make its VM look orphaned.
+pub async fn sweep_loop<T: Tart>(shared: Arc<Shared<T>>, mut shutdown: watch::Receiver<bool>) {
+    let interval = shared.cfg.gc_interval;
     loop {
         tokio::select! {
             () = tokio::time::sleep(interval) => {}
             _ = shutdown.wait_for(|s| *s) => return,
         }
-        let vms = match our_vms(&shared).await {
-            Ok(v) => v,
+        let pods = match bound_pods(&shared).await {
+            Ok(p) => p,
             Err(error) => {
-                warn!(%error, "gc: cannot list VMs");
+                warn!(%error, "gc: cannot list pods");
                 continue;
             }
         };
-        let known: HashSet<String> = store.state().iter().filter_map(|p| p.uid()).collect();
-        // Pods that vanished without us (force-deleted, or deleted by pod GC after our Node
-        // went away and we dropped the finalizer): their workers go, their VMs become orphans.
-        let vanished: Vec<String> = shared.with_workers(|w| {
-            let gone: Vec<String> = w.keys().filter(|u| !known.contains(*u)).cloned().collect();
-            for u in &gone {
-                w.remove(u);
-            }
-            gone
-        });
-        for uid in vanished {
-            info!(pod.uid = %uid, "pod vanished; its VM is now an orphan");
-            shared.worker.events.forget(&uid);
+        let known: HashSet<String> = pods.iter().filter_map(|p| p.uid()).collect();
+        sweep(&shared, &known).await;
+    }
+}
+
+/// One pass: tear down the workers of Pods that are gone (force-deleted, or deleted by pod GC
+/// after our Node went away: the controller never sees those deletions), then stop and delete
+/// our VMs that have neither a Pod in `known` nor a worker.
+pub async fn sweep<T: Tart>(shared: &Shared<T>, known: &HashSet<String>) {
+    // A worker missing from the list may belong to a Pod created after it: ask for each one.
+    let suspects: Vec<(String, ObjectReference)> = shared.with_workers(|w| {
+        w.iter()
+            .filter(|(u, _)| !known.contains(*u))
+            .map(|(u, h)| (u.clone(), h.input.borrow().obj.clone()))
+            .collect()
+    });
+    for (uid, obj) in suspects {
+        match pod_is_gone(shared, &uid, &obj).await {
+            Ok(true) => teardown_worker(shared, &uid),
+            Ok(false) => {}
+            Err(error) => warn!(pod.uid = %uid, %error, "gc: cannot check pod"),
         }
-        let orphans: Vec<VmName> = vms
-            .into_iter()
-            .filter(|(uid, _)| {
-                !known.contains(uid) && !shared.with_workers(|w| w.contains_key(uid))
-            })
-            .map(|(_, vm)| vm)
-            .collect();
-        if !orphans.is_empty() {
-            collect(&shared, orphans).await;
+    }
+    let vms = match our_vms(shared).await {
+        Ok(v) => v,
+        Err(error) => {
+            warn!(%error, "gc: cannot list VMs");
+            return;
         }
+    };
+    let orphans: Vec<VmName> = vms
+        .into_iter()
+        .filter(|(uid, _)| !known.contains(uid) && !shared.with_workers(|w| w.contains_key(uid)))
+        .map(|(_, vm)| vm)
+        .collect();
+    debug!(orphans = orphans.len(), "gc: swept");
+    collect(shared, orphans).await;
+}
+
+/// Whether the Pod `obj` with UID `uid` no longer exists (absent, or its name now belongs to
+/// a new Pod).
+async fn pod_is_gone<T: Tart>(
+    shared: &Shared<T>,
+    uid: &str,
+    obj: &ObjectReference,
+) -> Result<bool, String> {
+    let (Some(ns), Some(name)) = (obj.namespace.as_deref(), obj.name.as_deref()) else {
+        return Ok(false);
+    };
+    let api: Api<Pod> = Api::namespaced(shared.client.clone(), ns);
+    let pod = tokio::time::timeout(shared.cfg.api_timeout, api.get_opt(name))
+        .await
+        .map_err(|_| "reading the pod timed out".to_owned())?
+        .map_err(|e| format!("reading the pod: {e}"))?;
+    Ok(pod.is_none_or(|p| p.uid().as_deref() != Some(uid)))
+}
+
+/// Drop the worker of a vanished Pod. Dropping its handle aborts the task: its in-flight tart
+/// call is killed with it and its slot is released; the VM, running in its own session, is
+/// left for [`remove_orphan`].
+fn teardown_worker<T: Tart>(shared: &Shared<T>, uid: &str) {
+    if let Some(h) = shared.with_workers(|w| w.remove(uid)) {
+        info!(pod.uid = %uid, vm = %h.state.borrow().vm, "pod vanished; its worker is torn down");
+        drop(h);
+        shared.worker.events.forget(uid);
     }
 }
 
