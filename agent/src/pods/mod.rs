@@ -49,7 +49,7 @@ use self::{
     metrics::PodMetrics,
     naming::VmNaming,
     plan::Process,
-    sink::EventSink,
+    sink::{EventApi, EventSink},
     status::ContainerView,
     worker::{Waker, WorkerConfig, WorkerContext},
 };
@@ -146,6 +146,11 @@ pub async fn run<T: Tart>(deps: PodSide<T>) {
             &cfg.node_name,
             cfg.api_timeout,
             deps.api_errors.clone(),
+            if deps.cfg.identity.uses_finalizer() {
+                EventApi::EventsV1
+            } else {
+                EventApi::CoreV1
+            },
         ),
         metrics: deps.metrics.clone(),
         pulls: Default::default(),

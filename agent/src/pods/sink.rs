@@ -3,7 +3,8 @@
 //! Callers hand over an [`Occurrence`] with a sequence number naming that occurrence (for
 //! example 2 for the second pull attempt); a (kind, number) already seen for that Pod is dropped,
 //! so a re-run reconcile never repeats an event. A single task publishes in order as
-//! events.k8s.io/v1 Events with a deadline per request, so a slow API server never blocks a Pod
+//! events.k8s.io/v1 Events — or core/v1 Events under a node identity ([`EventApi`]) — with a
+//! deadline per request, so a slow API server never blocks a Pod
 //! worker and CreatingVM, Pulling, Pulled, Created, Started keep their order. Event names come
 //! from [`crate::api::event_name`], valid for every valid Pod name.
 
@@ -14,8 +15,11 @@ use std::{
 };
 
 use k8s_openapi::{
-    api::{core::v1::ObjectReference, events::v1::Event},
-    apimachinery::pkg::apis::meta::v1::MicroTime,
+    api::{
+        core::v1::{self as core, EventSource, ObjectReference},
+        events::v1::Event,
+    },
+    apimachinery::pkg::apis::meta::v1::{MicroTime, Time},
     jiff::Timestamp,
 };
 use kube::{
@@ -38,6 +42,16 @@ const CONTROLLER: &str = "tart-kubelet";
 /// The occurrences already published, per Pod UID.
 type Seen = HashMap<String, HashSet<(EventKind, u32)>>;
 
+/// Which API Pod events are created with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventApi {
+    /// events.k8s.io/v1.
+    EventsV1,
+    /// core/v1: the only Event API the Node authorizer lets a node (`system:node:<name>`)
+    /// create in.
+    CoreV1,
+}
+
 /// Cheap to clone; all clones share one queue and one dedupe table.
 #[derive(Clone)]
 pub struct EventSink {
@@ -53,21 +67,35 @@ impl EventSink {
         node: &str,
         timeout: Duration,
         api_errors: ApiErrors,
+        event_api: EventApi,
     ) -> Self {
         let (tx, mut rx) = mpsc::unbounded_channel::<(ObjectReference, Occurrence)>();
         let node = node.to_owned();
         tokio::spawn(async move {
             while let Some((obj, occ)) = rx.recv().await {
                 let s = spec(&occ);
-                let ev = event(&obj, &s, &node, Timestamp::now());
-                let api: Api<Event> = Api::namespaced(
-                    client.clone(),
-                    obj.namespace.as_deref().unwrap_or("default"),
-                );
-                let res =
-                    tokio::time::timeout(timeout, api.create(&PostParams::default(), &ev)).await;
+                let now = Timestamp::now();
+                let ns = obj.namespace.as_deref().unwrap_or("default");
+                let pp = PostParams::default();
+                let create = async {
+                    match event_api {
+                        EventApi::EventsV1 => {
+                            let api: Api<Event> = Api::namespaced(client.clone(), ns);
+                            api.create(&pp, &event(&obj, &s, &node, now))
+                                .await
+                                .map(drop)
+                        }
+                        EventApi::CoreV1 => {
+                            let api: Api<core::Event> = Api::namespaced(client.clone(), ns);
+                            api.create(&pp, &core_event(&obj, &s, &node, now))
+                                .await
+                                .map(drop)
+                        }
+                    }
+                };
+                let res = tokio::time::timeout(timeout, create).await;
                 match res {
-                    Ok(Ok(_)) => debug!(reason = %s.reason, "event published"),
+                    Ok(Ok(())) => debug!(reason = %s.reason, "event published"),
                     Ok(Err(error)) => {
                         count_api_error(&api_errors, "event", Some(&error));
                         warn!(%error, reason = %s.reason, "event not published");
@@ -143,6 +171,39 @@ fn event(obj: &ObjectReference, s: &EventSpec, node: &str, now: Timestamp) -> Ev
     }
 }
 
+/// The core/v1 Event for `s` about `obj`, as kubelet writes Pod events.
+fn core_event(obj: &ObjectReference, s: &EventSpec, node: &str, now: Timestamp) -> core::Event {
+    let regarding = obj.name.as_deref().unwrap_or(CONTROLLER);
+    core::Event {
+        metadata: ObjectMeta {
+            name: Some(event_name(regarding, &format!("{:x}", now.as_nanosecond()))),
+            namespace: obj.namespace.clone(),
+            ..ObjectMeta::default()
+        },
+        involved_object: obj.clone(),
+        action: Some(s.action.into()),
+        reason: Some(s.reason.clone()),
+        message: Some(s.note.clone()),
+        type_: Some(
+            match s.type_ {
+                EventType::Normal => "Normal",
+                EventType::Warning => "Warning",
+            }
+            .into(),
+        ),
+        source: Some(EventSource {
+            component: Some(CONTROLLER.into()),
+            host: Some(node.to_owned()),
+        }),
+        first_timestamp: Some(Time(now)),
+        last_timestamp: Some(Time(now)),
+        count: Some(1),
+        reporting_component: Some(CONTROLLER.into()),
+        reporting_instance: Some(node.to_owned()),
+        ..core::Event::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -192,5 +253,10 @@ mod tests {
         assert_eq!(ev.regarding.unwrap().name.unwrap(), name);
         assert_eq!(ev.reporting_instance.as_deref(), Some("mac-1"));
         assert_eq!(ev.type_.as_deref(), Some("Normal"));
+        let core = core_event(&obj, &s, "mac-1", Timestamp::UNIX_EPOCH);
+        assert!(core.metadata.name.unwrap().len() <= 253);
+        assert_eq!(core.involved_object.name.unwrap(), name);
+        assert_eq!(core.source.unwrap().host.as_deref(), Some("mac-1"));
+        assert_eq!(core.message.as_deref(), Some(s.note.as_str()));
     }
 }
