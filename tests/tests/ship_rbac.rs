@@ -1,11 +1,11 @@
-//! packaging/kubernetes/rbac.yaml grants exactly what the agent uses: every permission
-//! `tart-kubelet doctor` checks (`tart_kubelet::ship::rbac`), plus doctor's own
+//! packaging/kubernetes/rbac.yaml grants exactly what the agent identity uses: every permission
+//! `tart-kubelet doctor` checks for it (`tart_kubelet::ship::rbac`), plus doctor's own
 //! SelfSubjectAccessReview — and nothing else. The end-to-end tests run the agent under this
 //! manifest, so a missing verb fails them; this test fails on a verb too many.
 use std::{collections::BTreeSet, path::Path, process::Command};
 
 use serde_json::Value;
-use tart_kubelet::ship::rbac::{ALWAYS, LEASE_NAMESPACE, POD_SECRETS};
+use tart_kubelet::ship::rbac::{AGENT, ALWAYS, LEASE_NAMESPACE};
 
 /// (group, resource[/subresource], verb, namespace) — namespace "" for a ClusterRole.
 type Grant = (String, String, String, String);
@@ -68,7 +68,7 @@ fn granted(docs: &[Value]) -> BTreeSet<Grant> {
 fn required() -> BTreeSet<Grant> {
     let mut r: BTreeSet<Grant> = ALWAYS
         .iter()
-        .chain(POD_SECRETS)
+        .chain(AGENT)
         .map(|p| {
             let res = if p.subresource.is_empty() {
                 p.resource.to_owned()

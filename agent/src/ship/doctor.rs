@@ -1,7 +1,9 @@
 //! `tart-kubelet doctor`: preflight checks with actionable messages.
 //!
 //! Order: tart, `TART_HOME` and its space, the two-VM limit, kubeconfig, RBAC (one
-//! SelfSubjectAccessReview per permission in [`super::rbac`]), then the macOS host: GUI
+//! SelfSubjectAccessReview per permission [`super::rbac`] lists for the configured identity;
+//! with `--identity node` also [`identity`]: are the credentials this node's?), then the macOS
+//! host: GUI
 //! session, auto-login, DHCP lease time, login keychain, softnet. macOS checks report
 //! "skipped" elsewhere. Facts come from [`probe`] (I/O with deadlines), verdicts from
 //! [`checks`] (pure). Exit status 1 when a check fails (or warns, with `--strict`).
@@ -9,9 +11,10 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use super::DoctorArgs;
-use crate::config::Config;
+use crate::config::{Config, Identity};
 
 pub mod checks;
+pub mod identity;
 pub mod probe;
 
 use checks::{Check, Status};
@@ -107,12 +110,19 @@ async fn api_checks(cfg: &Config, deadline: Duration) -> Vec<Check> {
     };
     match probe::api_version(&client, deadline).await {
         Ok(v) => {
-            let perms = super::rbac::required(cfg);
-            let reviews = probe::access_reviews(&client, &perms, deadline).await;
-            vec![
+            let perms = super::rbac::required(cfg.identity);
+            let reviews = probe::access_reviews(&client, &perms, &cfg.node_name, deadline).await;
+            let mut out = vec![
                 Check::new("kubeconfig", Status::Ok, format!("API server {v} reachable as {who}")),
-                checks::rbac_check(&who, &reviews),
-            ]
+                checks::rbac_check(&who, cfg.identity, &reviews),
+            ];
+            if cfg.identity == Identity::Node {
+                let (own, other) =
+                    probe::lease_reviews(&client, &cfg.node_name, identity::OTHER_LEASE, deadline)
+                        .await;
+                out.push(identity::node_identity_check(&cfg.node_name, &own, &other));
+            }
+            out
         }
         Err(e) => vec![
             Check::new("kubeconfig", Status::Fail, format!("API server not usable as {who}: {e}"))

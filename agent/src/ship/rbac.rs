@@ -1,8 +1,10 @@
-//! The Kubernetes API permissions the agent needs, as data: `doctor` asks the API server about
-//! each one with a SelfSubjectAccessReview, and tests/tests/ship_rbac.rs checks that
-//! packaging/kubernetes/rbac.yaml grants exactly these (plus doctor's own review) — every one,
-//! and nothing more.
-use crate::config::{Config, PullCredentials};
+//! The Kubernetes API permissions the agent needs, per identity, as data: `doctor` asks the
+//! API server about each one with a SelfSubjectAccessReview, and tests/tests/ship_rbac.rs checks
+//! that packaging/kubernetes/rbac.yaml grants exactly the agent identity's (plus doctor's own
+//! review) — every one, and nothing more. A node identity (`system:node:<name>`) needs no
+//! manifest: the Node authorizer grants it [`ALWAYS`], and only Secrets and ConfigMaps of Pods
+//! bound to it.
+use crate::config::Identity;
 
 /// Namespace of node Leases.
 pub const LEASE_NAMESPACE: &str = "kube-node-lease";
@@ -20,6 +22,9 @@ pub struct Permission {
     pub verb: &'static str,
     /// Namespace (`""` = all namespaces / cluster-scoped).
     pub namespace: &'static str,
+    /// The request names the agent's own object, the Node or its Lease (the node name): a
+    /// node identity may use only its own Lease, so its review must say which.
+    pub own_name: bool,
     /// What the agent does with it.
     pub why: &'static str,
 }
@@ -61,7 +66,16 @@ const fn p(
         subresource,
         verb,
         namespace,
+        own_name: false,
         why,
+    }
+}
+
+/// `perm`, naming the agent's own Node or Lease.
+const fn own(perm: Permission) -> Permission {
+    Permission {
+        own_name: true,
+        ..perm
     }
 }
 
@@ -87,20 +101,39 @@ const fn lease(verb: &'static str, why: &'static str) -> Permission {
     )
 }
 
-/// Always needed.
+/// Needed under either identity. A node has each from the Node authorizer's static rules;
+/// NodeRestriction confines its writes to its own Node, Lease and Pods.
 pub const ALWAYS: &[Permission] = &[
-    core("nodes", "get", "read its own Node"),
+    own(core("nodes", "get", "read its own Node")),
     core("nodes", "list", "watch its own Node (field selector)"),
     core("nodes", "watch", "watch its own Node"),
     core("nodes", "create", "register the Node"),
-    core("nodes", "patch", "labels and annotations of its Node"),
-    status("nodes", "Node conditions, capacity, heartbeat"),
+    own(core("nodes", "patch", "labels and annotations of its Node")),
+    own(status("nodes", "Node conditions, capacity, heartbeat")),
     core("pods", "list", "list Pods bound to this Node"),
     core("pods", "watch", "watch Pods bound to this Node"),
-    core("pods", "patch", "add and remove the agent's finalizer"),
     core("pods", "delete", "final delete of a terminated Pod"),
     status("pods", "Pod phase and container status"),
-    core("events", "create", "kubelet-style Node events"),
+    core(
+        "events",
+        "create",
+        "kubelet-style Node events (and Pod events under a node identity)",
+    ),
+    own(lease(
+        "get",
+        "see who holds the Node Lease (start-up claim, a conflicting renewal)",
+    )),
+    lease("create", "create the Node Lease"),
+    own(lease(
+        "update",
+        "renew the Node Lease (with a resourceVersion precondition)",
+    )),
+];
+
+/// Needed only under the agent identity (`--identity agent`). A node gets the Secrets and
+/// ConfigMaps of its own Pods from the Node authorizer, never the rest.
+pub const AGENT: &[Permission] = &[
+    core("pods", "patch", "add and remove the agent's finalizer"),
     p(
         "events.k8s.io",
         "events",
@@ -109,29 +142,31 @@ pub const ALWAYS: &[Permission] = &[
         "",
         "kubelet-style Pod events",
     ),
-    lease(
+    core(
+        "secrets",
         "get",
-        "see who holds the Node Lease (start-up claim, a conflicting renewal)",
+        "imagePullSecrets and the env and volume Secrets of its Pods (never list or watch)",
     ),
-    lease("create", "create the Node Lease"),
-    lease(
-        "update",
-        "renew the Node Lease (with a resourceVersion precondition)",
+    core(
+        "configmaps",
+        "get",
+        "the env and volume ConfigMaps of its Pods (never list or watch)",
+    ),
+    p(
+        "",
+        "serviceaccounts",
+        "token",
+        "create",
+        "",
+        "service-account tokens projected into its Pods",
     ),
 ];
 
-/// Needed with `--pull-credentials pod-secrets` (the default).
-pub const POD_SECRETS: &[Permission] = &[core(
-    "secrets",
-    "get",
-    "imagePullSecrets of Pods, for tart pull",
-)];
-
-/// Every permission the agent needs with this configuration.
-pub fn required(cfg: &Config) -> Vec<Permission> {
+/// Every permission the agent needs under `identity`.
+pub fn required(identity: Identity) -> Vec<Permission> {
     let mut v = ALWAYS.to_vec();
-    if cfg.pull_credentials == PullCredentials::PodSecrets {
-        v.extend_from_slice(POD_SECRETS);
+    if identity == Identity::Agent {
+        v.extend_from_slice(AGENT);
     }
     v
 }
@@ -139,6 +174,53 @@ pub fn required(cfg: &Config) -> Vec<Permission> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_node_identity_needs_nothing_the_node_authorizer_does_not_grant() {
+        let node = required(Identity::Node);
+        for p in &node {
+            assert!(
+                !matches!(p.resource, "secrets" | "configmaps" | "serviceaccounts"),
+                "{} is graph-limited for a node",
+                p.display()
+            );
+            assert!(
+                p.group != "events.k8s.io",
+                "a node may not create {}",
+                p.display()
+            );
+            assert!(
+                !(p.resource == "pods" && p.verb == "patch" && p.subresource.is_empty()),
+                "a node may not patch Pod metadata"
+            );
+        }
+        assert_eq!(node.len() + AGENT.len(), required(Identity::Agent).len());
+    }
+
+    #[test]
+    fn the_agent_identity_reads_secrets_and_configmaps_only_by_name() {
+        let agent = required(Identity::Agent);
+        for res in ["secrets", "configmaps"] {
+            let verbs: Vec<&str> = agent
+                .iter()
+                .filter(|p| p.resource == res)
+                .map(|p| p.verb)
+                .collect();
+            assert_eq!(verbs, ["get"], "{res}");
+        }
+        assert!(
+            agent
+                .iter()
+                .any(|p| p.display() == "create serviceaccounts/token")
+        );
+    }
+
+    #[test]
+    fn lease_reads_and_renewals_name_the_own_lease() {
+        for p in ALWAYS.iter().filter(|p| p.resource == "leases") {
+            assert_eq!(p.own_name, p.verb != "create", "{}", p.display());
+        }
+    }
 
     #[test]
     fn names_read_like_kubectl_auth_can_i() {
@@ -156,7 +238,7 @@ mod tests {
     #[test]
     fn every_permission_is_listed_once() {
         let mut seen = std::collections::HashSet::new();
-        for p in ALWAYS.iter().chain(POD_SECRETS) {
+        for p in ALWAYS.iter().chain(AGENT) {
             assert!(seen.insert(p.display()), "duplicate {}", p.display());
         }
     }

@@ -1,5 +1,6 @@
 //! Doctor verdicts (pure): gathered facts -> [`Check`] with an actionable fix.
 use super::super::rbac::Permission;
+use crate::config::Identity;
 
 /// Outcome of one check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -226,8 +227,12 @@ pub fn tart_home_checks(p: &TartHomeProbe) -> Vec<Check> {
     vec![w, s]
 }
 
-/// Verdict on the RBAC reviews: `(permission, allowed)`.
-pub fn rbac_check(user: &str, results: &[(Permission, Result<bool, String>)]) -> Check {
+/// Verdict on the RBAC reviews of the permissions `identity` needs: `(permission, allowed)`.
+pub fn rbac_check(
+    user: &str,
+    identity: Identity,
+    results: &[(Permission, Result<bool, String>)],
+) -> Check {
     let missing: Vec<String> = results
         .iter()
         .filter(|(_, r)| matches!(r, Ok(false)))
@@ -243,7 +248,10 @@ pub fn rbac_check(user: &str, results: &[(Permission, Result<bool, String>)]) ->
             Status::Fail,
             format!("{user} is missing {} permission(s): {}", missing.len(), missing.join("; ")),
         )
-        .fix("kubectl apply -f packaging/kubernetes/rbac.yaml and bind the agent's identity to its ClusterRole (docs/install.md#kubeconfig-and-rbac)");
+        .fix(match identity {
+            Identity::Agent => "kubectl apply -f packaging/kubernetes/rbac.yaml and bind the agent's identity to its ClusterRole (docs/install.md#kubeconfig-and-rbac)",
+            Identity::Node => "the API server must run --authorization-mode=Node,... and the credentials must be system:node:<node> in system:nodes (docs/install.md#node-identity)",
+        });
     }
     if !errors.is_empty() {
         return Check::new(

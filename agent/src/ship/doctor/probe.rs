@@ -12,7 +12,7 @@ use tokio::time::timeout;
 
 use super::checks::{TartHomeProbe, TartProbe};
 use crate::config::Config;
-use crate::ship::rbac::Permission;
+use crate::ship::rbac::{ALWAYS, Permission};
 
 /// Finds `program` like `execvp` would: as given when it contains a `/`, else on `PATH`.
 pub fn resolve_program(program: &Path) -> Option<PathBuf> {
@@ -168,37 +168,69 @@ pub async fn api_version(client: &kube::Client, deadline: Duration) -> Result<St
     Ok(v.git_version)
 }
 
-/// One SelfSubjectAccessReview per permission.
+/// One SelfSubjectAccessReview per permission; those with [`Permission::own_name`] name
+/// `node` (the agent's own Node or Lease).
 pub async fn access_reviews(
     client: &kube::Client,
     perms: &[Permission],
+    node: &str,
     deadline: Duration,
 ) -> Vec<(Permission, Result<bool, String>)> {
-    let api: Api<SelfSubjectAccessReview> = Api::all(client.clone());
     let mut out = Vec::with_capacity(perms.len());
     for p in perms {
-        let review = SelfSubjectAccessReview {
-            spec: SelfSubjectAccessReviewSpec {
-                resource_attributes: Some(ResourceAttributes {
-                    group: Some(p.group.to_string()),
-                    resource: Some(p.resource.to_string()),
-                    subresource: (!p.subresource.is_empty()).then(|| p.subresource.to_string()),
-                    verb: Some(p.verb.to_string()),
-                    namespace: (!p.namespace.is_empty()).then(|| p.namespace.to_string()),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            },
-            ..Default::default()
-        };
-        let r = match timeout(deadline, api.create(&PostParams::default(), &review)).await {
-            Err(_) => Err(format!("no answer within {deadline:?}")),
-            Ok(Err(e)) => Err(e.to_string()),
-            Ok(Ok(r)) => Ok(r.status.map(|s| s.allowed).unwrap_or(false)),
-        };
-        out.push((*p, r));
+        let name = p.own_name.then_some(node);
+        out.push((*p, review(client, p, name, deadline).await));
     }
     out
+}
+
+/// Whether the credentials may read the Lease named `own` and the Lease named `other` in the
+/// node-lease namespace: the Node authorizer gives a node its own Lease only.
+pub async fn lease_reviews(
+    client: &kube::Client,
+    own: &str,
+    other: &str,
+    deadline: Duration,
+) -> (Result<bool, String>, Result<bool, String>) {
+    let get = ALWAYS
+        .iter()
+        .find(|p| p.resource == "leases" && p.verb == "get")
+        .copied()
+        .expect("the Lease read is a listed permission");
+    (
+        review(client, &get, Some(own), deadline).await,
+        review(client, &get, Some(other), deadline).await,
+    )
+}
+
+/// One SelfSubjectAccessReview of `p` (on the object `name`, if given).
+async fn review(
+    client: &kube::Client,
+    p: &Permission,
+    name: Option<&str>,
+    deadline: Duration,
+) -> Result<bool, String> {
+    let api: Api<SelfSubjectAccessReview> = Api::all(client.clone());
+    let review = SelfSubjectAccessReview {
+        spec: SelfSubjectAccessReviewSpec {
+            resource_attributes: Some(ResourceAttributes {
+                group: Some(p.group.to_string()),
+                resource: Some(p.resource.to_string()),
+                subresource: (!p.subresource.is_empty()).then(|| p.subresource.to_string()),
+                verb: Some(p.verb.to_string()),
+                namespace: (!p.namespace.is_empty()).then(|| p.namespace.to_string()),
+                name: name.map(str::to_string),
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    match timeout(deadline, api.create(&PostParams::default(), &review)).await {
+        Err(_) => Err(format!("no answer within {deadline:?}")),
+        Ok(Err(e)) => Err(e.to_string()),
+        Ok(Ok(r)) => Ok(r.status.map(|s| s.allowed).unwrap_or(false)),
+    }
 }
 
 /// Owner uid and mode of a file.

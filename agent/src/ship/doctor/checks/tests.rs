@@ -55,7 +55,7 @@ fn missing_rbac_verbs_are_named() {
         .iter()
         .map(|p| (*p, Ok(!(p.resource == "pods" && p.subresource == "status"))))
         .collect();
-    let c = rbac_check("system:node:mac1", &results);
+    let c = rbac_check("system:node:mac1", Identity::Node, &results);
     assert_eq!(c.status, Status::Fail);
     assert!(
         c.message
@@ -64,7 +64,13 @@ fn missing_rbac_verbs_are_named() {
         c.message
     );
     let all: Vec<_> = ALWAYS.iter().map(|p| (*p, Ok(true))).collect();
-    assert_eq!(rbac_check("u", &all).status, Status::Ok);
+    assert!(
+        c.fix
+            .as_deref()
+            .unwrap_or_default()
+            .contains("system:node:")
+    );
+    assert_eq!(rbac_check("u", Identity::Agent, &all).status, Status::Ok);
 }
 
 #[test]
