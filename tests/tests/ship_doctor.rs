@@ -11,7 +11,7 @@ use k8s_openapi::api::authorization::v1::{
 };
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, RoleRef, Subject};
 use kube::api::{Api, ObjectMeta, PostParams};
-use tart_kubelet::ship::rbac::{ALWAYS, POD_SECRETS, Permission};
+use tart_kubelet::ship::rbac::{AGENT, ALWAYS, Permission};
 use tart_kubelet_tests::cluster::{ControlPlane, unique, wait_for};
 use tart_kubelet_tests::fake::FakeHome;
 
@@ -144,11 +144,11 @@ async fn doctor_names_the_one_missing_rbac_verb() {
     let missing = |p: &&Permission| p.resource == "pods" && p.subresource == "status";
     let perms: Vec<Permission> = ALWAYS
         .iter()
-        .chain(POD_SECRETS)
+        .chain(AGENT)
         .filter(|p| !missing(p))
         .copied()
         .collect();
-    assert_eq!(perms.len() + 1, ALWAYS.len() + POD_SECRETS.len());
+    assert_eq!(perms.len() + 1, ALWAYS.len() + AGENT.len());
     grant(&admin, &user, &perms).await;
     wait_until_authorized(&admin, &user, &[]).await;
     let kubeconfig = cp.mint_kubeconfig(&user, &[]);
@@ -186,7 +186,7 @@ async fn doctor_with_no_grants_lists_every_missing_permission_and_json_says_fail
         .expect("rbac line");
     assert_eq!(rbac["status"], "fail");
     let msg = rbac["message"].as_str().unwrap();
-    for p in ALWAYS.iter().chain(POD_SECRETS) {
+    for p in ALWAYS.iter().chain(AGENT) {
         assert!(
             msg.contains(&p.display()),
             "{} not named in {msg}",
@@ -228,7 +228,7 @@ async fn shipped_rbac_manifest_satisfies_every_check_doctor_makes() {
     assert!(
         rbac.contains(&format!(
             "has all {} permissions",
-            ALWAYS.len() + POD_SECRETS.len()
+            ALWAYS.len() + AGENT.len()
         )),
         "{t}"
     );
@@ -268,5 +268,38 @@ async fn unreachable_api_server_fails_the_kubeconfig_check_with_a_fix() {
     assert!(
         !t.contains("not-a-secret"),
         "the token leaked into the report:\n{t}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn as_its_node_doctor_needs_no_rbac_and_knows_another_node_s_credentials() {
+    let cp = ControlPlane::shared();
+    let home = FakeHome::new().unwrap();
+    // The Node authorizer answers for system:nodes: nothing is granted here.
+    let own = cp.mint_kubeconfig("system:node:doctor-test", &["system:nodes"]);
+    // A small disk threshold: the shared test machine's free space is not under test here.
+    let args = ["--identity", "node", "--disk-pressure-free", "1Mi"];
+    let out = doctor(&home, &own, &args).await;
+    let t = text(&out);
+    let rbac = line(&t, "rbac");
+    assert!(rbac.starts_with("[ ok ]"), "{t}");
+    assert!(
+        rbac.contains(&format!("has all {} permissions", ALWAYS.len())),
+        "{t}"
+    );
+    assert!(line(&t, "node-identity").starts_with("[ ok ]"), "{t}");
+    assert_eq!(out.status.code(), Some(0), "{t}");
+
+    let other = unique("mac-not-doctor-test");
+    let theirs = cp.mint_kubeconfig(&format!("system:node:{other}"), &["system:nodes"]);
+    let out = doctor(&home, &theirs, &args).await;
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    let id = line(&t, "node-identity");
+    assert!(id.starts_with("[FAIL]"), "{t}");
+    assert!(id.contains("not system:node:doctor-test"), "{t}");
+    assert!(
+        line(&t, "rbac").contains("get leases.coordination.k8s.io"),
+        "another node's Lease is refused: {t}"
     );
 }
