@@ -21,6 +21,7 @@ use tokio::sync::{mpsc, watch};
 use super::{
     context::{NodeView, PodsConfig, Shared},
     events::{Occurrence, spec},
+    guest::{layout::GuestLayout, prepare::GuestSettings},
     metrics::PodMetrics,
     naming::VmNaming,
     sink::EventSink,
@@ -210,6 +211,8 @@ pub struct Rig {
     pub events: mpsc::UnboundedReceiver<(ObjectReference, Occurrence)>,
     pub wakes: futures::channel::mpsc::UnboundedReceiver<ObjectRef<Pod>>,
     pub registry: Registry,
+    /// The guest directories of this rig's VMs (removed with the rig).
+    pub guest_dir: Arc<tempfile::TempDir>,
 }
 
 /// A client whose requests can never succeed (nothing listens on port 9).
@@ -227,6 +230,7 @@ pub fn rig_with_client(tart: MemTart, slots: u32, client: kube::Client) -> Rig {
     let metrics = PodMetrics::register(&mut registry);
     let (tx, events) = mpsc::unbounded_channel();
     let (wake_tx, wakes) = futures::channel::mpsc::unbounded();
+    let guest_dir = Arc::new(tempfile::tempdir().expect("tempdir"));
     let cfg = WorkerConfig {
         vm_log_dir: std::env::temp_dir(),
         vm_log_cap_bytes: 1 << 20,
@@ -234,6 +238,13 @@ pub fn rig_with_client(tart: MemTart, slots: u32, client: kube::Client) -> Rig {
         ip_wait: Duration::from_secs(1),
         read_pull_secrets: false,
         api_timeout: Duration::from_secs(1),
+        guest: GuestSettings {
+            layout: GuestLayout::new(guest_dir.path().to_path_buf()),
+            node_name: "mac-1".into(),
+            host_ip: "192.0.2.10".into(),
+            api_timeout: Duration::from_secs(1),
+            token_refresh_max: Duration::from_secs(24 * 3600),
+        },
     };
     let worker = Arc::new(WorkerContext {
         client,
@@ -252,6 +263,7 @@ pub fn rig_with_client(tart: MemTart, slots: u32, client: kube::Client) -> Rig {
         events,
         wakes,
         registry,
+        guest_dir,
     }
 }
 

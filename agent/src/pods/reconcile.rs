@@ -23,6 +23,7 @@ use super::{
     admission::{Admitted, HostLimits, Rejection, admit},
     context::Shared,
     events::Occurrence,
+    guest::prepare::NodeAllocatable,
     input::{FINALIZER, deadline_left, is_terminal, pod_facts, worker_input},
     metrics::{KindLabels, ReasonLabels},
     naming::NamingError,
@@ -246,7 +247,14 @@ fn sync_worker<T: Tart>(
         });
         return;
     };
-    let input = worker_input(v.pod, a, facts, ctx.cfg.default_grace);
+    let mut input = worker_input(v.pod, a, facts, ctx.cfg.default_grace);
+    if let Some(l) = ctx.node.borrow().limits {
+        input.alloc = NodeAllocatable {
+            cpu_millis: l.cpu_millis,
+            memory_bytes: l.memory_bytes,
+            ephemeral_bytes: l.disk_bytes,
+        };
+    }
     let spawned = ctx.with_workers(|w| match w.get(&v.uid) {
         Some(h) => {
             h.input.send_if_modified(|i| {

@@ -71,6 +71,7 @@ impl<T: Tart> Worker<T> {
         });
         self.state.facts.process = Process::Exited { code };
         self.state.facts.slot_held = false;
+        self.refresher = None;
         self.slot = None;
         self.proc = None;
         self.run_started = None;

@@ -27,7 +27,10 @@ const TEARDOWN_RETRY: Duration = Duration::from_secs(2);
 
 impl<T: Tart> Worker<T> {
     pub(super) fn run_opts(&self) -> RunOpts {
-        self.ctx.cfg.run_opts(&self.state.vm)
+        RunOpts {
+            dirs: self.shares.clone(),
+            ..self.ctx.cfg.run_opts(&self.state.vm)
+        }
     }
 
     async fn credentials(&mut self, input: &WorkerInput) -> Option<tart::Credentials> {
@@ -234,6 +237,7 @@ impl<T: Tart> Worker<T> {
                     .inc();
                 self.failures = 0;
                 self.proc = Some(Arc::new(proc));
+                self.start_refresher(input);
                 self.run_started = Some((started, started_ts));
                 self.state.facts.process = Process::Running {
                     has_ip: false,
@@ -350,7 +354,9 @@ impl<T: Tart> Worker<T> {
                 info!("vm deleted");
                 self.state.facts.cloned = false;
                 self.state.facts.configured = false;
+                self.state.facts.prepared = false;
                 let _ = tokio::fs::remove_file(self.run_opts().log_path).await;
+                self.remove_guest_dir().await;
             }
             Err(error) => {
                 warn!(%error, "delete failed; retrying");
