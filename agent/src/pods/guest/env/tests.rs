@@ -251,11 +251,12 @@ fn missing_objects_fail_unless_optional() {
             name: name.into(),
         })
     };
-    let cases: Vec<(
+    type Case<'a> = (
         Vec<EnvVar>,
         Vec<EnvFromSource>,
-        Result<Vec<(&str, &[u8])>, ConfigError>,
-    )> = vec![
+        Result<Vec<(&'a str, &'a [u8])>, ConfigError>,
+    );
+    let cases: Vec<Case<'_>> = vec![
         (
             vec![],
             vec![from_secret("gone", None, None)],
