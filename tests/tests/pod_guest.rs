@@ -8,13 +8,15 @@ use std::{collections::BTreeMap, path::PathBuf, time::Duration};
 
 use k8s_openapi::{
     ByteString,
-    api::core::v1::{
-        ConfigMap, ConfigMapEnvSource, ConfigMapVolumeSource, EnvFromSource, EnvVar,
-        EnvVarSource, KeyToPath, ObjectFieldSelector, Pod, ProjectedVolumeSource, Secret,
-        SecretKeySelector, SecretVolumeSource, ServiceAccount, ServiceAccountTokenProjection,
-        Volume, VolumeMount, VolumeProjection,
+    api::authorization::v1::{
+        ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
     },
-    api::authorization::v1::{ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec},
+    api::core::v1::{
+        ConfigMap, ConfigMapEnvSource, ConfigMapVolumeSource, EnvFromSource, EnvVar, EnvVarSource,
+        KeyToPath, ObjectFieldSelector, Pod, ProjectedVolumeSource, Secret, SecretKeySelector,
+        SecretVolumeSource, ServiceAccount, ServiceAccountTokenProjection, Volume, VolumeMount,
+        VolumeProjection,
+    },
 };
 use kube::{
     Api, ResourceExt,
@@ -52,7 +54,10 @@ impl GuestPaths for Env {}
 /// Where the guest sees things under fake-tart.
 trait GuestPaths {
     fn status_file(env: &Env, pod: &Pod, name: &str) -> PathBuf {
-        env.guest_dir.join(Env::vm_of(pod)).join("status").join(name)
+        env.guest_dir
+            .join(Env::vm_of(pod))
+            .join("status")
+            .join(name)
     }
     /// A path as the guest sees it (its root is `<vm dir>/guest`).
     fn in_guest(env: &Env, pod: &Pod, path: &str) -> PathBuf {
@@ -199,7 +204,11 @@ async fn a_runner_shaped_pod_gives_its_guest_every_value_byte_for_byte_and_never
         &pp,
         &config_map(
             "runner-cfg",
-            &[("url", "https://github.com/acme"), ("labels", "macos,arm64"), ("1bad", "x")],
+            &[
+                ("url", "https://github.com/acme"),
+                ("labels", "macos,arm64"),
+                ("1bad", "x"),
+            ],
         ),
     )
     .await
@@ -218,7 +227,12 @@ async fn a_runner_shaped_pod_gives_its_guest_every_value_byte_for_byte_and_never
             ..Default::default()
         }]);
         c.env = Some(vec![
-            env_secret("ACTIONS_RUNNER_INPUT_JITCONFIG", "runner-jit", "jitconfig", false),
+            env_secret(
+                "ACTIONS_RUNNER_INPUT_JITCONFIG",
+                "runner-jit",
+                "jitconfig",
+                false,
+            ),
             env_secret("OPTIONAL_MISSING", "runner-jit", "nope", true),
             env_field("POD_NAME", "metadata.name"),
             env_field("NODE", "spec.nodeName"),
@@ -247,7 +261,9 @@ async fn a_runner_shaped_pod_gives_its_guest_every_value_byte_for_byte_and_never
     let created = env.create(&pod).await;
     // While the guest's command runs, no process on the machine shows the secret.
     let running = env
-        .wait_pod("runner", "running", |p| phase(p) == "Running" || phase(p) == "Succeeded")
+        .wait_pod("runner", "running", |p| {
+            phase(p) == "Running" || phase(p) == "Succeeded"
+        })
         .await;
     let cmdlines = all_command_lines();
     assert!(
@@ -257,11 +273,18 @@ async fn a_runner_shaped_pod_gives_its_guest_every_value_byte_for_byte_and_never
     let out = guest_stdout(&env, &created).await;
     let got = parse_dump(&out);
     let want = |v: &[u8]| hex(v);
-    assert_eq!(got["ACTIONS_RUNNER_INPUT_JITCONFIG"], want(jit.as_bytes()), "{out}");
+    assert_eq!(
+        got["ACTIONS_RUNNER_INPUT_JITCONFIG"],
+        want(jit.as_bytes()),
+        "{out}"
+    );
     assert_eq!(got["CFG_url"], want(b"https://github.com/acme"));
     assert_eq!(got["CFG_labels"], want(b"macos,arm64"));
     assert_eq!(got["CFG_1bad"], "-", "an invalid name is skipped");
-    assert_eq!(got["OPTIONAL_MISSING"], "-", "a missing optional key is skipped");
+    assert_eq!(
+        got["OPTIONAL_MISSING"], "-",
+        "a missing optional key is skipped"
+    );
     assert_eq!(got["POD_NAME"], want(b"runner"));
     assert_eq!(got["NODE"], want(env.node.as_bytes()));
     assert_eq!(got["GREETING"], want(b"hello runner $(POD_NAME)"));
@@ -271,7 +294,9 @@ async fn a_runner_shaped_pod_gives_its_guest_every_value_byte_for_byte_and_never
         .await;
     let _ = running;
     // Kubelet's warning for the skipped key.
-    let evs = env.wait_event("runner", "InvalidEnvironmentVariableNames").await;
+    let evs = env
+        .wait_event("runner", "InvalidEnvironmentVariableNames")
+        .await;
     let note = &evs
         .iter()
         .find(|(_, r, _)| r == "InvalidEnvironmentVariableNames")
@@ -289,9 +314,15 @@ async fn a_runner_shaped_pod_gives_its_guest_every_value_byte_for_byte_and_never
         "the agent's log holds the secret"
     );
     let in_home = files_containing(env.home.path(), marker.as_bytes());
-    assert!(in_home.is_empty(), "fake-tart's records hold the secret: {in_home:?}");
+    assert!(
+        in_home.is_empty(),
+        "fake-tart's records hold the secret: {in_home:?}"
+    );
     let in_vm_logs = files_containing(&env.vm_log_dir, marker.as_bytes());
-    assert!(in_vm_logs.is_empty(), "a VM log holds the secret: {in_vm_logs:?}");
+    assert!(
+        in_vm_logs.is_empty(),
+        "a VM log holds the secret: {in_vm_logs:?}"
+    );
     // Only the control share holds it, readable by the agent's user alone.
     let held = files_containing(&env.guest_dir, marker.as_bytes());
     assert!(!held.is_empty(), "the control share holds the value");
@@ -330,7 +361,13 @@ async fn a_pod_whose_secret_is_missing_waits_then_starts_by_itself_once_it_exist
             waiting_reason(p).as_deref() == Some("CreateContainerConfigError")
         })
         .await;
-    let msg = waiting.status.as_ref().unwrap().container_statuses.as_ref().unwrap()[0]
+    let msg = waiting
+        .status
+        .as_ref()
+        .unwrap()
+        .container_statuses
+        .as_ref()
+        .unwrap()[0]
         .state
         .as_ref()
         .unwrap()
@@ -349,7 +386,10 @@ async fn a_pod_whose_secret_is_missing_waits_then_starts_by_itself_once_it_exist
     );
     let secrets: Api<Secret> = Api::namespaced(env.admin.clone(), &env.ns);
     secrets
-        .create(&PostParams::default(), &secret("late-secret", &[("token", b"s3cr3t")]))
+        .create(
+            &PostParams::default(),
+            &secret("late-secret", &[("token", b"s3cr3t")]),
+        )
         .await
         .expect("secret");
     env.wait_pod("late", "succeeded", |p| phase(p) == "Succeeded")
@@ -360,7 +400,12 @@ async fn a_pod_whose_secret_is_missing_waits_then_starts_by_itself_once_it_exist
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn volumes_reach_the_guest_and_follow_their_objects() {
-    let mut env = Env::new("guest-volumes", guest_knobs(), &["--token-refresh-max", "5s"]).await;
+    let mut env = Env::new(
+        "guest-volumes",
+        guest_knobs(),
+        &["--token-refresh-max", "5s"],
+    )
+    .await;
     env.start_agent();
     let pp = PostParams::default();
     let cms: Api<ConfigMap> = Api::namespaced(env.admin.clone(), &env.ns);
@@ -368,7 +413,9 @@ async fn volumes_reach_the_guest_and_follow_their_objects() {
         .await
         .expect("configmap");
     // A 1 MiB binary value, NULs and all.
-    let blob: Vec<u8> = (0..(1u32 << 20)).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+    let blob: Vec<u8> = (0..(1u32 << 20))
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
     let secrets: Api<Secret> = Api::namespaced(env.admin.clone(), &env.ns);
     secrets
         .create(&pp, &secret("blob", &[("data.bin", &blob)]))
@@ -460,7 +507,11 @@ async fn volumes_reach_the_guest_and_follow_their_objects() {
     .await;
     assert!(r.is_ok(), "{mode_file:?}: {r:?}\n{}", env.agent_log());
     let blob_file = Env::in_guest(&env, &created, "/opt/blob/nested/data.bin");
-    assert_eq!(std::fs::read(&blob_file).expect("blob"), blob, "1 MiB round-trip");
+    assert_eq!(
+        std::fs::read(&blob_file).expect("blob"),
+        blob,
+        "1 MiB round-trip"
+    );
     // The ConfigMap changes with `kubectl apply`; the guest sees it within 90 s.
     let manifest = format!(
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: {}\ndata:\n  mode: two\n",
@@ -477,13 +528,21 @@ async fn volumes_reach_the_guest_and_follow_their_objects() {
         .output()
         .await
         .expect("kubectl");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let r = wait_for(Duration::from_secs(90), || {
         let f = mode_file.clone();
         async move { std::fs::read_to_string(&f).ok().filter(|s| s == "two") }
     })
     .await;
-    assert!(r.is_ok(), "the ConfigMap update never reached the guest\n{}", env.agent_log());
+    assert!(
+        r.is_ok(),
+        "the ConfigMap update never reached the guest\n{}",
+        env.agent_log()
+    );
     // The token is replaced before it expires (refresh capped at 5 s here), and the new one
     // authenticates against the API server.
     let token_file = Env::in_guest(&env, &created, "/var/run/secrets/tokens/token");
@@ -491,10 +550,15 @@ async fn volumes_reach_the_guest_and_follow_their_objects() {
     let r = wait_for(Duration::from_secs(60), || {
         let f = token_file.clone();
         let first = first.clone();
-        async move { std::fs::read_to_string(&f).ok().filter(|t| !t.is_empty() && *t != first) }
+        async move {
+            std::fs::read_to_string(&f)
+                .ok()
+                .filter(|t| !t.is_empty() && *t != first)
+        }
     })
     .await;
-    let second = r.unwrap_or_else(|e| panic!("the token was never refreshed: {e}\n{}", env.agent_log()));
+    let second =
+        r.unwrap_or_else(|e| panic!("the token was never refreshed: {e}\n{}", env.agent_log()));
     let kubeconfig = env.guest_dir.with_file_name("token.kubeconfig");
     std::fs::write(
         &kubeconfig,
@@ -521,7 +585,10 @@ async fn volumes_reach_the_guest_and_follow_their_objects() {
         ..Default::default()
     };
     let answer = ssar.create(&PostParams::default(), &review).await;
-    assert!(answer.is_ok(), "the refreshed token does not authenticate: {answer:?}");
+    assert!(
+        answer.is_ok(),
+        "the refreshed token does not authenticate: {answer:?}"
+    );
     let _ = created.name_any();
 }
 

@@ -9,9 +9,9 @@ use kube::{Resource, ResourceExt};
 
 use super::{
     admission::Admitted,
+    guest::prepare::NodeAllocatable,
     image::PullPolicy,
     plan::{PodFacts, RestartPolicy},
-    guest::prepare::NodeAllocatable,
     worker::{PodSnapshot, WorkerInput},
 };
 

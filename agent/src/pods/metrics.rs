@@ -133,8 +133,6 @@ pub struct PodMetrics {
     /// `guest_volume_updates_total{outcome}`: refreshes of Secret/ConfigMap/token volumes that
     /// changed files (`updated`) or failed (`error`).
     pub guest_volume_updates: Family<OutcomeLabels, Counter>,
-    /// `token_requests_total{outcome}`: TokenRequests for service-account token volumes.
-    pub token_requests: Family<OutcomeLabels, Counter>,
 }
 
 /// `kind` values of `guest_config_errors_total` (`ConfigError::kind`).
@@ -190,7 +188,6 @@ impl PodMetrics {
             vm_exits: Family::default(),
             guest_config_errors: Family::default(),
             guest_volume_updates: Family::default(),
-            token_requests: Family::default(),
         };
         let r = registry.sub_registry_with_prefix("tart_kubelet");
         register!(r;
@@ -214,7 +211,6 @@ impl PodMetrics {
             "vm_exits", "VM exits by reason" => m.vm_exits;
             "guest_config_errors", "Containers that could not be configured, by error kind" => m.guest_config_errors;
             "guest_volume_updates", "Secret, ConfigMap and token volume refreshes that changed files or failed" => m.guest_volume_updates;
-            "token_requests", "Service-account TokenRequests by outcome" => m.token_requests;
         );
         m.precreate();
         m
@@ -264,9 +260,6 @@ impl PodMetrics {
             let _ = self
                 .guest_volume_updates
                 .get_or_create(&OutcomeLabels { outcome });
-        }
-        for outcome in ["ok", "error"] {
-            let _ = self.token_requests.get_or_create(&OutcomeLabels { outcome });
         }
         for reason in ["completed", "failed", "signaled", "unknown"] {
             let _ = self.vm_exits.get_or_create(&ReasonLabels { reason });

@@ -45,8 +45,8 @@ use tracing::{Instrument, info, info_span, warn};
 
 use self::{
     admission::HostLimits,
-    guest::{layout::GuestLayout, prepare::GuestSettings},
     context::{NodeView, PodsConfig, Shared},
+    guest::{layout::GuestLayout, prepare::GuestSettings},
     metrics::PodMetrics,
     naming::VmNaming,
     plan::Process,

@@ -62,10 +62,7 @@ async fn get(
     match res {
         Ok(Ok(data)) => Ok(data),
         Ok(Err(e)) => Err(fail(describe(&e))),
-        Err(_) => Err(fail(format!(
-            "no answer within {}s",
-            timeout.as_secs_f32()
-        ))),
+        Err(_) => Err(fail(format!("no answer within {}s", timeout.as_secs_f32()))),
     }
 }
 

@@ -26,7 +26,7 @@ use super::{
         ConfigError, ControlSpec, DownwardContext, FileData, ObjectKind, PlannedVolume,
         ResolvedEnv, Sources, TokenSpec, VolumeContent,
     },
-    token::{IssuedToken, refresh_at, request_token},
+    token::{IssuedToken, is_valid, refresh_at, request_token},
     volumes,
 };
 use crate::pods::events::Occurrence;
@@ -118,7 +118,11 @@ async fn resolve<'a>(
         .map(|(k, n, _)| (k, n))
         .collect();
     if with_env {
-        refs.extend(env::references(container).into_iter().map(|(k, n, _)| (k, n)));
+        refs.extend(
+            env::references(container)
+                .into_iter()
+                .map(|(k, n, _)| (k, n)),
+        );
     }
     let namespace = pod.namespace().unwrap_or_default();
     let sources = fetch(client, &namespace, refs, s.api_timeout).await?;
@@ -182,7 +186,7 @@ pub async fn prepare(
     .await?;
     Ok(Prepared {
         shares,
-        warnings: warnings(pod, r.container, &env),
+        warnings: warnings(r.container, &env),
         tokens,
     })
 }
@@ -290,7 +294,11 @@ async fn token_for(
     tokens: &mut Tokens,
 ) -> Result<(Vec<u8>, Option<ConfigError>), ConfigError> {
     let now = Timestamp::now();
-    if let Some(t) = tokens.0.get(&key).filter(|t| refresh_at(t, s.token_refresh_max) > now) {
+    if let Some(t) = tokens
+        .0
+        .get(&key)
+        .filter(|t| refresh_at(t, s.token_refresh_max) > now)
+    {
         return Ok((t.token.clone().into_bytes(), None));
     }
     let sa = pod
@@ -315,10 +323,13 @@ async fn token_for(
             tokens.0.insert(key, t);
             Ok((bytes, None))
         }
-        Err(e) => match tokens.0.get(&key).filter(|t| t.expires_at > now) {
-            Some(t) => Ok((t.token.clone().into_bytes(), Some(e.config_error(&sa)))),
-            None => Err(e.config_error(&sa)),
-        },
+        Err(e) => {
+            tracing::warn!(kind = e.kind(), service_account = %sa, "TokenRequest failed");
+            match tokens.0.get(&key).filter(|t| is_valid(t, now)) {
+                Some(t) => Ok((t.token.clone().into_bytes(), Some(e.config_error(&sa)))),
+                None => Err(e.config_error(&sa)),
+            }
+        }
     }
 }
 
@@ -345,7 +356,7 @@ fn env_lookup(env: &ResolvedEnv) -> impl Fn(&str) -> Option<String> + '_ {
 }
 
 /// Warnings kubelet would give, and ours for the VM's IP.
-fn warnings(pod: &Pod, c: &Container, env: &ResolvedEnv) -> Vec<Occurrence> {
+fn warnings(c: &Container, env: &ResolvedEnv) -> Vec<Occurrence> {
     let mut out: Vec<Occurrence> = env
         .invalid_keys
         .iter()
@@ -355,21 +366,20 @@ fn warnings(pod: &Pod, c: &Container, env: &ResolvedEnv) -> Vec<Occurrence> {
             keys: k.keys.clone(),
         })
         .collect();
-    let _ = pod;
-    let pod_ip: Vec<String> = c
-        .env
-        .iter()
-        .flatten()
-        .filter(|e| {
-            e.value_from
-                .as_ref()
-                .and_then(|f| f.field_ref.as_ref())
-                .is_some_and(|f| matches!(f.field_path.as_str(), "status.podIP" | "status.podIPs"))
-        })
-        .map(|e| e.name.clone())
-        .collect();
-    if !pod_ip.is_empty() {
-        out.push(Occurrence::PodIpUnknown { names: pod_ip });
+    if downward::needs_pod_ip(c) {
+        let names = c
+            .env
+            .iter()
+            .flatten()
+            .filter(|e| {
+                e.value_from
+                    .as_ref()
+                    .and_then(|f| f.field_ref.as_ref())
+                    .is_some_and(|f| f.field_path.starts_with("status.podIP"))
+            })
+            .map(|e| e.name.clone())
+            .collect();
+        out.push(Occurrence::PodIpUnknown { names });
     }
     out
 }

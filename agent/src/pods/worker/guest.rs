@@ -44,7 +44,8 @@ impl<T: Tart> Worker<T> {
                     self.state.view.waiting_reason(),
                     Some(WaitingReason::CreateContainerConfigError)
                 ) {
-                    self.state.view = ContainerView::waiting(WaitingReason::ContainerCreating, None);
+                    self.state.view =
+                        ContainerView::waiting(WaitingReason::ContainerCreating, None);
                 }
             }
             Err(e) => self.config_error(input, &e),
