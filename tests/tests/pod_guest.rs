@@ -455,6 +455,7 @@ async fn volumes_reach_the_guest_and_follow_their_objects() {
                         key: "data.bin".into(),
                         path: "nested/data.bin".into(),
                         mode: Some(0o400),
+                        ..Default::default()
                     }]),
                     ..Default::default()
                 }),
@@ -467,7 +468,7 @@ async fn volumes_reach_the_guest_and_follow_their_objects() {
                         service_account_token: Some(ServiceAccountTokenProjection {
                             path: "token".into(),
                             expiration_seconds: Some(600),
-                            audience: None,
+                            ..Default::default()
                         }),
                         ..Default::default()
                     }]),
@@ -604,7 +605,7 @@ async fn a_path_traversing_item_is_refused_and_the_agent_keeps_running() {
             items: Some(vec![KeyToPath {
                 key: "k".into(),
                 path: "../../etc/passwd".into(),
-                mode: None,
+                ..Default::default()
             }]),
             ..Default::default()
         }),
