@@ -32,20 +32,6 @@ pub enum Treatment {
     Partly(&'static [Field]),
 }
 
-impl Treatment {
-    /// The word `docs/pods.md` uses for it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Honoured => "honoured",
-            Self::Rejected => "rejected",
-            Self::Warned(_) => "warned",
-            Self::Scheduler => "scheduler's",
-            Self::NotApplicable => "not applicable",
-            Self::Partly(_) => "partly",
-        }
-    }
-}
-
 /// The values of a warned field that warn nothing: its unset forms and what the API server
 /// defaults it to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -378,6 +378,18 @@ fn unsupported_volumes_are_named_by_type_or_projected_source() {
     }
 }
 
+/// The word docs/pods.md uses for a treatment.
+fn doc_word(t: Treatment) -> &'static str {
+    match t {
+        Treatment::Honoured => "honoured",
+        Treatment::Rejected => "rejected",
+        Treatment::Warned(_) => "warned",
+        Treatment::Scheduler => "scheduler's",
+        Treatment::NotApplicable => "not applicable",
+        Treatment::Partly(_) => "partly",
+    }
+}
+
 /// The "Every Pod field" section of docs/pods.md: per `### \`Type\`` heading, each row's field
 /// names and treatment word.
 fn documented() -> BTreeMap<String, BTreeMap<String, String>> {
@@ -416,7 +428,7 @@ fn docs_pods_md_shows_each_table_as_the_code_has_it() {
         .map(|(ty, table, _)| {
             let rows = table
                 .iter()
-                .map(|f| (f.name.to_owned(), f.treatment.as_str().to_owned()))
+                .map(|f| (f.name.to_owned(), doc_word(f.treatment).to_owned()))
                 .collect();
             (ty.to_owned(), rows)
         })
