@@ -194,6 +194,22 @@ impl PodBuilder {
         self.0.status.get_or_insert_with(Default::default).phase = Some(p.into());
         self
     }
+    /// Deep-merges `patch` (JSON names) into the spec: objects merge, anything else replaces.
+    pub fn merge_spec(mut self, patch: serde_json::Value) -> Self {
+        let spec = self.spec();
+        *spec = merged(&*spec, patch);
+        self
+    }
+    /// Deep-merges `patch` into the first container, as [`PodBuilder::merge_spec`].
+    pub fn merge_container(mut self, patch: serde_json::Value) -> Self {
+        let c = self.c();
+        *c = merged(&*c, patch);
+        self
+    }
+    /// Adds a volume given as JSON (`{"name": …, "<type>": {…}}`).
+    pub fn volume_json(self, v: serde_json::Value) -> Self {
+        self.volume(serde_json::from_value(v).expect("a Volume"))
+    }
     pub fn pull_secret(mut self, name: &str) -> Self {
         self.spec()
             .image_pull_secrets
@@ -201,6 +217,25 @@ impl PodBuilder {
             .push(k8s_openapi::api::core::v1::LocalObjectReference { name: name.into() });
         self
     }
+}
+
+fn merged<T: serde::Serialize + serde::de::DeserializeOwned>(
+    value: &T,
+    patch: serde_json::Value,
+) -> T {
+    fn merge(into: &mut serde_json::Value, patch: serde_json::Value) {
+        match (into, patch) {
+            (serde_json::Value::Object(into), serde_json::Value::Object(patch)) => {
+                for (k, v) in patch {
+                    merge(into.entry(k).or_insert(serde_json::Value::Null), v);
+                }
+            }
+            (into, patch) => *into = patch,
+        }
+    }
+    let mut v = serde_json::to_value(value).expect("serializable");
+    merge(&mut v, patch);
+    serde_json::from_value(v).expect("a valid patch")
 }
 
 /// A Pod side with `MemTart` and no API server behind its client: events go to a channel,

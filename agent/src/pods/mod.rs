@@ -13,6 +13,7 @@
 pub mod admission;
 pub mod context;
 pub mod events;
+pub mod fields;
 pub mod guest;
 pub mod image;
 pub mod input;

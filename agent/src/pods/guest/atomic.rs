@@ -18,6 +18,9 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+/// Files by relative path: `(bytes, mode)`.
+type Tree = BTreeMap<String, (Vec<u8>, u32)>;
+
 /// The symlink to the current timestamped directory.
 const DATA: &str = "..data";
 /// The symlink renamed over [`DATA`].
@@ -99,7 +102,7 @@ fn invalid(path: &str, why: &str) -> io::Error {
 }
 
 /// The files by path, after checking every path stays inside the volume and nothing collides.
-fn check_files(files: &[(String, Vec<u8>, u32)]) -> io::Result<BTreeMap<String, (Vec<u8>, u32)>> {
+fn check_files(files: &[(String, Vec<u8>, u32)]) -> io::Result<Tree> {
     let mut wanted = BTreeMap::new();
     for (path, bytes, mode) in files {
         if path.is_empty() || path.starts_with('/') {
@@ -194,11 +197,11 @@ fn inspect(dir: &Path) -> io::Result<State> {
             }
         }
     }
-    if let Some(current) = &state.current {
-        if !state.stamps.contains(current) {
-            // A dangling `..data`: treated as no content, so the next write replaces it.
-            state.current = None;
-        }
+    if let Some(current) = &state.current
+        && !state.stamps.contains(current)
+    {
+        // A dangling `..data`: treated as no content, so the next write replaces it.
+        state.current = None;
     }
     Ok(state)
 }
@@ -214,7 +217,7 @@ fn is_stamp(name: &str) -> bool {
 
 /// The files under `root` by relative path; `None` when it holds something this writer does not
 /// write (a symlink, a device), so the caller rewrites instead of comparing.
-fn read_tree(root: &Path) -> io::Result<Option<BTreeMap<String, (Vec<u8>, u32)>>> {
+fn read_tree(root: &Path) -> io::Result<Option<Tree>> {
     let mut out = BTreeMap::new();
     let mut pending = vec![(root.to_path_buf(), String::new())];
     while let Some((dir, prefix)) = pending.pop() {

@@ -112,10 +112,10 @@ fn mounted_volumes(spec: &PodSpec) -> BTreeSet<&str> {
 /// The objects one volume reads: `(kind, name, optional)`, possibly repeated.
 fn objects(volume: &Volume) -> Vec<(ObjectKind, &str, bool)> {
     let mut out = Vec::new();
-    if let Some(s) = &volume.secret {
-        if let Some(name) = s.secret_name.as_deref() {
-            out.push((ObjectKind::Secret, name, s.optional.unwrap_or(false)));
-        }
+    if let Some(s) = &volume.secret
+        && let Some(name) = s.secret_name.as_deref()
+    {
+        out.push((ObjectKind::Secret, name, s.optional.unwrap_or(false)));
     }
     if let Some(c) = &volume.config_map {
         out.push((ObjectKind::ConfigMap, &c.name, c.optional.unwrap_or(false)));

@@ -3,6 +3,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::*;
 
+/// Puts something in a fresh volume directory.
+type Plant<'a> = Box<dyn Fn(&Path) + 'a>;
+
 fn f(path: &str, bytes: &[u8], mode: u32) -> (String, Vec<u8>, u32) {
     (path.to_owned(), bytes.to_vec(), mode)
 }
@@ -147,7 +150,7 @@ fn entries_the_writer_did_not_create_are_refused_and_never_followed() {
     let outside = tempfile::tempdir().unwrap();
     let victim = outside.path().join("victim");
     fs::write(&victim, b"keep").unwrap();
-    let plants: Vec<(&str, Box<dyn Fn(&Path)>)> = vec![
+    let plants: Vec<(&str, Plant<'_>)> = vec![
         (
             "a link to a file outside",
             Box::new(|d: &Path| symlink(&victim, d.join("a")).unwrap()),
