@@ -40,6 +40,11 @@ impl<T: Tart> Worker<T> {
                 self.shares = p.shares;
                 self.tokens = Some(p.tokens);
                 self.state.facts.prepared = true;
+                // Kubelet's `Created` comes once the container's configuration is complete.
+                let occ = Occurrence::Created {
+                    container: input.container.clone(),
+                };
+                self.emit(input, 0, occ);
                 if matches!(
                     self.state.view.waiting_reason(),
                     Some(WaitingReason::CreateContainerConfigError)

@@ -163,13 +163,7 @@ impl<T: Tart> Worker<T> {
         };
         self.ctx.metrics.stage(Stage::Set, started.elapsed());
         match res {
-            Ok(()) => {
-                self.state.facts.configured = true;
-                let occ = Occurrence::Created {
-                    container: input.container.clone(),
-                };
-                self.emit(input, 0, occ);
-            }
+            Ok(()) => self.state.facts.configured = true,
             Err(e) => self.config_refused(input, &e),
         }
     }
