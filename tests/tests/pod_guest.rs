@@ -207,9 +207,15 @@ async fn a_runner_shaped_pod_gives_its_guest_every_value_byte_for_byte_and_never
             &[
                 ("url", "https://github.com/acme"),
                 ("labels", "macos,arm64"),
-                ("1bad", "x"),
             ],
         ),
+    )
+    .await
+    .expect("configmap");
+    // Without a prefix, `1bad` is not a valid variable name: skipped with kubelet's warning.
+    cms.create(
+        &pp,
+        &config_map("runner-extra", &[("1bad", "x"), ("EXTRA", "y")]),
     )
     .await
     .expect("configmap");
@@ -218,14 +224,23 @@ async fn a_runner_shaped_pod_gives_its_guest_every_value_byte_for_byte_and_never
         let spec = pod.spec.as_mut().unwrap();
         spec.restart_policy = Some("Never".into());
         let c = &mut spec.containers[0];
-        c.env_from = Some(vec![EnvFromSource {
-            prefix: Some("CFG_".into()),
-            config_map_ref: Some(ConfigMapEnvSource {
-                name: "runner-cfg".into(),
-                optional: None,
-            }),
-            ..Default::default()
-        }]);
+        c.env_from = Some(vec![
+            EnvFromSource {
+                prefix: Some("CFG_".into()),
+                config_map_ref: Some(ConfigMapEnvSource {
+                    name: "runner-cfg".into(),
+                    optional: None,
+                }),
+                ..Default::default()
+            },
+            EnvFromSource {
+                config_map_ref: Some(ConfigMapEnvSource {
+                    name: "runner-extra".into(),
+                    optional: None,
+                }),
+                ..Default::default()
+            },
+        ]);
         c.env = Some(vec![
             env_secret(
                 "ACTIONS_RUNNER_INPUT_JITCONFIG",
@@ -247,7 +262,7 @@ async fn a_runner_shaped_pod_gives_its_guest_every_value_byte_for_byte_and_never
             "ACTIONS_RUNNER_INPUT_JITCONFIG",
             "CFG_url",
             "CFG_labels",
-            "CFG_1bad",
+            "EXTRA",
             "OPTIONAL_MISSING",
             "POD_NAME",
             "NODE",
@@ -280,7 +295,7 @@ async fn a_runner_shaped_pod_gives_its_guest_every_value_byte_for_byte_and_never
     );
     assert_eq!(got["CFG_url"], want(b"https://github.com/acme"));
     assert_eq!(got["CFG_labels"], want(b"macos,arm64"));
-    assert_eq!(got["CFG_1bad"], "-", "an invalid name is skipped");
+    assert_eq!(got["EXTRA"], want(b"y"));
     assert_eq!(
         got["OPTIONAL_MISSING"], "-",
         "a missing optional key is skipped"
