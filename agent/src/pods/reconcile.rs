@@ -192,7 +192,9 @@ async fn reconcile_inner<T: Tart>(pod: &Pod, ctx: &Arc<Shared<T>>) -> Result<Act
     }
     // Come back when the active deadline passes, if that is sooner than the resync.
     let resync = Duration::from_secs(300);
-    let next = deadline_left(pod, now).map_or(resync, |d| d.min(resync) + Duration::from_secs(1));
+    let next = deadline_left(pod, now)
+        .filter(|d| !d.is_zero() && !is_terminal(pod))
+        .map_or(resync, |d| d.min(resync) + Duration::from_secs(1));
     Ok(Action::requeue(next))
 }
 
