@@ -14,57 +14,19 @@ use std::collections::BTreeSet;
 use k8s_openapi::api::core::v1::{Pod, Volume};
 use serde_json::Value;
 
-/// What the agent does with one field.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Treatment {
-    /// Carried into the VM or acted on by the agent.
-    Honoured,
-    /// A Pod that sets it (a list: with items) is rejected at admission.
-    Rejected,
-    /// Accepted but not honoured: reported by [`ignored_fields`] unless it holds a baseline
-    /// value.
-    Warned(Baseline),
-    /// Used by the scheduler or the control plane before the Pod reaches this node.
-    Scheduler,
-    /// Means nothing for a VM, or is informational; never reported.
-    NotApplicable,
-    /// An object (or a list of them) whose own fields are treated by the nested table.
-    Partly(&'static [Field]),
-}
+pub use table::{Baseline, Field, Treatment};
 
-/// The values of a warned field that warn nothing: its unset forms and what the API server
-/// defaults it to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Baseline {
-    /// Absent, null, `false`, `""`, `[]`, or an object whose fields are all such.
-    Empty,
-    /// Absent, null, or one of these strings.
-    One(&'static [&'static str]),
-    /// Absent, null or `true` (a field that defaults to true).
-    True,
-}
-
-impl Baseline {
-    fn holds(self, v: &Value) -> bool {
-        match self {
-            Self::Empty => is_empty(v),
-            Self::One(values) => match v {
-                Value::Null => true,
-                Value::String(s) => values.contains(&s.as_str()),
-                _ => false,
-            },
-            Self::True => matches!(v, Value::Null | Value::Bool(true)),
-        }
+/// Whether `v` is one of the values of a warned field that warn nothing.
+fn holds(b: Baseline, v: &Value) -> bool {
+    match b {
+        Baseline::Empty => is_empty(v),
+        Baseline::One(values) => match v {
+            Value::Null => true,
+            Value::String(s) => values.contains(&s.as_str()),
+            _ => false,
+        },
+        Baseline::True => matches!(v, Value::Null | Value::Bool(true)),
     }
-}
-
-/// One field of a Kubernetes type, by its JSON name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Field {
-    /// The JSON name (`livenessProbe`).
-    pub name: &'static str,
-    /// What the agent does with it.
-    pub treatment: Treatment,
 }
 
 /// The paths of the fields the Pod sets that the agent accepts but does not honour (for
@@ -123,7 +85,7 @@ fn walk(value: &Value, fields: &[Field], path: &str, report: &mut impl FnMut(Fin
             format!("{path}.{key}")
         };
         match field.treatment {
-            Treatment::Warned(baseline) if !baseline.holds(v) => report(Finding::Warned, here),
+            Treatment::Warned(baseline) if !holds(baseline, v) => report(Finding::Warned, here),
             // A rejected list counts when it has items; a volume type even when it is `{}`.
             Treatment::Rejected if !is_unset_list(v) => report(Finding::Rejected, here),
             Treatment::Partly(nested) => match v {

@@ -2,7 +2,44 @@
 //! JSON names (k8s-openapi's `v1_37` types). `docs/pods.md` ("Every Pod field") shows the same
 //! tables; a unit test holds code, docs and the types' own field lists together.
 
-use super::{Baseline, Field, Treatment};
+/// What the agent does with one field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Treatment {
+    /// Carried into the VM or acted on by the agent.
+    Honoured,
+    /// A Pod that sets it (a list: with items) is rejected at admission.
+    Rejected,
+    /// Accepted but not honoured: reported by `ignored_fields` unless it holds a baseline
+    /// value.
+    Warned(Baseline),
+    /// Used by the scheduler or the control plane before the Pod reaches this node.
+    Scheduler,
+    /// Means nothing for a VM, or is informational; never reported.
+    NotApplicable,
+    /// An object (or a list of them) whose own fields are treated by the nested table.
+    Partly(&'static [Field]),
+}
+
+/// The values of a warned field that warn nothing: its unset forms and what the API server
+/// defaults it to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Baseline {
+    /// Absent, null, `false`, `""`, `[]`, or an object whose fields are all such.
+    Empty,
+    /// Absent, null, or one of these strings.
+    One(&'static [&'static str]),
+    /// Absent, null or `true` (a field that defaults to true).
+    True,
+}
+
+/// One field of a Kubernetes type, by its JSON name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Field {
+    /// The JSON name (`livenessProbe`).
+    pub name: &'static str,
+    /// What the agent does with it.
+    pub treatment: Treatment,
+}
 
 use Baseline::{Empty, One, True};
 use Treatment::{Honoured, NotApplicable, Partly, Rejected, Scheduler, Warned};

@@ -3,8 +3,8 @@
 //! symlink `name -> ..data/name`. An update writes a new timestamped directory and swaps
 //! `..data` by renaming a temporary symlink over it, so a reader going through `name` sees
 //! either the old files or the new ones, never a mix. Synchronous `std::fs`: callers run it on
-//! a blocking thread. What the files are is [`super::volumes`]'s business; where the directory
-//! is, [`super::layout`]'s.
+//! a blocking thread. What the files are is `volumes`'s business; where the directory
+//! is, `layout`'s.
 //!
 //! The writer never follows a symlink it did not create: the volume directory itself must be a
 //! real directory, and an entry that this writer would not have made (a top-level symlink

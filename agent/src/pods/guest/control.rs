@@ -1,6 +1,6 @@
 //! Writes the control share (docs/guest.md, "The control share"): one file per value holding
 //! exactly its bytes, lists as directories of files `0`, `1`, …. What goes in it is decided by
-//! [`super::prepare`]; where it lives, by [`super::layout`].
+//! `prepare`; where it lives, by `layout`.
 //!
 //! The share is built in a fresh sibling directory and renamed into place, so at any instant
 //! the path holds either the previous complete share, nothing (for the instant between moving

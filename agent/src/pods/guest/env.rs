@@ -9,10 +9,10 @@
 //!    `[-._a-zA-Z][-._a-zA-Z0-9]*`, and not `.`, `..` or starting with `..` (1.30 relaxed it to
 //!    any printable ASCII but `=`; the 1.28 rule keeps every name a shell can export). A
 //!    missing source is [`ConfigError::MissingObject`] unless `optional: true`, which skips it.
-//! 2. `env`, in order. A non-empty `value` is expanded ([`super::expand`]) against the
+//! 2. `env`, in order. A non-empty `value` is expanded (`expand`) against the
 //!    variables defined so far: `envFrom`'s and earlier `env` entries (kubelet adds Service
 //!    variables too; the agent has none). `valueFrom` is never expanded: `fieldRef` and
-//!    `resourceFieldRef` come from [`super::downward`], `secretKeyRef` and `configMapKeyRef`
+//!    `resourceFieldRef` come from `downward`, `secretKeyRef` and `configMapKeyRef`
 //!    from the fetched objects. A missing object is `MissingObject`, a missing key
 //!    [`ConfigError::MissingKey`]; with `optional: true` either skips the variable, which then
 //!    keeps any earlier definition. `fileKeyRef` is not supported.

@@ -1,7 +1,7 @@
 //! The per-VM directories on the host: `<guest_dir>/<vm>/{control, status, volumes/<share>}`,
 //! every one `0700` (docs/guest.md, "Permissions"), the `--dir` shares that expose them to the
 //! guest, and their removal (one VM's, or the orphan sweep). What goes in them is written by
-//! [`super::control`] and [`super::atomic`].
+//! `control` and `atomic`.
 
 use std::collections::HashSet;
 use std::fs::{self, DirBuilder};

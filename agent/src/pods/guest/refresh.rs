@@ -3,7 +3,7 @@
 //! are refreshed at 80 % of their life (or after `--token-refresh-max`). One task per running
 //! VM; dropping its [`RefreshTask`] stops it.
 //!
-//! Each file set is swapped atomically ([`super::atomic`]), so a reader in the guest sees the
+//! Each file set is swapped atomically (`atomic`), so a reader in the guest sees the
 //! old set or the new one, never a mix. A failure keeps the files in place (a token that could
 //! not be refreshed stays until it expires), is a `FailedMount` Warning once per streak of
 //! failures and a `guest_volume_updates_total{outcome="error"}`, and never stops the task.

@@ -1,8 +1,8 @@
 //! Service-account tokens for projected `serviceAccountToken` volumes: one TokenRequest
 //! (`POST /api/v1/namespaces/{ns}/serviceaccounts/{sa}/token`) bound to the Pod, and kubelet's
 //! token-manager rules for when a token is due for refresh and until when it can still be used.
-//! Writing the token into a volume and the refresh loop belong to [`super::prepare`] and
-//! [`super::refresh`].
+//! Writing the token into a volume and the refresh loop belong to `prepare` and
+//! `refresh`.
 //!
 //! The token is a secret: it never reaches a log line, an error message or Debug output. That
 //! is why the answer is read with `request_text` and decoded here: kube's typed `request` logs

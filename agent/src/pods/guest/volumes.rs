@@ -1,8 +1,8 @@
 //! Kubelet's rules for the volumes a guest sees, as pure functions: which Secrets and ConfigMaps
 //! a Pod's volumes read ([`references`]), and, from what was fetched, the files of each volume
 //! the container mounts and the container's mounts ([`plan_volumes`]). Fetching is
-//! [`super::fetch`]'s, issuing tokens [`super::token`]'s, writing [`super::atomic`]'s and
-//! [`super::layout`]'s; `fieldRef`/`resourceFieldRef` values and `$(VAR)` expansion come in as
+//! `fetch`'s, issuing tokens `token`'s, writing `atomic`'s and
+//! `layout`'s; `fieldRef`/`resourceFieldRef` values and `$(VAR)` expansion come in as
 //! functions.
 
 use std::collections::BTreeSet;
@@ -354,7 +354,7 @@ impl<'a> Files<'a> {
         if cleaned.is_empty() {
             return Err(self.invalid(path, "must name a file"));
         }
-        // `..data` and the timestamped directories live beside the files (super::atomic).
+        // `..data` and the timestamped directories live beside the files (see the atomic writer).
         if cleaned.starts_with("..") {
             return Err(self.invalid(path, "must not start with '..'"));
         }
