@@ -247,7 +247,7 @@ pub struct Rig {
     pub wakes: futures::channel::mpsc::UnboundedReceiver<ObjectRef<Pod>>,
     pub registry: Registry,
     /// The guest directories of this rig's VMs (removed with the rig).
-    pub guest_dir: Arc<tempfile::TempDir>,
+    pub _guest_dir: Arc<tempfile::TempDir>,
 }
 
 /// A client whose requests can never succeed (nothing listens on port 9).
@@ -298,7 +298,7 @@ pub fn rig_with_client(tart: MemTart, slots: u32, client: kube::Client) -> Rig {
         events,
         wakes,
         registry,
-        guest_dir,
+        _guest_dir: guest_dir,
     }
 }
 

@@ -75,7 +75,8 @@ pub enum TokenError {
 }
 
 impl TokenError {
-    /// Every value of [`TokenError::kind`], for pre-creating metric series.
+    /// Every value of [`TokenError::kind`].
+    #[cfg(test)]
     pub const KINDS: [&'static str; 7] = [
         "forbidden",
         "not_found",
