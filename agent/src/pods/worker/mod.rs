@@ -260,7 +260,9 @@ impl<T: Tart> Worker<T> {
             image_ready: true,
             cloned: true,
             configured: true,
-            prepared: true,
+            // The shares of a VM found after a restart are prepared again before its next
+            // start: this incarnation does not know them.
+            prepared: false,
             ..VmFacts::default()
         };
         match start {
