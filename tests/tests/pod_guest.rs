@@ -652,3 +652,59 @@ async fn a_path_traversing_item_is_refused_and_the_agent_keeps_running() {
     env.wait_pod("after", "running", |p| phase(p) == "Running")
         .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_pod_ends_with_the_jobs_exit_code_and_termination_message() {
+    let mut env = Env::new("guest-exit", guest_knobs(), &[]).await;
+    env.start_agent();
+    let mut pod = env.pod("job");
+    {
+        let spec = pod.spec.as_mut().unwrap();
+        spec.restart_policy = Some("Never".into());
+        let c = &mut spec.containers[0];
+        c.termination_message_path = Some("/tmp/job-result".into());
+        c.command = Some(vec![
+            "/bin/sh".into(),
+            "-c".into(),
+            "mkdir -p \"$TART_GUEST_ROOT/tmp\"; printf 'tests failed: 2 of 9' > \"$TART_GUEST_ROOT/tmp/job-result\"; exit 3".into(),
+        ]);
+    }
+    let mut fallback = env.pod("job-logs");
+    {
+        let spec = fallback.spec.as_mut().unwrap();
+        spec.restart_policy = Some("Never".into());
+        let c = &mut spec.containers[0];
+        c.termination_message_policy = Some("FallbackToLogsOnError".into());
+        c.command = Some(vec![
+            "/bin/sh".into(),
+            "-c".into(),
+            "echo compiling; echo 'error: linker failed' >&2; exit 1".into(),
+        ]);
+    }
+    env.create(&pod).await;
+    env.create(&fallback).await;
+    let terminated = |p: &Pod| {
+        p.status
+            .as_ref()?
+            .container_statuses
+            .as_ref()?
+            .first()?
+            .state
+            .as_ref()?
+            .terminated
+            .clone()
+    };
+    let p = env
+        .wait_pod("job", "failed", |p| phase(p) == "Failed")
+        .await;
+    let t = terminated(&p).expect("terminated state");
+    assert_eq!(t.exit_code, 3, "the job's code, not tart run's 0");
+    assert_eq!(t.reason.as_deref(), Some("Error"));
+    assert_eq!(t.message.as_deref(), Some("tests failed: 2 of 9"));
+    let p = env
+        .wait_pod("job-logs", "failed", |p| phase(p) == "Failed")
+        .await;
+    let t = terminated(&p).expect("terminated state");
+    assert_eq!(t.exit_code, 1);
+    assert_eq!(t.message.as_deref(), Some("error: linker failed\n"));
+}

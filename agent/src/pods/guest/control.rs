@@ -98,7 +98,8 @@ fn check(spec: &ControlSpec) -> io::Result<()> {
         .iter()
         .chain(&spec.args)
         .chain(&spec.workdir)
-        .chain(&spec.user);
+        .chain(&spec.user)
+        .chain(&spec.termination_message_path);
     let mounts = spec
         .mounts
         .iter()
@@ -136,6 +137,9 @@ fn build(root: &Path, spec: &ControlSpec) -> io::Result<()> {
     }
     if let Some(user) = &spec.user {
         write(&root.join("user"), user.as_bytes())?;
+    }
+    if let Some(path) = &spec.termination_message_path {
+        write(&root.join("termination_message_path"), path.as_bytes())?;
     }
     if !spec.mounts.is_empty() {
         make_dir(&root.join("mounts"))?;

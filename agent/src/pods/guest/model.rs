@@ -266,4 +266,7 @@ pub struct ControlSpec {
     pub user: Option<String>,
     /// The mounts.
     pub mounts: Vec<MountSpec>,
+    /// `terminationMessagePath` (a guest path; the launcher copies the file's first 4 KiB into
+    /// the status share when the command ends).
+    pub termination_message_path: Option<String>,
 }

@@ -172,6 +172,13 @@ pub async fn prepare(
         workdir: r.container.working_dir.clone().filter(|w| !w.is_empty()),
         user: run_as_user(pod, r.container).map(|u| u.to_string()),
         mounts,
+        termination_message_path: Some(
+            r.container
+                .termination_message_path
+                .clone()
+                .filter(|p| !p.is_empty())
+                .unwrap_or_else(|| "/dev/termination-log".into()),
+        ),
     };
     let layout = s.layout.clone();
     let vm2 = vm.clone();

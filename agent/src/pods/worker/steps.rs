@@ -13,6 +13,7 @@ use super::{Worker, WorkerInput, WorkerState, outcomes::Failure, teardown};
 use crate::metrics::OutcomeLabels;
 use crate::pods::{
     events::Occurrence,
+    guest::status::clear_end,
     image::{ImageRef, PullDecision, PullPolicy, pull_decision},
     metrics::Stage,
     plan::Process,
@@ -203,6 +204,9 @@ impl<T: Tart> Worker<T> {
         let opts = self.run_opts();
         if let Some(parent) = opts.log_path.parent() {
             let _ = tokio::fs::create_dir_all(parent).await;
+        }
+        if !self.shares.is_empty() {
+            clear_end(&self.ctx.cfg.guest.layout.status(&vm));
         }
         let own_time = self.overhead.own_time();
         let started = Instant::now();

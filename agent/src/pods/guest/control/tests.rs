@@ -27,6 +27,7 @@ const SCRIPT: &str = r#"printf '%s\0' "$0" "$@" > argv.dump
 pwd > pwd.out
 cat "$TART_GUEST_ROOT/etc/app/one.conf" > volume.out
 cat "$TART_GUEST_ROOT/etc/one.conf" > sub.out
+printf 'done: %s\n' "$1" > "$TART_GUEST_ROOT/work dir/termination-message"
 "#;
 
 fn spec() -> ControlSpec {
@@ -48,6 +49,7 @@ fn spec() -> ControlSpec {
         ],
         workdir: Some("/work dir".into()),
         user: None,
+        termination_message_path: Some("/work dir/termination-message".into()),
         mounts: vec![
             MountSpec {
                 share: "vol-0".into(),
@@ -191,6 +193,11 @@ fn the_real_launcher_passes_args_workdir_and_mounts_unchanged() {
     );
     assert_eq!(fs::read(workdir.join("sub.out")).unwrap(), b"volume file\n");
     assert!(!workdir.join("pwned").exists(), "a value was evaluated");
+    assert_eq!(
+        fs::read_to_string(guest.status.join("termination-log")).unwrap(),
+        "done: it's \"$(an arg)\" `id` $HOME\n\n\n",
+        "the termination message is copied into the status share"
+    );
 }
 
 #[test]
