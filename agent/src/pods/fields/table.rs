@@ -121,11 +121,8 @@ pub const CONTAINER: &[Field] = &[
     f("startupProbe", Warned(Empty)),
     f("stdin", Warned(Empty)),
     f("stdinOnce", Warned(Empty)),
-    f(
-        "terminationMessagePath",
-        Warned(One(&["/dev/termination-log"])),
-    ),
-    f("terminationMessagePolicy", Warned(One(&["File"]))),
+    f("terminationMessagePath", Honoured),
+    f("terminationMessagePolicy", Honoured),
     f("tty", Warned(Empty)),
     f("volumeDevices", Rejected),
     f("volumeMounts", Partly(VOLUME_MOUNT)),

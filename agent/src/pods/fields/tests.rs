@@ -290,8 +290,6 @@ fn unhonoured_fields_are_reported_by_path() {
                    "terminationMessagePath": "/tmp/msg",
                    "terminationMessagePolicy": "FallbackToLogsOnError"}),
             vec![
-                "spec.containers[0].terminationMessagePath",
-                "spec.containers[0].terminationMessagePolicy",
                 "spec.containers[0].volumeMounts[0].mountPropagation",
                 "spec.volumes[1].emptyDir.medium",
                 "spec.volumes[1].emptyDir.sizeLimit",
