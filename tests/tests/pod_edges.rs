@@ -83,3 +83,30 @@ async fn fewer_cpus_than_the_image_allows_waits_with_create_container_config_err
     );
     assert!(!note.contains("Error: Error:"), "{note}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_past_its_active_deadline_fails_and_its_vm_is_stopped() {
+    let mut env = Env::new("deadline", knobs(), &[]).await;
+    env.start_agent();
+    let mut pod = env.pod("deadline");
+    pod.spec.as_mut().unwrap().active_deadline_seconds = Some(4);
+    let created = env.create(&pod).await;
+    let p = env
+        .wait_pod("deadline", "Failed", |p| phase(p) == "Failed")
+        .await;
+    let status = p.status.unwrap();
+    assert_eq!(status.reason.as_deref(), Some("DeadlineExceeded"));
+    assert_eq!(
+        status.message.as_deref(),
+        Some("Pod was active on the node longer than the specified deadline")
+    );
+    let evs = env.wait_event("deadline", "DeadlineExceeded").await;
+    assert!(
+        pod_support::in_order(&evs, &["Started", "Killing", "DeadlineExceeded"]),
+        "{evs:?}"
+    );
+    assert!(
+        !env.home.is_running(&Env::vm_of(&created)),
+        "the VM still runs"
+    );
+}

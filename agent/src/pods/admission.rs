@@ -2,20 +2,20 @@
 //!
 //! Mirrors kubelet admission: a Pod that can never run here is rejected once, with phase
 //! `Failed`, a specific reason and message, and a Warning event; the agent carries on. What
-//! counts as unsupported: not exactly one container, init or ephemeral containers, volumes other
-//! than the service-account token and `emptyDir` (the guest cannot mount them), requests beyond
-//! the host, and an image that is not a remote OCI reference. Pure; no I/O.
+//! counts as unsupported: not exactly one container, init or ephemeral containers, a volume the
+//! agent cannot give a VM (anything but `emptyDir`, `secret`, `configMap`, `downwardAPI` and
+//! `projected` with `secret`, `configMap`, `downwardAPI` or `serviceAccountToken` sources, as
+//! [`fields::table::VOLUME`] says), `volumeDevices` (raw block devices), requests beyond the
+//! host, and an image that is not a remote OCI reference. Fields that are accepted but not
+//! honoured are [`fields::ignored_fields`]'s business. Pure; no I/O.
 
-use k8s_openapi::api::core::v1::{Container, Pod, Volume};
+use k8s_openapi::api::core::v1::Pod;
 
 use super::{
+    fields,
     image::ImageRef,
     resources::{RawResources, raw_resources},
 };
-
-/// Where the service-account admission plugin mounts the token; such a volume is harmless to
-/// leave unmounted, and rejecting it would reject nearly every Pod.
-const SA_TOKEN_PATH: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
 
 /// What the host can give one VM.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,7 +47,7 @@ pub enum RejectReason {
     InitContainers,
     /// Ephemeral containers present.
     EphemeralContainers,
-    /// A volume the VM cannot mount.
+    /// A volume the VM cannot mount, or a raw block device (`volumeDevices`).
     Volume,
     /// A quantity that does not parse.
     InvalidResources,
@@ -164,17 +164,26 @@ pub fn admit(pod: &Pod, host: &HostLimits) -> Result<Admitted, Rejection> {
         ));
     }
     let c = &spec.containers[0];
-    if let Some(v) = spec
+    if let Some((v, kind)) = spec
         .volumes
         .iter()
         .flatten()
-        .find(|v| !volume_supported(v, c))
+        .find_map(|v| fields::unsupported_volume(v).map(|kind| (v, kind)))
     {
         return Err(reject(
             RejectReason::Volume,
             format!(
-                "volume {:?} is not supported: a Tart VM can only have emptyDir and the service-account token",
+                "volume {:?} ({kind}) is not supported: a Tart VM can only have emptyDir, secret, configMap, downwardAPI and projected (secret, configMap, downwardAPI, serviceAccountToken) volumes",
                 v.name
+            ),
+        ));
+    }
+    if let Some(d) = c.volume_devices.iter().flatten().next() {
+        return Err(reject(
+            RejectReason::Volume,
+            format!(
+                "volumeDevices are not supported: a Tart VM cannot attach the raw block volume {:?} at {:?}",
+                d.name, d.device_path
             ),
         ));
     }
@@ -222,28 +231,11 @@ pub fn admit(pod: &Pod, host: &HostLimits) -> Result<Admitted, Rejection> {
     })
 }
 
-fn volume_supported(v: &Volume, c: &Container) -> bool {
-    if v.empty_dir.is_some() {
-        return true;
-    }
-    let sa_mount = c
-        .volume_mounts
-        .iter()
-        .flatten()
-        .any(|m| m.name == v.name && m.mount_path.trim_end_matches('/') == SA_TOKEN_PATH);
-    let projected_token = v.projected.as_ref().is_some_and(|p| {
-        p.sources
-            .iter()
-            .flatten()
-            .any(|s| s.service_account_token.is_some())
-    });
-    projected_token || (v.secret.is_some() && sa_mount)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::pods::fixtures::test_pod;
+    use serde_json::json;
 
     const HOST: HostLimits = HostLimits {
         cpu_millis: 8000,
@@ -275,18 +267,70 @@ mod tests {
     }
 
     #[test]
-    fn host_path_volume_is_rejected_but_token_and_empty_dir_are_not() {
-        let r = admit(&test_pod().host_path_volume("data").build(), &HOST).unwrap_err();
-        assert_eq!(r.reason, RejectReason::Volume);
-        assert!(r.message.contains("\"data\""));
-        let ok = test_pod().sa_token_volume().empty_dir("scratch").build();
-        assert!(admit(&ok, &HOST).is_ok());
+    fn unsupported_volume_types_are_rejected_naming_volume_and_type() {
+        let cases = [
+            (json!({"hostPath": {"path": "/data"}}), "hostPath"),
+            (
+                json!({"persistentVolumeClaim": {"claimName": "c"}}),
+                "persistentVolumeClaim",
+            ),
+            (json!({"nfs": {"server": "s", "path": "/"}}), "nfs"),
+            (json!({"csi": {"driver": "d"}}), "csi"),
+            (json!({"ephemeral": {}}), "ephemeral"),
+            (json!({"image": {"reference": "r"}}), "image"),
+            (
+                json!({"projected": {"sources": [{"clusterTrustBundle": {"path": "b"}}]}}),
+                "projected.sources[0].clusterTrustBundle",
+            ),
+            (
+                json!({"projected": {"sources": [{"configMap": {"name": "c"}},
+                    {"podCertificate": {"signerName": "s", "keyType": "ED25519"}}]}}),
+                "projected.sources[1].podCertificate",
+            ),
+        ];
+        for (source, kind) in cases {
+            let mut v = source;
+            v["name"] = json!("data");
+            let pod = test_pod().empty_dir("scratch").volume_json(v).build();
+            let r = admit(&pod, &HOST).unwrap_err();
+            assert_eq!(r.reason, RejectReason::Volume, "{kind}");
+            assert!(r.message.contains("\"data\""), "{}", r.message);
+            assert!(r.message.contains(&format!("({kind})")), "{}", r.message);
+        }
     }
 
     #[test]
-    fn a_config_map_volume_is_rejected() {
-        let r = admit(&test_pod().config_map_volume("cfg").build(), &HOST).unwrap_err();
+    fn volumes_the_guest_is_given_are_admitted() {
+        let pod = test_pod()
+            .sa_token_volume()
+            .empty_dir("scratch")
+            .config_map_volume("cfg")
+            .volume_json(json!({"name": "s", "secret": {"secretName": "s"}}))
+            .volume_json(
+                json!({"name": "d", "downwardAPI": {"items": [{"path": "labels",
+                "fieldRef": {"fieldPath": "metadata.labels"}}]}}),
+            )
+            .volume_json(json!({"name": "p", "projected": {"sources": [
+                {"secret": {"name": "s"}}, {"configMap": {"name": "c"}},
+                {"downwardAPI": {}}, {"serviceAccountToken": {"path": "token"}}]}}))
+            .build();
+        assert_eq!(admit(&pod, &HOST).map(|a| a.container), Ok("vm".into()));
+    }
+
+    #[test]
+    fn a_config_map_volume_is_admitted() {
+        assert!(admit(&test_pod().config_map_volume("cfg").build(), &HOST).is_ok());
+    }
+
+    #[test]
+    fn volume_devices_are_rejected_as_volume() {
+        let pod = test_pod()
+            .merge_container(json!({"volumeDevices": [{"name": "blk", "devicePath": "/dev/xvda"}]}))
+            .build();
+        let r = admit(&pod, &HOST).unwrap_err();
         assert_eq!(r.reason, RejectReason::Volume);
+        assert!(r.message.contains("volumeDevices"), "{}", r.message);
+        assert!(r.message.contains("\"blk\""), "{}", r.message);
     }
 
     #[test]

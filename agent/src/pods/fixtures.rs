@@ -21,6 +21,7 @@ use tokio::sync::{mpsc, watch};
 use super::{
     context::{NodeView, PodsConfig, Shared},
     events::{Occurrence, spec},
+    guest::{layout::GuestLayout, prepare::GuestSettings},
     metrics::PodMetrics,
     naming::VmNaming,
     sink::EventSink,
@@ -193,6 +194,22 @@ impl PodBuilder {
         self.0.status.get_or_insert_with(Default::default).phase = Some(p.into());
         self
     }
+    /// Deep-merges `patch` (JSON names) into the spec: objects merge, anything else replaces.
+    pub fn merge_spec(mut self, patch: serde_json::Value) -> Self {
+        let spec = self.spec();
+        *spec = merged(&*spec, patch);
+        self
+    }
+    /// Deep-merges `patch` into the first container, as [`PodBuilder::merge_spec`].
+    pub fn merge_container(mut self, patch: serde_json::Value) -> Self {
+        let c = self.c();
+        *c = merged(&*c, patch);
+        self
+    }
+    /// Adds a volume given as JSON (`{"name": …, "<type>": {…}}`).
+    pub fn volume_json(self, v: serde_json::Value) -> Self {
+        self.volume(serde_json::from_value(v).expect("a Volume"))
+    }
     pub fn pull_secret(mut self, name: &str) -> Self {
         self.spec()
             .image_pull_secrets
@@ -200,6 +217,25 @@ impl PodBuilder {
             .push(k8s_openapi::api::core::v1::LocalObjectReference { name: name.into() });
         self
     }
+}
+
+fn merged<T: serde::Serialize + serde::de::DeserializeOwned>(
+    value: &T,
+    patch: serde_json::Value,
+) -> T {
+    fn merge(into: &mut serde_json::Value, patch: serde_json::Value) {
+        match (into, patch) {
+            (serde_json::Value::Object(into), serde_json::Value::Object(patch)) => {
+                for (k, v) in patch {
+                    merge(into.entry(k).or_insert(serde_json::Value::Null), v);
+                }
+            }
+            (into, patch) => *into = patch,
+        }
+    }
+    let mut v = serde_json::to_value(value).expect("serializable");
+    merge(&mut v, patch);
+    serde_json::from_value(v).expect("a valid patch")
 }
 
 /// A Pod side with `MemTart` and no API server behind its client: events go to a channel,
@@ -210,6 +246,8 @@ pub struct Rig {
     pub events: mpsc::UnboundedReceiver<(ObjectReference, Occurrence)>,
     pub wakes: futures::channel::mpsc::UnboundedReceiver<ObjectRef<Pod>>,
     pub registry: Registry,
+    /// The guest directories of this rig's VMs (removed with the rig).
+    pub _guest_dir: Arc<tempfile::TempDir>,
 }
 
 /// A client whose requests can never succeed (nothing listens on port 9).
@@ -227,6 +265,7 @@ pub fn rig_with_client(tart: MemTart, slots: u32, client: kube::Client) -> Rig {
     let metrics = PodMetrics::register(&mut registry);
     let (tx, events) = mpsc::unbounded_channel();
     let (wake_tx, wakes) = futures::channel::mpsc::unbounded();
+    let guest_dir = Arc::new(tempfile::tempdir().expect("tempdir"));
     let cfg = WorkerConfig {
         vm_log_dir: std::env::temp_dir(),
         vm_log_cap_bytes: 1 << 20,
@@ -234,6 +273,13 @@ pub fn rig_with_client(tart: MemTart, slots: u32, client: kube::Client) -> Rig {
         ip_wait: Duration::from_secs(1),
         read_pull_secrets: false,
         api_timeout: Duration::from_secs(1),
+        guest: GuestSettings {
+            layout: GuestLayout::new(guest_dir.path().to_path_buf()),
+            node_name: "mac-1".into(),
+            host_ip: "192.0.2.10".into(),
+            api_timeout: Duration::from_secs(1),
+            token_refresh_max: Duration::from_secs(24 * 3600),
+        },
     };
     let worker = Arc::new(WorkerContext {
         client,
@@ -252,6 +298,7 @@ pub fn rig_with_client(tart: MemTart, slots: u32, client: kube::Client) -> Rig {
         events,
         wakes,
         registry,
+        _guest_dir: guest_dir,
     }
 }
 

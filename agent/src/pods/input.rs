@@ -2,16 +2,17 @@
 //! for [`super::plan`], [`WorkerInput`] for the worker, and what recovery reads from a Pod's
 //! existing status. Pure; no I/O.
 
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
 
 use k8s_openapi::{api::core::v1::Pod, jiff::Timestamp};
 use kube::{Resource, ResourceExt};
 
 use super::{
     admission::Admitted,
+    guest::prepare::NodeAllocatable,
     image::PullPolicy,
     plan::{PodFacts, RestartPolicy},
-    worker::WorkerInput,
+    worker::{PodSnapshot, WorkerInput},
 };
 
 /// Our finalizer on every Pod we run; removed once the VM is gone.
@@ -91,6 +92,8 @@ pub fn worker_input(
         resources: a.resources.to_vm(),
         created: pod.metadata.creation_timestamp.as_ref().map(|t| t.0),
         grace,
+        pod: PodSnapshot(Arc::new(pod.clone())),
+        alloc: NodeAllocatable::default(),
     }
 }
 

@@ -127,7 +127,25 @@ pub struct PodMetrics {
     pub pod_starts: Family<OutcomeLabels, Counter>,
     /// `vm_exits_total{reason}`.
     pub vm_exits: Family<ReasonLabels, Counter>,
+    /// `guest_config_errors_total{kind}`: a container could not be configured (a missing
+    /// Secret, ConfigMap or key, an invalid reference or path, a token refused).
+    pub guest_config_errors: Family<KindLabels, Counter>,
+    /// `guest_volume_updates_total{outcome}`: refreshes of Secret/ConfigMap/token volumes that
+    /// changed files (`updated`) or failed (`error`).
+    pub guest_volume_updates: Family<OutcomeLabels, Counter>,
 }
+
+/// `kind` values of `guest_config_errors_total` (`ConfigError::kind`).
+pub const GUEST_CONFIG_ERROR_KINDS: [&str; 8] = [
+    "missing_object",
+    "missing_key",
+    "invalid_reference",
+    "nul_in_env",
+    "invalid_path",
+    "token",
+    "io",
+    "fetch",
+];
 
 /// Buckets for the agent's own overhead: half a millisecond to ten seconds.
 const OVERHEAD_BUCKETS: [f64; 14] = [
@@ -168,6 +186,8 @@ impl PodMetrics {
             rejections: Family::default(),
             pod_starts: Family::default(),
             vm_exits: Family::default(),
+            guest_config_errors: Family::default(),
+            guest_volume_updates: Family::default(),
         };
         let r = registry.sub_registry_with_prefix("tart_kubelet");
         register!(r;
@@ -189,6 +209,8 @@ impl PodMetrics {
             "pod_admission_rejections", "Pods rejected at admission, by reason" => m.rejections;
             "pod_starts", "VM starts by outcome" => m.pod_starts;
             "vm_exits", "VM exits by reason" => m.vm_exits;
+            "guest_config_errors", "Containers that could not be configured, by error kind" => m.guest_config_errors;
+            "guest_volume_updates", "Secret, ConfigMap and token volume refreshes that changed files or failed" => m.guest_volume_updates;
         );
         m.precreate();
         m
@@ -230,6 +252,14 @@ impl PodMetrics {
             let _ = self
                 .rejections
                 .get_or_create(&ReasonLabels { reason: r.as_str() });
+        }
+        for kind in GUEST_CONFIG_ERROR_KINDS {
+            let _ = self.guest_config_errors.get_or_create(&KindLabels { kind });
+        }
+        for outcome in ["updated", "error"] {
+            let _ = self
+                .guest_volume_updates
+                .get_or_create(&OutcomeLabels { outcome });
         }
         for reason in ["completed", "failed", "signaled", "unknown"] {
             let _ = self.vm_exits.get_or_create(&ReasonLabels { reason });

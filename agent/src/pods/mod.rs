@@ -13,6 +13,7 @@
 pub mod admission;
 pub mod context;
 pub mod events;
+pub mod fields;
 pub mod guest;
 pub mod image;
 pub mod input;
@@ -46,6 +47,7 @@ use tracing::{Instrument, info, info_span, warn};
 use self::{
     admission::HostLimits,
     context::{NodeView, PodsConfig, Shared},
+    guest::{layout::GuestLayout, prepare::GuestSettings},
     metrics::PodMetrics,
     naming::VmNaming,
     plan::Process,
@@ -82,8 +84,8 @@ impl PodsConfig {
 }
 
 impl WorkerConfig {
-    /// From the agent configuration.
-    pub fn from_config(cfg: &Config) -> Self {
+    /// From the agent configuration; `host_ip` is the Pods' `status.hostIP`.
+    pub fn from_config(cfg: &Config, host_ip: &str) -> Self {
         Self {
             vm_log_dir: cfg.vm_log_dir.clone(),
             vm_log_cap_bytes: VM_LOG_CAP,
@@ -91,6 +93,13 @@ impl WorkerConfig {
             ip_wait: cfg.ip_wait,
             read_pull_secrets: cfg.pull_credentials == PullCredentials::PodSecrets,
             api_timeout: cfg.api_timeout,
+            guest: GuestSettings {
+                layout: GuestLayout::new(cfg.guest_dir.clone()),
+                node_name: cfg.node_name.clone(),
+                host_ip: host_ip.to_owned(),
+                api_timeout: cfg.api_timeout,
+                token_refresh_max: cfg.token_refresh_max,
+            },
         }
     }
 }
@@ -138,7 +147,7 @@ pub async fn run<T: Tart>(deps: PodSide<T>) {
     let worker = Arc::new(WorkerContext {
         client: deps.client.clone(),
         tart: deps.tart.clone(),
-        cfg: WorkerConfig::from_config(&deps.cfg),
+        cfg: WorkerConfig::from_config(&deps.cfg, &deps.host_ip),
         slots: deps.slots.clone(),
         health: deps.health.clone(),
         events: EventSink::spawn(

@@ -23,6 +23,8 @@ use super::{
     admission::{Admitted, HostLimits, Rejection, admit},
     context::Shared,
     events::Occurrence,
+    fields::ignored_fields,
+    guest::prepare::NodeAllocatable,
     input::{FINALIZER, deadline_left, is_terminal, pod_facts, worker_input},
     metrics::{KindLabels, ReasonLabels},
     naming::NamingError,
@@ -168,6 +170,9 @@ async fn reconcile_inner<T: Tart>(pod: &Pod, ctx: &Arc<Shared<T>>) -> Result<Act
     if worker.is_none() {
         facts.rejection = admission.as_ref().err().cloned();
     }
+    if worker.is_none() && admission.is_ok() {
+        warn_ignored_fields(ctx, &v);
+    }
     let vm_facts = worker.as_ref().map(|w| w.facts).unwrap_or_default();
     let decision = plan(&facts, &vm_facts, Instant::now());
     debug!(?decision, "pod decision");
@@ -187,8 +192,24 @@ async fn reconcile_inner<T: Tart>(pod: &Pod, ctx: &Arc<Shared<T>>) -> Result<Act
     }
     // Come back when the active deadline passes, if that is sooner than the resync.
     let resync = Duration::from_secs(300);
-    let next = deadline_left(pod, now).map_or(resync, |d| d.min(resync) + Duration::from_secs(1));
+    let next = deadline_left(pod, now)
+        .filter(|d| !d.is_zero() && !is_terminal(pod))
+        .map_or(resync, |d| d.min(resync) + Duration::from_secs(1));
     Ok(Action::requeue(next))
+}
+
+/// A Warning naming the fields of an admitted Pod the agent does not honour (once per Pod: the
+/// sink drops repeats).
+fn warn_ignored_fields<T: Tart>(ctx: &Shared<T>, v: &View<'_>) {
+    let fields = ignored_fields(v.pod);
+    if fields.is_empty() {
+        return;
+    }
+    info!(?fields, "pod fields ignored");
+    let occ = Occurrence::IgnoredFields { fields };
+    ctx.worker
+        .events
+        .emit(&v.uid, &v.pod.object_ref(&()), 0, occ);
 }
 
 /// Carry out the Pod step. `Some` ends the reconcile with that action.
@@ -246,7 +267,14 @@ fn sync_worker<T: Tart>(
         });
         return;
     };
-    let input = worker_input(v.pod, a, facts, ctx.cfg.default_grace);
+    let mut input = worker_input(v.pod, a, facts, ctx.cfg.default_grace);
+    if let Some(l) = ctx.node.borrow().limits {
+        input.alloc = NodeAllocatable {
+            cpu_millis: l.cpu_millis,
+            memory_bytes: l.memory_bytes,
+            ephemeral_bytes: l.disk_bytes,
+        };
+    }
     let spawned = ctx.with_workers(|w| match w.get(&v.uid) {
         Some(h) => {
             h.input.send_if_modified(|i| {

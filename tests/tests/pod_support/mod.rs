@@ -68,6 +68,8 @@ pub struct Env {
     pub admin_addr: SocketAddr,
     pub log_path: PathBuf,
     pub vm_log_dir: PathBuf,
+    /// `--guest-dir`: one directory per VM with its control, status and volume shares.
+    pub guest_dir: PathBuf,
     extra_args: Vec<String>,
     agent: Option<tokio::process::Child>,
     _logs: tempfile::TempDir,
@@ -116,6 +118,7 @@ impl Env {
             admin_addr: free_port(),
             log_path: logs.path().join("agent.log"),
             vm_log_dir: logs.path().join("vm-logs"),
+            guest_dir: logs.path().join("guest"),
             home,
             extra_args: extra_args.iter().map(|s| s.to_string()).collect(),
             agent: None,
@@ -153,6 +156,8 @@ impl Env {
             .arg(self.home.path())
             .arg("--vm-log-dir")
             .arg(&self.vm_log_dir)
+            .arg("--guest-dir")
+            .arg(&self.guest_dir)
             .args(["--admin-addr", &self.admin_addr.to_string()])
             .args(["--log-format", "text"])
             .args(["--log-filter", "info,tart_kubelet=debug,kube=warn"])

@@ -20,5 +20,6 @@ pub mod layout;
 pub mod model;
 pub mod prepare;
 pub mod refresh;
+pub mod status;
 pub mod token;
 pub mod volumes;

@@ -134,10 +134,21 @@ pub enum ConfigError {
     /// Writing the Pod's files on the host failed.
     #[error("cannot write the guest's files: {0}")]
     Io(String),
+    /// Reading a Secret or ConfigMap failed for another reason than its absence (forbidden,
+    /// timeout, API server unreachable).
+    #[error("cannot get {} \"{name}\": {why}", kind.as_str())]
+    Fetch {
+        /// Secret or ConfigMap.
+        kind: ObjectKind,
+        /// Its name.
+        name: String,
+        /// The API error's kind and status (never a value).
+        why: String,
+    },
 }
 
 impl ConfigError {
-    /// Closed metric label.
+    /// Closed metric label (every value is in `pods::metrics::GUEST_CONFIG_ERROR_KINDS`).
     pub fn kind(&self) -> &'static str {
         match self {
             Self::MissingObject { .. } => "missing_object",
@@ -147,6 +158,7 @@ impl ConfigError {
             Self::InvalidPath { .. } => "invalid_path",
             Self::Token { .. } => "token",
             Self::Io(_) => "io",
+            Self::Fetch { .. } => "fetch",
         }
     }
 }
@@ -254,4 +266,7 @@ pub struct ControlSpec {
     pub user: Option<String>,
     /// The mounts.
     pub mounts: Vec<MountSpec>,
+    /// `terminationMessagePath` (a guest path; the launcher copies the file's first 4 KiB into
+    /// the status share when the command ends).
+    pub termination_message_path: Option<String>,
 }

@@ -12,7 +12,7 @@ use tart::{Tart, VmName};
 
 use crate::{
     node::health::HostHealth,
-    pods::{metrics::PodMetrics, pull::Pulls, sink::EventSink},
+    pods::{guest::prepare::GuestSettings, metrics::PodMetrics, pull::Pulls, sink::EventSink},
     slots::VmSlots,
 };
 
@@ -31,10 +31,13 @@ pub struct WorkerConfig {
     pub read_pull_secrets: bool,
     /// Deadline of each API request.
     pub api_timeout: Duration,
+    /// What preparing a guest needs (per-VM directories, node facts, token refresh cap).
+    pub guest: GuestSettings,
 }
 
 impl WorkerConfig {
-    /// `tart run` options for `vm`: NAT networking, no shares, a per-VM log file.
+    /// `tart run` options for `vm`: NAT networking, a per-VM log file, no shares (the worker
+    /// adds its guest's).
     pub fn run_opts(&self, vm: &VmName) -> tart::RunOpts {
         tart::RunOpts {
             dirs: vec![],
@@ -69,7 +72,7 @@ impl Waker {
 
 /// Everything a worker uses. One per agent, shared by every worker.
 pub struct WorkerContext<T: Tart> {
-    /// API client, for pull secrets only.
+    /// API client: pull secrets, the guest's Secrets, ConfigMaps and tokens.
     pub client: kube::Client,
     pub tart: Arc<T>,
     pub cfg: WorkerConfig,

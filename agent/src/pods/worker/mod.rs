@@ -10,13 +10,17 @@
 
 use std::{net::Ipv4Addr, sync::Arc, time::Duration};
 
-use k8s_openapi::{api::core::v1::ObjectReference, jiff::Timestamp};
+use k8s_openapi::{
+    api::core::v1::{ObjectReference, Pod},
+    jiff::Timestamp,
+};
 use tart::{RunningVm, Tart, VmName};
 use tokio::{sync::watch, task::AbortHandle, time::Instant};
 use tracing::{Instrument, debug, info_span};
 
 use super::{
     events::Occurrence,
+    guest::{prepare::NodeAllocatable, refresh::RefreshTask},
     image::{ImageRef, PullPolicy},
     metrics::PodOnce,
     plan::{PodFacts, Process, VmFacts, VmStep, plan},
@@ -27,6 +31,7 @@ use super::{
 use crate::slots::SlotGuard;
 
 mod context;
+mod guest;
 mod outcomes;
 mod steps;
 
@@ -54,6 +59,25 @@ pub struct WorkerInput {
     /// Pod creation time (start of the provision delay).
     pub created: Option<Timestamp>,
     pub grace: Duration,
+    /// The Pod, for what its guest is given (env, volumes, command).
+    pub pod: PodSnapshot,
+    /// Node allocatable, for `resourceFieldRef` limits the container does not set.
+    pub alloc: NodeAllocatable,
+}
+
+/// The Pod object a guest is prepared from. Equal when spec, labels and annotations are: the
+/// agent's own status writes are not new input for the worker.
+#[derive(Debug, Clone)]
+pub struct PodSnapshot(pub Arc<Pod>);
+
+impl PartialEq for PodSnapshot {
+    fn eq(&self, other: &Self) -> bool {
+        let (a, b) = (&self.0, &other.0);
+        Arc::ptr_eq(a, b)
+            || (a.spec == b.spec
+                && a.metadata.labels == b.metadata.labels
+                && a.metadata.annotations == b.metadata.annotations)
+    }
 }
 
 /// What the worker publishes.
@@ -153,6 +177,12 @@ struct Worker<T: Tart> {
     creds: Option<tart::Credentials>,
     /// The agent's own time for this Pod before `tart run` (`pod_agent_overhead_seconds`).
     overhead: OverheadClock,
+    /// The guest's `--dir` shares, once prepared.
+    shares: Vec<tart::DirShare>,
+    /// Tokens issued while preparing, handed to the refresher when the VM starts.
+    tokens: Option<super::guest::prepare::Tokens>,
+    /// Keeps the running guest's volumes current; dropped when the VM stops.
+    refresher: Option<RefreshTask>,
 }
 
 /// Measures the agent's own time per Pod before `tart run`: since the worker first saw the Pod,
@@ -215,6 +245,9 @@ impl<T: Tart> Worker<T> {
             slot_waits: 0,
             creds: None,
             overhead: OverheadClock::new(),
+            shares: vec![],
+            tokens: None,
+            refresher: None,
         };
         w.begin(start);
         w.state.facts.restarts = prior_restarts;
@@ -227,7 +260,9 @@ impl<T: Tart> Worker<T> {
             image_ready: true,
             cloned: true,
             configured: true,
-            prepared: true,
+            // The shares of a VM found after a restart are prepared again before its next
+            // start: this incarnation does not know them.
+            prepared: false,
             ..VmFacts::default()
         };
         match start {
@@ -285,6 +320,10 @@ impl<T: Tart> Worker<T> {
             let vm = self.state.vm.to_string();
             self.emit(&first, 0, Occurrence::CreatingVm { vm });
         }
+        if self.state.adopted {
+            // The shares exist from before the agent restarted; keep their volumes current.
+            self.start_refresher(&first);
+        }
         loop {
             if self.input.has_changed().is_err() {
                 debug!("worker handle dropped; worker ends, the VM is left as it is");
@@ -327,7 +366,7 @@ impl<T: Tart> Worker<T> {
                 false
             }
             VmStep::Prepare => {
-                self.state.facts.prepared = true;
+                self.prepare(input).await;
                 true
             }
             VmStep::WaitForSlot => {

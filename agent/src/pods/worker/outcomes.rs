@@ -13,6 +13,7 @@ use tracing::{info, warn};
 use super::{Worker, WorkerInput};
 use crate::pods::{
     events::{Occurrence, without_error_prefix},
+    guest::status::{GuestEnd, read_end},
     metrics::ReasonLabels,
     plan::{Process, crash_backoff},
     reasons::{TerminatedReason, WaitingReason},
@@ -43,7 +44,7 @@ pub(super) enum Failure {
 impl<T: Tart> Worker<T> {
     /// The `tart run` process ended.
     pub(super) fn on_exit(&mut self, info: ExitInfo) {
-        let code = exit_code(&info);
+        let (code, message) = self.job_exit(exit_code(&info));
         let reason = match info.reason {
             ExitReason::Completed => "completed",
             ExitReason::Failed => "failed",
@@ -65,16 +66,36 @@ impl<T: Tart> Worker<T> {
         self.pending_exit = Some(Terminated {
             exit_code: code,
             reason: TerminatedReason::for_exit(code),
-            message: None,
+            message,
             started_at,
             finished_at: Timestamp::now(),
         });
         self.state.facts.process = Process::Exited { code };
         self.state.facts.slot_held = false;
+        self.refresher = None;
         self.slot = None;
         self.proc = None;
         self.run_started = None;
         self.state.pod_ip = None;
+    }
+
+    /// The job's exit code and termination message: what the guest launcher reported, else
+    /// `tart run`'s code, saying so when a command ran without reporting its end.
+    fn job_exit(&self, tart_code: i32) -> (i32, Option<String>) {
+        if self.shares.is_empty() {
+            return (tart_code, None);
+        }
+        let input = self.input.borrow();
+        let fallback = input
+            .pod
+            .0
+            .spec
+            .as_ref()
+            .and_then(|s| s.containers.first())
+            .and_then(|c| c.termination_message_policy.as_deref())
+            == Some("FallbackToLogsOnError");
+        let status = self.ctx.cfg.guest.layout.status(&self.state.vm);
+        job_exit(tart_code, read_end(&status, fallback))
     }
 
     pub(super) fn restart(&mut self, input: &WorkerInput, backoff: Duration) {
@@ -184,9 +205,41 @@ impl<T: Tart> Worker<T> {
     }
 }
 
+/// The exit code and message of a run whose guest reported `end` and whose `tart run` exited
+/// with `tart_code`.
+pub fn job_exit(tart_code: i32, end: GuestEnd) -> (i32, Option<String>) {
+    match end.exit_code {
+        Some(code) => (code, end.message),
+        None if end.state.as_deref() == Some("idle") => (tart_code, end.message),
+        None => (
+            tart_code,
+            Some(end.message.unwrap_or_else(|| {
+                "the guest reported no exit code; this is tart run's".to_owned()
+            })),
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_guests_exit_code_wins_and_a_missing_one_is_said() {
+        let end = |code, state: &str, msg: Option<&str>| GuestEnd {
+            exit_code: code,
+            state: Some(state.into()),
+            message: msg.map(str::to_owned),
+        };
+        assert_eq!(
+            job_exit(0, end(Some(3), "exited", Some("bad"))),
+            (3, Some("bad".into()))
+        );
+        assert_eq!(job_exit(0, end(None, "idle", None)), (0, None));
+        let (code, msg) = job_exit(137, end(None, "running", None));
+        assert_eq!(code, 137);
+        assert!(msg.unwrap().contains("tart run"));
+    }
 
     #[test]
     fn exit_codes_follow_container_runtime_conventions() {

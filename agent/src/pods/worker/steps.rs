@@ -13,6 +13,7 @@ use super::{Worker, WorkerInput, WorkerState, outcomes::Failure, teardown};
 use crate::metrics::OutcomeLabels;
 use crate::pods::{
     events::Occurrence,
+    guest::status::clear_end,
     image::{ImageRef, PullDecision, PullPolicy, pull_decision},
     metrics::Stage,
     plan::Process,
@@ -27,7 +28,10 @@ const TEARDOWN_RETRY: Duration = Duration::from_secs(2);
 
 impl<T: Tart> Worker<T> {
     pub(super) fn run_opts(&self) -> RunOpts {
-        self.ctx.cfg.run_opts(&self.state.vm)
+        RunOpts {
+            dirs: self.shares.clone(),
+            ..self.ctx.cfg.run_opts(&self.state.vm)
+        }
     }
 
     async fn credentials(&mut self, input: &WorkerInput) -> Option<tart::Credentials> {
@@ -160,13 +164,7 @@ impl<T: Tart> Worker<T> {
         };
         self.ctx.metrics.stage(Stage::Set, started.elapsed());
         match res {
-            Ok(()) => {
-                self.state.facts.configured = true;
-                let occ = Occurrence::Created {
-                    container: input.container.clone(),
-                };
-                self.emit(input, 0, occ);
-            }
+            Ok(()) => self.state.facts.configured = true,
             Err(e) => self.config_refused(input, &e),
         }
     }
@@ -207,6 +205,9 @@ impl<T: Tart> Worker<T> {
         if let Some(parent) = opts.log_path.parent() {
             let _ = tokio::fs::create_dir_all(parent).await;
         }
+        if !self.shares.is_empty() {
+            clear_end(&self.ctx.cfg.guest.layout.status(&vm));
+        }
         let own_time = self.overhead.own_time();
         let started = Instant::now();
         let started_ts = Timestamp::now();
@@ -234,6 +235,7 @@ impl<T: Tart> Worker<T> {
                     .inc();
                 self.failures = 0;
                 self.proc = Some(Arc::new(proc));
+                self.start_refresher(input);
                 self.run_started = Some((started, started_ts));
                 self.state.facts.process = Process::Running {
                     has_ip: false,
@@ -350,7 +352,9 @@ impl<T: Tart> Worker<T> {
                 info!("vm deleted");
                 self.state.facts.cloned = false;
                 self.state.facts.configured = false;
+                self.state.facts.prepared = false;
                 let _ = tokio::fs::remove_file(self.run_opts().log_path).await;
+                self.remove_guest_dir().await;
             }
             Err(error) => {
                 warn!(%error, "delete failed; retrying");

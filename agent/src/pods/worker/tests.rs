@@ -28,6 +28,8 @@ fn input(uid: &str, policy: RestartPolicy) -> WorkerInput {
         resources: Default::default(),
         created: Some(Timestamp::now()),
         grace: Duration::from_secs(1),
+        pod: PodSnapshot(Arc::new(crate::pods::fixtures::test_pod().uid(uid).build())),
+        alloc: Default::default(),
     }
 }
 

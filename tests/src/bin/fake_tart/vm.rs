@@ -221,6 +221,7 @@ async fn supervise(
         }
         _ => None,
     };
+    let record_shares = record.as_ref().map(|r| r.shares.clone());
     let suspendable = record.as_ref().is_some_and(|r| r.suspendable);
     let softnet = record.is_some_and(|r| r.args.iter().any(|a| a.starts_with("--net-softnet")));
     if softnet && crate::info::version_tuple(&ctx.version()) >= (2, 34, 0) {
@@ -267,9 +268,11 @@ async fn supervise(
                 }
             }
             _ = async { guest.as_mut().map(|g| g.launcher.wait()).expect("guarded").await }, if guest.is_some() => {
-                // The launcher ends by powering the guest off (docs/guest.md).
+                // The launcher ends by powering the guest off (docs/guest.md), except when it
+                // had nothing to run: then the guest keeps running what the image starts.
                 guest = None;
-                if shutdown_at.is_none() {
+                let idle = status_state(record_shares.as_deref()).as_deref() == Some("idle");
+                if shutdown_at.is_none() && !idle {
                     shutdown_at = Some(Instant::now() + Duration::from_millis(shutdown_ms));
                 }
             }
@@ -371,4 +374,13 @@ pub fn suspend(ctx: &Ctx, p: &Parsed) -> Result<(), Failure> {
             1,
         )
     })
+}
+
+/// The guest launcher's `state` in the `status` share, if there is one.
+fn status_state(shares: Option<&[crate::dirs::Share]>) -> Option<String> {
+    let status = shares?
+        .iter()
+        .find(|s| s.name.as_deref() == Some("status"))?;
+    let state = fs::read_to_string(status.path.join("state")).ok()?;
+    Some(state.trim().to_owned())
 }

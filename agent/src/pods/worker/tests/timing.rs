@@ -108,3 +108,40 @@ async fn a_state_change_wakes_only_its_own_pod() {
         "{woken:?}"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_adopted_vm_that_exits_is_prepared_again_before_its_restart() {
+    let r = rig(MemTart::new().with_cached(IMAGE), 2);
+    let vm = VmNaming::default().vm_name(&uid(24)).unwrap();
+    r.tart.clone_vm(IMAGE, &vm, None).await.unwrap();
+    let proc = r.tart.run(&vm, &r.worker.cfg.run_opts(&vm)).await.unwrap();
+    let guard = r.worker.slots.acquire_for_adopted(&uid(24));
+    let mut h = spawn(
+        r.worker.clone(),
+        vm.clone(),
+        input(&uid(24), RestartPolicy::Always),
+        Start::Adopted {
+            vm: proc,
+            slot: guard,
+            started_at: None,
+        },
+        0,
+    );
+    within(&mut h, Duration::from_secs(5), "running", running_with_ip).await;
+    let control = r._guest_dir.path().join(vm.to_string()).join("control");
+    assert!(
+        !control.exists(),
+        "an adopted VM's shares are not rewritten"
+    );
+    assert!(r.tart.exit_vm(&vm, 1));
+    let s = within(&mut h, Duration::from_secs(60), "restarted", |s| {
+        s.facts.restarts == 1 && running_with_ip(s)
+    })
+    .await;
+    assert!(s.facts.prepared);
+    assert!(
+        control.join("version").exists(),
+        "prepared before the restart"
+    );
+    assert_eq!(r.tart.calls_of(Op::Run).len(), 2);
+}

@@ -1,0 +1,110 @@
+//! The worker's guest steps: prepare the shares before `tart run` (waiting
+//! `CreateContainerConfigError` while something the Pod reads is missing), keep the volumes
+//! current while the VM runs, and remove the per-VM directory with the VM.
+
+use tart::Tart;
+use tracing::{info, warn};
+
+use super::{Worker, WorkerInput};
+use crate::pods::{
+    events::Occurrence,
+    guest::{
+        model::ConfigError,
+        prepare::prepare,
+        refresh::{self, RefreshDeps},
+    },
+    metrics::KindLabels,
+    plan::crash_backoff,
+    reasons::WaitingReason,
+    status::ContainerView,
+};
+
+impl<T: Tart> Worker<T> {
+    /// Resolve and write the guest's shares.
+    pub(super) async fn prepare(&mut self, input: &WorkerInput) {
+        let ctx = self.ctx.clone();
+        let res = prepare(
+            &ctx.client,
+            &ctx.cfg.guest,
+            &input.pod.0,
+            input.alloc,
+            &self.state.vm,
+        )
+        .await;
+        match res {
+            Ok(p) => {
+                info!(shares = p.shares.len(), "guest prepared");
+                for (i, occ) in p.warnings.into_iter().enumerate() {
+                    self.emit(input, u32::try_from(i).unwrap_or(u32::MAX), occ);
+                }
+                self.shares = p.shares;
+                self.tokens = Some(p.tokens);
+                self.state.facts.prepared = true;
+                // Kubelet's `Created` comes once the container's configuration is complete.
+                let occ = Occurrence::Created {
+                    container: input.container.clone(),
+                };
+                self.emit(input, 0, occ);
+                if matches!(
+                    self.state.view.waiting_reason(),
+                    Some(WaitingReason::CreateContainerConfigError)
+                ) {
+                    self.state.view =
+                        ContainerView::waiting(WaitingReason::ContainerCreating, None);
+                }
+            }
+            Err(e) => self.config_error(input, &e),
+        }
+    }
+
+    /// The container cannot be configured yet: wait `CreateContainerConfigError` with
+    /// kubelet's message and event, back off, try again.
+    fn config_error(&mut self, input: &WorkerInput, e: &ConfigError) {
+        self.failures += 1;
+        self.fail_seq += 1;
+        let backoff = crash_backoff(self.failures - 1);
+        self.state.facts.blocked_until = Some(tokio::time::Instant::now() + backoff);
+        let message = e.to_string();
+        warn!(kind = e.kind(), %message, backoff_s = backoff.as_secs(), "container cannot be configured yet");
+        self.ctx
+            .metrics
+            .guest_config_errors
+            .get_or_create(&KindLabels { kind: e.kind() })
+            .inc();
+        let reason = WaitingReason::CreateContainerConfigError;
+        self.state.view = ContainerView::waiting(reason, Some(message.clone()));
+        self.emit(input, self.fail_seq, Occurrence::Failed { message });
+    }
+
+    /// Start keeping the running guest's volumes current.
+    pub(super) fn start_refresher(&mut self, input: &WorkerInput) {
+        let deps = RefreshDeps {
+            client: self.ctx.client.clone(),
+            settings: self.ctx.cfg.guest.clone(),
+            alloc: input.alloc,
+            events: self.ctx.events.clone(),
+            metrics: self.ctx.metrics.clone(),
+        };
+        let tokens = self.tokens.take().unwrap_or_default();
+        self.refresher = Some(refresh::spawn(
+            deps,
+            input.pod.0.clone(),
+            self.state.vm.clone(),
+            tokens,
+        ));
+    }
+
+    /// Remove the VM's guest directory (shares, volumes, tokens).
+    pub(super) async fn remove_guest_dir(&mut self) {
+        self.refresher = None;
+        self.shares.clear();
+        let layout = self.ctx.cfg.guest.layout.clone();
+        let vm = self.state.vm.clone();
+        let res = tokio::task::spawn_blocking(move || layout.remove(&vm)).await;
+        match res {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => warn!(%error, "cannot remove the VM's guest directory"),
+            Err(error) => warn!(%error, "cannot remove the VM's guest directory"),
+        }
+    }
+}
