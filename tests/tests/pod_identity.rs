@@ -173,7 +173,10 @@ async fn as_its_node_the_agent_runs_a_pod_without_the_finalizer_and_deletes_it_g
     assert_eq!(ready_cond.map(|c| c.status).as_deref(), Some("True"));
     let leases: Api<Lease> = Api::namespaced(env.admin.clone(), "kube-node-lease");
     let lease = leases.get(&env.node).await.expect("our Lease");
-    let holder = lease.spec.and_then(|s| s.holder_identity).unwrap_or_default();
+    let holder = lease
+        .spec
+        .and_then(|s| s.holder_identity)
+        .unwrap_or_default();
     assert!(
         holder.starts_with(&format!("{}_", env.node)),
         "Lease held by {holder:?}"
