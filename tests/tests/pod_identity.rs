@@ -1,7 +1,8 @@
 //! End-to-end: the agent as its own node (`system:node:<node>` in `system:nodes`, `--identity
 //! node`) on the real control plane, where the Node authorizer and NodeRestriction — not the
 //! shipped RBAC — decide what it may do: a node reads only the Secrets of Pods bound to it, the
-//! Pod lifecycle works without the finalizer, and a force-deleted Pod leaves no VM behind.
+//! Pod lifecycle works without the finalizer (and the env from its own Secret reaches the
+//! guest), and a force-deleted Pod leaves no VM behind.
 //!
 //! Run: `cargo test -p tart-kubelet-tests --test pod_identity -- --nocapture`
 
@@ -27,7 +28,7 @@ use kube::{
 use pod_support::{Env, WAIT, phase, ready};
 use tart_kubelet_tests::{
     cluster::{client_for, unique, wait_for},
-    fake::Knobs,
+    fake::{Knobs, VmKnob},
 };
 
 const FINALIZER: &str = "tart.run/vm";
@@ -140,10 +141,18 @@ async fn node_credentials_read_only_the_secrets_of_pods_bound_to_their_node() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn as_its_node_the_agent_runs_a_pod_without_the_finalizer_and_deletes_it_gracefully() {
-    let mut env = Env::new_as_node("idlife", knobs(), &[]).await;
+    // fake-tart runs the real guest launcher, so the env the agent resolved reaches a guest.
+    let guest = knobs().with_vm("*", VmKnob::default().running_guest_launcher());
+    let mut env = Env::new_as_node("idlife", guest, &[]).await;
     create_secret(&env, "token", "s3cret").await;
     env.start_agent();
-    let pod = env.create(&with_secret_env(env.pod("vm-1"), "token")).await;
+    let mut pod = with_secret_env(env.pod("vm-1"), "token");
+    pod.spec.as_mut().unwrap().containers[0].command = Some(vec![
+        "/bin/sh".into(),
+        "-c".into(),
+        "printf 'TOKEN=%s\\n' \"$TOKEN\"; exec sleep 600".into(),
+    ]);
+    let pod = env.create(&pod).await;
     let vm = Env::vm_of(&pod);
     let finalized = AtomicBool::new(false);
     env.wait_pod("vm-1", "Running and ready", |p| {
@@ -158,6 +167,19 @@ async fn as_its_node_the_agent_runs_a_pod_without_the_finalizer_and_deletes_it_g
         "a node identity may not patch Pod metadata"
     );
     assert!(env.home.is_running(&vm), "no tart run process holds the VM");
+    // The node read its own Pod's Secret (the Node authorizer's graph) into the guest's env.
+    let stdout = env.guest_dir.join(&vm).join("status").join("stdout");
+    let seen = wait_for(WAIT, || async {
+        let out = std::fs::read_to_string(&stdout).ok()?;
+        out.contains("TOKEN=").then_some(out)
+    })
+    .await;
+    assert_eq!(
+        seen.as_deref().map(str::trim),
+        Ok("TOKEN=s3cret"),
+        "{}",
+        env.agent_log()
+    );
     // Pod events reach the API server (a node may create core/v1 Events only).
     env.wait_event("vm-1", "Started").await;
 
