@@ -104,6 +104,10 @@ pub struct Opts {
     /// without running the Pod's command, and no job checks its secret.
     #[arg(long)]
     pub no_guest: bool,
+    /// Store a different token in the Secret than the jobs expect (every job must then fail
+    /// its check; tests `jobs_saw_their_secret`).
+    #[arg(long, hide = true)]
+    pub wrong_token: bool,
 }
 
 /// Entry point of the `sandbox` binary.
@@ -191,7 +195,12 @@ async fn run(opts: Opts) -> anyhow::Result<bool> {
     let token = guest::RunnerToken::random();
     let job = runner_job(&opts, &token);
     if job.is_some() && opts.scenario != Scenario::Idle {
-        token.store(&admin, NAMESPACE).await?;
+        let stored = if opts.wrong_token {
+            guest::RunnerToken::random()
+        } else {
+            token.clone()
+        };
+        stored.store(&admin, NAMESPACE).await?;
     }
     let runners = workload::Runners {
         job,
