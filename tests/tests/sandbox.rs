@@ -36,6 +36,10 @@ async fn a_small_steady_sandbox_run_holds_every_invariant_and_writes_the_report(
         "boot counted once per Pod"
     );
     assert_eq!(r["stages_seconds"]["provision_delay"]["count"], 3);
+    assert_eq!(
+        r["guest_checks"]["passed"], 3,
+        "every job ran in the guest and saw its secret"
+    );
     let names: Vec<&str> = r["invariants"]
         .as_array()
         .unwrap()
@@ -49,6 +53,7 @@ async fn a_small_steady_sandbox_run_holds_every_invariant_and_writes_the_report(
         "no_control_plane_process_left",
         "pods_in_expected_terminal_state",
         "each_pod_counted_once_per_histogram",
+        "jobs_saw_their_secret",
     ] {
         assert!(
             names.contains(&must),
@@ -56,6 +61,42 @@ async fn a_small_steady_sandbox_run_holds_every_invariant_and_writes_the_report(
         );
     }
     assert!(r["agents"][0]["rss_bytes"].as_u64().unwrap() > 0);
+}
+
+/// The secret check can fail: with a token in the Secret other than the one the jobs expect,
+/// every job exits non-zero in the guest, `jobs_saw_their_secret` fails and so does the run,
+/// while the teardown checks still hold.
+#[tokio::test]
+async fn jobs_given_another_token_fail_the_secret_invariant() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report.json");
+    let run = tokio::process::Command::new(env!("CARGO_BIN_EXE_sandbox"))
+        .args(["--nodes", "1", "--pods", "2", "--latency-scale", "0.01"])
+        .arg("--wrong-token")
+        .arg("--report")
+        .arg(&report)
+        .kill_on_drop(true)
+        .output();
+    let out = timeout(Duration::from_secs(300), run)
+        .await
+        .expect("sandbox did not finish within 300 s")
+        .expect("spawn sandbox");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(r["guest_checks"]["secret_rejected"], 2, "{stdout}");
+    assert_eq!(r["guest_checks"]["passed"], 0, "{stdout}");
+    for inv in r["invariants"].as_array().unwrap() {
+        let secret = inv["name"] == "jobs_saw_their_secret";
+        assert_eq!(inv["ok"], !secret, "{inv}\n{stdout}");
+        if secret {
+            assert!(
+                inv["detail"].as_str().unwrap().contains("job exited 3"),
+                "{inv}"
+            );
+        }
+    }
 }
 
 /// Ctrl-C in a terminal (SIGINT to the sandbox's process group) while VMs run: the agents,

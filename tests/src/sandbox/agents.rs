@@ -1,11 +1,14 @@
 //! The sandbox's simulated Mac minis: for each, a `fake-tart` home with realistic, scaled
-//! latencies and a `tart-kubelet` process started through the test harness
-//! ([`crate::agent::Agent`]) under the least-privilege RBAC.
+//! latencies, a guest directory of its own (`--guest-dir`, under the sandbox's `TMPDIR`) and
+//! a `tart-kubelet` process started through the test harness ([`crate::agent::Agent`]) under
+//! the least-privilege RBAC.
 
 use std::{
     path::{Path, PathBuf},
     time::{Duration, Instant},
 };
+
+use tempfile::TempDir;
 
 use crate::{
     agent::{Agent, AgentOptions},
@@ -74,6 +77,8 @@ pub struct SimMac {
     pub started: Instant,
     /// How its agent was started.
     pub launch: Launch,
+    /// The agent's `--guest-dir` (removed with the Mac).
+    guest_dir: TempDir,
 }
 
 impl SimMac {
@@ -87,6 +92,14 @@ impl SimMac {
     ) -> anyhow::Result<SimMac> {
         let home = FakeHome::new()?;
         home.set_knobs(&knobs)?;
+        let guest_dir = tempfile::Builder::new()
+            .prefix("sandbox-guest-")
+            .tempdir()?;
+        let mut extra_args = extra_args;
+        extra_args.extend([
+            "--guest-dir".to_string(),
+            guest_dir.path().display().to_string(),
+        ]);
         let launch = Launch {
             agent: bins.agent.clone(),
             fake_tart: bins.fake_tart.clone(),
@@ -104,7 +117,13 @@ impl SimMac {
             cpu_before: 0.0,
             started: Instant::now(),
             launch,
+            guest_dir,
         })
+    }
+
+    /// The agent's `--guest-dir`: one directory per VM, holding its shares.
+    pub fn guest_dir(&self) -> &Path {
+        self.guest_dir.path()
     }
 
     /// Rewrites the knob file from `self.knobs`.

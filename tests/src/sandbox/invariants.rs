@@ -1,7 +1,7 @@
 //! End-of-scenario checks: no orphan VM, no stranded finalizer, no process left, every Pod in
-//! the terminal state it should have, each Pod counted once in each histogram, and chaos's
-//! Node recovery after API restarts and refused duplicate agents; plus the readiness wait
-//! before a workload and per-agent resource use.
+//! the terminal state it should have, each Pod counted once in each histogram, every runner's
+//! job saw its secret, and chaos's Node recovery after API restarts and refused duplicate
+//! agents; plus the readiness wait before a workload and per-agent resource use.
 
 use std::time::{Duration, Instant};
 
@@ -15,6 +15,7 @@ use super::{
     NAMESPACE, Opts, Scenario,
     agents::SimMac,
     chaos::ChaosReport,
+    guest::{Check, CheckCounts},
     probe,
     report::{AgentUsage, Invariant, Report},
     workload::{Ending, PoolState},
@@ -57,7 +58,7 @@ pub async fn wait_nodes_ready(
 }
 
 /// Deletes the workload's Pods and waits until they are gone (finalizers removed by the
-/// agents) and no VM is left in any home.
+/// agents) and no VM is left in any home, nor any VM's directory in any guest directory.
 pub async fn teardown(admin: &Client, macs: &[SimMac], within: Duration) -> Vec<Invariant> {
     let api: Api<Pod> = Api::namespaced(admin.clone(), NAMESPACE);
     let _ = tokio::time::timeout(
@@ -96,15 +97,20 @@ pub async fn teardown(admin: &Client, macs: &[SimMac], within: Duration) -> Vec<
         .saturating_duration_since(Instant::now())
         .max(Duration::from_secs(10));
     let vms_gone = cluster::wait_for(left, || async {
-        let n: usize = macs.iter().map(|m| vm_dirs(m).len()).sum();
+        let n: usize = macs
+            .iter()
+            .map(|m| vm_dirs(m).len() + guest_dirs(m).len())
+            .sum();
         (n == 0).then_some(())
     })
     .await;
     let orphans: Vec<String> = macs
         .iter()
         .flat_map(|m| {
+            let guest = guest_dirs(m).into_iter().map(|g| format!("guest/{g}"));
             vm_dirs(m)
                 .into_iter()
+                .chain(guest)
                 .map(move |v| format!("{}:{v}", m.node))
         })
         .collect();
@@ -123,13 +129,62 @@ pub async fn teardown(admin: &Client, macs: &[SimMac], within: Duration) -> Vec<
 }
 
 fn vm_dirs(m: &SimMac) -> Vec<String> {
-    std::fs::read_dir(m.agent.home().path().join("vms"))
+    entries(&m.agent.home().path().join("vms"))
+}
+
+/// What is left in the agent's guest directory (a VM's shares, or the agent's temporaries).
+fn guest_dirs(m: &SimMac) -> Vec<String> {
+    entries(m.guest_dir())
+}
+
+fn entries(dir: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(dir)
         .map(|rd| {
             rd.flatten()
                 .map(|e| e.file_name().to_string_lossy().to_string())
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// Every finished runner's guest ran its job with the token the workload stored: each ended
+/// Pod has a check, none rejected its token or succeeded without a recorded exit code, and a
+/// job cut short by its VM's end (no exit code, Pod `Failed`) only when chaos crashed VMs on
+/// purpose (`crash_windows` injected).
+pub fn jobs_saw_their_secret(pool: &PoolState, crash_windows: u64) -> Invariant {
+    let c = CheckCounts::of(pool.checks.values());
+    let mut bad: Vec<String> = pool
+        .checks
+        .iter()
+        .filter_map(|(name, k)| match k {
+            Check::Rejected(code) => Some(format!("{name}: job exited {code}")),
+            Check::Unverified => Some(format!("{name}: Succeeded without a guest exit code")),
+            Check::CutShort if crash_windows == 0 => Some(format!(
+                "{name}: Failed before its job ended, with no crash injected"
+            )),
+            Check::Passed | Check::CutShort => None,
+        })
+        .collect();
+    let unchecked: Vec<&String> = pool
+        .ended
+        .keys()
+        .filter(|n| !pool.checks.contains_key(*n))
+        .collect();
+    if !unchecked.is_empty() {
+        bad.push(format!("ended without a check: {unchecked:?}"));
+    }
+    check(
+        "jobs_saw_their_secret",
+        bad.is_empty(),
+        format!(
+            "{} passed, {} rejected, {} cut short, {} unverified: {}",
+            c.passed,
+            c.secret_rejected,
+            c.cut_short,
+            c.unverified,
+            bad.join("; ")
+        ),
+    )
 }
 
 /// Terminal states and once-per-Pod histograms.
@@ -252,6 +307,37 @@ mod tests {
                 .map(|(i, s)| (format!("mac-mini-{}", i + 1), *s))
                 .collect(),
         }
+    }
+
+    fn pool(checks: &[(&str, bool, Check)]) -> PoolState {
+        let mut p = PoolState::default();
+        for (name, succeeded, k) in checks {
+            let e = if *succeeded {
+                Ending::Succeeded
+            } else {
+                Ending::Failed
+            };
+            p.ended.insert(name.to_string(), e);
+            p.checks.insert(name.to_string(), *k);
+        }
+        p
+    }
+
+    #[test]
+    fn a_rejected_or_unverified_secret_check_fails_and_a_crash_only_excuses_a_cut_short_job() {
+        let ok = pool(&[("a", true, Check::Passed), ("b", false, Check::Passed)]);
+        assert!(jobs_saw_their_secret(&ok, 0).ok);
+        let rejected = pool(&[("a", false, Check::Rejected(3))]);
+        let inv = jobs_saw_their_secret(&rejected, 2);
+        assert!(!inv.ok);
+        assert!(inv.detail.contains("a: job exited 3"), "{}", inv.detail);
+        assert!(!jobs_saw_their_secret(&pool(&[("a", true, Check::Unverified)]), 2).ok);
+        let cut = pool(&[("a", true, Check::Passed), ("b", false, Check::CutShort)]);
+        assert!(!jobs_saw_their_secret(&cut, 0).ok);
+        assert!(jobs_saw_their_secret(&cut, 1).ok);
+        let mut unchecked = pool(&[("a", true, Check::Passed)]);
+        unchecked.ended.insert("b".into(), Ending::Succeeded);
+        assert!(!jobs_saw_their_secret(&unchecked, 0).ok);
     }
 
     #[test]

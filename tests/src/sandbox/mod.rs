@@ -6,6 +6,7 @@
 pub mod agents;
 pub mod census;
 pub mod chaos;
+pub mod guest;
 pub mod interrupt;
 pub mod invariants;
 pub mod metrics;
@@ -27,7 +28,7 @@ use kube::{Api, Client, api::PostParams};
 
 use crate::{
     cluster::{self, ControlPlane},
-    fake::Knobs,
+    fake::{Knobs, VmKnob},
 };
 use agents::{Binaries, SimMac};
 use report::Report;
@@ -99,6 +100,14 @@ pub struct Opts {
     /// Random seed for chaos.
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
+    /// Simulated Macs without the guest launcher: a guest shuts down after `--job-ms`
+    /// without running the Pod's command, and no job checks its secret.
+    #[arg(long)]
+    pub no_guest: bool,
+    /// Store a different token in the Secret than the jobs expect (every job must then fail
+    /// its check; tests `jobs_saw_their_secret`).
+    #[arg(long, hide = true)]
+    pub wrong_token: bool,
 }
 
 /// Entry point of the `sandbox` binary.
@@ -129,12 +138,35 @@ pub fn main() -> std::process::ExitCode {
 pub const NAMESPACE: &str = "sandbox";
 
 /// Knobs for a realistic simulated Mac: fake-tart's realistic defaults, scaled, and a guest
-/// that runs one CI job then shuts itself down.
+/// that runs one CI job then shuts itself down: the Pod's command through the guest
+/// launcher, or (`--no-guest`) a timer of `--job-ms`.
 pub fn mac_knobs(opts: &Opts) -> Knobs {
-    Knobs::new().with_latency_scale(opts.latency_scale).with_vm(
-        "*",
-        crate::fake::VmKnob::default().exits_after(opts.job_ms, 0),
-    )
+    let vm = if opts.no_guest {
+        guest_knob(opts).exits_after(opts.job_ms, 0)
+    } else {
+        guest_knob(opts)
+    };
+    Knobs::new()
+        .with_latency_scale(opts.latency_scale)
+        .with_vm("*", vm)
+}
+
+/// Every VM's knob before any timer: fake-tart runs the guest launcher unless `--no-guest`.
+pub fn guest_knob(opts: &Opts) -> VmKnob {
+    if opts.no_guest {
+        VmKnob::default()
+    } else {
+        VmKnob::default().running_guest_launcher()
+    }
+}
+
+/// The runner job when the guest runs Pods' commands: the scaled `--job-ms`, checking the
+/// token's checksum.
+pub fn runner_job(opts: &Opts, token: &guest::RunnerToken) -> Option<guest::Job> {
+    (!opts.no_guest).then(|| guest::Job {
+        seconds: opts.job_ms as f64 * opts.latency_scale / 1000.0,
+        checksum: token.checksum(),
+    })
 }
 
 async fn run(opts: Opts) -> anyhow::Result<bool> {
@@ -160,6 +192,20 @@ async fn run(opts: Opts) -> anyhow::Result<bool> {
         return Ok(false);
     };
     ensure_namespace(&admin).await?;
+    let token = guest::RunnerToken::random();
+    let job = runner_job(&opts, &token);
+    if job.is_some() && opts.scenario != Scenario::Idle {
+        let stored = if opts.wrong_token {
+            guest::RunnerToken::random()
+        } else {
+            token.clone()
+        };
+        stored.store(&admin, NAMESPACE).await?;
+    }
+    let runners = workload::Runners {
+        job,
+        guest_dirs: guest::GuestDirs(macs.iter().map(|m| m.guest_dir().to_path_buf()).collect()),
+    };
     let audit_start = probe::now_rfc3339();
     let workload_start = Instant::now();
 
@@ -170,7 +216,7 @@ async fn run(opts: Opts) -> anyhow::Result<bool> {
             .collect(),
     );
     let outcome = tokio::select! {
-        r = drive(&opts, &cp, &admin, &mut macs, &mut chaos, &mut census, &mut progress) => Some(r),
+        r = drive(&opts, &cp, &admin, &runners, &mut macs, &mut chaos, &mut census, &mut progress) => Some(r),
         () = interrupts.reached(1) => None,
     };
     // The API server must be up for the teardown, whatever ended the workload.
@@ -230,6 +276,17 @@ async fn run(opts: Opts) -> anyhow::Result<bool> {
         }
         rep.invariants
             .extend(invariants::workload(&opts, &pool, &rep));
+        if runners.job.is_some() && opts.scenario != Scenario::Idle {
+            let crashes = chaos
+                .report()
+                .faults_injected
+                .get(chaos::Fault::CrashWindow.as_str())
+                .copied()
+                .unwrap_or(0);
+            rep.guest_checks = Some(guest::CheckCounts::of(pool.checks.values()));
+            rep.invariants
+                .push(invariants::jobs_saw_their_secret(&pool, crashes));
+        }
         if opts.scenario != Scenario::Idle {
             rep.invariants.push(census.invariant());
         }
@@ -277,10 +334,12 @@ const CHECKED_AT_TEARDOWN: [&str; 5] = [
 ];
 
 /// Runs the scenario until done; returns the pool state.
+#[allow(clippy::too_many_arguments)]
 async fn drive(
     opts: &Opts,
     cp: &ControlPlane,
     admin: &Client,
+    runners: &workload::Runners,
     macs: &mut [SimMac],
     chaos: &mut chaos::Chaos,
     census: &mut census::Census,
@@ -307,16 +366,15 @@ async fn drive(
         if !chaos.api_down() {
             let image =
                 workload::image_for(opts.scenario == Scenario::ImageRoll, &state, opts.pods);
-            let step = workload::step(
-                admin,
-                NAMESPACE,
-                &mut state,
+            let round = workload::Round {
+                ns: NAMESPACE,
                 pool,
-                opts.pods,
-                &image,
-                Duration::from_secs(10),
-            )
-            .await;
+                total: opts.pods,
+                image: &image,
+                runners,
+                api_deadline: Duration::from_secs(10),
+            };
+            let step = workload::step(admin, &round, &mut state).await;
             match step {
                 Ok(_) => {}
                 // Right after an API restart a request may still fail; the next tick retries.

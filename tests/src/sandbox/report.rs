@@ -5,6 +5,7 @@ use serde::Serialize;
 
 use super::{
     chaos::ChaosReport,
+    guest::CheckCounts,
     metrics::{Histogram, Sample, sum},
 };
 
@@ -116,6 +117,8 @@ pub struct Report {
     pub api_requests_per_node_per_minute: f64,
     /// Per-agent resource use.
     pub agents: Vec<AgentUsage>,
+    /// Finished runners by their guest's secret check (`null` with `--no-guest` or `idle`).
+    pub guest_checks: Option<CheckCounts>,
     /// Faults and their outcomes (`chaos` only; `null` otherwise).
     pub chaos: Option<ChaosReport>,
     /// End-of-run invariants.
@@ -227,6 +230,13 @@ impl Report {
                 a.peak_rss_bytes as f64 / 1048576.0,
                 a.cpu_percent,
                 a.restarts
+            );
+        }
+        if let Some(g) = &self.guest_checks {
+            let _ = writeln!(
+                o,
+                "guest secret checks: {} passed, {} rejected, {} cut short, {} unverified",
+                g.passed, g.secret_rejected, g.cut_short, g.unverified
             );
         }
         if let Some(c) = &self.chaos {

@@ -47,6 +47,11 @@ pub async fn start(
             "10",
             "--memory",
             "32Gi",
+            // Every simulated Mac's TART_HOME is on the build host's volume: its free space
+            // (often under the default 10 % on a CI runner) is not the simulated Mac's, and
+            // DiskPressure would taint every Node and leave the workload unscheduled.
+            "--disk-pressure-free",
+            "100Mi",
         ]
         .map(String::from)
         .to_vec();

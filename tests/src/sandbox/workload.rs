@@ -1,5 +1,7 @@
 //! The sandbox's workloads: a pool of ephemeral CI-runner Pods kept at a target size, each
-//! replaced as it finishes, until a number of lifecycles has completed. Talks only to the API.
+//! replaced as it finishes, until a number of lifecycles has completed. Talks to the API, and
+//! reads a finished runner's guest exit code from its status share before deleting the Pod
+//! ([`super::guest`]).
 
 use std::{
     collections::{BTreeMap, BTreeSet},
@@ -12,6 +14,8 @@ use kube::{
     api::{DeleteParams, ListParams, PostParams},
 };
 use serde_json::json;
+
+use super::guest::{self, Check, GuestDirs, Job};
 
 /// How a finished Pod ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +37,34 @@ pub struct PoolState {
     pub ran: BTreeSet<String>,
     /// Pods currently present (any phase), by name -> phase.
     pub present: BTreeMap<String, String>,
+    /// Finished runners' secret checks, by name (only when the guest runs their job).
+    pub checks: BTreeMap<String, Check>,
+}
+
+/// What the runner Pods run, and where their guests' status shares are.
+#[derive(Debug, Clone, Default)]
+pub struct Runners {
+    /// The job each runner's container runs (`None`: no command, the VM's timer ends it).
+    pub job: Option<Job>,
+    /// The agents' guest directories.
+    pub guest_dirs: GuestDirs,
+}
+
+/// One step's settings.
+#[derive(Debug, Clone)]
+pub struct Round<'a> {
+    /// Namespace of the pool.
+    pub ns: &'a str,
+    /// Pods kept active.
+    pub pool: usize,
+    /// Pods to create in all.
+    pub total: u64,
+    /// Image of the Pods created now.
+    pub image: &'a str,
+    /// What the runners run.
+    pub runners: &'a Runners,
+    /// Deadline of each API request.
+    pub api_deadline: Duration,
 }
 
 impl PoolState {
@@ -68,9 +100,10 @@ pub fn image_for(roll: bool, state: &PoolState, total: u64) -> String {
     format!("ghcr.io/cirruslabs/macos-tahoe-base:{tag}")
 }
 
-/// The Pod a CI runner is: one container whose image is a Tart VM image, tolerating our taint.
-pub fn runner_pod(name: &str, image: &str, cpu: &str, memory: &str) -> Pod {
-    serde_json::from_value(json!({
+/// The Pod a CI runner is: one container whose image is a Tart VM image, tolerating our taint;
+/// with a `job`, the container runs it with the token from the runner Secret in its env.
+pub fn runner_pod(name: &str, image: &str, cpu: &str, memory: &str, job: Option<&Job>) -> Pod {
+    let mut pod: Pod = serde_json::from_value(json!({
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": { "name": name, "labels": { "app": "ci-runner" } },
@@ -87,21 +120,31 @@ pub fn runner_pod(name: &str, image: &str, cpu: &str, memory: &str) -> Pod {
             }]
         }
     }))
-    .expect("static pod literal")
+    .expect("static pod literal");
+    if let (Some(job), Some(spec)) = (job, pod.spec.as_mut()) {
+        let c = &mut spec.containers[0];
+        c.command = Some(job.command());
+        c.args = Some(job.args());
+        c.env = Some(vec![
+            serde_json::from_value(json!({
+                "name": guest::ENV_NAME,
+                "valueFrom": { "secretKeyRef": { "name": guest::SECRET_NAME, "key": guest::SECRET_KEY } }
+            }))
+            .expect("static env literal"),
+        ]);
+    }
+    pod
 }
 
-/// One step of the pool: observe Pods, delete finished ones, create replacements. Returns the
-/// names created in this step.
+/// One step of the pool: observe Pods, record finished runners' secret checks, delete
+/// finished Pods, create replacements. Returns the names created in this step.
 pub async fn step(
     client: &Client,
-    ns: &str,
+    round: &Round<'_>,
     state: &mut PoolState,
-    pool: usize,
-    total: u64,
-    image: &str,
-    api_deadline: Duration,
 ) -> anyhow::Result<Vec<String>> {
-    let api: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let api_deadline = round.api_deadline;
+    let api: Api<Pod> = Api::namespaced(client.clone(), round.ns);
     let pods = tokio::time::timeout(api_deadline, api.list(&ListParams::default())).await??;
     state.present.clear();
     for p in pods.items {
@@ -121,6 +164,14 @@ pub async fn step(
         };
         if let Some(e) = ending {
             state.ended.entry(name.clone()).or_insert(e);
+            if round.runners.job.is_some() && !state.checks.contains_key(&name) {
+                // The agent keeps a finished Pod's VM, and so its status share, until the
+                // Pod is deleted below.
+                let uid = p.metadata.uid.as_deref().unwrap_or_default();
+                let exit = round.runners.guest_dirs.exit_code(&guest::vm_of(uid));
+                let check = Check::classify(e == Ending::Succeeded, exit);
+                state.checks.insert(name.clone(), check);
+            }
             if p.metadata.deletion_timestamp.is_none() {
                 let _ =
                     tokio::time::timeout(api_deadline, api.delete(&name, &DeleteParams::default()))
@@ -130,9 +181,9 @@ pub async fn step(
         state.present.insert(name, phase);
     }
     let mut created = Vec::new();
-    for _ in 0..state.to_create(pool, total) {
+    for _ in 0..state.to_create(round.pool, round.total) {
         let name = format!("runner-{:04}", state.created + 1);
-        let pod = runner_pod(&name, image, "4", "8Gi");
+        let pod = runner_pod(&name, round.image, "4", "8Gi", round.runners.job.as_ref());
         tokio::time::timeout(api_deadline, api.create(&PostParams::default(), &pod)).await??;
         state.created += 1;
         state.present.insert(name.clone(), "Pending".into());
@@ -192,6 +243,7 @@ mod tests {
             "ghcr.io/cirruslabs/macos-tahoe-base:latest",
             "4",
             "8Gi",
+            None,
         );
         let spec = p.spec.unwrap();
         assert_eq!(spec.containers.len(), 1);
@@ -203,6 +255,31 @@ mod tests {
         assert_eq!(
             spec.tolerations.unwrap()[0].key.as_deref(),
             Some("virtual-kubelet.io/provider")
+        );
+        assert!(spec.containers[0].command.is_none());
+    }
+
+    #[test]
+    fn a_runner_with_a_job_runs_it_with_the_token_from_the_secret() {
+        let job = Job {
+            seconds: 1.5,
+            checksum: "1219131554 3".into(),
+        };
+        let p = runner_pod("r", "img:v1", "4", "8Gi", Some(&job));
+        let c = &p.spec.unwrap().containers[0];
+        assert_eq!(c.command.as_ref(), Some(&job.command()));
+        assert_eq!(c.args.as_ref(), Some(&job.args()));
+        let env = c.env.as_ref().unwrap();
+        assert_eq!(env.len(), 1);
+        assert_eq!(env[0].name, guest::ENV_NAME);
+        let r = env[0]
+            .value_from
+            .as_ref()
+            .and_then(|v| v.secret_key_ref.as_ref())
+            .unwrap();
+        assert_eq!(
+            (r.name.as_str(), r.key.as_str()),
+            (guest::SECRET_NAME, guest::SECRET_KEY)
         );
     }
 }

@@ -18,10 +18,7 @@ use rand::{Rng, SeedableRng, rngs::StdRng};
 use serde::Serialize;
 
 use super::{Opts, agents::SimMac, metrics, progress::Progress};
-use crate::{
-    cluster::ControlPlane,
-    fake::{Rule, VmKnob},
-};
+use crate::{cluster::ControlPlane, fake::Rule};
 use api_restart::{ApiRestartRecord, ApiRestarts};
 use duplicate::{Duplicate, DuplicateRecord};
 pub use fault::Fault;
@@ -202,9 +199,11 @@ impl Chaos {
             Fault::VmLimit => m.knobs.rules.push(Rule::vm_limit().times(1)),
             Fault::AuxStorageLocked => m.knobs.rules.push(Rule::aux_storage_locked().times(1)),
             Fault::CrashWindow => {
+                // The VM crashes a quarter into the job, before the guest's command ends: no
+                // exit code is recorded, the Pod fails (`cut_short`, not a secret failure).
                 m.knobs.vms.insert(
                     "*".into(),
-                    VmKnob::default().exits_after(opts.job_ms / 4, 1),
+                    super::guest_knob(opts).exits_after(opts.job_ms / 4, 1),
                 );
                 self.crash_until.push((i, now + Duration::from_secs(3)));
             }
