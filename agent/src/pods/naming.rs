@@ -83,6 +83,11 @@ impl VmNaming {
         is_uuid(uid).then_some(uid)
     }
 
+    /// The prefix every VM name of this scheme starts with.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
     /// Whether a VM name (from `tart list`) was created by this scheme.
     #[cfg(test)]
     pub fn is_ours(&self, vm: &str) -> bool {

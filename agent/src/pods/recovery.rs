@@ -155,8 +155,37 @@ pub async fn remove_orphan<T: Tart>(shared: &Shared<T>, vm: &VmName) {
         Ok(()) => {
             info!(%vm, "deleted orphan VM");
             let _ = tokio::fs::remove_file(opts.log_path).await;
+            remove_guest_dirs(shared, GuestDirs::Of(vm.clone())).await;
         }
         Err(error) => warn!(%vm, %error, "cannot delete orphan VM"),
+    }
+}
+
+/// Which guest directories to remove.
+enum GuestDirs {
+    /// The one of this VM.
+    Of(VmName),
+    /// Every one of ours whose VM is not in this set.
+    AllBut(HashSet<String>),
+}
+
+/// Remove guest directories (shares, volumes, tokens: they hold Secret values) without a VM.
+async fn remove_guest_dirs<T: Tart>(shared: &Shared<T>, which: GuestDirs) {
+    let layout = shared.worker.cfg.guest.layout.clone();
+    let prefix = shared.naming.prefix().to_owned();
+    let res = tokio::task::spawn_blocking(move || match which {
+        GuestDirs::Of(vm) => layout.remove(&vm).map(|()| vec![vm.to_string()]),
+        GuestDirs::AllBut(keep) => layout.sweep(&prefix, &keep),
+    })
+    .await;
+    match res {
+        Ok(Ok(removed)) => {
+            if !removed.is_empty() {
+                debug!(?removed, "guest directories removed");
+            }
+        }
+        Ok(Err(error)) => warn!(%error, "cannot remove guest directories"),
+        Err(error) => warn!(%error, "cannot remove guest directories"),
     }
 }
 
@@ -211,6 +240,10 @@ pub async fn sweep<T: Tart>(shared: &Shared<T>, known: &HashSet<String>) {
             return;
         }
     };
+    // A guest directory whose VM is gone (and no worker is about to start it) is a leftover.
+    let mut keep: HashSet<String> = vms.values().map(ToString::to_string).collect();
+    shared.with_workers(|w| keep.extend(w.values().map(|h| h.state.borrow().vm.to_string())));
+    remove_guest_dirs(shared, GuestDirs::AllBut(keep)).await;
     let orphans: Vec<VmName> = vms
         .into_iter()
         .filter(|(uid, _)| !known.contains(uid) && !shared.with_workers(|w| w.contains_key(uid)))
@@ -320,5 +353,37 @@ mod tests {
     #[tokio::test]
     async fn a_stopped_vm_that_never_ran_resumes_provisioning() {
         assert_eq!(recover_stopped(false).await, Process::None);
+    }
+
+    #[tokio::test]
+    async fn the_sweep_removes_orphan_vms_with_their_guest_dirs_and_leftover_guest_dirs() {
+        let tart = MemTart::new().with_cached("ghcr.io/cirruslabs/macos:15");
+        let rig = rig_with_client(tart.clone(), 2, crate::pods::fixtures::offline_client());
+        let shared = rig.shared(NodeView::default());
+        let layout = &shared.worker.cfg.guest.layout;
+        let orphan = shared.naming.vm_name(UID).unwrap();
+        tart.clone_vm("ghcr.io/cirruslabs/macos:15", &orphan, None)
+            .await
+            .unwrap();
+        let gone = shared
+            .naming
+            .vm_name("3f2c1a9e-5b7d-4e21-9a0b-c1d2e3f4a5ff")
+            .unwrap();
+        for vm in [&orphan, &gone] {
+            layout.create(vm, &[]).unwrap();
+        }
+        let other = layout.vm_dir(&orphan).with_file_name("not-ours");
+        std::fs::create_dir(&other).unwrap();
+        sweep(&shared, &HashSet::new()).await;
+        assert!(tart.vm_names().is_empty(), "the orphan VM is deleted");
+        assert!(!layout.vm_dir(&orphan).exists(), "its guest dir is removed");
+        assert!(
+            !layout.vm_dir(&gone).exists(),
+            "a leftover guest dir is removed"
+        );
+        assert!(
+            other.exists(),
+            "a directory not named by our scheme is left alone"
+        );
     }
 }
