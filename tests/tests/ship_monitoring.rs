@@ -37,6 +37,8 @@ const AGREED: &[(&str, &str)] = &[
     ("tart_kubelet_pod_admission_rejections_total", "counter"),
     ("tart_kubelet_pod_starts_total", "counter"),
     ("tart_kubelet_vm_exits_total", "counter"),
+    ("tart_kubelet_guest_config_errors_total", "counter"),
+    ("tart_kubelet_guest_volume_updates_total", "counter"),
 ];
 
 fn repo() -> PathBuf {
