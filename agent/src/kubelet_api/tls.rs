@@ -173,14 +173,16 @@ pub fn server_config(
     Ok(config)
 }
 
-/// What identifies a version of the files: modification time and length of each.
-type Stamp = Option<[(SystemTime, u64); 2]>;
+/// What identifies a version of the files: inode, modification time and length of each (the
+/// inode catches a same-size replacement by rename within the mtime granularity).
+type Stamp = Option<[(u64, SystemTime, u64); 2]>;
 
 fn stamp(files: &CertFiles) -> Stamp {
+    use std::os::unix::fs::MetadataExt;
     let one = |p: &Path| {
         std::fs::metadata(p)
             .ok()
-            .and_then(|m| Some((m.modified().ok()?, m.len())))
+            .and_then(|m| Some((m.ino(), m.modified().ok()?, m.len())))
     };
     Some([one(&files.cert)?, one(&files.key)?])
 }
