@@ -76,6 +76,21 @@ pub fn settings(cfg: &Config) -> Option<Settings> {
     })
 }
 
+/// Loads the certificate, key and client CA as [`start`] would, without serving (for `doctor`).
+///
+/// # Errors
+/// [`TlsError`] naming the file at fault.
+pub fn preflight(settings: &Settings) -> Result<(), TlsError> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let key = tls::load(&settings.cert, &provider)?;
+    tls::server_config(
+        Arc::new(tls::ReloadingCert::new(key)),
+        settings.client_ca.as_deref(),
+        provider,
+    )
+    .map(drop)
+}
+
 /// Why the server could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {

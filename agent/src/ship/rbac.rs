@@ -114,6 +114,22 @@ pub const ALWAYS: &[Permission] = &[
         "see who holds the Node Lease (start-up claim, a conflicting renewal)",
     ),
     lease("create", "create the Node Lease"),
+    p(
+        "authentication.k8s.io",
+        "tokenreviews",
+        "",
+        "create",
+        "",
+        "kubelet API: authenticate callers' bearer tokens",
+    ),
+    p(
+        "authorization.k8s.io",
+        "subjectaccessreviews",
+        "",
+        "create",
+        "",
+        "kubelet API: authorize callers on nodes/<subresource>",
+    ),
     lease(
         "update",
         "renew the Node Lease (with a resourceVersion precondition)",
