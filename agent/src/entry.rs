@@ -295,10 +295,15 @@ pub async fn run<T: Tart>(
             let reviewer = crate::kubelet_api::KubeReviewer::new(client.clone(), cfg.api_timeout);
             // TODO(#14): serve the Pod controller's store and the log store here.
             let pods: Arc<dyn crate::kubelet_api::PodSource> = Arc::new(Vec::new);
-            let running =
-                crate::kubelet_api::start(settings, Arc::new(reviewer), pods, None, shutdown.clone())
-                    .await
-                    .map_err(RunError::KubeletApi)?;
+            let running = crate::kubelet_api::start(
+                settings,
+                Arc::new(reviewer),
+                pods,
+                None,
+                shutdown.clone(),
+            )
+            .await
+            .map_err(RunError::KubeletApi)?;
             info!(addr = %running.addr, "kubelet API listening");
             tasks_early.extend(running.tasks);
         }

@@ -77,8 +77,15 @@ async fn kubectl(env: &Env, args: &[&str]) -> (bool, String, String) {
 
 /// Waits until the agent answers on its port (401 to an anonymous call).
 async fn wait_serving(env: &Env, port: u16) {
-    let r = wait_for(WAIT, || async { (curl(port, "/healthz", None).await.0 == 401).then_some(()) }).await;
-    assert!(r.is_ok(), "kubelet API never answered; agent log:\n{}", env.agent_log());
+    let r = wait_for(WAIT, || async {
+        (curl(port, "/healthz", None).await.0 == 401).then_some(())
+    })
+    .await;
+    assert!(
+        r.is_ok(),
+        "kubelet API never answered; agent log:\n{}",
+        env.agent_log()
+    );
 }
 
 /// A bearer token of a new ServiceAccount `name` in the test namespace.
@@ -87,14 +94,20 @@ async fn service_account_token(env: &Env, name: &str) -> (String, String) {
     assert!(ok, "create serviceaccount: {err}");
     let (ok, token, err) = kubectl(env, &["-n", &env.ns, "create", "token", name]).await;
     assert!(ok, "create token: {err}");
-    (token.trim().to_owned(), format!("system:serviceaccount:{}:{name}", env.ns))
+    (
+        token.trim().to_owned(),
+        format!("system:serviceaccount:{}:{name}", env.ns),
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn anonymous_gets_401_and_a_token_without_nodes_proxy_gets_403() {
     let (env, port) = env("kapi-auth").await;
     wait_serving(&env, port).await;
-    assert_eq!(curl(port, "/pods", None).await, (401, "Unauthorized".into()));
+    assert_eq!(
+        curl(port, "/pods", None).await,
+        (401, "Unauthorized".into())
+    );
 
     let (token, user) = service_account_token(&env, "viewer").await;
     let (status, body) = curl(port, "/pods", Some(&token)).await;
@@ -112,13 +125,27 @@ async fn anonymous_gets_401_and_a_token_without_nodes_proxy_gets_403() {
     let role = format!("{}-nodes-proxy", env.ns);
     let (ok, _, err) = kubectl(
         &env,
-        &["create", "clusterrole", &role, "--verb=get", "--resource=nodes/proxy"],
+        &[
+            "create",
+            "clusterrole",
+            &role,
+            "--verb=get",
+            "--resource=nodes/proxy",
+        ],
     )
     .await;
     assert!(ok, "{err}");
     let (ok, _, err) = kubectl(
         &env,
-        &["create", "clusterrolebinding", &role, "--clusterrole", &role, "--user", &user],
+        &[
+            "create",
+            "clusterrolebinding",
+            &role,
+            "--clusterrole",
+            &role,
+            "--user",
+            &user,
+        ],
     )
     .await;
     assert!(ok, "{err}");
@@ -126,7 +153,11 @@ async fn anonymous_gets_401_and_a_token_without_nodes_proxy_gets_403() {
         (curl(port, "/healthz", Some(&token)).await == (200, "ok".into())).then_some(())
     })
     .await;
-    assert!(r.is_ok(), "granted token never admitted; agent log:\n{}", env.agent_log());
+    assert!(
+        r.is_ok(),
+        "granted token never admitted; agent log:\n{}",
+        env.agent_log()
+    );
     let _ = kubectl(&env, &["delete", "clusterrolebinding,clusterrole", &role]).await;
 }
 
@@ -141,15 +172,35 @@ async fn the_api_server_reaches_the_agent_through_the_node_proxy_and_for_logs() 
         (ok && out == "ok").then_some(())
     })
     .await;
-    assert!(r.is_ok(), "node proxy healthz never ok; agent log:\n{}", env.agent_log());
-    let (ok, out, err) =
-        kubectl(&env, &["get", "--raw", &format!("/api/v1/nodes/{}/proxy/pods", env.node)]).await;
+    assert!(
+        r.is_ok(),
+        "node proxy healthz never ok; agent log:\n{}",
+        env.agent_log()
+    );
+    let (ok, out, err) = kubectl(
+        &env,
+        &[
+            "get",
+            "--raw",
+            &format!("/api/v1/nodes/{}/proxy/pods", env.node),
+        ],
+    )
+    .await;
     assert!(ok, "{err}");
     let list: serde_json::Value = serde_json::from_str(&out).expect("PodList JSON");
-    assert_eq!((list["kind"].as_str(), list["apiVersion"].as_str()), (Some("PodList"), Some("v1")));
+    assert_eq!(
+        (list["kind"].as_str(), list["apiVersion"].as_str()),
+        (Some("PodList"), Some("v1"))
+    );
     let (_, node, _) = kubectl(
         &env,
-        &["get", "node", &env.node, "-o", "jsonpath={.status.daemonEndpoints.kubeletEndpoint.Port}"],
+        &[
+            "get",
+            "node",
+            &env.node,
+            "-o",
+            "jsonpath={.status.daemonEndpoints.kubeletEndpoint.Port}",
+        ],
     )
     .await;
     assert_eq!(node, port.to_string());
@@ -158,10 +209,12 @@ async fn the_api_server_reaches_the_agent_through_the_node_proxy_and_for_logs() 
     // is the agent's answer, not a connection or certificate error. (A 404 from the agent
     // becomes the API server's generic NotFound for `pods/log`; 1.20 does not pass the body on.)
     env.create(&env.pod("vm-1")).await;
-    env.wait_pod("vm-1", "Running", |p| phase(p) == "Running").await;
+    env.wait_pod("vm-1", "Running", |p| phase(p) == "Running")
+        .await;
     let (ok, out, err) = kubectl(&env, &["-n", &env.ns, "logs", "vm-1"]).await;
     assert!(
-        ok || err.contains("not collected") || err.contains("(NotFound)") && err.contains("pods/log"),
+        ok || err.contains("not collected")
+            || err.contains("(NotFound)") && err.contains("pods/log"),
         "kubectl logs did not reach the agent: {out}{err}"
     );
     assert!(!err.contains("dial tcp") && !err.contains("x509"), "{err}");

@@ -183,7 +183,12 @@ mod tests {
 
     #[test]
     fn streaming_paths_need_create_whatever_the_method() {
-        for path in ["/exec/n/p/c", "/attach/n/p/c", "/portForward/n/p", "/run/n/p/c"] {
+        for path in [
+            "/exec/n/p/c",
+            "/attach/n/p/c",
+            "/portForward/n/p",
+            "/run/n/p/c",
+        ] {
             assert_eq!(
                 required(&Method::GET, path),
                 (Verb::Create, Subresource::Proxy)

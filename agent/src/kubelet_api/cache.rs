@@ -44,7 +44,11 @@ impl<K: Eq + Hash, V: Clone> TtlCache<K, V> {
                 self.entries.clear();
             }
         }
-        let ttl = if positive { self.positive } else { self.negative };
+        let ttl = if positive {
+            self.positive
+        } else {
+            self.negative
+        };
         self.entries.insert(key, (value, now + ttl));
     }
 }

@@ -106,7 +106,12 @@ impl Gate {
     }
 
     /// Whether `user` may make this request.
-    pub async fn authorize(&self, user: UserInfo, method: &Method, path: &str) -> Result<(), Refusal> {
+    pub async fn authorize(
+        &self,
+        user: UserInfo,
+        method: &Method,
+        path: &str,
+    ) -> Result<(), Refusal> {
         let (verb, subresource) = authz::required(method, path);
         let req = AccessRequest {
             user,

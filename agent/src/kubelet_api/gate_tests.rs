@@ -109,7 +109,9 @@ async fn token_answers_are_cached_but_review_failures_are_not() {
 async fn denied_is_403_in_kubelets_words_and_cached_30s() {
     let (g, mock) = gate();
     let bob = UserInfo::new("bob".into(), String::new(), vec![]);
-    let r = g.admit(Some(&bob), None, &Method::GET, "/containerLogs/n/p/c").await;
+    let r = g
+        .admit(Some(&bob), None, &Method::GET, "/containerLogs/n/p/c")
+        .await;
     assert_eq!(
         r,
         Err(Refusal::Forbidden(
@@ -122,7 +124,9 @@ async fn denied_is_403_in_kubelets_words_and_cached_30s() {
         .unwrap_err();
     assert_eq!(mock.access_calls.load(Ordering::SeqCst), 1);
     tokio::time::advance(DENIED_TTL).await;
-    g.admit(Some(&bob), None, &Method::GET, "/pods").await.unwrap_err();
+    g.admit(Some(&bob), None, &Method::GET, "/pods")
+        .await
+        .unwrap_err();
     assert_eq!(mock.access_calls.load(Ordering::SeqCst), 2);
 }
 

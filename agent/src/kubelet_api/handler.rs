@@ -51,7 +51,11 @@ fn text(status: u16, body: impl Into<String>) -> Response<Body> {
 }
 
 /// Answers one request; `cert_user` is the verified client certificate's user, if any.
-pub async fn handle<B>(api: Arc<Api>, cert_user: Option<UserInfo>, req: Request<B>) -> Response<Body> {
+pub async fn handle<B>(
+    api: Arc<Api>,
+    cert_user: Option<UserInfo>,
+    req: Request<B>,
+) -> Response<Body> {
     let method = req.method().clone();
     let path = req.uri().path().to_owned();
     let query = req.uri().query().unwrap_or_default().to_owned();
@@ -90,7 +94,10 @@ pub async fn handle<B>(api: Arc<Api>, cert_user: Option<UserInfo>, req: Request<
         }
         Route::Streaming(s) => text(
             501,
-            format!("{} is not implemented yet by this node (tart-kubelet)", s.as_str()),
+            format!(
+                "{} is not implemented yet by this node (tart-kubelet)",
+                s.as_str()
+            ),
         ),
         Route::MethodNotAllowed => text(405, "405: Method Not Allowed"),
         Route::NotFound => text(404, "404 page not found"),

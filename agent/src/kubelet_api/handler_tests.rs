@@ -12,7 +12,10 @@ use crate::kubelet_api::{
 struct Mock;
 
 impl Reviewer for Mock {
-    fn review_token(&self, token: String) -> BoxFuture<'static, Result<Option<UserInfo>, ReviewError>> {
+    fn review_token(
+        &self,
+        token: String,
+    ) -> BoxFuture<'static, Result<Option<UserInfo>, ReviewError>> {
         let user = ["admin", "viewer"]
             .contains(&token.as_str())
             .then(|| UserInfo::new(token, String::new(), vec![]));
@@ -70,7 +73,10 @@ async fn a_user_without_rights_gets_403() {
 
 #[tokio::test]
 async fn healthz_and_pods_answer_like_kubelet() {
-    assert_eq!(call("GET", "/healthz", Some("admin")).await, (200, "ok".into()));
+    assert_eq!(
+        call("GET", "/healthz", Some("admin")).await,
+        (200, "ok".into())
+    );
     let (status, body) = call("GET", "/pods", Some("admin")).await;
     assert_eq!(status, 200);
     let list: serde_json::Value = serde_json::from_str(&body).unwrap();
@@ -112,7 +118,11 @@ async fn log_errors_carry_kubelets_status_and_text() {
         ),
     ];
     for (uri, status, body) in table {
-        assert_eq!(call("GET", uri, Some("admin")).await, (status, body.into()), "{uri}");
+        assert_eq!(
+            call("GET", uri, Some("admin")).await,
+            (status, body.into()),
+            "{uri}"
+        );
     }
 }
 
@@ -121,7 +131,10 @@ async fn streaming_paths_say_not_implemented_and_others_404() {
     let (status, body) = call("POST", "/exec/ns/p1/c?command=ls&output=1", Some("admin")).await;
     assert_eq!(status, 501);
     assert!(body.contains("exec is not implemented yet"), "{body}");
-    assert_eq!(call("GET", "/portForward/ns/p1", Some("admin")).await.0, 501);
+    assert_eq!(
+        call("GET", "/portForward/ns/p1", Some("admin")).await.0,
+        501
+    );
     assert_eq!(call("GET", "/stats/summary", Some("admin")).await.0, 404);
     assert_eq!(call("POST", "/pods", Some("admin")).await.0, 405);
 }

@@ -66,7 +66,10 @@ pub struct Settings {
 /// PURE: the server settings, or `None` when no serving certificate is configured (then the
 /// API is not served).
 pub fn settings(cfg: &Config) -> Option<Settings> {
-    let (cert, key) = (cfg.tls_cert_file.clone()?, cfg.tls_private_key_file.clone()?);
+    let (cert, key) = (
+        cfg.tls_cert_file.clone()?,
+        cfg.tls_private_key_file.clone()?,
+    );
     Some(Settings {
         addr: SocketAddr::new(cfg.kubelet_address, cfg.kubelet_port),
         cert: CertFiles { cert, key },

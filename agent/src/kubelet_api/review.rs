@@ -92,8 +92,10 @@ impl ReviewError {
 /// Answers the two reviews.
 pub trait Reviewer: Send + Sync + 'static {
     /// The user a bearer token belongs to; `None` when the token is not valid.
-    fn review_token(&self, token: String)
-    -> BoxFuture<'static, Result<Option<UserInfo>, ReviewError>>;
+    fn review_token(
+        &self,
+        token: String,
+    ) -> BoxFuture<'static, Result<Option<UserInfo>, ReviewError>>;
     /// Whether the request is allowed.
     fn review_access(&self, req: AccessRequest) -> BoxFuture<'static, Result<bool, ReviewError>>;
 }

@@ -120,22 +120,42 @@ mod tests {
             (Method::GET, "/containerLogs/ns/p", Route::NotFound),
             (Method::GET, "/containerLogs/ns//c", Route::NotFound),
             (Method::GET, "/containerLogs/ns/p/c/x", Route::NotFound),
-            (Method::POST, "/exec/ns/p/c", Route::Streaming(Streaming::Exec)),
-            (Method::GET, "/exec/ns/p/uid/c", Route::Streaming(Streaming::Exec)),
-            (Method::GET, "/attach/ns/p/c", Route::Streaming(Streaming::Attach)),
+            (
+                Method::POST,
+                "/exec/ns/p/c",
+                Route::Streaming(Streaming::Exec),
+            ),
+            (
+                Method::GET,
+                "/exec/ns/p/uid/c",
+                Route::Streaming(Streaming::Exec),
+            ),
+            (
+                Method::GET,
+                "/attach/ns/p/c",
+                Route::Streaming(Streaming::Attach),
+            ),
             (
                 Method::POST,
                 "/portForward/ns/p",
                 Route::Streaming(Streaming::PortForward),
             ),
-            (Method::POST, "/run/ns/p/c", Route::Streaming(Streaming::Run)),
+            (
+                Method::POST,
+                "/run/ns/p/c",
+                Route::Streaming(Streaming::Run),
+            ),
             (Method::GET, "/exec/ns", Route::NotFound),
             (Method::GET, "/stats/summary", Route::NotFound),
             (Method::GET, "/metrics/resource", Route::NotFound),
             (Method::GET, "/", Route::NotFound),
             (Method::POST, "/healthz", Route::MethodNotAllowed),
             (Method::DELETE, "/pods", Route::MethodNotAllowed),
-            (Method::PUT, "/containerLogs/ns/p/c", Route::MethodNotAllowed),
+            (
+                Method::PUT,
+                "/containerLogs/ns/p/c",
+                Route::MethodNotAllowed,
+            ),
         ];
         for (m, path, want) in table {
             assert_eq!(route(&m, path), want, "{m} {path}");

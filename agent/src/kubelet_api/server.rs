@@ -54,7 +54,8 @@ pub async fn serve(
         let mut sd = shutdown.clone();
         tokio::spawn(
             async move {
-                let tls = match tokio::time::timeout(HANDSHAKE_DEADLINE, acceptor.accept(tcp)).await {
+                let tls = match tokio::time::timeout(HANDSHAKE_DEADLINE, acceptor.accept(tcp)).await
+                {
                     Ok(Ok(s)) => s,
                     Ok(Err(error)) => return debug!(%error, "tls handshake failed"),
                     Err(_) => return debug!("tls handshake timed out"),
@@ -67,7 +68,9 @@ pub async fn serve(
                     .and_then(|c| cert_user(c));
                 let service = service_fn(move |req| {
                     let (api, user) = (api.clone(), user.clone());
-                    async move { Ok::<_, std::convert::Infallible>(handler::handle(api, user, req).await) }
+                    async move {
+                        Ok::<_, std::convert::Infallible>(handler::handle(api, user, req).await)
+                    }
                 });
                 let conn = hyper::server::conn::http1::Builder::new()
                     .timer(TokioTimer::new())

@@ -83,7 +83,11 @@ fn client(identity: Option<&str>) -> TlsConnector {
 }
 
 /// `GET path` over TLS: the status and the CN of the certificate the server presented.
-async fn get(addr: SocketAddr, identity: Option<&str>, path: &str) -> std::io::Result<(u16, String)> {
+async fn get(
+    addr: SocketAddr,
+    identity: Option<&str>,
+    path: &str,
+) -> std::io::Result<(u16, String)> {
     let run = async {
         let tcp = tokio::net::TcpStream::connect(addr).await?;
         let name = ServerName::try_from("localhost").unwrap();
@@ -95,7 +99,11 @@ async fn get(addr: SocketAddr, identity: Option<&str>, path: &str) -> std::io::R
         let mut out = Vec::new();
         tls.read_to_end(&mut out).await?;
         let text = String::from_utf8_lossy(&out);
-        let status = text.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+        let status = text
+            .split(' ')
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
         Ok((status, cn))
     };
     tokio::time::timeout(DEADLINE, run).await?
@@ -118,7 +126,10 @@ async fn without_credentials_the_answer_is_401() {
 async fn a_client_certificate_is_the_user_cn_with_its_o_groups() {
     let reviewer = Arc::new(Recorder::default());
     let (s, _sd) = start_server(served_files(), reviewer.clone()).await;
-    assert_eq!(get(s.addr, Some("client"), "/healthz").await.unwrap(), (200, "serving-a".into()));
+    assert_eq!(
+        get(s.addr, Some("client"), "/healthz").await.unwrap(),
+        (200, "serving-a".into())
+    );
     let req = reviewer.last.lock().unwrap().clone().unwrap();
     assert_eq!(req.user.name, "alice");
     assert_eq!(req.user.groups, ["devs", "ops", "system:authenticated"]);
@@ -174,8 +185,18 @@ async fn unusable_certificate_files_stop_the_start() {
         node_name: "mac-1".into(),
         reload_check: RELOAD_CHECK,
     };
-    let r = start(settings, Arc::new(Recorder::default()), Arc::new(Vec::new), None, rx).await;
-    assert!(matches!(r, Err(StartError::Tls(TlsError::BadKey { .. }))), "{r:?}");
+    let r = start(
+        settings,
+        Arc::new(Recorder::default()),
+        Arc::new(Vec::new),
+        None,
+        rx,
+    )
+    .await;
+    assert!(
+        matches!(r, Err(StartError::Tls(TlsError::BadKey { .. }))),
+        "{r:?}"
+    );
 }
 
 #[test]

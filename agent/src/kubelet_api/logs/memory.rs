@@ -20,7 +20,10 @@ impl MemoryLogs {
         self.pods
             .entry((namespace.into(), pod.into()))
             .or_default()
-            .insert(container.into(), lines.iter().map(|l| format!("{l}\n")).collect());
+            .insert(
+                container.into(),
+                lines.iter().map(|l| format!("{l}\n")).collect(),
+            );
         self
     }
 }
@@ -38,12 +41,13 @@ impl LogSource for MemoryLogs {
                 .ok_or_else(|| LogError::PodNotFound {
                     pod: target.pod.clone(),
                 })?;
-            let lines = containers.get(&target.container).ok_or_else(|| {
-                LogError::ContainerNotFound {
-                    container: target.container.clone(),
-                    pod: target.pod.clone(),
-                }
-            })?;
+            let lines =
+                containers
+                    .get(&target.container)
+                    .ok_or_else(|| LogError::ContainerNotFound {
+                        container: target.container.clone(),
+                        pod: target.pod.clone(),
+                    })?;
             let skip = query
                 .tail_lines
                 .map_or(0, |n| lines.len().saturating_sub(n as usize));

@@ -121,7 +121,10 @@ mod tests {
     #[test]
     fn errors_read_like_kubelets_with_its_status() {
         let e = LogError::PodNotFound { pod: "p1".into() };
-        assert_eq!((e.status(), e.to_string()), (404, r#"pod "p1" does not exist"#.into()));
+        assert_eq!(
+            (e.status(), e.to_string()),
+            (404, r#"pod "p1" does not exist"#.into())
+        );
         let e = LogError::ContainerNotFound {
             container: "c".into(),
             pod: "p1".into(),

@@ -90,24 +90,23 @@ fn integer(param: &'static str, v: &str) -> Result<i64, QueryError> {
 
 /// A validated integer that must be at least `min`, with kubelet's message otherwise.
 fn at_least(param: &'static str, v: i64, min: i64) -> Result<u64, QueryError> {
-    u64::try_from(v)
-        .ok()
-        .filter(|_| v >= min)
-        .ok_or_else(|| {
-            let rule = if min == 0 {
-                "must be greater than or equal to 0"
-            } else {
-                "must be greater than 0"
-            };
-            QueryError::Invalid(format!("{param}: Invalid value: {v}: {rule}"))
-        })
+    u64::try_from(v).ok().filter(|_| v >= min).ok_or_else(|| {
+        let rule = if min == 0 {
+            "must be greater than or equal to 0"
+        } else {
+            "must be greater than 0"
+        };
+        QueryError::Invalid(format!("{param}: Invalid value: {v}: {rule}"))
+    })
 }
 
 /// Decodes and validates the raw query string (without `?`).
 pub fn parse(raw: &str) -> Result<LogQuery, QueryError> {
     let mut first = std::collections::HashMap::new();
     for (k, v) in form_urlencoded::parse(raw.as_bytes()) {
-        first.entry(k.into_owned()).or_insert_with(|| v.into_owned());
+        first
+            .entry(k.into_owned())
+            .or_insert_with(|| v.into_owned());
     }
     let get = |k: &str| first.get(k).map(String::as_str);
     let mut q = LogQuery {
@@ -116,9 +115,15 @@ pub fn parse(raw: &str) -> Result<LogQuery, QueryError> {
         previous: get("previous").is_some_and(boolean),
         ..LogQuery::default()
     };
-    let tail = get("tailLines").map(|v| integer("tailLines", v)).transpose()?;
-    let limit = get("limitBytes").map(|v| integer("limitBytes", v)).transpose()?;
-    let secs = get("sinceSeconds").map(|v| integer("sinceSeconds", v)).transpose()?;
+    let tail = get("tailLines")
+        .map(|v| integer("tailLines", v))
+        .transpose()?;
+    let limit = get("limitBytes")
+        .map(|v| integer("limitBytes", v))
+        .transpose()?;
+    let secs = get("sinceSeconds")
+        .map(|v| integer("sinceSeconds", v))
+        .transpose()?;
     q.since_time = match get("sinceTime").filter(|v| !v.is_empty()) {
         Some(v) => Some(v.parse::<Timestamp>().map_err(|_| QueryError::Decode {
             param: "sinceTime",
@@ -186,8 +191,16 @@ mod tests {
     #[test]
     fn bad_values_get_kubelets_status_and_message() {
         let table = [
-            ("tailLines=x", 400, r#"{"message": "Unable to decode query."}"#),
-            ("sinceTime=yesterday", 400, r#"{"message": "Unable to decode query."}"#),
+            (
+                "tailLines=x",
+                400,
+                r#"{"message": "Unable to decode query."}"#,
+            ),
+            (
+                "sinceTime=yesterday",
+                400,
+                r#"{"message": "Unable to decode query."}"#,
+            ),
             (
                 "tailLines=-1",
                 422,
