@@ -15,9 +15,9 @@ use hyper::{
 use tracing::debug;
 
 use super::{
-    PodSource,
     gate::Gate,
     logs::{LogSource, LogTarget, query},
+    pods::PodSource,
     review::UserInfo,
     routes::{self, Route},
 };

@@ -16,6 +16,7 @@ mod cache;
 mod gate;
 mod handler;
 pub mod logs;
+mod pods;
 mod review;
 mod routes;
 mod server;
@@ -24,10 +25,10 @@ mod x509;
 
 use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 
-use k8s_openapi::api::core::v1::Pod;
 use tokio::{net::TcpListener, sync::watch, task::JoinHandle};
 use tracing::{Instrument, info_span};
 
+pub use pods::PodSource;
 pub use review::{KubeReviewer, Reviewer};
 pub use tls::{CertFiles, TlsError};
 
@@ -35,18 +36,6 @@ use crate::config::Config;
 
 /// How often the serving certificate files are checked for a change.
 pub const RELOAD_CHECK: Duration = Duration::from_secs(10);
-
-/// The Pods this agent runs, for `GET /pods`.
-pub trait PodSource: Send + Sync + 'static {
-    /// A snapshot of the Pods.
-    fn pods(&self) -> Vec<Pod>;
-}
-
-impl<F: Fn() -> Vec<Pod> + Send + Sync + 'static> PodSource for F {
-    fn pods(&self) -> Vec<Pod> {
-        self()
-    }
-}
 
 /// What the server needs from the configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]

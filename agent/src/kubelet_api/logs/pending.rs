@@ -7,7 +7,7 @@ use std::sync::Arc;
 use futures::{FutureExt, future::BoxFuture};
 
 use super::{LogError, LogQuery, LogSource, LogStream, LogTarget};
-use crate::kubelet_api::PodSource;
+use crate::kubelet_api::pods::PodSource;
 
 /// Knows the Pods, keeps no logs.
 pub struct NotCollected {
