@@ -218,4 +218,8 @@ async fn the_api_server_reaches_the_agent_through_the_node_proxy_and_for_logs() 
         "kubectl logs did not reach the agent: {out}{err}"
     );
     assert!(!err.contains("dial tcp") && !err.contains("x509"), "{err}");
+
+    // exec reaches the agent too and says plainly that it is not there yet.
+    let (ok, _, err) = kubectl(&env, &["-n", &env.ns, "exec", "vm-1", "--", "true"]).await;
+    assert!(!ok && err.contains("exec is not implemented yet"), "{err}");
 }
