@@ -55,6 +55,9 @@ pub enum RunError {
         #[source]
         source: std::io::Error,
     },
+    /// The kubelet API could not start (unusable certificate files, port taken).
+    #[error("cannot start the kubelet API")]
+    KubeletApi(#[source] crate::kubelet_api::StartError),
 }
 
 /// Shared by the `tart-kubelet` binary and `agent-under-test`: parse, set up, dispatch.
@@ -280,17 +283,42 @@ pub async fn run<T: Tart>(
             addr: cfg.admin_addr,
             source,
         })?;
+    let mut tasks_early: Vec<JoinHandle<()>> = Vec::new();
     let admin_addr = listener.local_addr().ok();
     info!(addr = ?admin_addr, "admin endpoint listening");
     if let Err(error) = tokio::fs::create_dir_all(&cfg.vm_log_dir).await {
         warn!(%error, dir = %cfg.vm_log_dir.display(), "cannot create the VM log directory");
     }
 
+    match crate::kubelet_api::settings(&cfg) {
+        Some(settings) => {
+            let reviewer = crate::kubelet_api::KubeReviewer::new(client.clone(), cfg.api_timeout);
+            // TODO(#14): serve the Pod controller's store and the log store here.
+            let pods: Arc<dyn crate::kubelet_api::PodSource> = Arc::new(Vec::new);
+            let running = crate::kubelet_api::start(
+                settings,
+                Arc::new(reviewer),
+                pods,
+                None,
+                shutdown.clone(),
+            )
+            .await
+            .map_err(RunError::KubeletApi)?;
+            info!(addr = %running.addr, "kubelet API listening");
+            tasks_early.extend(running.tasks);
+        }
+        None => warn!(
+            "no --tls-cert-file/--tls-private-key-file: the kubelet API is not served, so \
+             `kubectl logs` cannot reach this node (a certificate from the CSR API is not \
+             implemented yet)"
+        ),
+    }
+
     let (owner_tx, owner_rx) = watch::channel(None);
     let fence = node::fence::Fence::default();
     let watch_live = node::watch::WatchLive::default();
     let (node_tx, node_rx) = watch::channel(ObservedNode::Unknown);
-    let mut tasks: Vec<JoinHandle<()>> = Vec::new();
+    let mut tasks: Vec<JoinHandle<()>> = tasks_early;
     tasks.push(tokio::spawn(
         node::watch::run(
             client.clone(),

@@ -108,6 +108,20 @@ YAML
     echo "$ADMIN_TOKEN" > "$RUN/admin.token")
 fi
 
+# The agents' kubelet API serving certificate (127.0.0.1 and localhost, where the API server
+# reaches them), signed by the cluster CA so the API server can verify it
+# (--kubelet-certificate-authority). Agents check the API server's kubelet client certificate
+# against the same CA (--client-ca-file=$PKI/ca.crt). Outside the block above so that a run
+# directory made before this certificate existed gains it.
+if [ ! -f "$PKI/kubelet-serving.crt" ]; then
+  gen_key "$PKI/kubelet-serving.key"
+  printf '%s\n' "subjectAltName=IP:127.0.0.1,DNS:localhost" "extendedKeyUsage=serverAuth" \
+    "keyUsage=critical,digitalSignature,keyEncipherment" > "$PKI/kubelet-serving.ext"
+  openssl req -new -key "$PKI/kubelet-serving.key" -subj "/CN=tart-kubelet-serving" 2> /dev/null \
+    | openssl x509 -req -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" -set_serial "0x$(openssl rand -hex 16)" \
+      -days 30 -extfile "$PKI/kubelet-serving.ext" -out "$PKI/kubelet-serving.crt" 2> /dev/null
+fi
+
 # === ports ===
 # Free ports in 20000-32767 (below Linux's ephemeral range, so outgoing connections do not
 # take them between this check and the bind). A race with another start.sh is still possible:
@@ -169,6 +183,7 @@ EOF
     --service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
     --kubelet-client-certificate="$PKI/clients/kube-apiserver-kubelet-client.crt" \
     --kubelet-client-key="$PKI/clients/kube-apiserver-kubelet-client.key" \
+    --kubelet-certificate-authority="$PKI/ca.crt" \
     --audit-policy-file="$PKI/audit-policy.yaml" --audit-log-path="$RUN/logs/audit.log" \
     --audit-log-maxsize=200 --audit-log-maxbackup=1 \
     --allow-privileged=true --profiling=false > "$RUN/args/kube-apiserver"

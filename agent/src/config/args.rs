@@ -4,7 +4,11 @@
 //! hide the file's value). Values are typed as they are parsed, by the parsers in
 //! [`super::values`] and [`super::units`] for both flags and file.
 
-use std::{net::SocketAddr, path::PathBuf, time::Duration};
+use std::{
+    net::{IpAddr, SocketAddr},
+    path::PathBuf,
+    time::Duration,
+};
 
 use serde::Deserialize;
 
@@ -67,6 +71,24 @@ pub struct RunArgs {
     )]
     #[serde(default, deserialize_with = "de::socket_addr")]
     pub(crate) admin_addr: Option<SocketAddr>,
+    /// Port of the kubelet API (HTTPS: `kubectl logs`, the node proxy); the Node advertises
+    /// it. Default: 10250.
+    #[arg(long, env = "TART_KUBELET_KUBELET_PORT", value_name = "PORT")]
+    pub(crate) kubelet_port: Option<u16>,
+    /// Address the kubelet API listens on. Default: 0.0.0.0.
+    #[arg(long, env = "TART_KUBELET_KUBELET_ADDRESS", value_name = "IP")]
+    pub(crate) kubelet_address: Option<IpAddr>,
+    /// PEM serving certificate of the kubelet API (reloaded when the file changes). Without
+    /// it and --tls-private-key-file the kubelet API is not served.
+    #[arg(long, env = "TART_KUBELET_TLS_CERT_FILE", value_name = "PATH")]
+    pub(crate) tls_cert_file: Option<PathBuf>,
+    /// PEM private key of the serving certificate.
+    #[arg(long, env = "TART_KUBELET_TLS_PRIVATE_KEY_FILE", value_name = "PATH")]
+    pub(crate) tls_private_key_file: Option<PathBuf>,
+    /// PEM CA bundle that signs client certificates of kubelet API callers (the API server's
+    /// kubelet client certificate). Without it only bearer tokens authenticate.
+    #[arg(long, env = "TART_KUBELET_CLIENT_CA_FILE", value_name = "PATH")]
+    pub(crate) client_ca_file: Option<PathBuf>,
     /// Extra Node label key=value (repeatable; comma-separated in the environment). Keys in
     /// the kubernetes.io and k8s.io namespaces are refused. Labels under tart.run/ that are no
     /// longer configured are removed from the Node; other labels are never removed.
@@ -292,7 +314,8 @@ impl RunArgs {
         let hi = self;
         merge!(hi, lower;
             config, kubeconfig, node_name, tart_program, tart_home, vm_log_dir, guest_dir, log_file,
-            log_format, log_filter, admin_addr, node_labels, taint, vm_slots, max_pods,
+            log_format, log_filter, admin_addr, kubelet_port, kubelet_address, tls_cert_file,
+            tls_private_key_file, client_ca_file, node_labels, taint, vm_slots, max_pods,
             memory_reserve, cpu, memory, ephemeral_storage, disk_pressure_free,
             memory_pressure_available,
             lease_duration, lease_renew_interval, node_status_check_interval,

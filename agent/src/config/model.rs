@@ -3,7 +3,7 @@
 
 use std::{
     collections::{BTreeMap, HashMap},
-    net::SocketAddr,
+    net::{IpAddr, SocketAddr},
     path::PathBuf,
     time::Duration,
 };
@@ -81,6 +81,16 @@ pub struct Config {
     pub log_filter: String,
     /// Address of `/metrics`, `/healthz`, `/readyz`.
     pub admin_addr: SocketAddr,
+    /// Port of the kubelet API, advertised in the Node's `daemonEndpoints`.
+    pub kubelet_port: u16,
+    /// Listen address of the kubelet API.
+    pub kubelet_address: IpAddr,
+    /// Serving certificate of the kubelet API (`None` = not served).
+    pub tls_cert_file: Option<PathBuf>,
+    /// Its private key (given together with the certificate).
+    pub tls_private_key_file: Option<PathBuf>,
+    /// CA of kubelet API client certificates (`None` = bearer tokens only).
+    pub client_ca_file: Option<PathBuf>,
     /// Operator labels (validated; `kubernetes.io`/`k8s.io` namespaces refused).
     pub node_labels: BTreeMap<String, String>,
     /// Taint set when the Node is created; `None` = no taint.

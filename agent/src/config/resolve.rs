@@ -6,7 +6,7 @@
 //! other; the first problem found is the error.
 
 use std::{
-    net::{Ipv4Addr, SocketAddr},
+    net::{IpAddr, Ipv4Addr, SocketAddr},
     time::Duration,
 };
 
@@ -24,6 +24,7 @@ impl Config {
         check_heartbeat(&cfg)?;
         check_tart(&cfg)?;
         check_pods(&cfg)?;
+        check_kubelet_api(&cfg)?;
         Ok(cfg)
     }
 }
@@ -69,6 +70,14 @@ fn with_defaults(a: RunArgs, host: &HostDefaults) -> Config {
         admin_addr: a
             .admin_addr
             .unwrap_or(SocketAddr::from((Ipv4Addr::LOCALHOST, 10255))),
+        // The kubelet API.
+        kubelet_port: a.kubelet_port.unwrap_or(10250),
+        kubelet_address: a
+            .kubelet_address
+            .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED)),
+        tls_cert_file: a.tls_cert_file,
+        tls_private_key_file: a.tls_private_key_file,
+        client_ca_file: a.client_ca_file,
         // Capacity and pressure.
         vm_slots: a.vm_slots.unwrap_or(2),
         max_pods: a.max_pods.or(a.vm_slots).unwrap_or(2),
@@ -171,6 +180,16 @@ fn check_heartbeat(c: &Config) -> Result<(), ConfigError> {
         "--api-timeout",
         "must be positive and shorter than --lease-duration",
     )
+}
+
+/// The serving certificate and its key come as a pair; port 0 would advertise no port.
+fn check_kubelet_api(c: &Config) -> Result<(), ConfigError> {
+    ensure(
+        c.tls_cert_file.is_some() == c.tls_private_key_file.is_some(),
+        "--tls-private-key-file",
+        "--tls-cert-file and --tls-private-key-file are given together or not at all",
+    )?;
+    ensure(c.kubelet_port != 0, "--kubelet-port", "must be 1-65535")
 }
 
 fn check_tart(c: &Config) -> Result<(), ConfigError> {

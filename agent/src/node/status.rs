@@ -92,7 +92,9 @@ pub fn desired_status(i: StatusInput<'_>) -> NodeStatus {
             address: i.internal_ip.into(),
         }]),
         daemon_endpoints: Some(NodeDaemonEndpoints {
-            kubelet_endpoint: Some(DaemonEndpoint { port: 10250 }),
+            kubelet_endpoint: Some(DaemonEndpoint {
+                port: i32::from(i.cfg.kubelet_port),
+            }),
         }),
         node_info: Some(NodeSystemInfo {
             architecture: "arm64".into(),

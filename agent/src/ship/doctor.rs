@@ -11,7 +11,10 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use super::DoctorArgs;
-use crate::config::{Config, Identity};
+use crate::{
+    config::{Config, Identity},
+    telemetry::error_chain,
+};
 
 pub mod checks;
 pub mod identity;
@@ -77,6 +80,13 @@ pub async fn run_checks(args: &DoctorArgs, cfg: &Config) -> Vec<Check> {
         None => Vec::new(),
     };
     out.push(checks::vm_slots_check(cfg.vm_slots, &foreign));
+    let served = crate::kubelet_api::settings(cfg)
+        .map(|s| crate::kubelet_api::preflight(&s).map_err(|e| error_chain(&e)));
+    out.push(checks::kubelet_api_check(
+        cfg.kubelet_port,
+        served,
+        cfg.client_ca_file.is_some(),
+    ));
 
     if args.offline {
         out.push(Check::new(

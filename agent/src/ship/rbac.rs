@@ -128,6 +128,22 @@ pub const ALWAYS: &[Permission] = &[
         "update",
         "renew the Node Lease (with a resourceVersion precondition)",
     )),
+    p(
+        "authentication.k8s.io",
+        "tokenreviews",
+        "",
+        "create",
+        "",
+        "kubelet API: authenticate callers' bearer tokens",
+    ),
+    p(
+        "authorization.k8s.io",
+        "subjectaccessreviews",
+        "",
+        "create",
+        "",
+        "kubelet API: authorize callers on nodes/<subresource>",
+    ),
 ];
 
 /// Needed only under the agent identity (`--identity agent`). A node gets the Secrets and

@@ -167,3 +167,26 @@ fn version_is_found_in_the_first_line() {
     assert_eq!(version_in("tart 2.36.1 (build 7)\n"), Some((2, 36, 1)));
     assert_eq!(version_in("SNAPSHOT\n"), None);
 }
+
+#[test]
+fn kubelet_api_without_certificate_warns_and_says_csr_is_not_implemented() {
+    let c = kubelet_api_check(10250, None, false);
+    assert_eq!(c.status, Status::Warn);
+    assert!(c.message.contains("not served"), "{}", c.message);
+    assert!(
+        c.message.contains("CSR API is not implemented yet"),
+        "{}",
+        c.message
+    );
+    let c = kubelet_api_check(10250, Some(Err("no PEM certificate in /x".into())), true);
+    assert_eq!(c.status, Status::Fail);
+    assert_eq!(
+        kubelet_api_check(10250, Some(Ok(())), false).status,
+        Status::Warn
+    );
+    let c = kubelet_api_check(10250, Some(Ok(())), true);
+    assert_eq!(
+        (c.status, c.message.as_str()),
+        (Status::Ok, "serves HTTPS on port 10250")
+    );
+}

@@ -1,0 +1,82 @@
+//! A small time-bounded cache for review answers, with one TTL for positive and one for
+//! negative answers (kubelet caches allowed and denied decisions for different times). It is
+//! bounded: when full, expired entries are dropped, and if none were, everything is.
+
+use std::{collections::HashMap, hash::Hash, time::Duration};
+
+use tokio::time::Instant;
+
+/// Entries kept at most; far above what one node's callers produce.
+const CAPACITY: usize = 4096;
+
+/// Answers keyed by question.
+#[derive(Debug)]
+pub struct TtlCache<K, V> {
+    positive: Duration,
+    negative: Duration,
+    entries: HashMap<K, (V, Instant)>,
+}
+
+impl<K: Eq + Hash, V: Clone> TtlCache<K, V> {
+    /// Positive answers live `positive`, negative ones `negative`.
+    pub fn new(positive: Duration, negative: Duration) -> Self {
+        Self {
+            positive,
+            negative,
+            entries: HashMap::new(),
+        }
+    }
+
+    /// The answer, if cached and not expired.
+    pub fn get(&self, key: &K) -> Option<V> {
+        self.entries
+            .get(key)
+            .filter(|(_, until)| Instant::now() < *until)
+            .map(|(v, _)| v.clone())
+    }
+
+    /// Remembers `value`; `positive` picks the TTL.
+    pub fn put(&mut self, key: K, value: V, positive: bool) {
+        let now = Instant::now();
+        if self.entries.len() >= CAPACITY {
+            self.entries.retain(|_, (_, until)| now < *until);
+            if self.entries.len() >= CAPACITY {
+                self.entries.clear();
+            }
+        }
+        let ttl = if positive {
+            self.positive
+        } else {
+            self.negative
+        };
+        self.entries.insert(key, (value, now + ttl));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn positive_and_negative_answers_expire_on_their_own_clocks() {
+        let mut c = TtlCache::new(Duration::from_secs(300), Duration::from_secs(30));
+        c.put("yes", true, true);
+        c.put("no", false, false);
+        tokio::time::advance(Duration::from_secs(29)).await;
+        assert_eq!((c.get(&"yes"), c.get(&"no")), (Some(true), Some(false)));
+        tokio::time::advance(Duration::from_secs(2)).await;
+        assert_eq!((c.get(&"yes"), c.get(&"no")), (Some(true), None));
+        tokio::time::advance(Duration::from_secs(300)).await;
+        assert_eq!(c.get(&"yes"), None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_full_cache_stays_bounded() {
+        let mut c = TtlCache::new(Duration::from_secs(300), Duration::from_secs(30));
+        for i in 0..CAPACITY + 10 {
+            c.put(i, i, true);
+        }
+        assert!(c.entries.len() <= CAPACITY);
+        assert_eq!(c.get(&(CAPACITY + 9)), Some(CAPACITY + 9));
+    }
+}

@@ -1,0 +1,164 @@
+//! PURE: which handler a kubelet API path goes to.
+//!
+//! Served: `/healthz`, `/pods`, `/containerLogs/{namespace}/{pod}/{container}`. The streaming
+//! paths (`/exec`, `/attach`, `/portForward`, `/run`) are recognised so they can answer "not
+//! implemented yet" rather than 404; kubelet's other paths (`/stats`, `/metrics`, `/logs`,
+//! `/spec`, ...) are not served and get 404, which kubelet clients accept.
+
+use hyper::Method;
+
+/// A streaming endpoint this agent does not implement yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Streaming {
+    /// `/exec/...`.
+    Exec,
+    /// `/attach/...`.
+    Attach,
+    /// `/portForward/...`.
+    PortForward,
+    /// `/run/...`.
+    Run,
+}
+
+impl Streaming {
+    /// The path segment.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Exec => "exec",
+            Self::Attach => "attach",
+            Self::PortForward => "portForward",
+            Self::Run => "run",
+        }
+    }
+}
+
+/// Where a request goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Route<'a> {
+    /// `GET /healthz`.
+    Healthz,
+    /// `GET /pods` (and `/pods/`).
+    Pods,
+    /// `GET /containerLogs/{namespace}/{pod}/{container}`.
+    ContainerLogs {
+        /// Namespace.
+        namespace: &'a str,
+        /// Pod name.
+        pod: &'a str,
+        /// Container name.
+        container: &'a str,
+    },
+    /// A streaming path.
+    Streaming(Streaming),
+    /// A served path with a method it does not accept.
+    MethodNotAllowed,
+    /// Nothing here.
+    NotFound,
+}
+
+/// The route of `method path`.
+pub fn route<'a>(method: &Method, path: &'a str) -> Route<'a> {
+    let get_only = |r: Route<'a>| {
+        if *method == Method::GET {
+            r
+        } else {
+            Route::MethodNotAllowed
+        }
+    };
+    match path {
+        "/healthz" => return get_only(Route::Healthz),
+        "/pods" | "/pods/" => return get_only(Route::Pods),
+        _ => {}
+    }
+    let mut segments = path.trim_start_matches('/').split('/');
+    let first = segments.next().unwrap_or_default();
+    let rest: Vec<&str> = segments.collect();
+    let streaming = match first {
+        "exec" => Some(Streaming::Exec),
+        "attach" => Some(Streaming::Attach),
+        "portForward" => Some(Streaming::PortForward),
+        "run" => Some(Streaming::Run),
+        _ => None,
+    };
+    if let Some(s) = streaming {
+        return if rest.len() >= 2 && rest.iter().all(|s| !s.is_empty()) {
+            Route::Streaming(s)
+        } else {
+            Route::NotFound
+        };
+    }
+    match (first, rest.as_slice()) {
+        ("containerLogs", [namespace, pod, container])
+            if ![namespace, pod, container].iter().any(|s| s.is_empty()) =>
+        {
+            get_only(Route::ContainerLogs {
+                namespace,
+                pod,
+                container,
+            })
+        }
+        _ => Route::NotFound,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_route_to_their_handlers() {
+        let logs = Route::ContainerLogs {
+            namespace: "ns",
+            pod: "p",
+            container: "c",
+        };
+        let table = [
+            (Method::GET, "/healthz", Route::Healthz),
+            (Method::GET, "/pods", Route::Pods),
+            (Method::GET, "/pods/", Route::Pods),
+            (Method::GET, "/containerLogs/ns/p/c", logs),
+            (Method::GET, "/containerLogs/ns/p", Route::NotFound),
+            (Method::GET, "/containerLogs/ns//c", Route::NotFound),
+            (Method::GET, "/containerLogs/ns/p/c/x", Route::NotFound),
+            (
+                Method::POST,
+                "/exec/ns/p/c",
+                Route::Streaming(Streaming::Exec),
+            ),
+            (
+                Method::GET,
+                "/exec/ns/p/uid/c",
+                Route::Streaming(Streaming::Exec),
+            ),
+            (
+                Method::GET,
+                "/attach/ns/p/c",
+                Route::Streaming(Streaming::Attach),
+            ),
+            (
+                Method::POST,
+                "/portForward/ns/p",
+                Route::Streaming(Streaming::PortForward),
+            ),
+            (
+                Method::POST,
+                "/run/ns/p/c",
+                Route::Streaming(Streaming::Run),
+            ),
+            (Method::GET, "/exec/ns", Route::NotFound),
+            (Method::GET, "/stats/summary", Route::NotFound),
+            (Method::GET, "/metrics/resource", Route::NotFound),
+            (Method::GET, "/", Route::NotFound),
+            (Method::POST, "/healthz", Route::MethodNotAllowed),
+            (Method::DELETE, "/pods", Route::MethodNotAllowed),
+            (
+                Method::PUT,
+                "/containerLogs/ns/p/c",
+                Route::MethodNotAllowed,
+            ),
+        ];
+        for (m, path, want) in table {
+            assert_eq!(route(&m, path), want, "{m} {path}");
+        }
+    }
+}
