@@ -170,3 +170,7 @@ impl Follower {
         self.at_line_start = p.ends_line;
     }
 }
+
+#[cfg(test)]
+#[path = "source_tests.rs"]
+mod tests;

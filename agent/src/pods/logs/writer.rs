@@ -164,3 +164,7 @@ fn remove_file(path: &Path) -> io::Result<()> {
         _ => Ok(()),
     }
 }
+
+#[cfg(test)]
+#[path = "writer_tests.rs"]
+mod tests;
