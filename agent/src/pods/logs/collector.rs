@@ -221,3 +221,7 @@ impl State {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "collector_tests.rs"]
+mod tests;
