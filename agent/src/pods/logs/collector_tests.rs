@@ -52,7 +52,10 @@ impl Rig {
     /// `(stream, tag, content)` of every record of run `restart`, rotated files first.
     fn records(&self, restart: u32) -> Vec<String> {
         let runs = files::list(&self.dir()).unwrap();
-        let mut paths = runs.get(&restart).map(|r| r.rotated.clone()).unwrap_or_default();
+        let mut paths = runs
+            .get(&restart)
+            .map(|r| r.rotated.clone())
+            .unwrap_or_default();
         paths.push(self.dir().join(files::current_name(restart)));
         let mut out = Vec::new();
         for p in paths {

@@ -20,3 +20,6 @@ pub use files::{PodLogId, remove_pod_logs};
 pub use format::LogQuery;
 pub use reader::read;
 pub use writer::Rotation;
+
+#[cfg(test)]
+mod bench_tests;
