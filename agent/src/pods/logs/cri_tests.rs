@@ -94,7 +94,8 @@ fn malformed_records_name_the_bad_field() {
 #[test]
 fn pieces_are_cut_at_16_kib() {
     // (piece length, ends line) -> tags and lengths of the records written.
-    let cases: [(usize, bool, &[(Tag, usize)]); 6] = [
+    type Case = (usize, bool, &'static [(Tag, usize)]);
+    let cases: [Case; 6] = [
         (0, true, &[(Tag::Full, 0)]),
         (0, false, &[]),
         (10, false, &[(Tag::Partial, 10)]),

@@ -144,7 +144,7 @@ pub fn list(dir: &Path) -> io::Result<BTreeMap<u32, RunFiles>> {
         Err(e) => return Err(e),
     };
     let mut runs: BTreeMap<u32, RunFiles> = BTreeMap::new();
-    let mut rotated: BTreeMap<u32, Vec<((String, u32), PathBuf)>> = BTreeMap::new();
+    let mut rotated = Vec::new();
     for entry in entries {
         let entry = entry?;
         let Some(kind) = entry.file_name().to_str().and_then(classify) else {
@@ -153,17 +153,12 @@ pub fn list(dir: &Path) -> io::Result<BTreeMap<u32, RunFiles>> {
         match kind {
             FileKind::Current(n) => runs.entry(n).or_default().current = true,
             FileKind::Ended(n) => runs.entry(n).or_default().ended = true,
-            FileKind::Rotated(n, key) => {
-                runs.entry(n).or_default();
-                rotated.entry(n).or_default().push((key, entry.path()));
-            }
+            FileKind::Rotated(n, key) => rotated.push((n, key, entry.path())),
         }
     }
-    for (n, mut files) in rotated {
-        files.sort();
-        if let Some(run) = runs.get_mut(&n) {
-            run.rotated = files.into_iter().map(|(_, p)| p).collect();
-        }
+    rotated.sort();
+    for (n, _, path) in rotated {
+        runs.entry(n).or_default().rotated.push(path);
     }
     Ok(runs)
 }

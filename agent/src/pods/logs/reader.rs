@@ -40,7 +40,7 @@ pub async fn read(
     query: &LogQuery,
 ) -> Result<impl Stream<Item = io::Result<Bytes>> + Send + 'static, LogError> {
     let dir = pod.container_dir(root, container)?;
-    let (run, paths, start) = {
+    let Located { run, paths, start } = {
         let d = dir.clone();
         let q = query.clone();
         let (pod, container) = (pod.name.clone(), container.to_owned());
@@ -66,12 +66,13 @@ pub async fn read(
 }
 
 /// The run to read, its files (oldest first) and where to start: (file index, offset).
-fn locate(
-    dir: &Path,
-    q: &LogQuery,
-    pod: String,
-    container: String,
-) -> Result<(u32, Vec<PathBuf>, (usize, u64)), LogError> {
+struct Located {
+    run: u32,
+    paths: Vec<PathBuf>,
+    start: (usize, u64),
+}
+
+fn locate(dir: &Path, q: &LogQuery, pod: String, container: String) -> Result<Located, LogError> {
     let runs = files::list(dir).map_err(|e| LogError::io(dir, e))?;
     let Some(&newest) = runs.keys().next_back() else {
         return Err(LogError::NotStarted { container, pod });
@@ -93,7 +94,7 @@ fn locate(
         Some(n) => tail_start(&paths, n).map_err(|e| LogError::io(dir, e))?,
         None => (0, 0),
     };
-    Ok((run, paths, start))
+    Ok(Located { run, paths, start })
 }
 
 struct Cursor {

@@ -13,7 +13,8 @@ fn pieces(chunks: &[&[u8]]) -> (Vec<(usize, bool)>, usize) {
 #[test]
 fn lines_are_cut_at_newlines_and_held_back_until_finished() {
     let big = vec![b'x'; MAX_CHUNK + 3];
-    let cases: [(&[&[u8]], &[(usize, bool)], usize); 5] = [
+    type Case<'a> = (&'a [&'a [u8]], &'a [(usize, bool)], usize);
+    let cases: [Case<'_>; 5] = [
         (&[b"a\nbb\n"], &[(1, true), (2, true)], 0),
         (&[b"a\nbb"], &[(1, true)], 2),
         (&[b"ab", b"c\n"], &[(3, true)], 0),
