@@ -2,7 +2,9 @@
 //! `tart run`'s log and appends them as CRI records to the run's log file. It polls every
 //! [`POLL`] (well under the 100 ms a line may take from the guest to `kubectl logs -f`).
 //! Dropping its handle stops it after a last read of every source; it then marks the run
-//! ended. Starting and stopping collectors with the VM is the worker's job.
+//! ended. A collector started again for a run (after an agent restart) resumes from the
+//! run's saved offsets (`checkpoint.rs`). Starting and stopping collectors with the VM is the
+//! worker's job.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -13,8 +15,9 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tracing::{Instrument, info_span, warn};
 
+use super::checkpoint::{self, Points};
 use super::cri::{self, Stream};
-use super::files::PodLogId;
+use super::files::{self, PodLogId};
 use super::source::{Follower, StartAt};
 use super::writer::{Rotation, RunLog};
 
@@ -110,13 +113,26 @@ impl CollectorHandle {
     }
 }
 
-/// Start a collector. The start offsets ([`StartAt::End`]) are taken before this returns.
+/// Start a collector. The start offsets ([`StartAt::End`], or the run's saved checkpoint)
+/// are taken before this returns.
 pub fn spawn(spec: CollectorSpec) -> CollectorHandle {
-    let followers = spec
+    let mut followers: Vec<Follower> = spec
         .sources
         .iter()
         .map(|s| Follower::new(s.path.clone(), s.stream, s.origin == Origin::Tart, s.start))
         .collect();
+    let offsets = spec
+        .pod
+        .container_dir(&spec.root, &spec.container)
+        .ok()
+        .map(|d| d.join(files::offsets_name(spec.restart)));
+    if let Some(path) = &offsets {
+        for (i, ino, offset) in checkpoint::load(path) {
+            if let Some(f) = followers.get_mut(i) {
+                f.resume(ino, offset);
+            }
+        }
+    }
     let span = info_span!(
         "pod_logs",
         pod.namespace = %spec.pod.namespace,
@@ -129,6 +145,8 @@ pub fn spawn(spec: CollectorSpec) -> CollectorHandle {
         log: None,
         backlog: Vec::new(),
         last_error: None,
+        offsets,
+        saved: Points::new(),
         spec,
     };
     let task = tokio::spawn(run(state, rx).instrument(span));
@@ -165,6 +183,9 @@ struct State {
     log: Option<RunLog>,
     backlog: Vec<u8>,
     last_error: Option<io::ErrorKind>,
+    /// Where the checkpoint goes, and the last one saved.
+    offsets: Option<PathBuf>,
+    saved: Points,
 }
 
 impl State {
@@ -200,6 +221,13 @@ impl State {
             return Ok(());
         };
         log.append(&mut self.backlog, Timestamp::now())?;
+        let points: Points = self.followers.iter().map(Follower::checkpoint).collect();
+        if let Some(path) = &self.offsets
+            && points != self.saved
+        {
+            checkpoint::save(path, &points)?;
+            self.saved = points;
+        }
         if last {
             log.mark_ended()?;
         }

@@ -188,3 +188,26 @@ async fn a_new_run_keeps_the_previous_and_drops_older_ones() {
     assert_eq!(r.records(1), ["stdout F run 1"]);
     assert_eq!(r.records(2), ["stdout F run 2"]);
 }
+
+#[tokio::test]
+async fn a_collector_started_again_for_a_run_resumes_where_the_last_stopped() {
+    let r = rig();
+    let out = r.status.join("stdout");
+    let h = spawn(r.spec(0));
+    append(&out, "a\nunfin");
+    r.wait_for(0, 1).await;
+    // Stop it as an agent crash would: no last read, no end mark.
+    h.task.abort();
+    let offsets = r.dir().join(files::offsets_name(0));
+    let deadline = Instant::now() + WAIT;
+    while checkpoint::load(&offsets).first().map(|e| e.2) != Some(2) {
+        assert!(
+            Instant::now() < deadline,
+            "no checkpoint after the first line"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    append(&out, "ished\n");
+    spawn(r.spec(0)).finish().await;
+    assert_eq!(r.records(0), ["stdout F a", "stdout F unfinished"]);
+}

@@ -1,7 +1,8 @@
 //! Where a Pod's container logs live, kubelet's layout:
 //! `<root>/<namespace>_<pod>_<uid>/<container>/<restart>.log`, rotated files beside it as
 //! `<restart>.log.<YYYYMMDD-HHMMSS>` (a `-<n>` suffix when two rotations fall in one second),
-//! and `<restart>.ended` once the collector of that run has written its last line. Naming and
+//! `<restart>.ended` once the collector of that run has written its last line, and
+//! `<restart>.offsets`, how far the collector has read its sources. Naming and
 //! listing only; the collector writes these files and the reader reads them.
 
 use std::collections::BTreeMap;
@@ -61,6 +62,11 @@ pub fn ended_name(restart: u32) -> String {
     format!("{restart}.ended")
 }
 
+/// `<restart>.offsets`.
+pub fn offsets_name(restart: u32) -> String {
+    format!("{restart}.offsets")
+}
+
 /// `<restart>.log.<YYYYMMDD-HHMMSS>` (UTC), with `-<seq>` when `seq` > 0.
 pub fn rotated_name(restart: u32, now: Timestamp, seq: u32) -> String {
     let t = Offset::UTC.to_datetime(now);
@@ -86,6 +92,7 @@ pub enum FileKind {
     /// A rotated file: its run and its order among that run's rotated files.
     Rotated(u32, (String, u32)),
     Ended(u32),
+    Offsets(u32),
 }
 
 /// Classify a file name; `None` for names this module never writes.
@@ -98,6 +105,7 @@ pub fn classify(name: &str) -> Option<FileKind> {
     match rest {
         "log" => Some(FileKind::Current(run)),
         "ended" => Some(FileKind::Ended(run)),
+        "offsets" => Some(FileKind::Offsets(run)),
         _ => {
             let stamp = rest.strip_prefix("log.")?;
             let base = stamp.get(..15).filter(|b| is_stamp(b))?;
@@ -154,6 +162,7 @@ pub fn list(dir: &Path) -> io::Result<BTreeMap<u32, RunFiles>> {
             FileKind::Current(n) => runs.entry(n).or_default().current = true,
             FileKind::Ended(n) => runs.entry(n).or_default().ended = true,
             FileKind::Rotated(n, key) => rotated.push((n, key, entry.path())),
+            FileKind::Offsets(_) => {}
         }
     }
     rotated.sort();
@@ -189,6 +198,7 @@ mod tests {
             ("0.log", Some(FileKind::Current(0))),
             ("12.log", Some(FileKind::Current(12))),
             ("3.ended", Some(FileKind::Ended(3))),
+            ("3.offsets", Some(FileKind::Offsets(3))),
             ("1.log.20240506-070809", r(1, "20240506-070809", 0)),
             ("1.log.20240506-070809-12", r(1, "20240506-070809", 12)),
             ("1.log.20240506-070809.gz", None),

@@ -4,6 +4,7 @@
 //! files stay until the Pod is deleted ([`remove_pod_logs`]). Starting collectors with each
 //! run belongs to the worker, serving HTTP to the kubelet API server.
 
+mod checkpoint;
 pub mod collector;
 pub mod cri;
 pub mod error;

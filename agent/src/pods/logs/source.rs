@@ -111,6 +111,25 @@ impl Follower {
         }
     }
 
+    /// Where reading would resume without losing or repeating a line: the file's inode and
+    /// the offset of the first byte not yet written as a record. `None` before the file was
+    /// seen.
+    pub fn checkpoint(&self) -> Option<(u64, u64)> {
+        let pending = self.lines.pending() as u64;
+        self.ino
+            .map(|ino| (ino, self.offset.saturating_sub(pending)))
+    }
+
+    /// Continue from a [`Follower::checkpoint`] taken by an earlier collector of the same
+    /// run, when the file is still the one it was taken on.
+    pub fn resume(&mut self, ino: u64, offset: u64) {
+        let same = std::fs::metadata(&self.path).is_ok_and(|m| m.ino() == ino);
+        if same {
+            self.ino = Some(ino);
+            self.offset = offset;
+        }
+    }
+
     /// Read what the file gained since the last poll and append its records, stamped `time`,
     /// to `out`. `last` gives up an unfinished line as a whole one (the run is over); otherwise
     /// one that waited [`IDLE_FLUSH`] is written as a `P` record. A missing file is no error.

@@ -60,7 +60,12 @@ impl RunLog {
         for entry in std::fs::read_dir(dir)? {
             let entry = entry?;
             let run = match entry.file_name().to_str().and_then(files::classify) {
-                Some(FileKind::Current(n) | FileKind::Rotated(n, _) | FileKind::Ended(n)) => n,
+                Some(
+                    FileKind::Current(n)
+                    | FileKind::Rotated(n, _)
+                    | FileKind::Ended(n)
+                    | FileKind::Offsets(n),
+                ) => n,
                 None => continue,
             };
             let ended_here = entry.file_name().to_str() == Some(&files::ended_name(restart));
