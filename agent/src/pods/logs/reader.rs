@@ -200,7 +200,11 @@ impl Cursor {
                     continue;
                 }
                 Err(e) if e.kind() == io::ErrorKind::NotFound && self.follow => {
-                    // The current file is between a rotation's rename and its re-creation.
+                    // The current file is between a rotation's rename and its re-creation,
+                    // unless the run is over or its logs were removed.
+                    if self.run_over().await? {
+                        return Ok(false);
+                    }
                     tokio::time::sleep(POLL).await;
                     continue;
                 }
@@ -241,8 +245,12 @@ impl Cursor {
         out
     }
 
-    /// The run is over: marked ended by its collector, or the next run has started.
+    /// The run is over: marked ended by its collector, or the next run has started, or the
+    /// Pod's logs were removed.
     async fn run_over(&self) -> io::Result<bool> {
+        if !tokio::fs::try_exists(&self.dir).await? {
+            return Ok(true);
+        }
         let marks = [
             self.dir.join(files::ended_name(self.run)),
             self.dir

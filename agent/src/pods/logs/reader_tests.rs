@@ -195,3 +195,17 @@ async fn previous_never_follows() {
     };
     assert_eq!(read_all(root.path(), q).await.unwrap(), "old\n");
 }
+
+#[tokio::test]
+async fn follow_ends_when_the_pods_logs_are_removed() {
+    let root = tempfile::tempdir().unwrap();
+    write_run(root.path(), 0, small(), &["a"]);
+    let q = LogQuery {
+        follow: true,
+        ..Default::default()
+    };
+    let mut s = Box::pin(read(root.path(), &pod(), "c", &q).await.unwrap());
+    assert_eq!(next(&mut s).await.as_deref(), Some("a\n"));
+    files::remove_pod_logs(root.path(), &pod()).unwrap();
+    assert_eq!(next(&mut s).await, None);
+}
