@@ -17,6 +17,12 @@ pub mod fields;
 pub mod guest;
 pub mod image;
 pub mod input;
+#[allow(
+    dead_code,
+    unused_imports,
+    reason = "entry points for the worker and the kubelet API server"
+)]
+pub mod logs;
 pub mod metrics;
 pub mod naming;
 pub mod plan;

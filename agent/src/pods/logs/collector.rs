@@ -1,0 +1,255 @@
+//! The collector: one task per run of a Pod's VM that follows the guest's mirrored output and
+//! `tart run`'s log and appends them as CRI records to the run's log file. It polls every
+//! [`POLL`] (well under the 100 ms a line may take from the guest to `kubectl logs -f`).
+//! Dropping its handle stops it after a last read of every source; it then marks the run
+//! ended. A collector started again for a run (after an agent restart) resumes from the
+//! run's saved offsets (`checkpoint.rs`). Starting and stopping collectors with the VM is the
+//! worker's job.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use k8s_openapi::jiff::Timestamp;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use tracing::{Instrument, info_span, warn};
+
+use super::checkpoint::{self, Points};
+use super::cri::{self, Stream};
+use super::files::{self, PodLogId};
+use super::source::{Follower, StartAt};
+use super::writer::{Rotation, RunLog};
+
+/// How often the sources are read.
+pub const POLL: Duration = Duration::from_millis(25);
+
+/// Records waiting for the log file (which cannot be written) stop the sources being read.
+const BACKLOG_MAX: usize = 8 << 20;
+
+/// Who wrote a source file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// The guest command, through the launcher's status share.
+    Guest,
+    /// `tart run` itself: each line is prefixed with [`cri::TART_PREFIX`].
+    Tart,
+}
+
+/// One file the collector follows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Source {
+    pub path: PathBuf,
+    pub stream: Stream,
+    pub origin: Origin,
+    pub start: StartAt,
+}
+
+/// What one collector follows and where it writes.
+#[derive(Debug, Clone)]
+pub struct CollectorSpec {
+    /// The Pod log root (kubelet's `/var/log/pods`).
+    pub root: PathBuf,
+    pub pod: PodLogId,
+    pub container: String,
+    /// The run's restart number: its file is `<restart>.log`.
+    pub restart: u32,
+    pub sources: Vec<Source>,
+    pub rotation: Rotation,
+    pub poll: Duration,
+}
+
+impl CollectorSpec {
+    /// The sources of a VM run: the status share's `stdout` and `stderr` from their start
+    /// (the share is emptied before each run), and `tart run`'s log from its present end (it
+    /// keeps earlier runs' output), on `stderr`, tagged. Default rotation and poll.
+    pub fn for_vm(
+        root: PathBuf,
+        pod: PodLogId,
+        container: String,
+        restart: u32,
+        status_dir: &Path,
+        tart_log: PathBuf,
+    ) -> Self {
+        let guest = |name: &str, stream| Source {
+            path: status_dir.join(name),
+            stream,
+            origin: Origin::Guest,
+            start: StartAt::Beginning,
+        };
+        Self {
+            root,
+            pod,
+            container,
+            restart,
+            sources: vec![
+                guest("stdout", Stream::Stdout),
+                guest("stderr", Stream::Stderr),
+                Source {
+                    path: tart_log,
+                    stream: Stream::Stderr,
+                    origin: Origin::Tart,
+                    start: StartAt::End,
+                },
+            ],
+            rotation: Rotation::default(),
+            poll: POLL,
+        }
+    }
+}
+
+/// A running collector. Dropping it stops the collector after a last read of its sources.
+#[derive(Debug)]
+pub struct CollectorHandle {
+    stop: Option<oneshot::Sender<()>>,
+    task: JoinHandle<()>,
+}
+
+impl CollectorHandle {
+    /// Stop, and wait until the last records are written and the run is marked ended.
+    pub async fn finish(mut self) {
+        self.stop.take();
+        let _ = (&mut self.task).await;
+    }
+}
+
+/// Start a collector. The start offsets ([`StartAt::End`], or the run's saved checkpoint)
+/// are taken before this returns.
+pub fn spawn(spec: CollectorSpec) -> CollectorHandle {
+    let mut followers: Vec<Follower> = spec
+        .sources
+        .iter()
+        .map(|s| Follower::new(s.path.clone(), s.stream, s.origin == Origin::Tart, s.start))
+        .collect();
+    let offsets = spec
+        .pod
+        .container_dir(&spec.root, &spec.container)
+        .ok()
+        .map(|d| d.join(files::offsets_name(spec.restart)));
+    if let Some(path) = &offsets {
+        for (i, ino, offset) in checkpoint::load(path) {
+            if let Some(f) = followers.get_mut(i) {
+                f.resume(ino, offset);
+            }
+        }
+    }
+    let span = info_span!(
+        "pod_logs",
+        pod.namespace = %spec.pod.namespace,
+        pod.name = %spec.pod.name,
+        restart = spec.restart,
+    );
+    let (tx, rx) = oneshot::channel();
+    let state = State {
+        followers,
+        log: None,
+        backlog: Vec::new(),
+        last_error: None,
+        offsets,
+        saved: Points::new(),
+        spec,
+    };
+    let task = tokio::spawn(run(state, rx).instrument(span));
+    CollectorHandle {
+        stop: Some(tx),
+        task,
+    }
+}
+
+async fn run(mut state: State, mut stop: oneshot::Receiver<()>) {
+    let poll = state.spec.poll;
+    loop {
+        let last = !matches!(stop.try_recv(), Err(oneshot::error::TryRecvError::Empty));
+        state = match tokio::task::spawn_blocking(move || state.step(last)).await {
+            Ok(s) => s,
+            Err(error) => {
+                warn!(%error, "log collector step failed");
+                return;
+            }
+        };
+        if last {
+            return;
+        }
+        tokio::select! {
+            () = tokio::time::sleep(poll) => {}
+            _ = &mut stop => {}
+        }
+    }
+}
+
+struct State {
+    spec: CollectorSpec,
+    followers: Vec<Follower>,
+    log: Option<RunLog>,
+    backlog: Vec<u8>,
+    last_error: Option<io::ErrorKind>,
+    /// Where the checkpoint goes, and the last one saved.
+    offsets: Option<PathBuf>,
+    saved: Points,
+}
+
+impl State {
+    /// One poll: read the sources (unless records are backed up), write, and on the `last`
+    /// step mark the run ended.
+    fn step(mut self, last: bool) -> Self {
+        let time = cri::format_time(Timestamp::now());
+        let mut result = Ok(());
+        if self.backlog.len() < BACKLOG_MAX || last {
+            for f in &mut self.followers {
+                if let Err(e) = f.poll(&time, last, &mut self.backlog) {
+                    result = Err(e);
+                }
+            }
+        }
+        if let Err(e) = self.write(last) {
+            result = Err(e);
+        }
+        self.report(result);
+        self
+    }
+
+    fn write(&mut self, last: bool) -> io::Result<()> {
+        if self.log.is_none() {
+            let dir = self
+                .spec
+                .pod
+                .container_dir(&self.spec.root, &self.spec.container)
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+            self.log = Some(RunLog::open(&dir, self.spec.restart, self.spec.rotation)?);
+        }
+        let Some(log) = self.log.as_mut() else {
+            return Ok(());
+        };
+        log.append(&mut self.backlog, Timestamp::now())?;
+        let points: Points = self.followers.iter().map(Follower::checkpoint).collect();
+        if let Some(path) = &self.offsets
+            && points != self.saved
+        {
+            checkpoint::save(path, &points)?;
+            self.saved = points;
+        }
+        if last {
+            log.mark_ended()?;
+        }
+        Ok(())
+    }
+
+    /// Warn when a failure starts or changes kind, and once when it clears.
+    fn report(&mut self, result: io::Result<()>) {
+        match result {
+            Ok(()) if self.last_error.take().is_some() => {
+                tracing::info!("pod log collection recovered");
+            }
+            Ok(()) => {}
+            Err(error) if self.last_error != Some(error.kind()) => {
+                self.last_error = Some(error.kind());
+                warn!(%error, "pod log collection failed; retrying");
+            }
+            Err(_) => {}
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "collector_tests.rs"]
+mod tests;
