@@ -290,16 +290,17 @@ pub async fn run<T: Tart>(
         warn!(%error, dir = %cfg.vm_log_dir.display(), "cannot create the VM log directory");
     }
 
+    let served = pods::served::ServedPods::default();
     match crate::kubelet_api::settings(&cfg) {
         Some(settings) => {
             let reviewer = crate::kubelet_api::KubeReviewer::new(client.clone(), cfg.api_timeout);
-            // TODO(#14): serve the Pod controller's store and the log store here.
-            let pods: Arc<dyn crate::kubelet_api::PodSource> = Arc::new(Vec::new);
+            let pods: Arc<dyn crate::kubelet_api::PodSource> = Arc::new(served.clone());
+            let logs = pods::logs::serve::PodLogStore::new(cfg.pod_log_dir.clone(), pods.clone());
             let running = crate::kubelet_api::start(
                 settings,
                 Arc::new(reviewer),
                 pods,
-                None,
+                Some(Arc::new(logs)),
                 shutdown.clone(),
             )
             .await
@@ -392,6 +393,7 @@ pub async fn run<T: Tart>(
         api_errors: metrics.api_errors.clone(),
         node: node_rx,
         shutdown: node::fence::pod_shutdown(shutdown.clone(), &fence),
+        served,
     };
     tasks.push(tokio::spawn(
         pods::run(pod_side).instrument(info_span!("pods")),

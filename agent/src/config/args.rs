@@ -48,6 +48,10 @@ pub struct RunArgs {
     /// status, volumes). Default: ~/.tart-kubelet/guest.
     #[arg(long, env = "TART_KUBELET_GUEST_DIR", value_name = "DIR")]
     pub(crate) guest_dir: Option<PathBuf>,
+    /// Directory of the Pods' container logs (kubelet's /var/log/pods layout), kept until a
+    /// Pod is deleted. Default: ~/.tart-kubelet/pod-logs.
+    #[arg(long, env = "TART_KUBELET_POD_LOG_DIR", value_name = "DIR")]
+    pub(crate) pod_log_dir: Option<PathBuf>,
     /// Also append the agent's log to this file. Default: stderr only.
     #[arg(long, env = "TART_KUBELET_LOG_FILE", value_name = "PATH")]
     pub(crate) log_file: Option<PathBuf>,
@@ -313,7 +317,8 @@ impl RunArgs {
     pub(crate) fn or(self, lower: RunArgs) -> RunArgs {
         let hi = self;
         merge!(hi, lower;
-            config, kubeconfig, node_name, tart_program, tart_home, vm_log_dir, guest_dir, log_file,
+            config, kubeconfig, node_name, tart_program, tart_home, vm_log_dir, guest_dir, pod_log_dir,
+            log_file,
             log_format, log_filter, admin_addr, kubelet_port, kubelet_address, tls_cert_file,
             tls_private_key_file, client_ca_file, node_labels, taint, vm_slots, max_pods,
             memory_reserve, cpu, memory, ephemeral_storage, disk_pressure_free,

@@ -73,6 +73,8 @@ pub struct Config {
     pub vm_log_dir: PathBuf,
     /// One directory per VM with the files shared into its guest.
     pub guest_dir: PathBuf,
+    /// The Pods' container logs.
+    pub pod_log_dir: PathBuf,
     /// Append the agent's own log here as well as stderr (`None` = stderr only).
     pub log_file: Option<PathBuf>,
     /// Format of the agent's own log lines (not the VMs' logs).

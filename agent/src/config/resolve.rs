@@ -52,6 +52,9 @@ fn with_defaults(a: RunArgs, host: &HostDefaults) -> Config {
         guest_dir: a
             .guest_dir
             .unwrap_or_else(|| host.home.join(".tart-kubelet").join("guest")),
+        pod_log_dir: a
+            .pod_log_dir
+            .unwrap_or_else(|| host.home.join(".tart-kubelet").join("pod-logs")),
         min_tart_version: a.min_tart_version.unwrap_or((2, 20, 0)),
         tart_deadlines: a
             .tart_deadlines

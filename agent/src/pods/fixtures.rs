@@ -273,6 +273,7 @@ pub fn rig_with_client(tart: MemTart, slots: u32, client: kube::Client) -> Rig {
         ip_wait: Duration::from_secs(1),
         read_pull_secrets: false,
         api_timeout: Duration::from_secs(1),
+        pod_log_dir: guest_dir.path().join("pod-logs"),
         guest: GuestSettings {
             layout: GuestLayout::new(guest_dir.path().to_path_buf()),
             node_name: "mac-1".into(),

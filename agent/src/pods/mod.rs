@@ -17,11 +17,6 @@ pub mod fields;
 pub mod guest;
 pub mod image;
 pub mod input;
-#[allow(
-    dead_code,
-    unused_imports,
-    reason = "entry points for the worker and the kubelet API server"
-)]
 pub mod logs;
 pub mod metrics;
 pub mod naming;
@@ -31,6 +26,7 @@ pub mod reasons;
 pub mod reconcile;
 pub mod recovery;
 pub mod resources;
+pub mod served;
 pub mod sink;
 pub mod status;
 pub mod worker;
@@ -99,6 +95,7 @@ impl WorkerConfig {
             ip_wait: cfg.ip_wait,
             read_pull_secrets: cfg.pull_credentials == PullCredentials::PodSecrets,
             api_timeout: cfg.api_timeout,
+            pod_log_dir: cfg.pod_log_dir.clone(),
             guest: GuestSettings {
                 layout: GuestLayout::new(cfg.guest_dir.clone()),
                 node_name: cfg.node_name.clone(),
@@ -133,6 +130,8 @@ pub struct PodSide<T: Tart> {
     pub node: watch::Receiver<ObservedNode>,
     /// Turns true on shutdown, or when another agent instance holds our Node's Lease.
     pub shutdown: watch::Receiver<bool>,
+    /// Where the kubelet API finds the Pods this agent runs (set once the controller starts).
+    pub served: served::ServedPods,
 }
 
 /// Run the Pod side until shutdown: restart recovery, then the Pod controller. Workers end with
@@ -225,6 +224,7 @@ pub async fn run<T: Tart>(deps: PodSide<T>) {
                 .debounce(Duration::from_millis(50)),
         )
         .trigger_backoff(WatchBackoff::new(API_RETRY));
+    deps.served.set(controller.store());
     tokio::spawn(
         recovery::sweep_loop(shared.clone(), shutdown.clone()).instrument(info_span!("vm_gc")),
     );

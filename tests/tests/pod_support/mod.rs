@@ -70,6 +70,8 @@ pub struct Env {
     pub vm_log_dir: PathBuf,
     /// `--guest-dir`: one directory per VM with its control, status and volume shares.
     pub guest_dir: PathBuf,
+    /// `--pod-log-dir`: the Pods' container logs.
+    pub pod_log_dir: PathBuf,
     extra_args: Vec<String>,
     agent: Option<tokio::process::Child>,
     _logs: tempfile::TempDir,
@@ -119,6 +121,7 @@ impl Env {
             log_path: logs.path().join("agent.log"),
             vm_log_dir: logs.path().join("vm-logs"),
             guest_dir: logs.path().join("guest"),
+            pod_log_dir: logs.path().join("pod-logs"),
             home,
             extra_args: extra_args.iter().map(|s| s.to_string()).collect(),
             agent: None,
@@ -158,6 +161,8 @@ impl Env {
             .arg(&self.vm_log_dir)
             .arg("--guest-dir")
             .arg(&self.guest_dir)
+            .arg("--pod-log-dir")
+            .arg(&self.pod_log_dir)
             .args(["--admin-addr", &self.admin_addr.to_string()])
             .args(["--log-format", "text"])
             .args(["--log-filter", "info,tart_kubelet=debug,kube=warn"])

@@ -62,7 +62,6 @@ pub enum LogError {
     #[error("{0}")]
     Unavailable(String),
     /// Reading the log failed (500).
-    #[allow(dead_code, reason = "raised by the log store's LogSource")]
     #[error("reading the log failed")]
     Read(#[source] io::Error),
 }

@@ -28,7 +28,6 @@ pub struct LogQuery {
 
 impl LogQuery {
     /// The earliest line time asked for: the later of `now - since_seconds` and `since_time`.
-    #[allow(dead_code, reason = "for the log store's LogSource")]
     pub fn since(&self, now: Timestamp) -> Option<Timestamp> {
         let by_seconds = self.since_seconds.and_then(|s| {
             let s = i64::try_from(s).ok()?;

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 
-use super::{CollectorSpec, LogQuery, PodLogId, read, spawn};
+use super::{CollectorSpec, PodLogId, format::LogQuery, read, spawn};
 
 const LINES: usize = 1000;
 

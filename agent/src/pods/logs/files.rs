@@ -262,7 +262,7 @@ mod tests {
             ("ns", "p", ".."),
         ] {
             let err = id(ns, name).container_dir(root, c).unwrap_err();
-            assert_eq!(err.kind(), super::super::LogErrorKind::InvalidName);
+            assert_eq!(err.kind(), super::super::error::LogErrorKind::InvalidName);
         }
     }
 

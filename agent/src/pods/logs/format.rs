@@ -4,44 +4,11 @@
 //! (counted after the time prefix; the record that crosses the limit is cut and the stream
 //! ends). Pure.
 
-use std::time::Duration;
-
-use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use k8s_openapi::jiff::Timestamp;
 
 use super::cri::{self, Tag};
 
-/// The options of a `containerLogs` request (v1 `PodLogOptions`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct LogQuery {
-    /// Keep streaming new lines until the run ends or the reader is dropped.
-    pub follow: bool,
-    /// Only the last lines (records, as kubelet counts them), across rotated files.
-    pub tail_lines: Option<u64>,
-    /// Only records from this many seconds ago on.
-    pub since_seconds: Option<u64>,
-    /// Only records from this time on.
-    pub since_time: Option<Timestamp>,
-    /// Put each line's time in front of it.
-    pub timestamps: bool,
-    /// The run before the current one.
-    pub previous: bool,
-    /// Stop after this many bytes of output.
-    pub limit_bytes: Option<u64>,
-}
-
-impl LogQuery {
-    /// The earliest record time shown: the later of `now - since_seconds` and `since_time`.
-    pub fn since(&self, now: Timestamp) -> Option<Timestamp> {
-        let by_seconds = self.since_seconds.and_then(|s| {
-            let d = SignedDuration::try_from(Duration::from_secs(s)).ok()?;
-            now.checked_sub(d).ok()
-        });
-        match (by_seconds, self.since_time) {
-            (Some(a), Some(b)) => Some(a.max(b)),
-            (a, b) => a.or(b),
-        }
-    }
-}
+pub use crate::kubelet_api::logs::LogQuery;
 
 /// Whether more output may follow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -11,16 +11,15 @@ pub mod error;
 pub mod files;
 pub mod format;
 pub mod reader;
+pub mod serve;
 pub mod source;
 mod tail;
 pub mod writer;
 
 pub use collector::{CollectorHandle, CollectorSpec, spawn};
-pub use error::{LogError, LogErrorKind};
+pub use error::LogError;
 pub use files::{PodLogId, remove_pod_logs};
-pub use format::LogQuery;
 pub use reader::read;
-pub use writer::Rotation;
 
 #[cfg(test)]
 mod bench_tests;

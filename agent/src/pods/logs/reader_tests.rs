@@ -122,7 +122,10 @@ async fn a_container_without_logs_is_waiting_to_start() {
     let err = read_all(root.path(), LogQuery::default())
         .await
         .unwrap_err();
-    assert_eq!(err.kind(), crate::pods::logs::LogErrorKind::NotStarted);
+    assert_eq!(
+        err.kind(),
+        crate::pods::logs::error::LogErrorKind::NotStarted
+    );
     assert_eq!(
         err.to_string(),
         r#"container "c" in pod "p" is waiting to start: ContainerCreating"#

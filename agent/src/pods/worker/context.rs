@@ -33,6 +33,8 @@ pub struct WorkerConfig {
     pub api_timeout: Duration,
     /// What preparing a guest needs (per-VM directories, node facts, token refresh cap).
     pub guest: GuestSettings,
+    /// The Pods' container logs.
+    pub pod_log_dir: PathBuf,
 }
 
 impl WorkerConfig {

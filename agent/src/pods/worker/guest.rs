@@ -6,6 +6,7 @@ use tart::Tart;
 use tracing::{info, warn};
 
 use super::{Worker, WorkerInput};
+use crate::pods::logs::{self, CollectorSpec, PodLogId};
 use crate::pods::{
     events::Occurrence,
     guest::{
@@ -94,6 +95,31 @@ impl<T: Tart> Worker<T> {
         ));
     }
 
+    /// Start copying this run's output (the guest's stdout and stderr, `tart run`'s own) into
+    /// the Pod's log, run number `restarts`.
+    pub(super) fn start_collector(&mut self, input: &WorkerInput) {
+        let spec = CollectorSpec::for_vm(
+            self.ctx.cfg.pod_log_dir.clone(),
+            log_id(input),
+            input.container.clone(),
+            self.state.facts.restarts,
+            &self.ctx.cfg.guest.layout.status(&self.state.vm),
+            self.run_opts().log_path,
+        );
+        self.collector = Some(logs::spawn(spec));
+    }
+
+    /// Remove the Pod's logs (its VM is gone and it is being deleted).
+    pub(super) async fn remove_logs(&mut self, input: &WorkerInput) {
+        self.collector = None;
+        let (root, id) = (self.ctx.cfg.pod_log_dir.clone(), log_id(input));
+        match tokio::task::spawn_blocking(move || logs::remove_pod_logs(&root, &id)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => warn!(%error, "cannot remove the Pod's logs"),
+            Err(error) => warn!(%error, "cannot remove the Pod's logs"),
+        }
+    }
+
     /// Remove the VM's guest directory (shares, volumes, tokens).
     pub(super) async fn remove_guest_dir(&mut self) {
         self.refresher = None;
@@ -106,5 +132,14 @@ impl<T: Tart> Worker<T> {
             Ok(Err(error)) => warn!(%error, "cannot remove the VM's guest directory"),
             Err(error) => warn!(%error, "cannot remove the VM's guest directory"),
         }
+    }
+}
+
+/// The Pod's log directory name parts.
+fn log_id(input: &WorkerInput) -> PodLogId {
+    PodLogId {
+        namespace: input.namespace.clone(),
+        name: input.obj.name.clone().unwrap_or_default(),
+        uid: input.uid.clone(),
     }
 }

@@ -22,6 +22,7 @@ use super::{
     events::Occurrence,
     guest::{prepare::NodeAllocatable, refresh::RefreshTask},
     image::{ImageRef, PullPolicy},
+    logs::CollectorHandle,
     metrics::PodOnce,
     plan::{PodFacts, Process, VmFacts, VmStep, plan},
     reasons::{TerminatedReason, WaitingReason},
@@ -183,6 +184,8 @@ struct Worker<T: Tart> {
     tokens: Option<super::guest::prepare::Tokens>,
     /// Keeps the running guest's volumes current; dropped when the VM stops.
     refresher: Option<RefreshTask>,
+    /// Copies the run's output into the Pod's log; dropped (after a last read) when it ends.
+    collector: Option<CollectorHandle>,
 }
 
 /// Measures the agent's own time per Pod before `tart run`: since the worker first saw the Pod,
@@ -248,6 +251,7 @@ impl<T: Tart> Worker<T> {
             shares: vec![],
             tokens: None,
             refresher: None,
+            collector: None,
         };
         w.begin(start);
         w.state.facts.restarts = prior_restarts;
@@ -321,8 +325,10 @@ impl<T: Tart> Worker<T> {
             self.emit(&first, 0, Occurrence::CreatingVm { vm });
         }
         if self.state.adopted {
-            // The shares exist from before the agent restarted; keep their volumes current.
+            // The shares exist from before the agent restarted; keep their volumes current and
+            // go on copying the run's output (the collector resumes from its checkpoint).
             self.start_refresher(&first);
+            self.start_collector(&first);
         }
         loop {
             if self.input.has_changed().is_err() {
@@ -405,7 +411,7 @@ impl<T: Tart> Worker<T> {
                 true
             }
             VmStep::Delete => {
-                self.delete().await;
+                self.delete(input).await;
                 true
             }
             VmStep::Idle => {

@@ -73,6 +73,11 @@ impl<T: Tart> Worker<T> {
         self.state.facts.process = Process::Exited { code };
         self.state.facts.slot_held = false;
         self.refresher = None;
+        if let Some(c) = self.collector.take() {
+            // The last of the run's output is copied and the run marked ended in the
+            // background: the exit is handled at once.
+            tokio::spawn(c.finish());
+        }
         self.slot = None;
         self.proc = None;
         self.run_started = None;

@@ -236,6 +236,7 @@ impl<T: Tart> Worker<T> {
                 self.failures = 0;
                 self.proc = Some(Arc::new(proc));
                 self.start_refresher(input);
+                self.start_collector(input);
                 self.run_started = Some((started, started_ts));
                 self.state.facts.process = Process::Running {
                     has_ip: false,
@@ -344,7 +345,7 @@ impl<T: Tart> Worker<T> {
         }
     }
 
-    pub(super) async fn delete(&mut self) {
+    pub(super) async fn delete(&mut self, input: &WorkerInput) {
         let tart = self.ctx.tart.clone();
         let vm = self.state.vm.clone();
         match tart.delete(&vm).await {
@@ -355,6 +356,7 @@ impl<T: Tart> Worker<T> {
                 self.state.facts.prepared = false;
                 let _ = tokio::fs::remove_file(self.run_opts().log_path).await;
                 self.remove_guest_dir().await;
+                self.remove_logs(input).await;
             }
             Err(error) => {
                 warn!(%error, "delete failed; retrying");

@@ -1,0 +1,29 @@
+//! The Pods this agent runs, as the kubelet API lists them (`/pods`) and finds them for
+//! `/containerLogs`: a view of the Pod controller's store, empty until the controller starts.
+
+use std::sync::{Arc, OnceLock};
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::runtime::reflector::Store;
+
+use crate::kubelet_api::PodSource;
+
+/// A shared view of the controller's Pod store; clones share it.
+#[derive(Clone, Default)]
+pub struct ServedPods(Arc<OnceLock<Store<Pod>>>);
+
+impl ServedPods {
+    /// Serve `store` from now on (the first store set wins).
+    pub fn set(&self, store: Store<Pod>) {
+        let _ = self.0.set(store);
+    }
+}
+
+impl PodSource for ServedPods {
+    fn pods(&self) -> Vec<Pod> {
+        self.0
+            .get()
+            .map(|s| s.state().iter().map(|p| (**p).clone()).collect())
+            .unwrap_or_default()
+    }
+}

@@ -1,0 +1,180 @@
+//! End to end: `kubectl logs` (v1.32) through the real API server to the agent's kubelet API,
+//! for guest jobs run by fake-tart with the real guest launcher: a finished job's output,
+//! `--tail` and `--timestamps`, `-f` while the job prints, `-p` after a crash-loop restart,
+//! and the log gone from disk once the Pod is deleted.
+
+mod pod_support;
+
+use std::{process::Stdio, time::Duration};
+
+use pod_support::{Env, phase};
+use tart_kubelet_tests::{
+    cluster::{ControlPlane, testing::run_program, wait_for},
+    fake::{Knobs, VmKnob},
+};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.local_addr().expect("addr").port()
+}
+
+/// An agent serving the kubelet API with the cluster's test PKI, its VMs running the guest
+/// launcher.
+async fn env(label: &str) -> Env {
+    let cp = tokio::task::spawn_blocking(ControlPlane::shared)
+        .await
+        .expect("control plane");
+    let pki = cp.run_dir().join("pki");
+    let p = |f: &str| pki.join(f).display().to_string();
+    let port = free_port().to_string();
+    let (cert, key, ca) = (
+        p("kubelet-serving.crt"),
+        p("kubelet-serving.key"),
+        p("ca.crt"),
+    );
+    let args = [
+        "--kubelet-address",
+        "127.0.0.1",
+        "--kubelet-port",
+        &port,
+        "--tls-cert-file",
+        &cert,
+        "--tls-private-key-file",
+        &key,
+        "--client-ca-file",
+        &ca,
+    ];
+    let knobs = Knobs::new().with_vm("*", VmKnob::default().running_guest_launcher());
+    let mut env = Env::new(label, knobs, &args).await;
+    env.start_agent();
+    env
+}
+
+async fn kubectl(env: &Env, args: &[&str]) -> (bool, String, String) {
+    let kc = env.cp.kubeconfig_path().display().to_string();
+    let mut all = vec!["--kubeconfig", kc.as_str(), "-n", env.ns.as_str()];
+    all.extend_from_slice(args);
+    run_program("kubectl", &all).await
+}
+
+fn job(env: &Env, name: &str, restart: &str, script: &str) -> k8s_openapi::api::core::v1::Pod {
+    let mut pod = env.pod(name);
+    let spec = pod.spec.as_mut().unwrap();
+    spec.restart_policy = Some(restart.into());
+    spec.containers[0].command = Some(vec!["/bin/sh".into(), "-c".into(), script.into()]);
+    pod
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_logs_shows_the_guest_jobs_output_and_follows_it() {
+    let env = env("logs").await;
+    env.create(&job(
+        &env,
+        "done",
+        "Never",
+        "for i in 1 2 3 4 5; do echo \"line $i\"; done; echo 'to stderr' >&2",
+    ))
+    .await;
+    env.create(&job(
+        &env,
+        "ticker",
+        "Never",
+        "for i in 1 2 3; do echo \"tick $i\"; sleep 1; done; sleep 600",
+    ))
+    .await;
+    let done = env
+        .wait_pod("done", "Succeeded", |p| phase(p) == "Succeeded")
+        .await;
+
+    // A finished job's whole output, then --tail and --timestamps.
+    let r = wait_for(Duration::from_secs(30), || async {
+        let (ok, out, _) = kubectl(&env, &["logs", "done"]).await;
+        (ok && out.contains("to stderr")).then_some(out)
+    })
+    .await;
+    let out = r.unwrap_or_else(|e| panic!("kubectl logs: {e}\n{}", env.agent_log()));
+    for i in 1..=5 {
+        assert!(out.contains(&format!("line {i}\n")), "{out}");
+    }
+    let (ok, tail, err) = kubectl(&env, &["logs", "done", "--tail=2"]).await;
+    assert!(ok, "{err}");
+    assert_eq!(tail.lines().count(), 2, "{tail}");
+    let (ok, stamped, err) = kubectl(&env, &["logs", "done", "--timestamps"]).await;
+    assert!(ok, "{err}");
+    let first = stamped.lines().next().unwrap_or_default();
+    assert!(
+        first.len() > 30 && first.as_bytes()[4] == b'-' && first.contains('T'),
+        "no RFC 3339 time in front: {first:?}"
+    );
+
+    // -f prints the ticks as the job prints them.
+    env.wait_pod("ticker", "Running", |p| phase(p) == "Running")
+        .await;
+    let kc = env.cp.kubeconfig_path();
+    let mut follow = tokio::process::Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(&kc)
+        .args(["-n", &env.ns, "logs", "-f", "ticker"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("kubectl logs -f");
+    let mut lines = BufReader::new(follow.stdout.take().unwrap()).lines();
+    let got = tokio::time::timeout(Duration::from_secs(60), async {
+        let mut seen = vec![];
+        while let Ok(Some(l)) = lines.next_line().await {
+            seen.push(l.clone());
+            if l == "tick 3" {
+                break;
+            }
+        }
+        seen
+    })
+    .await
+    .unwrap_or_else(|_| panic!("kubectl logs -f saw no tick 3\n{}", env.agent_log()));
+    assert_eq!(got, vec!["tick 1", "tick 2", "tick 3"]);
+    let _ = follow.start_kill();
+
+    // Deleting the Pod removes its log from disk.
+    let dir = env.pod_log_dir.join(format!(
+        "{}_done_{}",
+        env.ns,
+        done.metadata.uid.clone().unwrap()
+    ));
+    assert!(dir.exists(), "{dir:?}");
+    env.delete("done", 5).await;
+    env.wait_gone("done").await;
+    let r = wait_for(Duration::from_secs(30), || {
+        let d = dir.clone();
+        async move { (!d.exists()).then_some(()) }
+    })
+    .await;
+    assert!(r.is_ok(), "{dir:?} left behind");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_logs_previous_shows_the_run_before_a_restart() {
+    let env = env("logs-prev").await;
+    env.create(&job(
+        &env,
+        "crash",
+        "Always",
+        "echo \"run at $(date +%s%N)\"; exit 1",
+    ))
+    .await;
+    env.wait_pod("crash", "restarted", |p| {
+        p.status
+            .as_ref()
+            .and_then(|s| s.container_statuses.as_ref())
+            .is_some_and(|c| c[0].restart_count >= 1)
+    })
+    .await;
+    let r = wait_for(Duration::from_secs(30), || async {
+        let (ok, out, _) = kubectl(&env, &["logs", "crash", "-p"]).await;
+        (ok && out.starts_with("run at ")).then_some(out)
+    })
+    .await;
+    assert!(r.is_ok(), "kubectl logs -p: {r:?}\n{}", env.agent_log());
+}
