@@ -79,6 +79,8 @@ pub struct SimMac {
     pub launch: Launch,
     /// The agent's `--guest-dir` (removed with the Mac).
     guest_dir: TempDir,
+    /// The agent's `--pod-log-dir` (removed with the Mac).
+    _pod_log_dir: TempDir,
 }
 
 impl SimMac {
@@ -95,10 +97,15 @@ impl SimMac {
         let guest_dir = tempfile::Builder::new()
             .prefix("sandbox-guest-")
             .tempdir()?;
+        let pod_log_dir = tempfile::Builder::new()
+            .prefix("sandbox-pod-logs-")
+            .tempdir()?;
         let mut extra_args = extra_args;
         extra_args.extend([
             "--guest-dir".to_string(),
             guest_dir.path().display().to_string(),
+            "--pod-log-dir".to_string(),
+            pod_log_dir.path().display().to_string(),
         ]);
         let launch = Launch {
             agent: bins.agent.clone(),
@@ -118,6 +125,7 @@ impl SimMac {
             started: Instant::now(),
             launch,
             guest_dir,
+            _pod_log_dir: pod_log_dir,
         })
     }
 

@@ -70,6 +70,8 @@ pub struct Prepared {
     pub warnings: Vec<Occurrence>,
     /// The tokens written.
     pub tokens: Tokens,
+    /// Time spent waiting on the API server (gets, TokenRequests): not the agent's own work.
+    pub api_wait: Duration,
 }
 
 /// Everything one resolution reads.
@@ -153,7 +155,9 @@ pub async fn prepare(
     alloc: NodeAllocatable,
     vm: &VmName,
 ) -> Result<Prepared, ConfigError> {
+    let started = tokio::time::Instant::now();
     let r = resolve(client, s, pod, alloc, true).await?;
+    let mut api_wait = started.elapsed();
     let env = env::resolve_env(pod, r.container, &r.sources, &r.downward)?;
     let lookup = env_lookup(&env);
     let (planned, mounts) = volumes::plan_volumes(
@@ -164,7 +168,9 @@ pub async fn prepare(
         &|p| expand(p, &lookup),
     )?;
     let mut tokens = Tokens::default();
+    let started = tokio::time::Instant::now();
     let (files, _) = materialize(client, s, pod, &planned, &mut tokens).await?;
+    api_wait += started.elapsed();
     let control = ControlSpec {
         env: env.vars.clone(),
         command: env::expand_args(r.container.command.as_deref().unwrap_or_default(), &env),
@@ -195,6 +201,7 @@ pub async fn prepare(
         shares,
         warnings: warnings(r.container, &env),
         tokens,
+        api_wait,
     })
 }
 

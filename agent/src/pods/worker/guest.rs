@@ -34,7 +34,13 @@ impl<T: Tart> Worker<T> {
         .await;
         match res {
             Ok(p) => {
-                info!(shares = p.shares.len(), "guest prepared");
+                info!(
+                    shares = p.shares.len(),
+                    api_wait_ms = p.api_wait.as_millis(),
+                    "guest prepared"
+                );
+                // Waiting on the API server is not the agent's own time.
+                self.overhead.excluded += p.api_wait;
                 for (i, occ) in p.warnings.into_iter().enumerate() {
                     self.emit(input, u32::try_from(i).unwrap_or(u32::MAX), occ);
                 }
