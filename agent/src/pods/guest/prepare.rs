@@ -188,6 +188,7 @@ pub async fn prepare(
     };
     let layout = s.layout.clone();
     let vm2 = vm.clone();
+    let writing = tokio::time::Instant::now();
     let shares = blocking(move || {
         layout.create(&vm2, &planned)?;
         for (share, list) in &files {
@@ -197,6 +198,10 @@ pub async fn prepare(
         Ok(layout.shares(&vm2, &planned))
     })
     .await?;
+    tracing::debug!(
+        write_us = writing.elapsed().as_micros(),
+        "guest files written"
+    );
     Ok(Prepared {
         shares,
         warnings: warnings(r.container, &env),
