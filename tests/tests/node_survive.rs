@@ -201,7 +201,10 @@ async fn after_an_api_server_outage_the_node_is_ready_within_a_status_period_and
     pods.create(&PostParams::default(), &vm_pod("vm-2", &name, false))
         .await
         .unwrap();
-    let scheduled = wait_for(Duration::from_secs(20), || async {
+    // The scheduler's own pace (it may have parked the Pod as unschedulable while the
+    // lifecycle controller's `unreachable` taint was still on the Node) bounds this, not the
+    // agent's: a minute, on a machine running several control planes at once.
+    let scheduled = wait_for(Duration::from_secs(60), || async {
         pods.get_opt("vm-2").await.ok()??.spec?.node_name
     })
     .await
