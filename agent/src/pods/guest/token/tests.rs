@@ -253,6 +253,9 @@ async fn an_undecodable_answer_keeps_the_token_out_of_errors_and_logs() {
         .with_writer(move || writer.clone())
         .finish();
     let _guard = tracing::subscriber::set_default(subscriber);
+    // Other tests of this binary may have cached "no subscriber is interested" for kube's
+    // callsites on their threads: recompute with this one in place.
+    tracing::callsite::rebuild_interest_cache();
 
     let err = request_with(spec(None, 3600), |mut h| async move {
         let (_, _, body, reply) = next_call(&mut h).await;
