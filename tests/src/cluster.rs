@@ -172,6 +172,25 @@ impl ControlPlane {
         self.run_dir.join("pki/ca.crt")
     }
 
+    /// Agent flags serving the kubelet API on `127.0.0.1:<port>` with this control plane's
+    /// CA-signed serving certificate (`pki/kubelet-serving.*`) and its CA for client
+    /// certificates, as the API server's kubelet client expects.
+    pub fn kubelet_api_args(&self, port: u16) -> Vec<String> {
+        let pki = |f: &str| self.run_dir.join("pki").join(f).display().to_string();
+        vec![
+            "--kubelet-address".into(),
+            "127.0.0.1".into(),
+            "--kubelet-port".into(),
+            port.to_string(),
+            "--tls-cert-file".into(),
+            pki("kubelet-serving.crt"),
+            "--tls-private-key-file".into(),
+            pki("kubelet-serving.key"),
+            "--client-ca-file".into(),
+            pki("ca.crt"),
+        ]
+    }
+
     /// `$RUN/logs`: `<component>.log` for each component, appended across restarts.
     pub fn logs_dir(&self) -> PathBuf {
         self.run_dir.join("logs")

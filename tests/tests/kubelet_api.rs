@@ -12,42 +12,19 @@ use std::time::Duration;
 
 use pod_support::{Env, WAIT, phase};
 use tart_kubelet_tests::{
+    agent::free_port,
     cluster::{ControlPlane, testing::run_program, wait_for},
     fake::Knobs,
 };
-
-/// A free loopback port for the agent's kubelet API.
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr").port()
-}
 
 /// An agent serving the kubelet API on its own port with the cluster's test PKI.
 async fn env(label: &str) -> (Env, u16) {
     let cp = tokio::task::spawn_blocking(ControlPlane::shared)
         .await
         .expect("control plane");
-    let pki = cp.run_dir().join("pki");
-    let port = free_port();
-    let p = |f: &str| pki.join(f).display().to_string();
-    let (port_s, cert, key, ca) = (
-        port.to_string(),
-        p("kubelet-serving.crt"),
-        p("kubelet-serving.key"),
-        p("ca.crt"),
-    );
-    let args = [
-        "--kubelet-address",
-        "127.0.0.1",
-        "--kubelet-port",
-        &port_s,
-        "--tls-cert-file",
-        &cert,
-        "--tls-private-key-file",
-        &key,
-        "--client-ca-file",
-        &ca,
-    ];
+    let port = free_port().expect("free port").port();
+    let args = cp.kubelet_api_args(port);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let mut env = Env::new(label, Knobs::new().with_latency_scale(0.001), &args).await;
     env.start_agent();
     (env, port)

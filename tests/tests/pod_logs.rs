@@ -9,15 +9,11 @@ use std::{process::Stdio, time::Duration};
 
 use pod_support::{Env, phase};
 use tart_kubelet_tests::{
+    agent::free_port,
     cluster::{ControlPlane, testing::run_program, wait_for},
     fake::{Knobs, VmKnob},
 };
 use tokio::io::{AsyncBufReadExt, BufReader};
-
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr").port()
-}
 
 /// An agent serving the kubelet API with the cluster's test PKI, its VMs running the guest
 /// launcher.
@@ -25,26 +21,8 @@ async fn env(label: &str) -> Env {
     let cp = tokio::task::spawn_blocking(ControlPlane::shared)
         .await
         .expect("control plane");
-    let pki = cp.run_dir().join("pki");
-    let p = |f: &str| pki.join(f).display().to_string();
-    let port = free_port().to_string();
-    let (cert, key, ca) = (
-        p("kubelet-serving.crt"),
-        p("kubelet-serving.key"),
-        p("ca.crt"),
-    );
-    let args = [
-        "--kubelet-address",
-        "127.0.0.1",
-        "--kubelet-port",
-        &port,
-        "--tls-cert-file",
-        &cert,
-        "--tls-private-key-file",
-        &key,
-        "--client-ca-file",
-        &ca,
-    ];
+    let args = cp.kubelet_api_args(free_port().expect("free port").port());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let knobs = Knobs::new().with_vm("*", VmKnob::default().running_guest_launcher());
     let mut env = Env::new(label, knobs, &args).await;
     env.start_agent();

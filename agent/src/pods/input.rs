@@ -55,7 +55,7 @@ pub fn deadline_left(pod: &Pod, now: Timestamp) -> Option<Duration> {
 
 /// The worker input for an admitted Pod.
 pub fn worker_input(
-    pod: &Pod,
+    pod: &Arc<Pod>,
     a: &Admitted,
     facts: PodFacts,
     default_grace: Duration,
@@ -92,7 +92,7 @@ pub fn worker_input(
         resources: a.resources.to_vm(),
         created: pod.metadata.creation_timestamp.as_ref().map(|t| t.0),
         grace,
-        pod: PodSnapshot(Arc::new(pod.clone())),
+        pod: PodSnapshot(pod.clone()),
         alloc: NodeAllocatable::default(),
     }
 }
@@ -150,7 +150,7 @@ mod tests {
     fn input(pod: &Pod) -> WorkerInput {
         let a = admit(pod, &HostLimits::UNLIMITED).unwrap();
         worker_input(
-            pod,
+            &Arc::new(pod.clone()),
             &a,
             pod_facts(pod, false, false, Timestamp::now()),
             Duration::from_secs(30),

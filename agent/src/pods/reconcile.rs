@@ -146,13 +146,13 @@ pub fn error_policy<T: Tart>(pod: Arc<Pod>, err: &Error, ctx: Arc<Shared<T>>) ->
 
 /// One Pod, as this reconcile sees it.
 struct View<'a> {
-    pod: &'a Pod,
+    pod: &'a Arc<Pod>,
     uid: String,
     api: Api<Pod>,
     timeout: Duration,
 }
 
-async fn reconcile_inner<T: Tart>(pod: &Pod, ctx: &Arc<Shared<T>>) -> Result<Action, Error> {
+async fn reconcile_inner<T: Tart>(pod: &Arc<Pod>, ctx: &Arc<Shared<T>>) -> Result<Action, Error> {
     let uid = pod.uid().ok_or(Error::NoUid)?;
     let v = View {
         api: Api::namespaced(ctx.client.clone(), &pod.namespace().unwrap_or_default()),

@@ -62,11 +62,16 @@ async fn bound_pods<T: Tart>(shared: &Shared<T>) -> Result<Vec<Pod>, String> {
 /// # Errors
 /// A message naming what could not be listed.
 pub async fn recover<T: Tart>(shared: &Arc<Shared<T>>) -> Result<Vec<VmName>, String> {
-    let pods = bound_pods(shared).await?;
+    // Each worker keeps its Pod: one Arc per Pod, made once here.
+    let pods: Vec<Arc<Pod>> = bound_pods(shared)
+        .await?
+        .into_iter()
+        .map(Arc::new)
+        .collect();
     let vms = our_vms(shared)
         .await
         .map_err(|e| format!("listing VMs: {e}"))?;
-    let by_uid: HashMap<String, &Pod> = pods
+    let by_uid: HashMap<String, &Arc<Pod>> = pods
         .iter()
         .filter_map(|p| p.uid().map(|u| (u, p)))
         .collect();

@@ -67,22 +67,10 @@ pub async fn start(
         }
         // Each Mac serves the kubelet API on its own loopback port with the control plane's
         // CA-signed serving certificate, so `kubectl logs` works as against real kubelets.
-        let pki = cp.run_dir().join("pki");
         let port = std::net::TcpListener::bind("127.0.0.1:0")?
             .local_addr()?
             .port();
-        args.extend([
-            "--kubelet-address".to_string(),
-            "127.0.0.1".to_string(),
-            "--kubelet-port".to_string(),
-            port.to_string(),
-            "--tls-cert-file".to_string(),
-            pki.join("kubelet-serving.crt").display().to_string(),
-            "--tls-private-key-file".to_string(),
-            pki.join("kubelet-serving.key").display().to_string(),
-            "--client-ca-file".to_string(),
-            pki.join("ca.crt").display().to_string(),
-        ]);
+        args.extend(cp.kubelet_api_args(port));
         let node = format!("mac-mini-{i}");
         macs.push(SimMac::start(&node, bins, &agent_kc, mac_knobs(opts), args).await?);
     }

@@ -60,8 +60,10 @@ impl Drop for RefreshTask {
 }
 
 /// Start keeping `vm`'s volumes current for `pod`. `tokens`: those issued while preparing
-/// (empty for a VM adopted after an agent restart: its tokens are issued again at once).
-pub fn spawn(deps: RefreshDeps, pod: Arc<Pod>, vm: VmName, tokens: Tokens) -> RefreshTask {
+/// just now, so the first refresh waits its period; `None` when they are not known (a VM
+/// adopted after an agent restart, or run again without preparing): the files are refreshed
+/// and the tokens issued again at once.
+pub fn spawn(deps: RefreshDeps, pod: Arc<Pod>, vm: VmName, tokens: Option<Tokens>) -> RefreshTask {
     let span = info_span!("guest_refresh", %vm);
     let task = tokio::spawn(run(deps, pod, vm, tokens).instrument(span));
     RefreshTask(task.abort_handle())
@@ -80,13 +82,13 @@ pub fn next_wait(now: Timestamp, token_due: Option<Timestamp>) -> Duration {
     }
 }
 
-async fn run(deps: RefreshDeps, pod: Arc<Pod>, vm: VmName, mut tokens: Tokens) {
+async fn run(deps: RefreshDeps, pod: Arc<Pod>, vm: VmName, tokens: Option<Tokens>) {
     let obj = object_ref(&pod);
     let uid = obj.uid.clone().unwrap_or_default();
     let mut streak = 0u32;
     let mut episodes = 0u32;
-    // An adopted VM has no tokens in memory: refresh at once.
-    let mut first = next_token_refresh(&tokens, deps.settings.token_refresh_max).is_none();
+    let mut first = tokens.is_none();
+    let mut tokens = tokens.unwrap_or_default();
     loop {
         let due = next_token_refresh(&tokens, deps.settings.token_refresh_max);
         let wait = if first {

@@ -99,7 +99,7 @@ async fn with_worker(
 ) -> WorkerState {
     let a = admit(pod, &HostLimits::UNLIMITED).unwrap();
     let input = worker_input(
-        pod,
+        &Arc::new(pod.clone()),
         &a,
         pod_facts(pod, false, false, Timestamp::now()),
         Duration::from_secs(5),

@@ -92,7 +92,7 @@ impl<T: Tart> Worker<T> {
             events: self.ctx.events.clone(),
             metrics: self.ctx.metrics.clone(),
         };
-        let tokens = self.tokens.take().unwrap_or_default();
+        let tokens = self.tokens.take();
         self.refresher = Some(refresh::spawn(
             deps,
             input.pod.0.clone(),
