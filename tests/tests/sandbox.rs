@@ -235,14 +235,17 @@ async fn ctrl_c(
     lines: &mut Lines,
 ) -> (std::process::ExitStatus, String) {
     nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGINT).unwrap();
-    let rest = timeout(Duration::from_secs(240), async {
-        let mut rest = String::new();
+    let mut rest = String::new();
+    let ended = timeout(Duration::from_secs(240), async {
         while let Ok(Some(l)) = lines.next_line().await {
             rest.push_str(&l);
             rest.push('\n');
         }
-        (child.wait().await.unwrap(), rest)
+        child.wait().await.unwrap()
     })
     .await;
-    rest.expect("sandbox did not end within 240 s of Ctrl-C")
+    match ended {
+        Ok(status) => (status, rest),
+        Err(_) => panic!("sandbox did not end within 240 s of Ctrl-C; it printed:\n{rest}"),
+    }
 }

@@ -302,12 +302,15 @@ async fn run(opts: Opts) -> anyhow::Result<bool> {
         "the workload did not finish (see above)".into(),
     ));
     if opts.keep && !interrupted {
+        // Counted before the prompt: a Ctrl-C that arrives as soon as the prompt is read
+        // must end the hold, not be taken for one that came before it.
+        let release = interrupts.count() + 1;
         println!("{}", rep.render_interim(&CHECKED_AT_TEARDOWN));
         println!(
             "everything is up; in another shell:\n  export KUBECONFIG={}\n  kubectl get nodes,pods -A\nCtrl-C stops it all.",
             cp.kubeconfig_path().display()
         );
-        interrupts.reached(interrupts.count() + 1).await;
+        interrupts.reached(release).await;
     }
     rep.invariants
         .extend(teardown::run(&opts, &admin, &mut macs, &interrupts, interrupted).await);
