@@ -15,12 +15,13 @@ use std::time::Duration;
 use nix::fcntl::{FcntlArg, fcntl};
 use tempfile::TempDir;
 
+mod guest;
 #[path = "bin/fake_tart/knobs.rs"]
 mod knobs;
 
 pub use knobs::{
     Action, Auth, DEFAULT_BOOT_MS, DEFAULT_CLONE_MS, DEFAULT_PULL_MB_PER_S, DEFAULT_SHUTDOWN_MS,
-    DEFAULT_VERSION, FailAction, ImageKnob, Knobs, Rule, VmKnob, glob_match,
+    DEFAULT_VERSION, EndpointState, FailAction, ImageKnob, Knobs, Rule, VmKnob, glob_match,
 };
 
 /// `knobs` with a small default image (1 GB compressed, 20 GB disk), so pulls in tests are

@@ -9,10 +9,14 @@
 mod cli;
 #[path = "fake_tart/dirs.rs"]
 mod dirs;
+#[path = "fake_tart/endpoints.rs"]
+mod endpoints;
 #[path = "fake_tart/error.rs"]
 mod error;
 #[path = "fake_tart/guest.rs"]
 mod guest;
+#[path = "fake_tart/guest_exec.rs"]
+mod guest_exec;
 #[path = "fake_tart/guest_mode.rs"]
 mod guest_mode;
 #[path = "fake_tart/home.rs"]

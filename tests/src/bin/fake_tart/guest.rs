@@ -1,6 +1,8 @@
 //! What the fake guest answers: `ip` (spec §2.11: a stable IP from the MAC once the boot
-//! delay after `run` has passed, the `no IP address found` variants, `--wait`) and `exec`
-//! (§2.10: the guest agent's availability and a few builtins with their exit codes).
+//! delay after `run` has passed — the loopback one under `loopback_ips` —, the
+//! `no IP address found` variants, `--wait`) and `exec` (§2.10: the guest agent's
+//! availability and speed, then a real process (`guest_exec`) or a few builtins with their
+//! exit codes).
 
 use std::io::{Read, Write};
 use std::time::Duration;
@@ -47,7 +49,11 @@ pub async fn ip(ctx: &Ctx, p: &Parsed) -> Result<(), Failure> {
             };
         if has_ip {
             let cfg = VmConfig::read(&ctx.home.config_path(name))?;
-            println!("{}", home::ip_for_mac(&cfg.mac_address));
+            if knobs.loopback_ips.unwrap_or(false) {
+                println!("{}", home::loopback_ip_for_mac(&cfg.mac_address));
+            } else {
+                println!("{}", home::ip_for_mac(&cfg.mac_address));
+            }
             return Ok(());
         }
         sleep(poll).await;
@@ -98,7 +104,17 @@ pub async fn exec(ctx: &Ctx, p: &Parsed) -> Result<(), Failure> {
         }
         sleep(Duration::from_millis(10)).await;
     }
-    let code = guest_command(ctx, name, &p.positionals[1..], p.flag("interactive")).await?;
+    // A slow agent: the call is connected, the answer comes later.
+    sleep(Duration::from_millis(
+        ctx.knobs.scaled_ms(vmk.exec_delay_ms.unwrap_or(0)),
+    ))
+    .await;
+    let (argv, stdin) = (&p.positionals[1..], p.flag("interactive"));
+    let code = if vmk.real_exec.or(vmk.guest_launcher).unwrap_or(false) {
+        crate::guest_exec::run(ctx, name, argv, stdin).await?
+    } else {
+        guest_command(ctx, name, argv, stdin).await?
+    };
     if code == 0 {
         Ok(())
     } else {

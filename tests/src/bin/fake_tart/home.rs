@@ -3,6 +3,7 @@
 
 use std::fs::{self, File, FileTimes, OpenOptions};
 use std::io::{self, Write};
+use std::net::Ipv4Addr;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -313,6 +314,14 @@ pub fn ip_for_mac(mac: &str) -> String {
     format!("192.168.64.{host}")
 }
 
+/// The VM's address on the host's loopback (knob `loopback_ips`): stable for `mac`, in
+/// 127.64.0.1-127.64.255.254. Linux routes all of 127.0.0.0/8 to `lo`, so every VM can listen
+/// on the same port at its own address.
+pub fn loopback_ip_for_mac(mac: &str) -> Ipv4Addr {
+    let d = Md5::digest(mac.to_ascii_lowercase().as_bytes());
+    Ipv4Addr::new(127, 64, d[2], 1 + d[3] % 254)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -338,6 +347,22 @@ mod tests {
             ip_for_mac("AA:BB:CC:DD:EE:FF")
         );
         assert!(ip_for_mac("aa:bb:cc:dd:ee:ff").starts_with("192.168.64."));
+    }
+
+    #[test]
+    fn loopback_ip_is_stable_per_mac_and_in_127_64() {
+        let a = loopback_ip_for_mac("aa:bb:cc:dd:ee:ff");
+        assert_eq!(a, loopback_ip_for_mac("AA:BB:CC:DD:EE:FF"));
+        assert_ne!(a, loopback_ip_for_mac("aa:bb:cc:dd:ee:fe"));
+        for mac in [
+            "00:00:00:00:00:00",
+            "aa:bb:cc:dd:ee:ff",
+            "02:11:22:33:44:55",
+        ] {
+            let [a, b, _, d] = loopback_ip_for_mac(mac).octets();
+            assert_eq!((a, b), (127, 64), "{mac}");
+            assert!((1..=254).contains(&d), "{mac}");
+        }
     }
 
     #[test]

@@ -42,6 +42,10 @@ pub struct Knobs {
     /// this many other VMs of this `TART_HOME` are already running (absent = no limit).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_running_vms: Option<usize>,
+    /// `ip` prints each VM's loopback address (`127.64.x.y`, see `home::loopback_ip_for_mac`)
+    /// instead of its `192.168.64.x` lease, so the host can reach the guest endpoints.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub loopback_ips: Option<bool>,
     /// Remote images the fake registry knows: exact remote name, or "default" for the rest.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub images: BTreeMap<String, ImageKnob>,
@@ -193,6 +197,47 @@ pub struct VmKnob {
     /// and the launcher's exit is the guest powering off (docs/guest.md).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub guest_launcher: Option<bool>,
+    /// `exec` spawns the command as a real host process in the guest root (implied by
+    /// `guest_launcher`); otherwise it answers from a few builtins.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub real_exec: Option<bool>,
+    /// The guest agent answers `exec` this long (scaled) after the call connects.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exec_delay_ms: Option<u64>,
+    /// TCP ports the booted guest serves on its loopback address, and how each answers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub endpoints: Option<BTreeMap<u16, EndpointState>>,
+}
+
+/// How a guest endpoint answers (knob `endpoints`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EndpointState {
+    /// Accepts; any HTTP request gets 200 with a short body.
+    Healthy,
+    /// Accepts; any HTTP request gets 500 with a short body.
+    Failing,
+    /// Accepts and never answers.
+    Hanging,
+    /// Nothing listens: connections are refused.
+    Closed,
+}
+
+impl EndpointState {
+    /// The knob-file spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EndpointState::Healthy => "healthy",
+            EndpointState::Failing => "failing",
+            EndpointState::Hanging => "hanging",
+            EndpointState::Closed => "closed",
+        }
+    }
+
+    /// Whether a socket listens on the port in this state.
+    pub fn listens(self) -> bool {
+        self != EndpointState::Closed
+    }
 }
 
 macro_rules! overlay {
@@ -215,7 +260,10 @@ impl VmKnob {
             stale_lease,
             exec_unreachable,
             exec_connect_ms,
-            guest_launcher
+            guest_launcher,
+            real_exec,
+            exec_delay_ms,
+            endpoints
         );
     }
 }
@@ -355,6 +403,34 @@ mod tests {
         assert_eq!(knobs.image("r.io/a:1").disk_gb, Some(20));
         assert_eq!(knobs.image("r.io/b:1").disk_gb, Some(50));
         assert_eq!(knobs.scaled_ms(10_000), 10);
+    }
+
+    #[test]
+    fn endpoint_states_are_strings_keyed_by_port_and_the_specific_glob_replaces_the_map() {
+        let knobs: Knobs = serde_json::from_str(
+            r#"{"loopback_ips": true,
+                "vms": {"*": {"endpoints": {"80": "healthy", "81": "closed"}},
+                        "pod-a": {"endpoints": {"8080": "failing"}, "exec_delay_ms": 5}}}"#,
+        )
+        .unwrap();
+        let ports = |name: &str| knobs.vm(name).endpoints.unwrap_or_default();
+        assert_eq!(
+            ports("pod-a"),
+            BTreeMap::from([(8080, EndpointState::Failing)])
+        );
+        assert_eq!(ports("pod-b")[&81], EndpointState::Closed);
+        let all = [
+            EndpointState::Healthy,
+            EndpointState::Failing,
+            EndpointState::Hanging,
+            EndpointState::Closed,
+        ];
+        for state in all {
+            let json = serde_json::to_string(&state).unwrap();
+            assert_eq!(json, format!("\"{}\"", state.as_str()));
+            assert_eq!(state.listens(), state != EndpointState::Closed);
+        }
+        assert!(serde_json::from_str::<EndpointState>("\"up\"").is_err());
     }
 
     #[test]

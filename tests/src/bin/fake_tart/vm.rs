@@ -1,8 +1,10 @@
 //! The life of a VM: `run` (spec §2.6, §3.2: config.json fcntl lock for life, foreground,
 //! SIGINT/SIGUSR1/SIGUSR2 handling, guest exit and crash), `stop` (the §2.7 algorithm) and
-//! `suspend` (§2.8). The run record `.fake-run.json` (start time, PID, argv) is a separate
+//! `suspend` (§2.8). While the VM runs and has booted, `run` also serves the guest's endpoints
+//! (`endpoints.rs`). The run record `.fake-run.json` (start time, PID, argv) is a separate
 //! file, so `run` never reopens its locked `config.json` (spec §8); `guest.rs` reads it.
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::time::Duration;
 
@@ -15,10 +17,11 @@ use tokio::time::{Instant, sleep, sleep_until};
 use crate::Ctx;
 use crate::cli::Parsed;
 use crate::dirs::{self, Share};
+use crate::endpoints::Endpoints;
 use crate::error::Failure;
 use crate::home::{self, VmConfig};
 use crate::info::vm_state;
-use crate::knobs::{Action, DEFAULT_BOOT_MS, DEFAULT_SHUTDOWN_MS, Knobs};
+use crate::knobs::{Action, DEFAULT_BOOT_MS, DEFAULT_SHUTDOWN_MS, EndpointState, Knobs};
 use crate::locks;
 use crate::time::now_ms;
 
@@ -170,18 +173,29 @@ pub async fn run(
         &dir.join(RUN_RECORD),
         &serde_json::to_vec_pretty(&record).unwrap_or_default(),
     )?;
-    let result = supervise(ctx, &name, action, signals).await;
+    let ip = home::loopback_ip_for_mac(&cfg.mac_address);
+    let result = supervise(ctx, &name, action, signals, Endpoints::new(ip, &name)).await;
     let _ = fs::remove_file(dir.join(RUN_RECORD));
     drop(lock);
     result
 }
 
-/// Start failures after the lock, then the foreground wait for whatever ends the VM.
+/// The ports the guest serves now: its `endpoints` knob once it has booted, none before.
+fn wanted_endpoints(ctx: &Ctx, knobs: &Knobs, name: &str) -> BTreeMap<u16, EndpointState> {
+    match knobs.vm(name).endpoints {
+        Some(ports) if booted(ctx, knobs, name) => ports,
+        _ => BTreeMap::new(),
+    }
+}
+
+/// Start failures after the lock, then the foreground wait for whatever ends the VM, serving
+/// the guest's `endpoints` meanwhile.
 async fn supervise(
     ctx: &Ctx,
     name: &str,
     action: Option<Action>,
     signals: RunSignals,
+    mut endpoints: Endpoints,
 ) -> Result<(), Failure> {
     let others = others_running(ctx, name);
     let over_limit = ctx
@@ -242,7 +256,8 @@ async fn supervise(
     let start = Instant::now();
     let mut knobs = ctx.knobs.clone();
     let mut shutdown_at: Option<Instant> = None;
-    let mut reload = tokio::time::interval(Duration::from_millis(250));
+    // Often enough that a test flipping an endpoint sees the change within ~100 ms.
+    let mut reload = tokio::time::interval(Duration::from_millis(50));
     loop {
         let vmk = knobs.vm(name);
         let guest_exit_at = vmk
@@ -309,6 +324,7 @@ async fn supervise(
                 if let Ok(k) = crate::rules::load(&ctx.home) {
                     knobs = k;
                 }
+                endpoints.apply(&wanted_endpoints(ctx, &knobs, name));
             }
         }
     }
