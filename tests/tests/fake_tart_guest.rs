@@ -154,6 +154,12 @@ async fn loopback_ips_give_each_vm_a_stable_address_in_127_64() {
     stop(a).await;
     let again = start(&h, "lo-a").await;
     assert_eq!(ip(&h, "lo-a").await, ip_a, "stable across runs");
+    // Another home's VM with the same name and MAC (a parallel test) gets another address.
+    let other = home_with(&["lo-a"], &Knobs::new().with_loopback_ips());
+    assert_eq!(other.vm_mac("lo-a"), h.vm_mac("lo-a"));
+    let twin = start(&other, "lo-a").await;
+    assert_ne!(ip(&other, "lo-a").await, ip_a);
+    stop(twin).await;
     stop(again).await;
     stop(b).await;
 }

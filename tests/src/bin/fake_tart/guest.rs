@@ -50,7 +50,10 @@ pub async fn ip(ctx: &Ctx, p: &Parsed) -> Result<(), Failure> {
         if has_ip {
             let cfg = VmConfig::read(&ctx.home.config_path(name))?;
             if knobs.loopback_ips.unwrap_or(false) {
-                println!("{}", home::loopback_ip_for_mac(&cfg.mac_address));
+                println!(
+                    "{}",
+                    home::loopback_ip_for_mac(&ctx.home.root, &cfg.mac_address)
+                );
             } else {
                 println!("{}", home::ip_for_mac(&cfg.mac_address));
             }

@@ -314,11 +314,13 @@ pub fn ip_for_mac(mac: &str) -> String {
     format!("192.168.64.{host}")
 }
 
-/// The VM's address on the host's loopback (knob `loopback_ips`): stable for `mac`, in
-/// 127.64.0.1-127.64.255.254. Linux routes all of 127.0.0.0/8 to `lo`, so every VM can listen
-/// on the same port at its own address.
-pub fn loopback_ip_for_mac(mac: &str) -> Ipv4Addr {
-    let d = Md5::digest(mac.to_ascii_lowercase().as_bytes());
+/// The VM's address on the host's loopback (knob `loopback_ips`): stable for `mac` in this
+/// `TART_HOME`, in 127.64.0.1-127.64.255.254. Linux routes all of 127.0.0.0/8 to `lo`, so
+/// every VM can listen on the same port at its own address. The home is part of the hash so
+/// that VMs of different homes (parallel tests cloning one image) get different addresses.
+pub fn loopback_ip_for_mac(home: &Path, mac: &str) -> Ipv4Addr {
+    let key = format!("{}\n{}", home.display(), mac.to_ascii_lowercase());
+    let d = Md5::digest(key.as_bytes());
     Ipv4Addr::new(127, 64, d[2], 1 + d[3] % 254)
 }
 
@@ -350,16 +352,19 @@ mod tests {
     }
 
     #[test]
-    fn loopback_ip_is_stable_per_mac_and_in_127_64() {
-        let a = loopback_ip_for_mac("aa:bb:cc:dd:ee:ff");
-        assert_eq!(a, loopback_ip_for_mac("AA:BB:CC:DD:EE:FF"));
-        assert_ne!(a, loopback_ip_for_mac("aa:bb:cc:dd:ee:fe"));
+    fn loopback_ip_is_stable_per_home_and_mac_and_in_127_64() {
+        let home = Path::new("/tmp/home-a");
+        let a = loopback_ip_for_mac(home, "aa:bb:cc:dd:ee:ff");
+        assert_eq!(a, loopback_ip_for_mac(home, "AA:BB:CC:DD:EE:FF"));
+        assert_ne!(a, loopback_ip_for_mac(home, "aa:bb:cc:dd:ee:fe"));
+        let other = Path::new("/tmp/home-b");
+        assert_ne!(a, loopback_ip_for_mac(other, "aa:bb:cc:dd:ee:ff"));
         for mac in [
             "00:00:00:00:00:00",
             "aa:bb:cc:dd:ee:ff",
             "02:11:22:33:44:55",
         ] {
-            let [a, b, _, d] = loopback_ip_for_mac(mac).octets();
+            let [a, b, _, d] = loopback_ip_for_mac(home, mac).octets();
             assert_eq!((a, b), (127, 64), "{mac}");
             assert!((1..=254).contains(&d), "{mac}");
         }

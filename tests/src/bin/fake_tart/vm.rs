@@ -173,7 +173,7 @@ pub async fn run(
         &dir.join(RUN_RECORD),
         &serde_json::to_vec_pretty(&record).unwrap_or_default(),
     )?;
-    let ip = home::loopback_ip_for_mac(&cfg.mac_address);
+    let ip = home::loopback_ip_for_mac(&ctx.home.root, &cfg.mac_address);
     let result = supervise(ctx, &name, action, signals, Endpoints::new(ip, &name)).await;
     let _ = fs::remove_file(dir.join(RUN_RECORD));
     drop(lock);
