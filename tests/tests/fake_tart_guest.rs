@@ -450,3 +450,49 @@ async fn a_slow_agent_answers_after_exec_delay_ms_and_an_unreachable_one_runs_no
     stop(slow).await;
     stop(deaf).await;
 }
+
+#[tokio::test]
+async fn a_guest_launcher_vm_execs_real_processes_in_the_launchers_root() {
+    let knobs = Knobs::new().with_vm("ex-guest", VmKnob::default().running_guest_launcher());
+    let h = home_with(&["ex-guest"], &knobs);
+    let shares = tempfile::tempdir().unwrap();
+    let (control, status) = (shares.path().join("control"), shares.path().join("status"));
+    std::fs::create_dir_all(&status).unwrap();
+    std::fs::create_dir_all(&control).unwrap();
+    std::fs::write(control.join("version"), b"1").unwrap();
+    let dirs = [
+        format!("control:{}:ro", control.display()),
+        format!("status:{}", status.display()),
+    ];
+    let run = h
+        .command(FT)
+        .args(["run", "ex-guest", "--dir", &dirs[0], "--dir", &dirs[1]])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Nothing to run: the launcher leaves `idle` and the VM keeps running.
+    let idle = || std::fs::read_to_string(status.join("state")).is_ok_and(|s| s.trim() == "idle");
+    assert!(poll_until(Duration::from_secs(10), idle).await);
+    let out = h
+        .tart(
+            FT,
+            &[
+                "exec",
+                "ex-guest",
+                "sh",
+                "-c",
+                "test -L 'Volumes/My Shared Files/status' && pwd",
+            ],
+        )
+        .await
+        .unwrap();
+    let root = h.vm_dir("ex-guest").join("guest");
+    assert_eq!(
+        (out.code, out.stdout.trim()),
+        (Some(0), root.to_str().unwrap()),
+        "{out:?}"
+    );
+    stop(run).await;
+}
