@@ -22,7 +22,7 @@ use tracing::{Instrument, debug, info};
 
 use super::{
     check::{Checker, Outcome},
-    model::{ProbeKind, ProbeSet},
+    model::{Action, ProbeKind, ProbeSet},
     state::{ProbeStatus, Probes},
 };
 
@@ -130,15 +130,14 @@ pub fn spawn<C: Checker, R: ProbeReport>(
     let probes = Probes::new(&set);
     let (status_tx, status) = watch::channel(probes.status());
     let (kill_tx, kill) = watch::channel(None);
-    let run = run(
+    let schedule = Schedule {
         set,
         probes,
-        checker,
-        report,
-        container_started,
+        slots: [None; 3],
         status_tx,
         kill_tx,
-    );
+    };
+    let run = run(schedule, checker, report, container_started);
     let task = tokio::spawn(run.instrument(tracing::Span::current()));
     ProberHandle {
         status,
@@ -154,84 +153,111 @@ struct Slot {
     busy: bool,
 }
 
-async fn run<C: Checker, R: ProbeReport>(
+/// The prober's state between awaits: the counting, each probe's schedule, the publishers.
+struct Schedule {
     set: ProbeSet,
-    mut probes: Probes,
+    probes: Probes,
+    slots: [Option<Slot>; 3],
+    status_tx: watch::Sender<ProbeStatus>,
+    kill_tx: watch::Sender<Option<Kill>>,
+}
+
+impl Schedule {
+    /// The probes whose slot has come, marked under way: (kind, action, timeout) each.
+    fn take_due(&mut self, now: Instant) -> Vec<(ProbeKind, Action, Duration)> {
+        let mut due = vec![];
+        for kind in ProbeKind::ALL {
+            let runs = self.probes.runs(kind);
+            let (Some(spec), Some(slot)) = (self.set.get(kind), self.slots[kind.index()].as_mut())
+            else {
+                continue;
+            };
+            if runs && !slot.busy && slot.due <= now {
+                slot.busy = true;
+                due.push((kind, spec.action.clone(), spec.timeout));
+            }
+        }
+        due
+    }
+
+    /// When the next slot comes; `None` when no probe is waiting for one.
+    fn next_wake(&self) -> Option<Instant> {
+        ProbeKind::ALL
+            .into_iter()
+            .filter(|k| self.probes.runs(*k))
+            .filter_map(|k| self.slots[k.index()].filter(|s| !s.busy).map(|s| s.due))
+            .min()
+    }
+
+    /// Count an attempt that ended at `now`, schedule the probe's next one, publish a changed
+    /// status, and a kill when it means one. `true` when probing is over (a kill).
+    fn finished(&mut self, kind: ProbeKind, outcome: &Outcome, now: Instant) -> bool {
+        let container = &self.set.container;
+        let was = self.probes.status();
+        let kill = self.probes.observe(kind, outcome.result());
+        if let (Some(spec), Some(slot)) = (self.set.get(kind), self.slots[kind.index()].as_mut()) {
+            slot.busy = false;
+            slot.due = next_due(slot.due, spec.period, now);
+        }
+        let status = self.probes.status();
+        if status.started && !was.started {
+            info!(%container, "startup probe passed");
+            // Readiness and liveness waited for this: their first attempt is now at the
+            // earliest.
+            for k in [ProbeKind::Readiness, ProbeKind::Liveness] {
+                if let Some(slot) = self.slots[k.index()].as_mut() {
+                    slot.due = slot.due.max(now);
+                }
+            }
+        }
+        if status != was {
+            debug!(%container, ?status, "probe status changed");
+            self.status_tx.send_replace(status);
+        }
+        let Some(kind) = kill else {
+            return false;
+        };
+        info!(%container, probe = kind.as_str(), "probe failed; the container is to be killed");
+        self.kill_tx.send_replace(Some(Kill {
+            kind,
+            message: format!("Container {container} failed {} probe", kind.as_str()),
+            grace: self.set.get(kind).and_then(|s| s.termination_grace),
+        }));
+        true
+    }
+}
+
+async fn run<C: Checker, R: ProbeReport>(
+    mut schedule: Schedule,
     checker: C,
     report: R,
     started: Instant,
-    status_tx: watch::Sender<ProbeStatus>,
-    kill_tx: watch::Sender<Option<Kill>>,
 ) {
     // A container that started before the prober (an agent restart) is probed at once, on a
     // grid from now.
     let spawned = Instant::now();
-    let mut slots = ProbeKind::ALL.map(|k| {
-        set.get(k).map(|s| Slot {
+    for (slot, kind) in schedule.slots.iter_mut().zip(ProbeKind::ALL) {
+        *slot = schedule.set.get(kind).map(|s| Slot {
             due: (started + s.initial_delay).max(spawned),
             busy: false,
-        })
-    });
+        });
+    }
     let mut attempts = FuturesUnordered::new();
     loop {
-        let now = Instant::now();
-        for kind in ProbeKind::ALL {
-            let (Some(spec), Some(slot)) = (set.get(kind), slots[kind.index()].as_mut()) else {
-                continue;
-            };
-            if probes.runs(kind) && !slot.busy && slot.due <= now {
-                slot.busy = true;
-                let checker = &checker;
-                attempts
-                    .push(async move { (kind, checker.check(&spec.action, spec.timeout).await) });
-            }
+        for (kind, action, timeout) in schedule.take_due(Instant::now()) {
+            let checker = &checker;
+            attempts.push(async move { (kind, checker.check(&action, timeout).await) });
         }
-        let wake = ProbeKind::ALL
-            .into_iter()
-            .filter(|k| probes.runs(*k))
-            .filter_map(|k| slots[k.index()].filter(|s| !s.busy).map(|s| s.due))
-            .min();
-        if attempts.is_empty() && wake.is_none() {
-            break; // nothing will ever run again
-        }
+        let wake = schedule.next_wake();
         tokio::select! {
             Some((kind, outcome)) = attempts.next(), if !attempts.is_empty() => {
                 report.attempt(kind, &outcome);
-                let was = probes.status();
-                let kill = probes.observe(kind, outcome.result());
-                let now = Instant::now();
-                if let (Some(spec), Some(slot)) = (set.get(kind), slots[kind.index()].as_mut()) {
-                    slot.busy = false;
-                    slot.due = next_due(slot.due, spec.period, now);
-                }
-                let status = probes.status();
-                if status.started && !was.started {
-                    info!(container = %set.container, "startup probe passed");
-                    // Readiness and liveness waited for this; their next slot is now at the
-                    // earliest.
-                    for k in [ProbeKind::Readiness, ProbeKind::Liveness] {
-                        if let Some(slot) = slots[k.index()].as_mut() {
-                            slot.due = slot.due.max(now);
-                        }
-                    }
-                }
-                if status != was {
-                    debug!(container = %set.container, ?status, "probe status changed");
-                    status_tx.send_replace(status);
-                }
-                if let Some(kind) = kill {
-                    let grace = set.get(kind).and_then(|s| s.termination_grace);
-                    let message = format!(
-                        "Container {} failed {} probe",
-                        set.container,
-                        kind.as_str()
-                    );
-                    info!(container = %set.container, probe = kind.as_str(), "probe failed; container to be killed");
-                    kill_tx.send_replace(Some(Kill { kind, message, grace }));
+                if schedule.finished(kind, &outcome, Instant::now()) {
                     break;
                 }
             }
-            () = sleep_until(wake.unwrap_or(now)), if wake.is_some() => {}
+            () = sleep_until(wake.unwrap_or_else(Instant::now)), if wake.is_some() => {}
+            else => break, // nothing under way and nothing will run again
         }
     }
     // Attempts still under way (other probes, after a kill) are dropped here: their processes
