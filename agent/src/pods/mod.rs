@@ -21,6 +21,7 @@ pub mod logs;
 pub mod metrics;
 pub mod naming;
 pub mod plan;
+pub mod probes;
 pub mod pull;
 pub mod reasons;
 pub mod reconcile;

@@ -1,0 +1,34 @@
+//! Readiness, liveness and startup probes with kubelet's semantics, for one container run (one
+//! VM run).
+//!
+//! Wiring and re-exports only. Pure: [`model`] (the probes read from the container, defaults
+//! and validation), [`state`] (thresholds, gating, `started`/`ready`, kill decisions),
+//! [`url`] (the HTTP probe's URL, headers and status rules). I/O: [`check`] (one attempt, and
+//! [`GuestChecker`]: [`exec`] through `tart exec`, [`http`] and [`tcp`] from the Mac to the
+//! guest), [`prober`] (the task that runs the attempts on time). The Pod's worker spawns a
+//! prober when the VM runs, drops it when the VM exits, turns its status into the Pod's
+//! conditions, its kill into a stop, and its reports into events and metrics. docs/probes.md
+//! describes the behaviour and where it differs from kubelet.
+
+// The worker is the only caller of this interface; parts of it have none elsewhere.
+#![allow(dead_code, unused_imports)]
+
+pub mod check;
+pub mod exec;
+pub mod http;
+pub mod model;
+pub mod prober;
+pub mod state;
+pub mod tcp;
+mod tls;
+pub mod url;
+
+#[cfg(test)]
+pub(crate) mod fixtures;
+
+pub use check::{Checker, GuestChecker, Outcome, ProbeResult};
+pub use model::{Action, HttpGet, ProbeKind, ProbeSet, ProbeSpec, ProbeSpecError, Scheme};
+pub use prober::{
+    EventReason, Kill, ProbeReport, ProberHandle, event_message, event_reason, spawn,
+};
+pub use state::ProbeStatus;
