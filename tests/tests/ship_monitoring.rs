@@ -39,6 +39,7 @@ const AGREED: &[(&str, &str)] = &[
     ("tart_kubelet_vm_exits_total", "counter"),
     ("tart_kubelet_guest_config_errors_total", "counter"),
     ("tart_kubelet_guest_volume_updates_total", "counter"),
+    ("tart_kubelet_probe_results_total", "counter"),
 ];
 
 fn repo() -> PathBuf {

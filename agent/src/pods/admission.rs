@@ -14,6 +14,7 @@ use k8s_openapi::api::core::v1::Pod;
 use super::{
     fields,
     image::ImageRef,
+    probes::ProbeSet,
     resources::{RawResources, raw_resources},
 };
 
@@ -59,11 +60,13 @@ pub enum RejectReason {
     OutOfDisk,
     /// Image is not a remote OCI reference.
     InvalidImage,
+    /// A probe the agent cannot run (a `grpc` probe, a named port the container lacks).
+    Probe,
 }
 
 impl RejectReason {
     /// Every reason, for pre-registering metric label sets.
-    pub const ALL: [RejectReason; 9] = [
+    pub const ALL: [RejectReason; 10] = [
         Self::ContainerCount,
         Self::InitContainers,
         Self::EphemeralContainers,
@@ -73,6 +76,7 @@ impl RejectReason {
         Self::OutOfMemory,
         Self::OutOfDisk,
         Self::InvalidImage,
+        Self::Probe,
     ];
 
     /// Metric label value.
@@ -87,6 +91,7 @@ impl RejectReason {
             Self::OutOfMemory => "out_of_memory",
             Self::OutOfDisk => "out_of_disk",
             Self::InvalidImage => "invalid_image",
+            Self::Probe => "probe",
         }
     }
 
@@ -102,6 +107,7 @@ impl RejectReason {
             Self::OutOfMemory => "OutOfmemory",
             Self::OutOfDisk => "OutOfephemeral-storage",
             Self::InvalidImage => "InvalidImageName",
+            Self::Probe => "UnsupportedProbe",
         }
     }
 }
@@ -189,6 +195,7 @@ pub fn admit(pod: &Pod, host: &HostLimits) -> Result<Admitted, Rejection> {
     }
     let image = ImageRef::parse(c.image.as_deref().unwrap_or_default())
         .map_err(|e| reject(RejectReason::InvalidImage, e.to_string()))?;
+    ProbeSet::from_container(c).map_err(|e| reject(RejectReason::Probe, e.to_string()))?;
     let resources =
         raw_resources(c).map_err(|e| reject(RejectReason::InvalidResources, e.to_string()))?;
     let checks = [

@@ -10,7 +10,7 @@ use std::time::Duration;
 use kube::runtime::events::EventType;
 use tart::ErrorKind;
 
-use super::{admission::RejectReason, reasons::host_fault_reason};
+use super::{admission::RejectReason, probes::EventReason, reasons::host_fault_reason};
 
 /// Something worth an event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -115,6 +115,19 @@ pub enum Occurrence {
     },
     /// `activeDeadlineSeconds` passed.
     DeadlineExceeded,
+    /// A probe attempt failed or errored (`Unhealthy`), or passed with a remark
+    /// (`ProbeWarning`, e.g. a redirect to another host, not followed).
+    Probe {
+        /// `Unhealthy` or `ProbeWarning`.
+        reason: EventReason,
+        /// Kubelet's words, e.g. `Readiness probe failed: HTTP probe failed with statuscode: 500`.
+        message: String,
+    },
+    /// The VM's job is stopped because its liveness or startup probe failed.
+    ProbeKilling {
+        /// `Container <name> failed liveness probe[, will be restarted]`.
+        message: String,
+    },
 }
 
 /// The kind of an occurrence: with a sequence number, what the sink dedupes on.
@@ -158,6 +171,10 @@ pub enum EventKind {
     VolumeUpdateFailed,
     /// [`Occurrence::DeadlineExceeded`].
     DeadlineExceeded,
+    /// [`Occurrence::Probe`].
+    Probe,
+    /// [`Occurrence::ProbeKilling`].
+    ProbeKilling,
 }
 
 impl Occurrence {
@@ -183,6 +200,8 @@ impl Occurrence {
             Self::PodIpUnknown { .. } => EventKind::PodIpUnknown,
             Self::VolumeUpdateFailed { .. } => EventKind::VolumeUpdateFailed,
             Self::DeadlineExceeded => EventKind::DeadlineExceeded,
+            Self::Probe { .. } => EventKind::Probe,
+            Self::ProbeKilling { .. } => EventKind::ProbeKilling,
         }
     }
 }
@@ -379,6 +398,10 @@ pub fn spec(o: &Occurrence) -> EventSpec {
             DEADLINE_MESSAGE.to_owned(),
             "Kill",
         ),
+        Occurrence::Probe { reason, message } => {
+            (Warning, reason.as_str(), message.clone(), "Probe")
+        }
+        Occurrence::ProbeKilling { message } => (Normal, "Killing", message.clone(), "Kill"),
     };
     EventSpec {
         type_,
@@ -412,6 +435,22 @@ mod tests {
         );
         let s = spec(&Occurrence::CreatingVm { vm: "tkl-1".into() });
         assert_eq!(s.reason, "CreatingVM");
+    }
+
+    #[test]
+    fn probe_events_use_kubelets_words() {
+        let s = spec(&Occurrence::Probe {
+            reason: EventReason::Unhealthy,
+            message: "Readiness probe failed: HTTP probe failed with statuscode: 500".into(),
+        });
+        assert_eq!(
+            (s.type_, s.reason.as_str()),
+            (EventType::Warning, "Unhealthy")
+        );
+        let s = spec(&Occurrence::ProbeKilling {
+            message: "Container job failed liveness probe, will be restarted".into(),
+        });
+        assert_eq!((s.type_, s.reason.as_str()), (EventType::Normal, "Killing"));
     }
 
     #[test]

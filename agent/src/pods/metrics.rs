@@ -15,7 +15,10 @@ use prometheus_client::{
 };
 use tart::{Attempt, AttemptOutcome, ErrorKind, Observer, Op};
 
-use super::admission::RejectReason;
+use super::{
+    admission::RejectReason,
+    probes::{ProbeKind, ProbeResult},
+};
 use crate::metrics::{OutcomeLabels, register};
 
 /// Buckets for VM-scale durations: a start that takes hours must not hide in the top bucket.
@@ -87,6 +90,7 @@ labels!(KindLabels { kind });
 labels!(AgeLabels { age });
 labels!(StateLabels { state });
 labels!(ReasonLabels { reason });
+labels!(ProbeLabels { probe, result });
 
 /// The Pod-side metrics. Clones share the same series.
 #[derive(Clone, Debug)]
@@ -133,6 +137,8 @@ pub struct PodMetrics {
     /// `guest_volume_updates_total{outcome}`: refreshes of Secret/ConfigMap/token volumes that
     /// changed files (`updated`) or failed (`error`).
     pub guest_volume_updates: Family<OutcomeLabels, Counter>,
+    /// `probe_results_total{probe,result}`: readiness, liveness and startup probe attempts.
+    pub probe_results: Family<ProbeLabels, Counter>,
 }
 
 /// `kind` values of `guest_config_errors_total` (`ConfigError::kind`).
@@ -188,6 +194,7 @@ impl PodMetrics {
             vm_exits: Family::default(),
             guest_config_errors: Family::default(),
             guest_volume_updates: Family::default(),
+            probe_results: Family::default(),
         };
         let r = registry.sub_registry_with_prefix("tart_kubelet");
         register!(r;
@@ -211,6 +218,7 @@ impl PodMetrics {
             "vm_exits", "VM exits by reason" => m.vm_exits;
             "guest_config_errors", "Containers that could not be configured, by error kind" => m.guest_config_errors;
             "guest_volume_updates", "Secret, ConfigMap and token volume refreshes that changed files or failed" => m.guest_volume_updates;
+            "probe_results", "Probe attempts by probe (startup, readiness, liveness) and result (success, failure, error)" => m.probe_results;
         );
         m.precreate();
         m
@@ -260,6 +268,14 @@ impl PodMetrics {
             let _ = self
                 .guest_volume_updates
                 .get_or_create(&OutcomeLabels { outcome });
+        }
+        for probe in ProbeKind::ALL {
+            for result in ProbeResult::ALL {
+                let _ = self.probe_results.get_or_create(&ProbeLabels {
+                    probe: probe.as_str(),
+                    result: result.as_str(),
+                });
+            }
         }
         for reason in ["completed", "failed", "signaled", "unknown"] {
             let _ = self.vm_exits.get_or_create(&ReasonLabels { reason });

@@ -43,6 +43,13 @@ impl RestartPolicy {
             Self::Never => false,
         }
     }
+
+    /// Whether a run the agent ended for a failed liveness or startup probe is started again:
+    /// unless the policy is `Never`, whatever its exit code (kubelet restarts a container it
+    /// killed for a probe even when the container then exits 0).
+    pub fn restarts_after_probe_kill(self) -> bool {
+        self != Self::Never
+    }
 }
 
 /// What the API tells us about the Pod.
@@ -107,6 +114,8 @@ pub struct VmFacts {
     pub finished: bool,
     /// How many times the VM was started again after an exit.
     pub restarts: u32,
+    /// The current or last run was ended by the agent for a failed liveness or startup probe.
+    pub probe_killed: bool,
 }
 
 /// What to do next for one Pod: one step on the Pod object, one on its VM.
@@ -244,7 +253,8 @@ fn vm_step(pod: &PodFacts, vm: &VmFacts, now: Instant) -> VmStep {
         Process::Running { marked: false, .. } => return VmStep::MarkRunning,
         Process::Running { .. } => return VmStep::Idle,
         Process::Exited { code } => {
-            return if pod.restart_policy.restarts(code) {
+            let rp = pod.restart_policy;
+            return if rp.restarts(code) || (vm.probe_killed && rp.restarts_after_probe_kill()) {
                 VmStep::Restart(crash_backoff(vm.restarts))
             } else {
                 VmStep::Finish
@@ -415,6 +425,13 @@ mod tests {
         let ten = vm_step(VmStep::Restart(Duration::from_secs(10)));
         assert_eq!(plan(&with(OnFailure), &exited(1), now), ten);
         assert_eq!(plan(&with(Always), &exited(0), now), ten);
+        let probe_killed = |code| VmFacts {
+            probe_killed: true,
+            ..exited(code)
+        };
+        assert_eq!(plan(&with(OnFailure), &probe_killed(0), now), ten);
+        assert_eq!(plan(&with(Always), &probe_killed(0), now), ten);
+        assert_eq!(plan(&with(Never), &probe_killed(137), now), finish);
         let third = VmFacts {
             restarts: 2,
             ..exited(3)

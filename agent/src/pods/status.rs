@@ -55,7 +55,9 @@ pub enum ContainerView {
     Running {
         /// Start of this run.
         started_at: Timestamp,
-        /// The guest has an IP.
+        /// Past its startup probe (always, without one): the container status's `started`.
+        started: bool,
+        /// Ready: started, the guest has an IP, and the readiness probe (if any) passes.
         ready: bool,
     },
     /// Exited for good.
@@ -274,7 +276,10 @@ fn observed_status(o: &Observation, current: Option<&PodStatus>, now: Timestamp)
         image_id: o.image_id.clone().unwrap_or_default(),
         container_id: o.vm.as_ref().map(|vm| format!("tart://{vm}")),
         ready,
-        started: Some(matches!(o.state, ContainerView::Running { .. })),
+        started: Some(matches!(
+            o.state,
+            ContainerView::Running { started: true, .. }
+        )),
         restart_count: i32::try_from(o.restart_count).unwrap_or(i32::MAX),
         state: Some(container_state(&o.state)),
         last_state: o.last_terminated.as_ref().map(|t| ContainerState {

@@ -109,16 +109,16 @@ pub const CONTAINER: &[Field] = &[
     f("image", Honoured),
     f("imagePullPolicy", Honoured),
     f("lifecycle", Warned(Empty)),
-    f("livenessProbe", Warned(Empty)),
+    f("livenessProbe", Partly(PROBE)),
     f("name", Honoured),
     f("ports", Partly(CONTAINER_PORT)),
-    f("readinessProbe", Warned(Empty)),
+    f("readinessProbe", Partly(PROBE)),
     f("resizePolicy", Partly(CONTAINER_RESIZE_POLICY)),
     f("resources", Partly(RESOURCE_REQUIREMENTS)),
     f("restartPolicy", Warned(Empty)),
     f("restartPolicyRules", Warned(Empty)),
     f("securityContext", Partly(SECURITY_CONTEXT)),
-    f("startupProbe", Warned(Empty)),
+    f("startupProbe", Partly(PROBE)),
     f("stdin", Warned(Empty)),
     f("stdinOnce", Warned(Empty)),
     f("terminationMessagePath", Honoured),
@@ -127,6 +127,21 @@ pub const CONTAINER: &[Field] = &[
     f("volumeDevices", Rejected),
     f("volumeMounts", Partly(VOLUME_MOUNT)),
     f("workingDir", Honoured),
+];
+
+/// `Probe` (liveness, readiness, startup): run from the Mac (`httpGet`, `tcpSocket`) or in the
+/// guest through `tart exec` (`exec`); admission rejects a `grpc` probe.
+pub const PROBE: &[Field] = &[
+    f("exec", Honoured),
+    f("failureThreshold", Honoured),
+    f("grpc", Rejected),
+    f("httpGet", Honoured),
+    f("initialDelaySeconds", Honoured),
+    f("periodSeconds", Honoured),
+    f("successThreshold", Honoured),
+    f("tcpSocket", Honoured),
+    f("terminationGracePeriodSeconds", Honoured),
+    f("timeoutSeconds", Honoured),
 ];
 
 /// `ContainerPort`. kubelet itself ignores `containerPort` (it only documents the port), so

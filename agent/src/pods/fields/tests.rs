@@ -2,8 +2,8 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
     Container, ContainerPort, ContainerResizePolicy, EmptyDirVolumeSource, PodSecurityContext,
-    PodSpec, ProjectedVolumeSource, ResourceRequirements, SecurityContext, Volume, VolumeMount,
-    VolumeProjection,
+    PodSpec, Probe, ProjectedVolumeSource, ResourceRequirements, SecurityContext, Volume,
+    VolumeMount, VolumeProjection,
 };
 use serde::de::{self, Deserialize, Deserializer, Visitor};
 use serde_json::{Value, json};
@@ -16,6 +16,7 @@ fn tables() -> Vec<(&'static str, &'static [Field], &'static [&'static str])> {
     vec![
         ("PodSpec", POD_SPEC, fields_of::<PodSpec>()),
         ("Container", CONTAINER, fields_of::<Container>()),
+        ("Probe", PROBE, fields_of::<Probe>()),
         (
             "ContainerPort",
             CONTAINER_PORT,
@@ -209,14 +210,10 @@ fn unhonoured_fields_are_reported_by_path() {
     let cases: Vec<(Value, Value, Vec<&str>)> = vec![
         (
             json!({}),
-            json!({"livenessProbe": {"exec": {"command": ["true"]}},
+            json!({"livenessProbe": {"exec": {"command": ["true"]}, "periodSeconds": 5},
                    "readinessProbe": {"tcpSocket": {"port": 22}},
-                   "startupProbe": {"exec": {"command": ["true"]}}}),
-            vec![
-                "spec.containers[0].livenessProbe",
-                "spec.containers[0].readinessProbe",
-                "spec.containers[0].startupProbe",
-            ],
+                   "startupProbe": {"httpGet": {"port": 80}, "failureThreshold": 30}}),
+            vec![],
         ),
         (
             json!({}),

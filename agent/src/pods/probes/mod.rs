@@ -10,9 +10,6 @@
 //! conditions, its kill into a stop, and its reports into events and metrics. docs/probes.md
 //! describes the behaviour and where it differs from kubelet.
 
-// The worker is the only caller of this interface; parts of it have none elsewhere.
-#![allow(dead_code, unused_imports)]
-
 pub mod check;
 pub mod exec;
 pub mod http;
@@ -26,8 +23,8 @@ pub mod url;
 #[cfg(test)]
 pub(crate) mod fixtures;
 
-pub use check::{Checker, GuestChecker, Outcome, ProbeResult};
-pub use model::{Action, HttpGet, ProbeKind, ProbeSet, ProbeSpec, ProbeSpecError, Scheme};
+pub use check::{GuestChecker, Outcome, ProbeResult};
+pub use model::{ProbeKind, ProbeSet};
 pub use prober::{
     EventReason, Kill, ProbeReport, ProberHandle, event_message, event_reason, spawn,
 };

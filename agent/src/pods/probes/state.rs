@@ -140,6 +140,7 @@ impl Probes {
     }
 
     /// Whether a kill was decided.
+    #[cfg(test)]
     pub fn halted(&self) -> bool {
         self.halted
     }

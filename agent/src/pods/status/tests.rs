@@ -26,6 +26,7 @@ fn obs(state: ContainerView) -> Observation {
 fn running(ready: bool) -> ContainerView {
     ContainerView::Running {
         started_at: t(1_700_000_050),
+        started: true,
         ready,
     }
 }

@@ -8,7 +8,11 @@
 //! process group of a dropped call. `tart run` is never cancelled half-way: it is bounded by its
 //! start window. Time is tokio's, so tests can pause it.
 
-use std::{net::Ipv4Addr, sync::Arc, time::Duration};
+use std::{
+    net::Ipv4Addr,
+    sync::{Arc, atomic::AtomicU32},
+    time::Duration,
+};
 
 use k8s_openapi::{
     api::core::v1::{ObjectReference, Pod},
@@ -25,6 +29,7 @@ use super::{
     logs::CollectorHandle,
     metrics::PodOnce,
     plan::{PodFacts, Process, VmFacts, VmStep, plan},
+    probes::prober::ProberHandle,
     reasons::{TerminatedReason, WaitingReason},
     resources::VmResources,
     status::{ContainerView, Terminated},
@@ -34,6 +39,7 @@ use crate::slots::SlotGuard;
 mod context;
 mod guest;
 mod outcomes;
+mod probing;
 mod steps;
 
 pub use context::{Waker, WorkerConfig, WorkerContext};
@@ -186,7 +192,14 @@ struct Worker<T: Tart> {
     refresher: Option<RefreshTask>,
     /// Copies the run's output into the Pod's log; dropped (after a last read) when it ends.
     collector: Option<CollectorHandle>,
+    /// Probes the running guest; dropped when the run ends.
+    prober: Option<ProberHandle>,
+    /// Numbers the Pod's `Unhealthy` events across runs.
+    unhealthy_seq: Arc<AtomicU32>,
 }
+
+/// How long a stopped VM's `tart run` may take to exit after `tart stop` returned.
+const STOP_SLACK: Duration = Duration::from_secs(10);
 
 /// Measures the agent's own time per Pod before `tart run`: since the worker first saw the Pod,
 /// less the time spent in steps that are not the agent's own work (tart operations, slot
@@ -252,6 +265,8 @@ impl<T: Tart> Worker<T> {
             tokens: None,
             refresher: None,
             collector: None,
+            prober: None,
+            unhealthy_seq: Arc::new(AtomicU32::new(0)),
         };
         w.begin(start);
         w.state.facts.restarts = prior_restarts;
@@ -306,8 +321,10 @@ impl<T: Tart> Worker<T> {
                 let started_at = started_at.unwrap_or_else(|| {
                     Timestamp::try_from(vm.started_at()).unwrap_or_else(|_| Timestamp::now())
                 });
+                // Started before the agent restarted: its startup probe is not run again.
                 self.state.view = ContainerView::Running {
                     started_at,
+                    started: true,
                     ready: false,
                 };
                 self.state.adopted = true;
@@ -384,7 +401,7 @@ impl<T: Tart> Worker<T> {
                 true
             }
             VmStep::WaitIp => {
-                self.wait_ip().await;
+                self.wait_ip(input).await;
                 true
             }
             VmStep::MarkRunning => {
@@ -452,9 +469,17 @@ impl<T: Tart> Worker<T> {
             }
         };
         let sleep = tokio::time::sleep(max.unwrap_or(Duration::from_secs(3600)));
+        let probe = probing::next_event(self.prober.as_mut());
         tokio::select! {
             _ = self.input.changed() => {}
             info = exit => self.on_exit(info),
+            ev = probe => match ev {
+                probing::ProbeEvent::Status => self.probe_changed(),
+                probing::ProbeEvent::Kill(kill) => {
+                    let input = self.input.borrow().clone();
+                    self.probe_kill(&input, kill).await;
+                }
+            },
             _ = sleep => {}
         }
     }

@@ -73,6 +73,7 @@ impl<T: Tart> Worker<T> {
         self.state.facts.process = Process::Exited { code };
         self.state.facts.slot_held = false;
         self.refresher = None;
+        self.prober = None;
         if let Some(c) = self.collector.take() {
             // The last of the run's output is copied and the run marked ended in the
             // background: the exit is handled at once.
@@ -107,6 +108,7 @@ impl<T: Tart> Worker<T> {
         let term = self.pending_exit.take();
         self.state.last_terminated = term.or(self.state.last_terminated.take());
         self.state.facts.restarts += 1;
+        self.state.facts.probe_killed = false;
         self.state.facts.process = Process::None;
         self.state.facts.blocked_until = Some(Instant::now() + backoff);
         self.state.view = ContainerView::waiting(

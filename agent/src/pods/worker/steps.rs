@@ -244,6 +244,7 @@ impl<T: Tart> Worker<T> {
                 };
                 self.state.view = ContainerView::Running {
                     started_at: started_ts,
+                    started: Self::starts_unprobed(input),
                     ready: false,
                 };
                 info!("vm started");
@@ -277,7 +278,7 @@ impl<T: Tart> Worker<T> {
         info!(ip = ?self.state.pod_ip, "vm running");
     }
 
-    pub(super) async fn wait_ip(&mut self) {
+    pub(super) async fn wait_ip(&mut self, input: &WorkerInput) {
         let tart = self.ctx.tart.clone();
         let vm = self.state.vm.clone();
         let Some(proc) = self.proc.clone() else {
@@ -297,9 +298,7 @@ impl<T: Tart> Worker<T> {
                         }
                         self.state.pod_ip = Some(ip);
                         self.state.facts.process = Process::Running { has_ip: true, marked: false };
-                        if let ContainerView::Running { ready, .. } = &mut self.state.view {
-                            *ready = true;
-                        }
+                        self.start_probing(input);
                     }
                     Err(error) => {
                         warn!(%error, "no IP yet; asking again");
@@ -320,6 +319,7 @@ impl<T: Tart> Worker<T> {
             self.state.facts.process = Process::Exited { code: 0 };
             return;
         };
+        self.prober = None;
         let occ = Occurrence::Killing {
             container: input.container.clone(),
         };
@@ -329,7 +329,7 @@ impl<T: Tart> Worker<T> {
         match tart.stop(&proc, input.grace).await {
             Ok(outcome) => {
                 info!(outcome = outcome.as_str(), "vm stopped");
-                let info = tokio::time::timeout(Duration::from_secs(10), proc.wait()).await;
+                let info = tokio::time::timeout(super::STOP_SLACK, proc.wait()).await;
                 let info = info.unwrap_or(tart::ExitInfo {
                     reason: tart::ExitReason::Signaled,
                     code: None,
