@@ -1,4 +1,4 @@
-//! One probe attempt: its [`Outcome`], the [`Checker`] seam the prober calls, and
+//! One probe attempt: the [`Checker`] seam the prober calls, and
 //! [`GuestChecker`], the real one — `tart exec` into the guest ([`exec`](super::exec)), HTTP
 //! ([`http`](super::http)) and TCP ([`tcp`](super::tcp)) from the Mac to the guest's IP.
 //! Scheduling and thresholds are the prober's.
@@ -7,58 +7,7 @@ use std::{future::Future, net::Ipv4Addr, sync::Arc, time::Duration};
 
 use tart::{Tart, VmName};
 
-use super::{exec, http, model::Action, tcp};
-
-/// How one attempt ended, with kubelet's text for it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
-    /// The check passed.
-    Success,
-    /// The check passed, with a remark worth an event (an HTTP redirect to another host that
-    /// was not followed: kubelet's `ProbeWarning`).
-    Warning(String),
-    /// The check failed: counts towards `failureThreshold`.
-    Failure(String),
-    /// The check could not be made (VM not running, `tart` missing): thrown away, counted
-    /// neither way, but reported.
-    Error(String),
-}
-
-/// The closed result of an attempt, for metric labels.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ProbeResult {
-    /// Success or warning.
-    Success,
-    /// Failure.
-    Failure,
-    /// The attempt could not be made.
-    Error,
-}
-
-impl ProbeResult {
-    /// Every result, for pre-creating metric series.
-    pub const ALL: [ProbeResult; 3] = [Self::Success, Self::Failure, Self::Error];
-
-    /// Metric label value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Success => "success",
-            Self::Failure => "failure",
-            Self::Error => "error",
-        }
-    }
-}
-
-impl Outcome {
-    /// The closed result (a warning is a success, as kubelet counts it).
-    pub fn result(&self) -> ProbeResult {
-        match self {
-            Self::Success | Self::Warning(_) => ProbeResult::Success,
-            Self::Failure(_) => ProbeResult::Failure,
-            Self::Error(_) => ProbeResult::Error,
-        }
-    }
-}
+use super::{exec, http, model::Action, outcome::Outcome, tcp};
 
 /// Makes one probe attempt. Implementations bound the attempt by `timeout` themselves and leave
 /// nothing behind (process, socket, task) when the returned future ends or is dropped.
@@ -163,12 +112,5 @@ mod tests {
             "the VM is not running: {got:?}"
         );
         assert_eq!(tart.calls_of(tart::Op::Exec), ["tk-vm"]);
-    }
-
-    #[test]
-    fn results_have_stable_labels() {
-        let labels: Vec<_> = ProbeResult::ALL.iter().map(|r| r.as_str()).collect();
-        assert_eq!(labels, ["success", "failure", "error"]);
-        assert_eq!(Outcome::Warning("w".into()).result(), ProbeResult::Success);
     }
 }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use tart::{ErrorKind, ExecOutput, Tart, VmName};
 
-use super::check::Outcome;
+use super::outcome::Outcome;
 
 /// Most bytes of output kept, as kubelet's exec prober keeps (10 KiB).
 pub const MAX_OUTPUT: usize = 10 << 10;

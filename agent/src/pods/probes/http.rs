@@ -19,8 +19,8 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_rustls::TlsConnector;
 
 use super::{
-    check::Outcome,
     model::{HttpGet, Scheme},
+    outcome::Outcome,
     tcp::{dial, os_text},
     tls::insecure_connector,
     url::{MAX_REDIRECTS, Url, host_header, is_followed_redirect, request_headers, status_outcome},
@@ -29,7 +29,7 @@ use super::{
 /// Most body bytes read, as kubelet reads (10 KiB); the rest is left unread.
 pub const MAX_BODY: usize = 10 << 10;
 
-/// The HTTP side of [`GuestChecker`](super::check::GuestChecker).
+/// The HTTP side of `GuestChecker`.
 pub struct HttpClient {
     tls: TlsConnector,
 }

@@ -14,6 +14,7 @@ pub mod check;
 pub mod exec;
 pub mod http;
 pub mod model;
+pub mod outcome;
 pub mod prober;
 pub mod state;
 pub mod tcp;
@@ -23,9 +24,10 @@ pub mod url;
 #[cfg(test)]
 pub(crate) mod fixtures;
 
-pub use check::{GuestChecker, Outcome, ProbeResult};
+pub use check::GuestChecker;
 pub use model::{ProbeKind, ProbeSet};
+pub use outcome::{Outcome, ProbeResult};
 pub use prober::{
-    EventReason, Kill, ProbeReport, ProberHandle, event_message, event_reason, spawn,
+    EventReason, Kill, ProbeReport, ProberEvent, ProberHandle, event_message, event_reason, spawn,
 };
 pub use state::ProbeStatus;

@@ -21,8 +21,9 @@ use tokio::{
 use tracing::{Instrument, debug, info};
 
 use super::{
-    check::{Checker, Outcome},
+    check::Checker,
     model::{Action, ProbeKind, ProbeSet},
+    outcome::Outcome,
     state::{ProbeStatus, Probes},
 };
 
@@ -111,6 +112,37 @@ pub struct ProberHandle {
     /// handle drops, also once probing is over.
     pub kill: watch::Receiver<Option<Kill>>,
     task: AbortHandle,
+}
+
+/// What a prober says next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProberEvent {
+    /// `started` or `ready` may have changed: read [`ProberHandle::status`].
+    Status,
+    /// Liveness or startup failed for good.
+    Kill(Kill),
+}
+
+impl ProberHandle {
+    /// The prober's next word; never, once it has nothing more to say.
+    pub async fn next(&mut self) -> ProberEvent {
+        loop {
+            tokio::select! {
+                r = self.status.changed() => match r {
+                    Ok(()) => return ProberEvent::Status,
+                    Err(_) => return std::future::pending().await,
+                },
+                r = self.kill.changed() => {
+                    if r.is_err() {
+                        return std::future::pending().await;
+                    }
+                    if let Some(kill) = self.kill.borrow_and_update().clone() {
+                        return ProberEvent::Kill(kill);
+                    }
+                }
+            }
+        }
+    }
 }
 
 impl Drop for ProberHandle {

@@ -8,9 +8,9 @@ use std::{
 
 use super::*;
 use crate::pods::probes::{
-    check::ProbeResult,
     fixtures::{SpecExt, set, spec},
     model::{Action, ProbeKind::*},
+    outcome::ProbeResult,
 };
 
 const DEADLINE: Duration = Duration::from_secs(3600);

@@ -6,7 +6,7 @@ use std::{io, net::SocketAddr, time::Duration};
 
 use tokio::net::TcpStream;
 
-use super::check::Outcome;
+use super::outcome::Outcome;
 
 /// One attempt: a TCP connection to `host:port` opened within `timeout`, then closed.
 pub async fn check(host: &str, port: u16, timeout: Duration) -> Outcome {

@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use super::{check::Outcome, model::Scheme, tcp::join_host_port};
+use super::{model::Scheme, outcome::Outcome, tcp::join_host_port};
 
 /// kubelet's `User-Agent` for probes: `kube-probe/<major>.<minor>` of the API level the node
 /// reports (`kubeletVersion` v1.37).

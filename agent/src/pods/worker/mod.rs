@@ -29,7 +29,7 @@ use super::{
     logs::CollectorHandle,
     metrics::PodOnce,
     plan::{PodFacts, Process, VmFacts, VmStep, plan},
-    probes::prober::ProberHandle,
+    probes::{ProberEvent, ProberHandle},
     reasons::{TerminatedReason, WaitingReason},
     resources::VmResources,
     status::{ContainerView, Terminated},
@@ -469,13 +469,19 @@ impl<T: Tart> Worker<T> {
             }
         };
         let sleep = tokio::time::sleep(max.unwrap_or(Duration::from_secs(3600)));
-        let probe = probing::next_event(self.prober.as_mut());
+        let prober = self.prober.as_mut();
+        let probe = async move {
+            match prober {
+                Some(p) => p.next().await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             _ = self.input.changed() => {}
             info = exit => self.on_exit(info),
             ev = probe => match ev {
-                probing::ProbeEvent::Status => self.probe_changed(),
-                probing::ProbeEvent::Kill(kill) => {
+                ProberEvent::Status => self.probe_changed(),
+                ProberEvent::Kill(kill) => {
                     let input = self.input.borrow().clone();
                     self.probe_kill(&input, kill).await;
                 }

@@ -18,10 +18,7 @@ use super::{Worker, WorkerInput};
 use crate::pods::{
     events::Occurrence,
     metrics::{PodMetrics, ProbeLabels},
-    probes::{
-        self, GuestChecker, Kill, Outcome, ProbeKind, ProbeReport, ProbeSet, ProbeStatus,
-        ProberHandle,
-    },
+    probes::{self, GuestChecker, Kill, Outcome, ProbeKind, ProbeReport, ProbeSet, ProbeStatus},
     sink::EventSink,
     status::ContainerView,
 };
@@ -151,37 +148,6 @@ impl<T: Tart> Worker<T> {
         match info {
             Ok(info) => self.on_exit(info),
             Err(_) => warn!("the vm did not exit after its stop; still waiting"),
-        }
-    }
-}
-
-/// What the prober said.
-pub enum ProbeEvent {
-    /// `started` or `ready` may have changed.
-    Status,
-    /// A liveness or startup probe failed for good.
-    Kill(Kill),
-}
-
-/// The prober's next word; never, without a prober or once it has ended.
-pub async fn next_event(p: Option<&mut ProberHandle>) -> ProbeEvent {
-    let Some(p) = p else {
-        return std::future::pending().await;
-    };
-    loop {
-        tokio::select! {
-            r = p.status.changed() => match r {
-                Ok(()) => return ProbeEvent::Status,
-                Err(_) => return std::future::pending().await,
-            },
-            r = p.kill.changed() => {
-                if r.is_err() {
-                    return std::future::pending().await;
-                }
-                if let Some(kill) = p.kill.borrow_and_update().clone() {
-                    return ProbeEvent::Kill(kill);
-                }
-            }
         }
     }
 }
