@@ -16,7 +16,12 @@
 
 mod pod_support;
 
-use std::{fmt, path::Path, process::Stdio, time::Duration};
+use std::{
+    fmt,
+    path::{Path, PathBuf},
+    process::Stdio,
+    time::Duration,
+};
 
 use k8s_openapi::{api::core::v1::Node, jiff::Timestamp};
 use kube::Api;
@@ -39,14 +44,16 @@ const STEADY_US: u64 = 10_000;
 /// How long one follower may take to deliver a whole job's output.
 const COLLECT: Duration = Duration::from_secs(120);
 
-/// The guest job: prints `ready`, waits for the file `go`, then prints `lines` lines
+/// The guest job: prints `ready`, waits for the file `go` (giving up with exit 1 after
+/// 120 s, so a job whose test died does not wait forever), then prints `lines` lines
 /// `<write time, µs since the epoch> <n>` on a fixed schedule of one per `period_us` (0: as
 /// fast as the shell prints), and exits 0. The time is read in the `printf` that writes the
 /// line; the launcher's `tee` copies it to the status share unbuffered.
 fn job_script(go: &Path, lines: u32, period_us: u64) -> String {
     format!(
         r#"echo ready
-while [ ! -e '{go}' ]; do sleep 0.02; done
+give_up=$((EPOCHSECONDS + 120))
+while [ ! -e '{go}' ]; do ((EPOCHSECONDS < give_up)) || exit 1; sleep 0.02; done
 start=${{EPOCHREALTIME/[.,]/}}
 for ((i = 1; i <= {lines}; i++)); do
   printf '%s %d\n' "${{EPOCHREALTIME/[.,]/}}" "$i"
@@ -220,17 +227,21 @@ impl Bench {
         Bench { env, port, go }
     }
 
-    /// Creates the job's Pod and waits until it runs.
-    async fn job(&self, name: &str, lines: u32, period_us: u64) {
+    /// Creates the job's Pod and waits until it runs; the Pod's `stdout` in the status share.
+    async fn job(&self, name: &str, lines: u32, period_us: u64) -> PathBuf {
         let mut pod = self.env.pod(name);
         let spec = pod.spec.as_mut().unwrap();
         spec.restart_policy = Some("Never".into());
         let script = job_script(&self.go.path().join(name), lines, period_us);
         spec.containers[0].command = Some(vec!["/bin/bash".into(), "-c".into(), script]);
-        self.env.create(&pod).await;
+        let pod = self.env.create(&pod).await;
         self.env
             .wait_pod(name, "Running", |p| phase(p) == "Running")
             .await;
+        self.env
+            .guest_dir
+            .join(Env::vm_of(&pod))
+            .join("status/stdout")
     }
 
     /// Starts following `pod` and waits until its `ready` line came through.
@@ -321,6 +332,40 @@ fn report(label: &str, samples: &[Sample], lines: u32) -> Summary {
     total
 }
 
+/// When each job line appeared in the status share's `stdout` (the launcher's `tee` wrote
+/// it), seen by reading the file every millisecond: (n, µs since the epoch), until `lines`
+/// lines or `COLLECT` has passed. The share sits between the guest and the collector, so this
+/// splits the collector's part into the guest's write and the collector's poll.
+async fn watch_status(path: PathBuf, lines: u32) -> Vec<(u32, i64)> {
+    let mut seen = Vec::with_capacity(lines as usize);
+    let (mut offset, mut carry) = (0usize, String::new());
+    let mut tick = tokio::time::interval(Duration::from_millis(1));
+    let _ = tokio::time::timeout(COLLECT, async {
+        while seen.len() < lines as usize {
+            tick.tick().await;
+            let Ok(data) = std::fs::read(&path) else {
+                continue;
+            };
+            let now = now_us();
+            carry.push_str(&String::from_utf8_lossy(&data[offset.min(data.len())..]));
+            offset = data.len();
+            while let Some(i) = carry.find('\n') {
+                let line: String = carry.drain(..=i).collect();
+                if let Some(n) = line
+                    .trim_end()
+                    .split(' ')
+                    .nth(1)
+                    .and_then(|n| n.parse().ok())
+                {
+                    seen.push((n, now));
+                }
+            }
+        }
+    })
+    .await;
+    seen
+}
+
 fn mib(bytes: u64) -> String {
     format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
 }
@@ -345,6 +390,14 @@ async fn sample_rss(pid: u32, mut stop: tokio::sync::oneshot::Receiver<()>) -> (
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "benchmark: about a minute and a half; prints the figures for docs/performance.md"]
 async fn kubectl_logs_follow_latency_and_agent_rss() {
+    // Not every call below has a deadline of its own (creating a Pod waits on the API
+    // server as long as it takes); the whole run has one.
+    tokio::time::timeout(Duration::from_secs(600), measure())
+        .await
+        .expect("the benchmark ends within 10 minutes");
+}
+
+async fn measure() {
     let b = Bench::start("bench-logs").await;
     let nodes: Api<Node> = Api::all(b.env.admin.clone());
     let r = wait_for(WAIT, || async {
@@ -357,16 +410,32 @@ async fn kubectl_logs_follow_latency_and_agent_rss() {
     println!("agent RSS, idle before any Pod: {}", mib(rss0));
 
     // One steady job, followed through the API server and directly at the same time.
-    b.job("steady", LINES, STEADY_US).await;
+    let status = b.job("steady", LINES, STEADY_US).await;
     let kubectl = b.follow("steady", Via::Kubectl).await;
     let direct = b.follow("steady", Via::Direct).await;
+    let watch = tokio::spawn(watch_status(status, LINES));
     b.go("steady");
     let (k, d) = tokio::join!(kubectl.collect(), direct.collect());
+    let in_share = watch.await.expect("status watcher");
     let steady = report("steady, kubectl logs -f", &k, LINES);
     report(
         "steady, same lines followed on the agent directly",
         &d,
         LINES,
+    );
+    let paired = Summary::of(k.iter().zip(&d).map(|(k, d)| k.arrive - d.arrive)).expect("lines");
+    println!("  API server + kubectl (kubectl's arrival - direct's, per line)  {paired}");
+    let ns: Vec<u32> = in_share.iter().map(|(n, _)| *n).collect();
+    assert_eq!(ns, (1..=LINES).collect::<Vec<_>>(), "status share lines");
+    let guest = Summary::of(k.iter().zip(&in_share).map(|(k, (_, t))| t - k.write));
+    let poll = Summary::of(k.iter().zip(&in_share).map(|(k, (_, t))| k.record - t));
+    println!(
+        "  write -> in the status share (guest, tee; seen every 1 ms)  {}",
+        guest.expect("lines")
+    );
+    println!(
+        "  in the status share -> CRI record (collector's poll)        {}",
+        poll.expect("lines")
     );
 
     // The same number of lines as fast as the shell prints them.
@@ -422,6 +491,12 @@ async fn kubectl_logs_follow_latency_and_agent_rss() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_logs_follow_delivers_every_stamped_line() {
+    tokio::time::timeout(Duration::from_secs(300), smoke())
+        .await
+        .expect("the smoke run ends within 5 minutes");
+}
+
+async fn smoke() {
     let b = Bench::start("bench-smoke").await;
     b.job("smoke", 20, 0).await;
     let f = b.follow("smoke", Via::Kubectl).await;
