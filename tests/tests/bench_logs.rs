@@ -13,6 +13,7 @@
 //! The measurement is `#[ignore]`d (about a minute and a half); the test that runs by default
 //! only checks that the pipeline delivers every stamped line.
 //! Run: `cargo test --release -p tart-kubelet-tests --test bench_logs -- --ignored --nocapture`
+//! (`BENCH_LOGS_DUMP=<file>` also writes every line's times of the steady run to `<file>`).
 
 mod pod_support;
 
@@ -366,6 +367,18 @@ async fn watch_status(path: PathBuf, lines: u32) -> Vec<(u32, i64)> {
     seen
 }
 
+/// One line per job line of the steady run, times in µs since the epoch, for finding what
+/// a slow line met (e.g. beside `strace -ttt -T` of the agent):
+/// `n write in_share record kubectl direct`.
+fn dump(path: &Path, kubectl: &[Sample], direct: &[Sample], in_share: &[(u32, i64)]) {
+    let mut out = String::from("n\twrite\tin_share\trecord\tkubectl\tdirect\n");
+    for ((k, d), (_, seen)) in kubectl.iter().zip(direct).zip(in_share) {
+        let (n, w, r, ka, da) = (k.n, k.write, k.record, k.arrive, d.arrive);
+        out.push_str(&format!("{n}\t{w}\t{seen}\t{r}\t{ka}\t{da}\n"));
+    }
+    std::fs::write(path, out).expect("BENCH_LOGS_DUMP written");
+}
+
 fn mib(bytes: u64) -> String {
     format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
 }
@@ -427,6 +440,9 @@ async fn measure() {
     println!("  API server + kubectl (kubectl's arrival - direct's, per line)  {paired}");
     let ns: Vec<u32> = in_share.iter().map(|(n, _)| *n).collect();
     assert_eq!(ns, (1..=LINES).collect::<Vec<_>>(), "status share lines");
+    if let Some(path) = std::env::var_os("BENCH_LOGS_DUMP") {
+        dump(Path::new(&path), &k, &d, &in_share);
+    }
     let guest = Summary::of(k.iter().zip(&in_share).map(|(k, (_, t))| t - k.write));
     let poll = Summary::of(k.iter().zip(&in_share).map(|(k, (_, t))| k.record - t));
     println!(
