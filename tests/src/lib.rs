@@ -3,4 +3,5 @@
 pub mod agent;
 pub mod cluster;
 pub mod fake;
+pub mod logbench;
 pub mod sandbox;

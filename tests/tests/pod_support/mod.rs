@@ -202,6 +202,11 @@ impl Env {
         tokio::time::timeout(within, c.wait()).await.is_ok()
     }
 
+    /// The agent process's id while it runs.
+    pub fn agent_pid(&self) -> Option<u32> {
+        self.agent.as_ref().and_then(|c| c.id())
+    }
+
     /// The agent's log so far (for failure messages).
     pub fn agent_log(&self) -> String {
         let s = std::fs::read_to_string(&self.log_path).unwrap_or_default();
