@@ -147,6 +147,7 @@ pub fn spawn(spec: CollectorSpec) -> CollectorHandle {
         last_error: None,
         offsets,
         saved: Points::new(),
+        saved_at: None,
         spec,
     };
     let task = tokio::spawn(run(state, rx).instrument(span));
@@ -183,10 +184,17 @@ struct State {
     log: Option<RunLog>,
     backlog: Vec<u8>,
     last_error: Option<io::ErrorKind>,
-    /// Where the checkpoint goes, and the last one saved.
+    /// Where the checkpoint goes, the last one saved, and when.
     offsets: Option<PathBuf>,
     saved: Points,
+    saved_at: Option<std::time::Instant>,
 }
+
+/// The checkpoint is saved at most this often (and at the run's end): its write and rename can
+/// take a file system's journal commit (on ext4 up to ~100 ms every few seconds), which must
+/// not hold up the lines behind it. After an agent crash at most this much output is
+/// collected a second time.
+const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl State {
     /// One poll: read the sources (unless records are backed up), write, and on the `last`
@@ -221,12 +229,15 @@ impl State {
             return Ok(());
         };
         log.append(&mut self.backlog, Timestamp::now())?;
+        let due = last || self.saved_at.is_none_or(|t| t.elapsed() >= CHECKPOINT_EVERY);
         let points: Points = self.followers.iter().map(Follower::checkpoint).collect();
         if let Some(path) = &self.offsets
+            && due
             && points != self.saved
         {
             checkpoint::save(path, &points)?;
             self.saved = points;
+            self.saved_at = Some(std::time::Instant::now());
         }
         if last {
             log.mark_ended()?;
