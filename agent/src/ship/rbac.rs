@@ -144,9 +144,18 @@ pub const ALWAYS: &[Permission] = &[
         "",
         "kubelet API: authorize callers on nodes/<subresource>",
     ),
-    csr("create", "request the kubelet API's serving certificate (no --tls-cert-file)"),
-    csr("get", "see whether the serving certificate request is approved and issued"),
-    csr("watch", "wait for the serving certificate request's approval"),
+    csr(
+        "create",
+        "request the kubelet API's serving certificate (no --tls-cert-file)",
+    ),
+    csr(
+        "get",
+        "see whether the serving certificate request is approved and issued",
+    ),
+    csr(
+        "watch",
+        "wait for the serving certificate request's approval",
+    ),
 ];
 
 /// A verb on CertificateSigningRequests (cluster-scoped). A node has these (and `list`) from
