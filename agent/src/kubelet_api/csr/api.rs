@@ -18,9 +18,10 @@ use tokio::sync::watch;
 /// The signer of kubelet serving certificates.
 pub const SIGNER: &str = "kubernetes.io/kubelet-serving";
 
-/// The usages requested. `key encipherment` is sent with the ECDSA key too: signers before
-/// Kubernetes 1.27 accept only exactly these three for `kubernetes.io/kubelet-serving`, and
-/// later ones accept them as well as the two without it.
+/// The usages requested. `key encipherment` is sent with the ECDSA key too: before Kubernetes
+/// 1.25 the signer accepts only exactly these three for
+/// `kubernetes.io/kubelet-serving` (later ones also accept the two without it, which kubelet
+/// sends for non-RSA keys since 1.27).
 pub const USAGES: [&str; 3] = ["digital signature", "key encipherment", "server auth"];
 
 /// How long one watch of the request runs before it is renewed with a fresh get.

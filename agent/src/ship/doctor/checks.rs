@@ -447,8 +447,11 @@ fn requested_check(port: u16, p: &Progress) -> Result<String, Check> {
             Ok(v @ (Verdict::Denied(why) | Verdict::Failed(why))) => (
                 Status::Fail,
                 format!(
-                    "serving certificate request {csr} was {} ({why}); the agent asks again with a new key",
-                    v.as_str()
+                    "serving certificate request {csr} {} ({why}); the agent asks again with a new key",
+                    match v {
+                        Verdict::Denied(_) => "was denied",
+                        _ => "failed",
+                    }
                 ),
                 format!("see why (kubectl describe csr {csr}), then approve the agent's next request"),
             ),

@@ -223,7 +223,7 @@ fn kubelet_api_without_files_reports_where_the_csr_stands() {
         (
             requested(Ok(Verdict::Failed("SignerValidationFailure".into()))),
             Status::Fail,
-            "was failed (SignerValidationFailure)",
+            "request mac-1.serving-0a1b2c3d failed (SignerValidationFailure)",
             "kubectl describe csr",
         ),
         (
