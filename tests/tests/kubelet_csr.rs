@@ -244,6 +244,6 @@ async fn an_agent_without_certificate_files_serves_once_its_request_is_approved(
         env.agent_log()
     );
     let names: Vec<String> = requests(&env).await.iter().map(|c| c.name_any()).collect();
-    assert_eq!(names, [name.clone()]);
+    assert_eq!(names, std::slice::from_ref(&name));
     let _ = kubectl(&env, &["delete", "csr", &name]).await;
 }

@@ -275,7 +275,8 @@ mod tests {
 
     #[test]
     fn verdicts_follow_kubelets_order() {
-        let cases: &[(&[(&str, &str)], &[u8], Verdict)] = &[
+        type Case<'a> = (&'a [(&'a str, &'a str)], &'a [u8], Verdict);
+        let cases: &[Case<'_>] = &[
             (&[], b"", Verdict::Pending),
             (&[("Approved", "True")], b"", Verdict::Approved),
             (

@@ -260,8 +260,8 @@ impl Bootstrap {
         api::create(&self.api, &csr, self.timeout).await?;
         // The pending event goes out only while the request really waits.
         let (first, _) = api::get(&self.api, &name, self.timeout).await?;
+        info!(csr = %name, verdict = first.as_str(), "serving certificate requested");
         if matches!(first, Verdict::Pending) {
-            info!(csr = %name, "serving certificate requested; waiting for approval");
             self.events
                 .publish(&event(Reason::Pending, &name, ""))
                 .await;

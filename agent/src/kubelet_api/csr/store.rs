@@ -132,7 +132,9 @@ mod tests {
         assert!(store.current().is_none());
         let key = ServingKey::generate().unwrap();
         let cert = CertificateDer::from(vec![0x30, 0x03, 0x02, 0x01, 0x01]);
-        store.save_current(&[cert.clone()], &key).unwrap();
+        store
+            .save_current(std::slice::from_ref(&cert), &key)
+            .unwrap();
         let pair = store.current().unwrap();
         assert_eq!(pair.chain, [cert]);
         assert_eq!(pair.key.public_key(), key.public_key());
