@@ -5,7 +5,7 @@
 //! controller-manager's csrsigning controller signs it with the cluster CA: the API server,
 //! which verifies kubelets against that CA (`--kubelet-certificate-authority`), then reaches the
 //! agent through the node proxy. A restarted agent serves the stored certificate again without
-//! a new request.
+//! a new request. An agent running as its node needs nothing beyond the Node authorizer.
 //!
 //! Run: `cargo test -p tart-kubelet-tests --test kubelet_csr -- --nocapture`
 
@@ -128,8 +128,10 @@ async fn wait_proxy_healthz(env: &Env) {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_agent_without_certificate_files_serves_once_its_request_is_approved() {
+/// An agent listening on its own loopback port with the cluster CA for client certificates
+/// and no certificate files (as its node when `as_node`); started. Returns it, its port and
+/// its `--cert-dir`.
+async fn start(label: &str, as_node: bool) -> (Env, u16, std::path::PathBuf) {
     let port = free_port().expect("free port").port();
     let port_s = port.to_string();
     let cp = tart_kubelet_tests::cluster::ControlPlane::shared_async().await;
@@ -142,14 +144,29 @@ async fn an_agent_without_certificate_files_serves_once_its_request_is_approved(
         "--client-ca-file",
         &ca,
     ];
-    let mut env = Env::new("kcsr", Knobs::new().with_latency_scale(0.001), &args).await;
+    let knobs = Knobs::new().with_latency_scale(0.001);
+    let mut env = match as_node {
+        true => Env::new_as_node(label, knobs, &args).await,
+        false => Env::new(label, knobs, &args).await,
+    };
     let cert_dir = env.log_path.with_file_name("pki");
     env.start_agent();
+    (env, port, cert_dir)
+}
+
+/// The first serving request of `env`'s Node, waited for.
+async fn first_request(env: &Env) -> CertificateSigningRequest {
+    wait_for(WAIT, || async { requests(env).await.into_iter().next() })
+        .await
+        .unwrap_or_else(|e| panic!("no serving request: {e}; agent log:\n{}", env.agent_log()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_without_certificate_files_serves_once_its_request_is_approved() {
+    let (mut env, port, cert_dir) = start("kcsr", false).await;
 
     // The request: the node's subject and names, kubelet's usages, made by the agent's user.
-    let csr = wait_for(WAIT, || async { requests(&env).await.into_iter().next() })
-        .await
-        .unwrap_or_else(|e| panic!("no serving request: {e}; agent log:\n{}", env.agent_log()));
+    let csr = first_request(&env).await;
     let name = csr.name_any();
     assert_eq!(csr.spec.signer_name, "kubernetes.io/kubelet-serving");
     assert_eq!(
@@ -245,5 +262,22 @@ async fn an_agent_without_certificate_files_serves_once_its_request_is_approved(
     );
     let names: Vec<String> = requests(&env).await.iter().map(|c| c.name_any()).collect();
     assert_eq!(names, std::slice::from_ref(&name));
+    let _ = kubectl(&env, &["delete", "csr", &name]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn as_its_node_the_agent_requests_with_the_node_authorizers_grants_alone() {
+    let (env, _, _) = start("kcsr-node", true).await;
+    let csr = first_request(&env).await;
+    let name = csr.name_any();
+    assert_eq!(
+        csr.spec.username.as_deref(),
+        Some(format!("system:node:{}", env.node).as_str())
+    );
+    let (ok, out, err) = kubectl(&env, &["certificate", "approve", &name]).await;
+    assert!(ok, "approve: {out}{err}");
+    wait_proxy_healthz(&env).await;
+    let log = std::fs::read_to_string(&env.log_path).unwrap_or_default();
+    assert!(!log.contains("forbidden"), "a request was refused:\n{log}");
     let _ = kubectl(&env, &["delete", "csr", &name]).await;
 }
