@@ -339,6 +339,8 @@ pub enum Progress {
         csr: String,
         /// Its verdict (`Err` = could not be asked, with why).
         verdict: Result<Verdict, String>,
+        /// A renewal: the end of the stored certificate still served meanwhile.
+        serving_until: Option<SystemTime>,
     },
     /// A certificate is stored.
     Issued {
@@ -357,6 +359,10 @@ pub async fn progress(
     timeout: Duration,
 ) -> Progress {
     let store = Store::new(dir);
+    let now = SystemTime::now();
+    let stored = store
+        .current()
+        .and_then(|p| p.chain.first().and_then(|c| issued::leaf(c)));
     if let Some(key) = store.pending_key() {
         let csr = request_name(node, &key.fingerprint());
         let verdict = match client {
@@ -366,15 +372,16 @@ pub async fn progress(
                 .map(|(v, _)| v)
                 .map_err(|e| error_chain(&e)),
         };
-        return Progress::Requested { csr, verdict };
+        return Progress::Requested {
+            csr,
+            verdict,
+            serving_until: stored.map(|l| l.not_after).filter(|end| now < *end),
+        };
     }
-    match store
-        .current()
-        .and_then(|p| p.chain.first().and_then(|c| issued::leaf(c)))
-    {
+    match stored {
         Some(leaf) => Progress::Issued {
             not_after: leaf.not_after,
-            expired: SystemTime::now() >= leaf.not_after,
+            expired: now >= leaf.not_after,
         },
         None => Progress::None,
     }
@@ -383,6 +390,49 @@ pub async fn progress(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn progress_tells_a_first_request_from_a_renewal_and_an_issued_certificate() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("pki");
+        let progress = || super::progress(dir.clone(), "mac-1", None, Duration::from_secs(1));
+        assert_eq!(progress().await, Progress::None);
+
+        let store = Store::new(&dir);
+        let pending = ServingKey::generate().unwrap();
+        store.save_pending_key(&pending).unwrap();
+        let csr = request_name("mac-1", &pending.fingerprint());
+        assert!(matches!(
+            progress().await,
+            Progress::Requested { csr: c, verdict: Err(_), serving_until: None } if c == csr
+        ));
+
+        // A stored certificate valid until 2126 (the test PKI's): a renewal is waiting.
+        let pem = std::fs::read(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("src/kubelet_api/testdata/serving.crt"),
+        )
+        .unwrap();
+        let chain: Vec<_> = CertificateDer::pem_slice_iter(&pem)
+            .map(Result::unwrap)
+            .collect();
+        store
+            .save_current(&chain, &ServingKey::generate().unwrap())
+            .unwrap();
+        let end = SystemTime::UNIX_EPOCH + Duration::from_secs(4_949_089_722);
+        assert!(matches!(
+            progress().await,
+            Progress::Requested { serving_until: Some(t), .. } if t == end
+        ));
+        store.drop_pending_key();
+        assert_eq!(
+            progress().await,
+            Progress::Issued {
+                not_after: end,
+                expired: false
+            }
+        );
+    }
 
     #[test]
     fn the_request_name_is_stable_per_key_and_a_valid_object_name() {

@@ -412,31 +412,63 @@ fn requested_check(port: u16, p: &Progress) -> Result<String, Check> {
     const NAME: &str = "kubelet-api";
     let list = "kubectl get csr --field-selector spec.signerName=kubernetes.io/kubelet-serving";
     let (status, message, fix) = match p {
-        Progress::Issued { not_after, expired: false } => {
+        Progress::Issued {
+            not_after,
+            expired: false,
+        } => {
             return Ok(format!(
                 "serves HTTPS on port {port} with a certificate from the CSR API, valid until {}",
                 rfc3339(*not_after)
             ));
         }
-        Progress::Issued { not_after, expired: true } => (
+        Progress::Issued {
+            not_after,
+            expired: true,
+        } => (
             Status::Warn,
-            format!("the serving certificate from the CSR API expired at {}; the agent requests a new one", rfc3339(*not_after)),
-            format!("approve the agent's new request: {list}, then kubectl certificate approve <name>"),
+            format!(
+                "the serving certificate from the CSR API expired at {}; the agent requests a new one",
+                rfc3339(*not_after)
+            ),
+            format!(
+                "approve the agent's new request: {list}, then kubectl certificate approve <name>"
+            ),
         ),
         Progress::None => (
             Status::Warn,
-            format!("no serving certificate yet: without --tls-cert-file the agent requests one through the CSR API (signer kubernetes.io/kubelet-serving) and serves port {port} once it is issued"),
-            format!("start the agent, then approve its request: {list}, then kubectl certificate approve <name> (docs/kubelet-api.md)"),
+            format!(
+                "no serving certificate yet: without --tls-cert-file the agent requests one through the CSR API (signer kubernetes.io/kubelet-serving) and serves port {port} once it is issued"
+            ),
+            format!(
+                "start the agent, then approve its request: {list}, then kubectl certificate approve <name> (docs/kubelet-api.md)"
+            ),
         ),
-        Progress::Requested { csr, verdict } => match verdict {
+        Progress::Requested {
+            csr,
+            verdict,
+            serving_until,
+        } => {
+            // A renewal keeps serving the stored certificate while its request waits.
+            let meanwhile = serving_until
+                .map(|end| {
+                    format!(
+                        "; the current certificate (valid until {}) is served meanwhile",
+                        rfc3339(end)
+                    )
+                })
+                .unwrap_or_default();
+            match verdict {
             Ok(Verdict::Pending) => (
                 Status::Warn,
-                format!("serving certificate request {csr} is pending approval: the kubelet API is not served until it is issued"),
+                match serving_until {
+                    Some(_) => format!("serving certificate request {csr} is pending approval{meanwhile}"),
+                    None => format!("serving certificate request {csr} is pending approval: the kubelet API is not served until it is issued"),
+                },
                 format!("kubectl certificate approve {csr}"),
             ),
             Ok(Verdict::Approved) => (
                 Status::Warn,
-                format!("serving certificate request {csr} is approved but not issued yet"),
+                format!("serving certificate request {csr} is approved but not issued yet{meanwhile}"),
                 "run kube-controller-manager with the csrsigning controller and --cluster-signing-cert-file/--cluster-signing-key-file (the CA the API server trusts as --kubelet-certificate-authority)".to_owned(),
             ),
             Ok(Verdict::Issued(_)) => (
@@ -447,7 +479,7 @@ fn requested_check(port: u16, p: &Progress) -> Result<String, Check> {
             Ok(v @ (Verdict::Denied(why) | Verdict::Failed(why))) => (
                 Status::Fail,
                 format!(
-                    "serving certificate request {csr} {} ({why}); the agent asks again with a new key",
+                    "serving certificate request {csr} {} ({why}){meanwhile}; the agent asks again with a new key",
                     match v {
                         Verdict::Denied(_) => "was denied",
                         _ => "failed",
@@ -457,10 +489,11 @@ fn requested_check(port: u16, p: &Progress) -> Result<String, Check> {
             ),
             Err(e) => (
                 Status::Warn,
-                format!("serving certificate request {csr} is waiting; its status was not checked ({e})"),
+                format!("serving certificate request {csr} is waiting; its status was not checked ({e}){meanwhile}"),
                 format!("kubectl get csr {csr}"),
             ),
-        },
+        }
+        }
     };
     let check = Check::new(NAME, status, message);
     Err(if fix.is_empty() {

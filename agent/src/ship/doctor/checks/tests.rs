@@ -192,6 +192,7 @@ fn kubelet_api_without_files_reports_where_the_csr_stands() {
         Serving::Requested(Progress::Requested {
             csr: "mac-1.serving-0a1b2c3d".into(),
             verdict: v,
+            serving_until: None,
         })
     };
     let later = SystemTime::UNIX_EPOCH + Duration::from_secs(4_102_444_800);
@@ -231,6 +232,16 @@ fn kubelet_api_without_files_reports_where_the_csr_stands() {
             Status::Warn,
             "status was not checked (no API client)",
             "kubectl get csr mac-1.serving-0a1b2c3d",
+        ),
+        (
+            Serving::Requested(Progress::Requested {
+                csr: "mac-1.serving-0a1b2c3d".into(),
+                verdict: Ok(Verdict::Pending),
+                serving_until: Some(later),
+            }),
+            Status::Warn,
+            "pending approval; the current certificate (valid until 2100-01-01T00:00:00Z) is served meanwhile",
+            "kubectl certificate approve mac-1.serving-0a1b2c3d",
         ),
         (
             Serving::Requested(Progress::Issued {
