@@ -5,7 +5,9 @@
 //! controller-manager's csrsigning controller signs it with the cluster CA: the API server,
 //! which verifies kubelets against that CA (`--kubelet-certificate-authority`), then reaches the
 //! agent through the node proxy. A restarted agent serves the stored certificate again without
-//! a new request. An agent running as its node needs nothing beyond the Node authorizer.
+//! a new request. An agent running as its node needs nothing beyond the Node authorizer. With
+//! short-lived certificates (a private control plane), the renewal asks again while the old
+//! certificate keeps serving, and the renewed one is served once issued.
 //!
 //! Run: `cargo test -p tart-kubelet-tests --test kubelet_csr -- --nocapture`
 
@@ -17,8 +19,8 @@ use k8s_openapi::api::{certificates::v1::CertificateSigningRequest, core::v1::Ev
 use kube::{Api, ResourceExt as _};
 use pod_support::{Env, WAIT};
 use tart_kubelet_tests::{
-    agent::free_port,
-    cluster::{testing::run_program, wait_for},
+    agent::{Agent, AgentOptions, free_port},
+    cluster::{ControlPlane, testing::run_program, wait_for},
     fake::Knobs,
 };
 
@@ -134,7 +136,7 @@ async fn wait_proxy_healthz(env: &Env) {
 async fn start(label: &str, as_node: bool) -> (Env, u16, std::path::PathBuf) {
     let port = free_port().expect("free port").port();
     let port_s = port.to_string();
-    let cp = tart_kubelet_tests::cluster::ControlPlane::shared_async().await;
+    let cp = ControlPlane::shared_async().await;
     let ca = cp.ca_cert_path().display().to_string();
     let args = [
         "--kubelet-address",
@@ -280,4 +282,137 @@ async fn as_its_node_the_agent_requests_with_the_node_authorizers_grants_alone()
     let log = std::fs::read_to_string(&env.log_path).unwrap_or_default();
     assert!(!log.contains("forbidden"), "a request was refused:\n{log}");
     let _ = kubectl(&env, &["delete", "csr", &name]).await;
+}
+
+/// The certificate the agent serves on `port` (PEM of the leaf), from a TLS handshake.
+async fn served_certificate(port: u16) -> Option<String> {
+    let addr = format!("127.0.0.1:{port}");
+    let (_, out, _) = run_program("openssl", &["s_client", "-connect", &addr]).await;
+    let start = out.find("-----BEGIN CERTIFICATE-----")?;
+    let end = out.find("-----END CERTIFICATE-----")?;
+    Some(out[start..end].to_owned())
+}
+
+/// `kubectl` against `cp` as its admin: (success, stdout, stderr).
+async fn kubectl_on(cp: &ControlPlane, args: &[&str]) -> (bool, String, String) {
+    let kc = cp.kubeconfig_path().display().to_string();
+    let mut all = vec!["--kubeconfig", kc.as_str(), "--request-timeout", "20s"];
+    all.extend_from_slice(args);
+    run_program("kubectl", &all).await
+}
+
+/// Names of `node`'s serving requests on `cp`, oldest first, with whether each is decided.
+async fn requests_on(cp: &ControlPlane, node: &str) -> Vec<(String, bool)> {
+    let (_, out, _) = kubectl_on(cp, &["get", "csr", "-o", "json"]).await;
+    let list: serde_json::Value = serde_json::from_str(&out).unwrap_or_default();
+    let mut items: Vec<(String, String, bool)> = list["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| {
+            let name = c["metadata"]["name"].as_str()?;
+            name.starts_with(&format!("{node}.serving-")).then(|| {
+                let created = c["metadata"]["creationTimestamp"].as_str().unwrap_or("");
+                let decided = c["status"]["conditions"]
+                    .as_array()
+                    .is_some_and(|c| !c.is_empty());
+                (created.to_owned(), name.to_owned(), decided)
+            })
+        })
+        .collect();
+    items.sort();
+    items.into_iter().map(|(_, n, d)| (n, d)).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_short_lived_certificate_is_renewed_while_the_old_one_keeps_serving() {
+    // Certificates of 7 minutes: the signer dates them 5 minutes back, so the renewal point
+    // (70–90 % of the lifetime) comes at most about 80 s after issuance, and the first
+    // certificate is still valid for 2 minutes then.
+    let cp = tokio::task::spawn_blocking(|| {
+        tart_kubelet_tests::cluster::build()?;
+        ControlPlane::start_private_with("kcsr-renew", &["--signing-duration", "7m"])
+    })
+    .await
+    .expect("join")
+    .expect("private control plane");
+    let node = tart_kubelet_tests::cluster::unique("mac-kcsr-renew");
+    let kubeconfig = cp.mint_kubeconfig(&format!("system:node:{node}"), &["system:nodes"]);
+    let port = free_port().expect("free port").port();
+    let opts = AgentOptions::new(
+        env!("CARGO_BIN_EXE_agent-under-test"),
+        env!("CARGO_BIN_EXE_fake-tart"),
+        kubeconfig,
+        &node,
+    )
+    .args([
+        "--identity".to_string(),
+        "node".into(),
+        "--kubelet-address".into(),
+        "127.0.0.1".into(),
+        "--kubelet-port".into(),
+        port.to_string(),
+        "--client-ca-file".into(),
+        cp.ca_cert_path().display().to_string(),
+        "--api-timeout".into(),
+        "5s".into(),
+    ]);
+    let agent = Agent::start(opts).await.expect("agent");
+    let healthz = format!("/api/v1/nodes/{node}/proxy/healthz");
+    let proxied = || async {
+        let (ok, out, _) = kubectl_on(&cp, &["get", "--raw", &healthz]).await;
+        ok && out == "ok"
+    };
+
+    let first = wait_for(WAIT, || async { requests_on(&cp, &node).await.pop() })
+        .await
+        .unwrap_or_else(|e| panic!("no request: {e}\n{}", agent.log_tail(40)));
+    let (ok, _, err) = kubectl_on(&cp, &["certificate", "approve", &first.0]).await;
+    assert!(ok, "approve: {err}");
+    let old = wait_for(WAIT, || async {
+        match proxied().await {
+            true => served_certificate(port).await,
+            false => None,
+        }
+    })
+    .await
+    .unwrap_or_else(|e| panic!("never served: {e}\n{}", agent.log_tail(40)));
+
+    // The renewal asks with a new key; the old certificate is served while it waits.
+    let second = wait_for(Duration::from_secs(150), || async {
+        requests_on(&cp, &node)
+            .await
+            .into_iter()
+            .find(|(n, decided)| *n != first.0 && !decided)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("no renewal request: {e}\n{}", agent.log_tail(40)));
+    assert!(proxied().await, "the old certificate stopped serving");
+    assert_eq!(
+        served_certificate(port).await.as_deref(),
+        Some(old.as_str())
+    );
+
+    let (ok, _, err) = kubectl_on(&cp, &["certificate", "approve", &second.0]).await;
+    assert!(ok, "approve: {err}");
+    let new = wait_for(WAIT, || async {
+        served_certificate(port).await.filter(|c| *c != old)
+    })
+    .await
+    .unwrap_or_else(|e| {
+        panic!(
+            "renewed certificate never served: {e}\n{}",
+            agent.log_tail(40)
+        )
+    });
+    assert_ne!(new, old);
+    assert!(
+        proxied().await,
+        "the renewed certificate is not verified by the API server"
+    );
+    assert!(
+        agent.log().contains("renewed serving certificate in use"),
+        "{}",
+        agent.log_tail(40)
+    );
 }
