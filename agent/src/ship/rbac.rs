@@ -158,8 +158,8 @@ pub const ALWAYS: &[Permission] = &[
     ),
 ];
 
-/// A verb on CertificateSigningRequests (cluster-scoped). A node has these (and `list`) from
-/// the `system:node` rules; the agent never lists them.
+/// A verb on CertificateSigningRequests (cluster-scoped). The Node authorizer grants a node
+/// these (and `list`) through its static node rules; the agent never lists them.
 const fn csr(verb: &'static str, why: &'static str) -> Permission {
     p(
         "certificates.k8s.io",
