@@ -291,28 +291,60 @@ pub async fn run<T: Tart>(
     }
 
     let served = pods::served::ServedPods::default();
+    let reviewer = Arc::new(crate::kubelet_api::KubeReviewer::new(
+        client.clone(),
+        cfg.api_timeout,
+    ));
+    let pods: Arc<dyn crate::kubelet_api::PodSource> = Arc::new(served.clone());
+    let logs = Arc::new(pods::logs::serve::PodLogStore::new(
+        cfg.pod_log_dir.clone(),
+        pods.clone(),
+    ));
     match crate::kubelet_api::settings(&cfg) {
         Some(settings) => {
-            let reviewer = crate::kubelet_api::KubeReviewer::new(client.clone(), cfg.api_timeout);
-            let pods: Arc<dyn crate::kubelet_api::PodSource> = Arc::new(served.clone());
-            let logs = pods::logs::serve::PodLogStore::new(cfg.pod_log_dir.clone(), pods.clone());
-            let running = crate::kubelet_api::start(
-                settings,
-                Arc::new(reviewer),
-                pods,
-                Some(Arc::new(logs)),
-                shutdown.clone(),
-            )
-            .await
-            .map_err(RunError::KubeletApi)?;
+            let running =
+                crate::kubelet_api::start(settings, reviewer, pods, Some(logs), shutdown.clone())
+                    .await
+                    .map_err(RunError::KubeletApi)?;
             info!(addr = %running.addr, "kubelet API listening");
             tasks_early.extend(running.tasks);
         }
-        None => warn!(
-            "no --tls-cert-file/--tls-private-key-file: the kubelet API is not served, so \
-             `kubectl logs` cannot reach this node (a certificate from the CSR API is not \
-             implemented yet)"
-        ),
+        None => {
+            // No certificate files: the serving certificate comes through the CSR API, and
+            // the API is served once an operator has approved the request.
+            let ip = internal_ip.parse().unwrap_or(IpAddr::from([127, 0, 0, 1]));
+            let bootstrap = crate::kubelet_api::csr::Bootstrap {
+                api: kube::Api::all(client.clone()),
+                node: cfg.node_name.clone(),
+                sans: crate::kubelet_api::csr::sans_for(&cfg.node_name, ip),
+                store: crate::kubelet_api::csr::store::Store::new(&cfg.cert_dir),
+                timeout: cfg.api_timeout,
+                events: node::events::NodeEvents::new(
+                    client.clone(),
+                    &cfg.node_name,
+                    cfg.api_timeout,
+                    metrics.clone(),
+                    access.clone(),
+                ),
+                provider: Arc::new(rustls::crypto::ring::default_provider()),
+                metrics: metrics.clone(),
+            };
+            info!(
+                cert_dir = %cfg.cert_dir.display(),
+                "no --tls-cert-file/--tls-private-key-file: requesting the kubelet API's serving certificate through the CSR API"
+            );
+            tasks_early.push(tokio::spawn(
+                crate::kubelet_api::serve_requested(
+                    crate::kubelet_api::listen(&cfg),
+                    bootstrap,
+                    reviewer,
+                    pods,
+                    Some(logs),
+                    shutdown.clone(),
+                )
+                .instrument(info_span!("kubelet_api_csr")),
+            ));
+        }
     }
 
     let (owner_tx, owner_rx) = watch::channel(None);

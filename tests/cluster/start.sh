@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Start a Kubernetes v1.20.2 control plane on 127.0.0.1 with free ports: etcd, kube-apiserver
 # (TLS, client-cert + token authn, Node,RBAC authz, NodeRestriction), kube-scheduler and
-# kube-controller-manager (node lifecycle with a short grace period, GC, namespace, pod GC).
+# kube-controller-manager (node lifecycle with a short grace period, GC, namespace, pod GC,
+# signing of approved CSRs with the cluster CA).
 #
-# Usage: start.sh [--run DIR] [--owner-pid PID] [--node-grace SECONDS]
+# Usage: start.sh [--run DIR] [--owner-pid PID] [--node-grace SECONDS] [--signing-duration D]
 #   --run DIR          run dir (created if missing; default: a new /tmp/tart-kubelet-cp.XXXXXX)
 #   --owner-pid PID    start a watchdog that runs stop.sh when PID exits
 #   --node-grace S     kube-controller-manager --node-monitor-grace-period (default 16 s; an
 #                      agent must renew its Lease more often than that)
+#   --signing-duration D  kube-controller-manager --cluster-signing-duration (default 8760h):
+#                      the lifetime of certificates issued for approved CSRs (short: renewals)
 # Returns only when /readyz is ok, scheduler and controller-manager /healthz are ok and the
 # default and kube-node-lease namespaces exist. Prints the run dir on stdout (last line).
 # On failure it stops whatever it started and prints the tail of the relevant log.
@@ -23,13 +26,15 @@ set -euo pipefail
 RUN=${RUN:-}
 OWNER_PID=${OWNER_PID:-}
 NODE_GRACE=${NODE_GRACE:-16}
+SIGNING_DURATION=${SIGNING_DURATION:-8760h}
 START_TIMEOUT_S=${START_TIMEOUT_S:-90}
 while [ $# -gt 0 ]; do
   case "$1" in
     --run) RUN=$2; shift 2 ;;
     --owner-pid) OWNER_PID=$2; shift 2 ;;
     --node-grace) NODE_GRACE=$2; shift 2 ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    --signing-duration) SIGNING_DURATION=$2; shift 2 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) cp_die "unknown argument: $1 (see --help)" ;;
   esac
 done
@@ -194,10 +199,16 @@ EOF
 
   # Node lifecycle: a node whose Lease is not renewed for NODE_GRACE s becomes Ready=Unknown
   # and gets the node.kubernetes.io/unreachable taints; checked every second.
+  # csrsigning signs approved CertificateSigningRequests with the cluster CA, so an agent's
+  # kubelet-serving certificate chains to the CA the API server verifies kubelets with
+  # (--kubelet-certificate-authority). No approver runs: approving stays an operator's act
+  # (the tests and the sandbox approve their agents' requests through /approval).
   printf '%s\n' --kubeconfig="$RUN/controller-manager.kubeconfig" --leader-elect=false \
     --bind-address=127.0.0.1 --port=0 --secure-port="$CONTROLLER_MANAGER_PORT" \
     --cert-dir="$RUN/pki/generated-controller-manager" --profiling=false \
-    --controllers=nodelifecycle,garbagecollector,namespace,podgc,clusterrole-aggregation \
+    --controllers=nodelifecycle,garbagecollector,namespace,podgc,clusterrole-aggregation,csrsigning \
+    --cluster-signing-cert-file="$PKI/ca.crt" --cluster-signing-key-file="$PKI/ca.key" \
+    --cluster-signing-duration="$SIGNING_DURATION" \
     --use-service-account-credentials=false \
     --node-monitor-period=1s --node-monitor-grace-period="${NODE_GRACE}s" \
     --node-startup-grace-period=30s --pod-eviction-timeout=30s \

@@ -135,6 +135,10 @@ impl Agent {
             self.home.path().into(),
             "--vm-log-dir".into(),
             vm_log_dir.into(),
+            // Without certificate files the serving certificate is requested into this
+            // directory; each agent has its own (never the user's ~/.tart-kubelet/pki).
+            "--cert-dir".into(),
+            vm_log_dir.with_file_name("pki").into(),
             "--admin-addr".into(),
             admin_addr.to_string().into(),
             "--log-format".into(),

@@ -123,6 +123,15 @@ impl ControlPlane {
         Self::start_in(new_run_dir(label)?, true, std::process::id())
     }
 
+    /// Like [`ControlPlane::start_private`], with extra `start.sh` options (e.g.
+    /// `--signing-duration 7m`).
+    ///
+    /// # Errors
+    /// As for [`ControlPlane::start_private`].
+    pub fn start_private_with(label: &str, start_args: &[&str]) -> anyhow::Result<ControlPlane> {
+        Self::start_with_args(new_run_dir(label)?, true, std::process::id(), start_args)
+    }
+
     /// Like [`ControlPlane::start_private`], but the watchdog watches `owner_pid` instead of
     /// this process (to test the watchdog itself).
     ///
@@ -133,9 +142,19 @@ impl ControlPlane {
     }
 
     fn start_in(run_dir: PathBuf, owned: bool, owner_pid: u32) -> anyhow::Result<ControlPlane> {
+        Self::start_with_args(run_dir, owned, owner_pid, &[])
+    }
+
+    fn start_with_args(
+        run_dir: PathBuf,
+        owned: bool,
+        owner_pid: u32,
+        start_args: &[&str],
+    ) -> anyhow::Result<ControlPlane> {
         let t0 = Instant::now();
         let pid = owner_pid.to_string();
-        let args = ["--run", path_str(&run_dir)?, "--owner-pid", &pid];
+        let mut args = vec!["--run", path_str(&run_dir)?, "--owner-pid", &pid];
+        args.extend_from_slice(start_args);
         run_script(&scripts_dir().join("start.sh"), &args, START_DEADLINE)?;
         let start_to_ready = t0.elapsed();
         let env = parse_env(&std::fs::read_to_string(run_dir.join("env"))?);

@@ -83,7 +83,8 @@ pub struct RunArgs {
     #[arg(long, env = "TART_KUBELET_KUBELET_ADDRESS", value_name = "IP")]
     pub(crate) kubelet_address: Option<IpAddr>,
     /// PEM serving certificate of the kubelet API (reloaded when the file changes). Without
-    /// it and --tls-private-key-file the kubelet API is not served.
+    /// it and --tls-private-key-file the certificate is requested through the CSR API
+    /// (signer kubernetes.io/kubelet-serving) and the API is served once it is issued.
     #[arg(long, env = "TART_KUBELET_TLS_CERT_FILE", value_name = "PATH")]
     pub(crate) tls_cert_file: Option<PathBuf>,
     /// PEM private key of the serving certificate.
@@ -93,6 +94,10 @@ pub struct RunArgs {
     /// kubelet client certificate). Without it only bearer tokens authenticate.
     #[arg(long, env = "TART_KUBELET_CLIENT_CA_FILE", value_name = "PATH")]
     pub(crate) client_ca_file: Option<PathBuf>,
+    /// Directory (0700) of the kubelet API's serving key and certificate when they are
+    /// requested through the CSR API (no --tls-cert-file). Default: ~/.tart-kubelet/pki.
+    #[arg(long, env = "TART_KUBELET_CERT_DIR", value_name = "DIR")]
+    pub(crate) cert_dir: Option<PathBuf>,
     /// Extra Node label key=value (repeatable; comma-separated in the environment). Keys in
     /// the kubernetes.io and k8s.io namespaces are refused. Labels under tart.run/ that are no
     /// longer configured are removed from the Node; other labels are never removed.
@@ -320,7 +325,7 @@ impl RunArgs {
             config, kubeconfig, node_name, tart_program, tart_home, vm_log_dir, guest_dir, pod_log_dir,
             log_file,
             log_format, log_filter, admin_addr, kubelet_port, kubelet_address, tls_cert_file,
-            tls_private_key_file, client_ca_file, node_labels, taint, vm_slots, max_pods,
+            tls_private_key_file, client_ca_file, cert_dir, node_labels, taint, vm_slots, max_pods,
             memory_reserve, cpu, memory, ephemeral_storage, disk_pressure_free,
             memory_pressure_available,
             lease_duration, lease_renew_interval, node_status_check_interval,

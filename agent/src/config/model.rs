@@ -87,12 +87,14 @@ pub struct Config {
     pub kubelet_port: u16,
     /// Listen address of the kubelet API.
     pub kubelet_address: IpAddr,
-    /// Serving certificate of the kubelet API (`None` = not served).
+    /// Serving certificate of the kubelet API (`None` = requested through the CSR API).
     pub tls_cert_file: Option<PathBuf>,
     /// Its private key (given together with the certificate).
     pub tls_private_key_file: Option<PathBuf>,
     /// CA of kubelet API client certificates (`None` = bearer tokens only).
     pub client_ca_file: Option<PathBuf>,
+    /// Serving key and certificate obtained through the CSR API.
+    pub cert_dir: PathBuf,
     /// Operator labels (validated; `kubernetes.io`/`k8s.io` namespaces refused).
     pub node_labels: BTreeMap<String, String>,
     /// Taint set when the Node is created; `None` = no taint.

@@ -81,6 +81,9 @@ fn with_defaults(a: RunArgs, host: &HostDefaults) -> Config {
         tls_cert_file: a.tls_cert_file,
         tls_private_key_file: a.tls_private_key_file,
         client_ca_file: a.client_ca_file,
+        cert_dir: a
+            .cert_dir
+            .unwrap_or_else(|| host.home.join(".tart-kubelet").join("pki")),
         // Capacity and pressure.
         vm_slots: a.vm_slots.unwrap_or(2),
         max_pods: a.max_pods.or(a.vm_slots).unwrap_or(2),

@@ -1,18 +1,20 @@
 //! The kubelet HTTPS API (`--kubelet-port`, 10250 by default): what the API server calls for
 //! `kubectl logs` and the node proxy.
 //!
-//! It owns TLS ([`tls`]: serving certificate from files, reloaded on change; client
-//! certificates requested, not required), kubelet's authentication and authorization
+//! It owns TLS ([`tls`]: serving certificate from files, reloaded on change, or requested
+//! through the CSR API, [`csr`]; client certificates requested, not required), kubelet's
+//! authentication and authorization
 //! ([`gate`], [`authz`], [`review`]), routing ([`routes`]) and the handlers ([`handler`]). It
 //! leaves reading Pods to a [`PodSource`] and reading container logs to a
 //! [`logs::LogSource`], which the Pod side provides.
 //!
-//! Without `--tls-cert-file`/`--tls-private-key-file` the API is not served: requesting a
-//! serving certificate through the CSR API (`kubernetes.io/kubelet-serving`) is not
-//! implemented yet.
+//! Without `--tls-cert-file`/`--tls-private-key-file` the agent requests its serving
+//! certificate through the CSR API (`kubernetes.io/kubelet-serving`) and serves nothing until
+//! it is issued ([`serve_requested`]).
 
 mod authz;
 mod cache;
+pub mod csr;
 mod gate;
 mod handler;
 pub mod logs;
@@ -20,7 +22,7 @@ mod pods;
 mod review;
 mod routes;
 mod server;
-mod tls;
+pub(crate) mod tls;
 mod x509;
 
 use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
@@ -30,7 +32,7 @@ use tracing::{Instrument, info_span};
 
 pub use pods::PodSource;
 pub use review::{KubeReviewer, Reviewer};
-pub use tls::{CertFiles, TlsError};
+pub use tls::{CertFiles, ReloadingCert, TlsError};
 
 use crate::config::Config;
 
@@ -52,8 +54,28 @@ pub struct Settings {
     pub reload_check: Duration,
 }
 
-/// PURE: the server settings, or `None` when no serving certificate is configured (then the
-/// API is not served).
+/// Where the server listens and whose API it is, whichever way its certificate comes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listen {
+    /// Listen address (`--kubelet-address`, `--kubelet-port`).
+    pub addr: SocketAddr,
+    /// CA for client certificates; `None` = bearer tokens only.
+    pub client_ca: Option<PathBuf>,
+    /// This Node's name (the object of every access review).
+    pub node_name: String,
+}
+
+/// PURE: where the server listens, from the configuration.
+pub fn listen(cfg: &Config) -> Listen {
+    Listen {
+        addr: SocketAddr::new(cfg.kubelet_address, cfg.kubelet_port),
+        client_ca: cfg.client_ca_file.clone(),
+        node_name: cfg.node_name.clone(),
+    }
+}
+
+/// PURE: the server settings with certificate files, or `None` when none are configured
+/// (then the certificate is requested through the CSR API).
 pub fn settings(cfg: &Config) -> Option<Settings> {
     let (cert, key) = (
         cfg.tls_cert_file.clone()?,
@@ -124,42 +146,109 @@ pub async fn start(
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let key = tls::load(&settings.cert, &provider)?;
     let cert = Arc::new(tls::ReloadingCert::new(key));
-    let config = tls::server_config(
+    let listen = Listen {
+        addr: settings.addr,
+        client_ca: settings.client_ca.clone(),
+        node_name: settings.node_name.clone(),
+    };
+    let mut running = start_with_cert(
+        listen,
         cert.clone(),
-        settings.client_ca.as_deref(),
         provider.clone(),
-    )?;
-    let listener = TcpListener::bind(settings.addr)
-        .await
-        .map_err(|source| StartError::Bind {
-            addr: settings.addr,
-            source,
-        })?;
-    let addr = listener.local_addr().unwrap_or(settings.addr);
-    let logs = logs.unwrap_or_else(|| Arc::new(logs::pending::NotCollected::new(pods.clone())));
-    let api = Arc::new(handler::Api {
-        gate: gate::Gate::new(settings.node_name.clone(), reviewer),
+        reviewer,
         pods,
         logs,
-    });
-    let watcher = tokio::spawn(
+        shutdown.clone(),
+    )
+    .await?;
+    running.tasks.push(tokio::spawn(
         tls::watch_files(
             settings.cert.clone(),
             cert,
             provider,
             settings.reload_check,
-            shutdown.clone(),
+            shutdown,
         )
         .instrument(info_span!("kubelet_api_cert")),
-    );
+    ));
+    Ok(running)
+}
+
+/// Binds the port and serves with whatever certificate `cert` holds at each handshake.
+///
+/// # Errors
+/// [`StartError`] for an unusable client CA or a port that cannot be bound.
+pub async fn start_with_cert(
+    listen: Listen,
+    cert: Arc<ReloadingCert>,
+    provider: Arc<rustls::crypto::CryptoProvider>,
+    reviewer: Arc<dyn Reviewer>,
+    pods: Arc<dyn PodSource>,
+    logs: Option<Arc<dyn logs::LogSource>>,
+    shutdown: watch::Receiver<bool>,
+) -> Result<Running, StartError> {
+    let config = tls::server_config(cert, listen.client_ca.as_deref(), provider)?;
+    let listener = TcpListener::bind(listen.addr)
+        .await
+        .map_err(|source| StartError::Bind {
+            addr: listen.addr,
+            source,
+        })?;
+    let addr = listener.local_addr().unwrap_or(listen.addr);
+    let logs = logs.unwrap_or_else(|| Arc::new(logs::pending::NotCollected::new(pods.clone())));
+    let api = Arc::new(handler::Api {
+        gate: gate::Gate::new(listen.node_name.clone(), reviewer),
+        pods,
+        logs,
+    });
     let server = tokio::spawn(
         server::serve(listener, Arc::new(config), api, shutdown)
             .instrument(info_span!("kubelet_api")),
     );
     Ok(Running {
         addr,
-        tasks: vec![server, watcher],
+        tasks: vec![server],
     })
+}
+
+/// Obtains the serving certificate through the CSR API ([`csr::Bootstrap::first`]), then
+/// serves with it and renews it until shutdown. Nothing listens until the first certificate
+/// is issued. A server that cannot start is logged as an error (the agent keeps running
+/// its Pods).
+pub async fn serve_requested(
+    listen: Listen,
+    bootstrap: csr::Bootstrap,
+    reviewer: Arc<dyn Reviewer>,
+    pods: Arc<dyn PodSource>,
+    logs: Option<Arc<dyn logs::LogSource>>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let Some(first) = bootstrap.first(&mut shutdown).await else {
+        return;
+    };
+    let cert = Arc::new(ReloadingCert::new(first.certified));
+    let running = match start_with_cert(
+        listen,
+        cert.clone(),
+        bootstrap.provider.clone(),
+        reviewer,
+        pods,
+        logs,
+        shutdown.clone(),
+    )
+    .await
+    {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::error!(error = %crate::telemetry::error_chain(&e), "cannot start the kubelet API");
+            return;
+        }
+    };
+    tracing::info!(addr = %running.addr, "kubelet API listening");
+    bootstrap.renew(cert, first.leaf, &mut shutdown).await;
+    for t in running.tasks {
+        let _ = t.await;
+    }
 }
 
 #[cfg(test)]

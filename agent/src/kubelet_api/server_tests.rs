@@ -200,7 +200,7 @@ async fn unusable_certificate_files_stop_the_start() {
 }
 
 #[test]
-fn without_certificate_files_the_api_is_not_served() {
+fn without_certificate_files_the_certificate_is_requested_into_the_cert_dir() {
     let host = HostDefaults {
         hostname: "mac-1".into(),
         home: "/home/x".into(),
@@ -208,6 +208,8 @@ fn without_certificate_files_the_api_is_not_served() {
     let cfg = Config::resolve(RunArgs::default(), &host).unwrap();
     assert_eq!(settings(&cfg), None);
     assert_eq!(cfg.kubelet_port, 10250);
+    assert_eq!(cfg.cert_dir, Path::new("/home/x/.tart-kubelet/pki"));
+    assert_eq!(listen(&cfg).addr.to_string(), "0.0.0.0:10250");
     let args = RunArgs {
         tls_cert_file: Some("/c.crt".into()),
         tls_private_key_file: Some("/c.key".into()),

@@ -1,6 +1,7 @@
-//! TLS for the kubelet API: the serving certificate from PEM files, swapped in when the files
-//! change ([`ReloadingCert`] + [`watch_files`]), and client certificates *requested but not
-//! required* — verified against the client CA when given (token clients send none).
+//! TLS for the kubelet API: the serving certificate, swapped in at runtime ([`ReloadingCert`]:
+//! from PEM files when they change, [`watch_files`], or when the CSR API issues a renewed
+//! one), and client certificates *requested but not required* — verified against the client
+//! CA when given (token clients send none).
 
 use std::{
     io,
@@ -123,7 +124,8 @@ impl ReloadingCert {
         }
     }
 
-    fn set(&self, key: Arc<CertifiedKey>) {
+    /// Serves `key` from the next handshake on.
+    pub fn set(&self, key: Arc<CertifiedKey>) {
         if let Ok(mut k) = self.current.write() {
             *k = key;
         }

@@ -20,13 +20,13 @@ pub struct Subject {
 }
 
 /// One DER element: tag and content.
-struct Tlv<'a> {
-    tag: u8,
-    content: &'a [u8],
+pub(super) struct Tlv<'a> {
+    pub(super) tag: u8,
+    pub(super) content: &'a [u8],
 }
 
 /// Reads one element from the front of `buf`; returns it and the rest.
-fn next(buf: &[u8]) -> Option<(Tlv<'_>, &[u8])> {
+pub(super) fn next(buf: &[u8]) -> Option<(Tlv<'_>, &[u8])> {
     let (&tag, rest) = buf.split_first()?;
     let (&first, mut rest) = rest.split_first()?;
     let len = if first < 0x80 {
@@ -48,7 +48,7 @@ fn next(buf: &[u8]) -> Option<(Tlv<'_>, &[u8])> {
 }
 
 /// All elements of a constructed value's content.
-fn children(mut buf: &[u8]) -> Option<Vec<Tlv<'_>>> {
+pub(super) fn children(mut buf: &[u8]) -> Option<Vec<Tlv<'_>>> {
     let mut out = Vec::new();
     while !buf.is_empty() {
         let (t, rest) = next(buf)?;

@@ -80,11 +80,29 @@ pub async fn run_checks(args: &DoctorArgs, cfg: &Config) -> Vec<Check> {
         None => Vec::new(),
     };
     out.push(checks::vm_slots_check(cfg.vm_slots, &foreign));
-    let served = crate::kubelet_api::settings(cfg)
-        .map(|s| crate::kubelet_api::preflight(&s).map_err(|e| error_chain(&e)));
+    let serving = match crate::kubelet_api::settings(cfg) {
+        Some(s) => {
+            checks::Serving::Files(crate::kubelet_api::preflight(&s).map_err(|e| error_chain(&e)))
+        }
+        None => {
+            // The pending request's status needs the API; --offline reads the directory only.
+            let client = match args.offline {
+                true => None,
+                false => probe::client(cfg).await.ok().map(|(c, _)| c),
+            };
+            let p = crate::kubelet_api::csr::progress(
+                cfg.cert_dir.clone(),
+                &cfg.node_name,
+                client,
+                deadline,
+            )
+            .await;
+            checks::Serving::Requested(p)
+        }
+    };
     out.push(checks::kubelet_api_check(
         cfg.kubelet_port,
-        served,
+        &serving,
         cfg.client_ca_file.is_some(),
     ));
 

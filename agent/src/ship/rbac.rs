@@ -144,7 +144,32 @@ pub const ALWAYS: &[Permission] = &[
         "",
         "kubelet API: authorize callers on nodes/<subresource>",
     ),
+    csr(
+        "create",
+        "request the kubelet API's serving certificate (no --tls-cert-file)",
+    ),
+    csr(
+        "get",
+        "see whether the serving certificate request is approved and issued",
+    ),
+    csr(
+        "watch",
+        "wait for the serving certificate request's approval",
+    ),
 ];
+
+/// A verb on CertificateSigningRequests (cluster-scoped). The Node authorizer grants a node
+/// these (and `list`) through its static node rules; the agent never lists them.
+const fn csr(verb: &'static str, why: &'static str) -> Permission {
+    p(
+        "certificates.k8s.io",
+        "certificatesigningrequests",
+        "",
+        verb,
+        "",
+        why,
+    )
+}
 
 /// Needed only under the agent identity (`--identity agent`). A node gets the Secrets and
 /// ConfigMaps of its own Pods from the Node authorizer, never the rest.

@@ -4,6 +4,7 @@
 //! stopped at the end, on Ctrl-C too. See docs/sandbox.md.
 
 pub mod agents;
+pub mod approve;
 pub mod census;
 pub mod chaos;
 pub mod guest;

@@ -8,7 +8,7 @@ use kube::Client;
 use super::{
     Opts, Scenario,
     agents::{self, Binaries, SimMac},
-    chaos, invariants, mac_knobs, progress, save_logs,
+    approve, chaos, invariants, mac_knobs, progress, save_logs,
 };
 use crate::cluster::ControlPlane;
 
@@ -65,12 +65,21 @@ pub async fn start(
         if opts.scenario == Scenario::Chaos {
             args.extend(chaos::agent_args());
         }
-        // Each Mac serves the kubelet API on its own loopback port with the control plane's
-        // CA-signed serving certificate, so `kubectl logs` works as against real kubelets.
+        // Each Mac serves the kubelet API on its own loopback port with a serving certificate
+        // it requests through the CSR API; the sandbox approves the requests below (the
+        // operator's act) and the controller-manager signs them with the cluster CA, so
+        // `kubectl logs` works as against real kubelets.
         let port = std::net::TcpListener::bind("127.0.0.1:0")?
             .local_addr()?
             .port();
-        args.extend(cp.kubelet_api_args(port));
+        args.extend([
+            "--kubelet-address".to_string(),
+            "127.0.0.1".to_string(),
+            "--kubelet-port".to_string(),
+            port.to_string(),
+            "--client-ca-file".to_string(),
+            cp.ca_cert_path().display().to_string(),
+        ]);
         let node = format!("mac-mini-{i}");
         macs.push(SimMac::start(&node, bins, &agent_kc, mac_knobs(opts), args).await?);
     }
@@ -86,7 +95,16 @@ pub async fn start(
             .collect::<Vec<_>>()
             .join(" ")
     ));
-    if let Err(e) = invariants::wait_nodes_ready(&admin, &macs, Duration::from_secs(90)).await {
+    let nodes: Vec<String> = macs.iter().map(|m| m.node.clone()).collect();
+    let approved = approve::approve_until_issued(&admin, &nodes, Duration::from_secs(90)).await;
+    if approved.is_ok() {
+        progress.line("serving certificate requests approved and issued");
+    }
+    let ready = match approved {
+        Ok(()) => invariants::wait_nodes_ready(&admin, &macs, Duration::from_secs(90)).await,
+        Err(e) => Err(e),
+    };
+    if let Err(e) = ready {
         for m in &macs {
             eprintln!("--- {} log tail ---\n{}", m.node, m.agent.log_tail(30));
         }

@@ -163,6 +163,8 @@ impl Env {
             .arg(&self.guest_dir)
             .arg("--pod-log-dir")
             .arg(&self.pod_log_dir)
+            .arg("--cert-dir")
+            .arg(self._logs.path().join("pki"))
             .args(["--admin-addr", &self.admin_addr.to_string()])
             .args(["--log-format", "text"])
             .args(["--log-filter", "info,tart_kubelet=debug,kube=warn"])

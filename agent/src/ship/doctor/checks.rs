@@ -2,6 +2,9 @@
 use super::super::rbac::Permission;
 use crate::config::Identity;
 
+mod serving;
+pub use serving::{Serving, kubelet_api_check};
+
 /// Outcome of one check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Status {
@@ -365,29 +368,6 @@ pub fn softnet_check(path: &str, stat: Result<(u32, u32), String>) -> Check {
             format!("{path} is not root-owned and setuid: `tart run --net-softnet` will fail"),
         )
         .fix(format!("sudo chown root {path} && sudo chmod u+s {path}")),
-    }
-}
-
-/// Verdict on the kubelet API: `served` is `None` without serving certificate files, else
-/// whether the certificate, key and client CA load.
-pub fn kubelet_api_check(port: u16, served: Option<Result<(), String>>, client_ca: bool) -> Check {
-    const NAME: &str = "kubelet-api";
-    match served {
-        None => Check::new(
-            NAME,
-            Status::Warn,
-            "not served: no --tls-cert-file/--tls-private-key-file, so `kubectl logs` cannot reach this node (a certificate from the CSR API is not implemented yet)",
-        )
-        .fix("pass --tls-cert-file and --tls-private-key-file (a certificate for this Mac's address) and --client-ca-file (docs/kubelet-api.md)"),
-        Some(Err(e)) => Check::new(NAME, Status::Fail, format!("cannot serve: {e}"))
-            .fix("give a readable PEM certificate and its matching key (docs/kubelet-api.md)"),
-        Some(Ok(())) if !client_ca => Check::new(
-            NAME,
-            Status::Warn,
-            format!("serves port {port}, but without --client-ca-file the API server's kubelet client certificate is refused (401)"),
-        )
-        .fix("pass --client-ca-file with the CA of the API server's --kubelet-client-certificate"),
-        Some(Ok(())) => Check::new(NAME, Status::Ok, format!("serves HTTPS on port {port}")),
     }
 }
 

@@ -169,24 +169,113 @@ fn version_is_found_in_the_first_line() {
 }
 
 #[test]
-fn kubelet_api_without_certificate_warns_and_says_csr_is_not_implemented() {
-    let c = kubelet_api_check(10250, None, false);
-    assert_eq!(c.status, Status::Warn);
-    assert!(c.message.contains("not served"), "{}", c.message);
-    assert!(
-        c.message.contains("CSR API is not implemented yet"),
-        "{}",
-        c.message
-    );
-    let c = kubelet_api_check(10250, Some(Err("no PEM certificate in /x".into())), true);
+fn kubelet_api_with_certificate_files_needs_them_loadable_and_a_client_ca() {
+    let files = |r: Result<(), String>| Serving::Files(r);
+    let c = kubelet_api_check(10250, &files(Err("no PEM certificate in /x".into())), true);
     assert_eq!(c.status, Status::Fail);
     assert_eq!(
-        kubelet_api_check(10250, Some(Ok(())), false).status,
+        kubelet_api_check(10250, &files(Ok(())), false).status,
         Status::Warn
     );
-    let c = kubelet_api_check(10250, Some(Ok(())), true);
+    let c = kubelet_api_check(10250, &files(Ok(())), true);
     assert_eq!(
         (c.status, c.message.as_str()),
         (Status::Ok, "serves HTTPS on port 10250")
+    );
+}
+
+#[test]
+fn kubelet_api_without_files_reports_where_the_csr_stands() {
+    use crate::kubelet_api::csr::{Progress, api::Verdict};
+    use std::time::{Duration, SystemTime};
+    let requested = |v: Result<Verdict, String>| {
+        Serving::Requested(Progress::Requested {
+            csr: "mac-1.serving-0a1b2c3d".into(),
+            verdict: v,
+            serving_until: None,
+        })
+    };
+    let later = SystemTime::UNIX_EPOCH + Duration::from_secs(4_102_444_800);
+    let cases: Vec<(Serving, Status, &str, &str)> = vec![
+        (
+            Serving::Requested(Progress::None),
+            Status::Warn,
+            "no serving certificate yet",
+            "kubectl certificate approve <name>",
+        ),
+        (
+            requested(Ok(Verdict::Pending)),
+            Status::Warn,
+            "request mac-1.serving-0a1b2c3d is pending approval",
+            "kubectl certificate approve mac-1.serving-0a1b2c3d",
+        ),
+        (
+            requested(Ok(Verdict::Approved)),
+            Status::Warn,
+            "approved but not issued yet",
+            "csrsigning",
+        ),
+        (
+            requested(Ok(Verdict::Denied("NotMine: no".into()))),
+            Status::Fail,
+            "was denied (NotMine: no)",
+            "kubectl describe csr mac-1.serving-0a1b2c3d",
+        ),
+        (
+            requested(Ok(Verdict::Failed("SignerValidationFailure".into()))),
+            Status::Fail,
+            "request mac-1.serving-0a1b2c3d failed (SignerValidationFailure)",
+            "kubectl describe csr",
+        ),
+        (
+            requested(Err("no API client".into())),
+            Status::Warn,
+            "status was not checked (no API client)",
+            "kubectl get csr mac-1.serving-0a1b2c3d",
+        ),
+        (
+            Serving::Requested(Progress::Requested {
+                csr: "mac-1.serving-0a1b2c3d".into(),
+                verdict: Ok(Verdict::Pending),
+                serving_until: Some(later),
+            }),
+            Status::Warn,
+            "pending approval; the current certificate (valid until 2100-01-01T00:00:00Z) is served meanwhile",
+            "kubectl certificate approve mac-1.serving-0a1b2c3d",
+        ),
+        (
+            Serving::Requested(Progress::Issued {
+                not_after: later,
+                expired: true,
+            }),
+            Status::Warn,
+            "expired at 2100-01-01T00:00:00Z",
+            "kubectl certificate approve",
+        ),
+        (
+            Serving::Requested(Progress::Issued {
+                not_after: later,
+                expired: false,
+            }),
+            Status::Ok,
+            "serves HTTPS on port 10250 with a certificate from the CSR API, valid until 2100-01-01T00:00:00Z",
+            "",
+        ),
+    ];
+    for (serving, status, message, fix) in cases {
+        let c = kubelet_api_check(10250, &serving, true);
+        assert_eq!(c.status, status, "{serving:?}: {}", c.message);
+        assert!(c.message.contains(message), "{serving:?}: {}", c.message);
+        assert!(!c.message.contains("not implemented"), "{}", c.message);
+        let got_fix = c.fix.clone().unwrap_or_default();
+        assert!(got_fix.contains(fix), "{serving:?}: fix {got_fix:?}");
+    }
+    let issued = Serving::Requested(Progress::Issued {
+        not_after: later,
+        expired: false,
+    });
+    assert_eq!(
+        kubelet_api_check(10250, &issued, false).status,
+        Status::Warn
     );
 }
