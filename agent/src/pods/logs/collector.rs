@@ -229,7 +229,10 @@ impl State {
             return Ok(());
         };
         log.append(&mut self.backlog, Timestamp::now())?;
-        let due = last || self.saved_at.is_none_or(|t| t.elapsed() >= CHECKPOINT_EVERY);
+        let due = last
+            || self
+                .saved_at
+                .is_none_or(|t| t.elapsed() >= CHECKPOINT_EVERY);
         let points: Points = self.followers.iter().map(Follower::checkpoint).collect();
         if let Some(path) = &self.offsets
             && due
