@@ -48,11 +48,14 @@ pub type ApiErrors = Family<ApiErrorLabels, Counter>;
 /// `api_errors_total` labels.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ApiErrorLabels {
-    /// `node`, `lease`, `pod` or `event`.
+    /// `node`, `lease`, `pod`, `event` or [`CSR_RESOURCE`].
     pub resource: &'static str,
     /// [`ApiErrorKind::as_str`].
     pub kind: &'static str,
 }
+
+/// `api_errors_total`'s `resource` for the serving certificate's requests.
+pub const CSR_RESOURCE: &str = "certificatesigningrequest";
 
 /// The node-side metrics. Clones share the same series.
 #[derive(Clone, Debug)]
@@ -124,7 +127,7 @@ impl NodeMetrics {
                 .node_condition
                 .get_or_create(&ConditionLabels { condition });
         }
-        for resource in ["node", "lease", "pod", "event"] {
+        for resource in ["node", "lease", "pod", "event", CSR_RESOURCE] {
             for kind in ApiErrorKind::ALL.map(ApiErrorKind::as_str) {
                 let _ = m
                     .api_errors

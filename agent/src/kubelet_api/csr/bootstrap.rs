@@ -51,7 +51,7 @@ pub struct Bootstrap {
 }
 
 /// The `resource` label of failed CSR calls in the API error metric.
-const METRIC_RESOURCE: &str = "certificatesigningrequest";
+const METRIC_RESOURCE: &str = crate::metrics::CSR_RESOURCE;
 
 /// An issued certificate ready to serve.
 pub struct Ready {
