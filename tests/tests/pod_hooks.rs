@@ -183,3 +183,57 @@ async fn a_job_busier_than_its_grace_is_stopped_when_the_grace_expires_with_one_
         .await;
     assert_eq!(expired, Some(1.0));
 }
+
+/// `kubectl drain` evicts the runner with its own grace: the Mac waits for the busy job, and
+/// the drain completes once the job marks itself idle.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_drain_of_a_mac_with_a_busy_runner_waits_for_the_job() {
+    let mut env = Env::new("drain", knobs(), &[]).await;
+    env.start_agent();
+    let mut pod = job(&env, "drained", BUSY_UNTIL_DONE, |_| {});
+    pod.spec.as_mut().unwrap().termination_grace_period_seconds = Some(60);
+    let created = env.create(&pod).await;
+    env.wait_pod("drained", "marked busy", |p| {
+        job_busy(p).as_deref() == Some("True")
+    })
+    .await;
+    let kc = env.cp.kubeconfig_path();
+    let started = std::time::Instant::now();
+    let mut drain = tokio::process::Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(&kc)
+        .args(["drain", &env.node, "--force", "--ignore-daemonsets"])
+        .args(["--delete-emptydir-data", "--timeout", "120s"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("kubectl drain");
+    env.wait_event("drained", "WaitingForJob").await;
+    let p = env.pods().get("drained").await.expect("the Pod waits");
+    assert_eq!(phase(&p), "Running");
+    assert!(
+        drain.try_wait().expect("drain").is_none(),
+        "the drain ended while the job was busy"
+    );
+    std::fs::write(guest_root(&env, &created).join("done"), b"").unwrap();
+    let out = tokio::time::timeout(Duration::from_secs(120), drain.wait_with_output())
+        .await
+        .expect("drain finished")
+        .expect("drain ran");
+    assert!(
+        out.status.success(),
+        "drain failed: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        env.agent_log()
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "waited out the grace"
+    );
+    env.wait_gone("drained").await;
+    let counts = env.event_counts("drained").await;
+    assert_eq!(counts.get("WaitingForJob"), Some(&1), "{counts:?}");
+    assert_eq!(counts.get("GracePeriodExpired"), None, "{counts:?}");
+}
