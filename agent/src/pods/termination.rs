@@ -11,6 +11,22 @@ use tokio::time::Instant;
 /// is spent (kubelet's `minimumGracePeriodInSeconds`).
 pub const MIN_STOP_GRACE: Duration = Duration::from_secs(2);
 
+/// How often a running job's busy/idle mark is read.
+pub const JOB_POLL: Duration = Duration::from_secs(1);
+
+/// One deletion as the worker lives it.
+#[derive(Debug, Clone, Copy)]
+pub struct TermClock {
+    /// When the worker first saw the deletion.
+    pub started: Instant,
+    /// The worker waited for a busy job.
+    pub waited: bool,
+    /// How it ended, once the VM was asked to stop.
+    pub how: Option<TerminationHow>,
+    /// `pod_termination_seconds` was observed.
+    pub observed: bool,
+}
+
 /// What the job says about itself, read from the status share.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JobActivity {

@@ -33,7 +33,7 @@ use super::{
     reasons::{TerminatedReason, WaitingReason},
     resources::VmResources,
     status::{ContainerView, Terminated},
-    termination::JobActivity,
+    termination::{JOB_POLL, JobActivity, TermClock},
 };
 use crate::slots::SlotGuard;
 
@@ -202,7 +202,7 @@ struct Worker<T: Tart> {
     /// Numbers the Pod's `Unhealthy` events across runs.
     unhealthy_seq: Arc<AtomicU32>,
     /// The Pod's deletion, once seen: for `pod_termination_seconds`.
-    term: Option<termination::TermClock>,
+    term: Option<TermClock>,
 }
 
 /// How long a stopped VM's `tart run` may take to exit after `tart stop` returned.
@@ -494,7 +494,7 @@ impl<T: Tart> Worker<T> {
         };
         // A running job's busy/idle mark is read this often.
         let max = match max {
-            None if self.alive() && !self.shares.is_empty() => Some(termination::JOB_POLL),
+            None if self.alive() && !self.shares.is_empty() => Some(JOB_POLL),
             other => other,
         };
         let sleep = tokio::time::sleep(max.unwrap_or(Duration::from_secs(3600)));

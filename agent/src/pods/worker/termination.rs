@@ -16,24 +16,8 @@ use crate::pods::{
     hooks::{HookKind, HookRunner, hook, model::failure_message, run},
     metrics::HowLabels,
     plan::Termination,
-    termination::{JobActivity, TerminationHow, stop_grace, termination_how},
+    termination::{JOB_POLL, JobActivity, TermClock, TerminationHow, stop_grace, termination_how},
 };
-
-/// How often a running job's busy/idle mark is read.
-pub const JOB_POLL: Duration = Duration::from_secs(1);
-
-/// One deletion as the worker lives it.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct TermClock {
-    /// When the worker first saw the deletion.
-    started: Instant,
-    /// The worker waited for a busy job.
-    waited: bool,
-    /// How it ended, once the VM was asked to stop.
-    how: Option<TerminationHow>,
-    /// `pod_termination_seconds` was observed.
-    observed: bool,
-}
 
 impl<T: Tart> Worker<T> {
     /// Record the deletion the first time it is seen (its grace runs from here), and read the
