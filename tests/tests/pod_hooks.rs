@@ -237,3 +237,37 @@ async fn kubectl_drain_of_a_mac_with_a_busy_runner_waits_for_the_job() {
     assert_eq!(counts.get("WaitingForJob"), Some(&1), "{counts:?}");
     assert_eq!(counts.get("GracePeriodExpired"), None, "{counts:?}");
 }
+
+/// Under the node's own identity (NodeRestriction: Pod status only) the job's mark is
+/// published as the `tart.run/JobBusy` condition, both ways.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn as_its_node_the_agent_publishes_the_job_busy_condition() {
+    let mut env = Env::new_as_node("busycond", knobs(), &[]).await;
+    env.start_agent();
+    let created = env
+        .create(&job(&env, "runner", BUSY_UNTIL_DONE, |_| {}))
+        .await;
+    let p = env
+        .wait_pod("runner", "marked busy", |p| {
+            job_busy(p).as_deref() == Some("True")
+        })
+        .await;
+    let reason = |p: &Pod| {
+        p.status
+            .as_ref()?
+            .conditions
+            .as_ref()?
+            .iter()
+            .find(|c| c.type_ == "tart.run/JobBusy")?
+            .reason
+            .clone()
+    };
+    assert_eq!(reason(&p).as_deref(), Some("JobBusy"));
+    std::fs::write(guest_root(&env, &created).join("done"), b"").unwrap();
+    let p = env
+        .wait_pod("runner", "marked idle", |p| {
+            job_busy(p).as_deref() == Some("False")
+        })
+        .await;
+    assert_eq!(reason(&p).as_deref(), Some("JobIdle"));
+}
