@@ -121,7 +121,8 @@ pub struct VmFacts {
     /// The current or last run was ended by the agent: a failed liveness or startup probe, or
     /// a failed `postStart` hook.
     pub agent_killed: bool,
-    /// The `postStart` hook of the current run completed.
+    /// The `postStart` hook of the current run has run (completed, or failed and the run is
+    /// being stopped).
     pub post_started: bool,
     /// The job marked itself busy in the status share.
     pub job_busy: bool,

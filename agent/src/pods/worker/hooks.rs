@@ -64,6 +64,8 @@ impl<T: Tart> Worker<T> {
                     &f.output,
                 );
                 warn!(message = %msg, "postStart hook failed; stopping the vm");
+                // It has run: a VM slow to exit is waited for, not hooked again.
+                self.state.facts.post_started = true;
                 self.hook_kill(input, msg).await;
             }
         }

@@ -41,11 +41,13 @@ mod context;
 mod guest;
 mod hooks;
 mod outcomes;
+mod overhead;
 mod probing;
 mod steps;
 mod termination;
 
 pub use context::{Waker, WorkerConfig, WorkerContext};
+use overhead::OverheadClock;
 
 /// What the worker is told about its Pod (replaced on every reconcile).
 #[derive(Debug, Clone, PartialEq)]
@@ -207,31 +209,6 @@ struct Worker<T: Tart> {
 
 /// How long a stopped VM's `tart run` may take to exit after `tart stop` returned.
 const STOP_SLACK: Duration = Duration::from_secs(10);
-
-/// Measures the agent's own time per Pod before `tart run`: since the worker first saw the Pod,
-/// less the time spent in steps that are not the agent's own work (tart operations, slot
-/// waits, backoff).
-#[derive(Debug, Clone, Copy)]
-struct OverheadClock {
-    born: Instant,
-    excluded: Duration,
-    /// No failure and no backoff so far: only clean first starts are measured.
-    clean: bool,
-}
-
-impl OverheadClock {
-    fn new() -> Self {
-        Self {
-            born: Instant::now(),
-            excluded: Duration::ZERO,
-            clean: true,
-        }
-    }
-
-    fn own_time(&self) -> Duration {
-        self.born.elapsed().saturating_sub(self.excluded)
-    }
-}
 
 /// Resolves when the Pod is being deleted or the handle was dropped.
 async fn teardown(rx: &mut watch::Receiver<WorkerInput>) {
