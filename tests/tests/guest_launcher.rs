@@ -467,3 +467,35 @@ async fn names_a_shell_cannot_export_reach_the_command_and_reserved_names_are_re
     assert_eq!(g.launch().await.0, Some(125));
     assert_eq!(g.status("exit_code").as_deref(), Some("125\n"));
 }
+
+#[tokio::test]
+async fn the_job_marks_itself_busy_or_idle_in_the_file_the_launcher_names() {
+    let g = Guest::new();
+    g.put("env/0", b"TART_JOB_STATE_FILE=/elsewhere");
+    g.put("command/0", b"/bin/sh");
+    g.put("command/1", b"-c");
+    g.put(
+        "args/0",
+        b"printf '%s|' \"$TART_JOB_STATE_FILE\"; cat \"$TART_JOB_STATE_FILE\"; \
+          echo busy > \"$TART_JOB_STATE_FILE\"",
+    );
+    let (code, stdout) = g.launch().await;
+    assert_eq!(code, Some(0));
+    let job = g.root().join("Volumes/My Shared Files/status/job");
+    assert_eq!(
+        stdout,
+        format!("{}|idle\n", job.display()),
+        "the file is named, not hidden by the Pod's env, and starts idle"
+    );
+    assert_eq!(g.status("job").as_deref(), Some("busy\n"), "the job's mark");
+    let mode = fs::metadata(&job).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+
+    g.put("args/0", b"true");
+    assert_eq!(g.launch().await.0, Some(0));
+    assert_eq!(
+        g.status("job").as_deref(),
+        Some("idle\n"),
+        "a new run does not inherit the last run's mark"
+    );
+}

@@ -40,6 +40,7 @@ const AGREED: &[(&str, &str)] = &[
     ("tart_kubelet_guest_config_errors_total", "counter"),
     ("tart_kubelet_guest_volume_updates_total", "counter"),
     ("tart_kubelet_probe_results_total", "counter"),
+    ("tart_kubelet_pod_termination_seconds", "histogram"),
 ];
 
 fn repo() -> PathBuf {

@@ -10,7 +10,9 @@ use std::time::Duration;
 use kube::runtime::events::EventType;
 use tart::ErrorKind;
 
-use super::{admission::RejectReason, probes::EventReason, reasons::host_fault_reason};
+use super::{
+    admission::RejectReason, hooks::HookKind, probes::EventReason, reasons::host_fault_reason,
+};
 
 /// Something worth an event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,10 +125,27 @@ pub enum Occurrence {
         /// Kubelet's words, e.g. `Readiness probe failed: HTTP probe failed with statuscode: 500`.
         message: String,
     },
-    /// The VM's job is stopped because its liveness or startup probe failed.
+    /// The VM's job is stopped because its liveness or startup probe, or its `postStart`
+    /// hook, failed.
     ProbeKilling {
-        /// `Container <name> failed liveness probe[, will be restarted]`.
+        /// `Container <name> failed liveness probe[, will be restarted]`, or
+        /// `FailedPostStartHook`.
         message: String,
+    },
+    /// A lifecycle hook failed.
+    HookFailed {
+        /// Which hook.
+        hook: HookKind,
+    },
+    /// A deleted Pod's job is busy: the VM waits for it, at most `left`.
+    WaitingForJob {
+        /// What is left of the grace period.
+        left: Duration,
+    },
+    /// A deleted Pod's job was still busy when the grace period ran out.
+    GracePeriodExpired {
+        /// The Pod's grace period.
+        grace: Duration,
     },
 }
 
@@ -175,6 +194,14 @@ pub enum EventKind {
     Probe,
     /// [`Occurrence::ProbeKilling`].
     ProbeKilling,
+    /// [`Occurrence::HookFailed`] for a `postStart` hook.
+    PostStartHookFailed,
+    /// [`Occurrence::HookFailed`] for a `preStop` hook.
+    PreStopHookFailed,
+    /// [`Occurrence::WaitingForJob`].
+    WaitingForJob,
+    /// [`Occurrence::GracePeriodExpired`].
+    GracePeriodExpired,
 }
 
 impl Occurrence {
@@ -202,6 +229,14 @@ impl Occurrence {
             Self::DeadlineExceeded => EventKind::DeadlineExceeded,
             Self::Probe { .. } => EventKind::Probe,
             Self::ProbeKilling { .. } => EventKind::ProbeKilling,
+            Self::HookFailed {
+                hook: HookKind::PostStart,
+            } => EventKind::PostStartHookFailed,
+            Self::HookFailed {
+                hook: HookKind::PreStop,
+            } => EventKind::PreStopHookFailed,
+            Self::WaitingForJob { .. } => EventKind::WaitingForJob,
+            Self::GracePeriodExpired { .. } => EventKind::GracePeriodExpired,
         }
     }
 }
@@ -402,6 +437,30 @@ pub fn spec(o: &Occurrence) -> EventSpec {
             (Warning, reason.as_str(), message.clone(), "Probe")
         }
         Occurrence::ProbeKilling { message } => (Normal, "Killing", message.clone(), "Kill"),
+        Occurrence::HookFailed { hook } => (
+            Warning,
+            hook.failed_reason(),
+            hook.failed_note().to_owned(),
+            "Hook",
+        ),
+        Occurrence::WaitingForJob { left } => (
+            Normal,
+            "WaitingForJob",
+            format!(
+                "The job is busy: waiting up to {}s for it to finish before stopping the VM",
+                left.as_secs()
+            ),
+            "Kill",
+        ),
+        Occurrence::GracePeriodExpired { grace } => (
+            Warning,
+            "GracePeriodExpired",
+            format!(
+                "The job was still busy when the grace period of {}s ran out: stopping the VM",
+                grace.as_secs()
+            ),
+            "Kill",
+        ),
     };
     EventSpec {
         type_,
@@ -412,83 +471,4 @@ pub fn spec(o: &Occurrence) -> EventSpec {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn kubelet_reasons_and_messages() {
-        let s = spec(&Occurrence::Pulling {
-            image: "ghcr.io/a/b:1".into(),
-        });
-        assert_eq!((s.type_, s.reason.as_str()), (EventType::Normal, "Pulling"));
-        assert_eq!(s.note, "Pulling image \"ghcr.io/a/b:1\"");
-        let s = spec(&Occurrence::Started {
-            container: "vm".into(),
-        });
-        assert_eq!(s.note, "Started container vm");
-        let s = spec(&Occurrence::Killing {
-            container: "vm".into(),
-        });
-        assert_eq!(
-            (s.reason.as_str(), s.note.as_str()),
-            ("Killing", "Stopping container vm")
-        );
-        let s = spec(&Occurrence::CreatingVm { vm: "tkl-1".into() });
-        assert_eq!(s.reason, "CreatingVM");
-    }
-
-    #[test]
-    fn probe_events_use_kubelets_words() {
-        let s = spec(&Occurrence::Probe {
-            reason: EventReason::Unhealthy,
-            message: "Readiness probe failed: HTTP probe failed with statuscode: 500".into(),
-        });
-        assert_eq!(
-            (s.type_, s.reason.as_str()),
-            (EventType::Warning, "Unhealthy")
-        );
-        let s = spec(&Occurrence::ProbeKilling {
-            message: "Container job failed liveness probe, will be restarted".into(),
-        });
-        assert_eq!((s.type_, s.reason.as_str()), (EventType::Normal, "Killing"));
-    }
-
-    #[test]
-    fn host_faults_are_warnings_naming_the_problem() {
-        let s = spec(&Occurrence::HostFault {
-            kind: ErrorKind::VmLimit,
-            message: "The number of VMs exceeds the system limit".into(),
-        });
-        assert_eq!(s.type_, EventType::Warning);
-        assert_eq!(s.reason, "VMLimitReached");
-        assert!(s.note.contains("limit of running macOS VMs"), "{}", s.note);
-        assert!(s.note.contains("will retry"));
-    }
-
-    #[test]
-    fn waiting_for_slot_is_normal_with_a_clear_reason() {
-        let s = spec(&Occurrence::WaitingForSlot { used: 2, total: 2 });
-        assert_eq!(s.type_, EventType::Normal);
-        assert_eq!(s.reason, "WaitingForVMSlot");
-        assert!(s.note.contains("All 2 VM slots"));
-    }
-
-    #[test]
-    fn a_failure_message_never_doubles_the_error_prefix() {
-        let s = spec(&Occurrence::Failed {
-            message: "Error: VM needs at least 4 CPUs".into(),
-        });
-        assert_eq!(s.note, "Error: VM needs at least 4 CPUs");
-        assert_eq!(without_error_prefix("Error: Error:  x"), "x");
-        assert_eq!(without_error_prefix("plain"), "plain");
-    }
-
-    #[test]
-    fn long_notes_are_capped_on_a_char_boundary() {
-        let s = spec(&Occurrence::Failed {
-            message: "é".repeat(2000),
-        });
-        assert!(s.note.len() <= 1000);
-        assert!(s.note.is_char_boundary(s.note.len()));
-    }
-}
+mod tests;

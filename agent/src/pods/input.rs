@@ -29,7 +29,14 @@ pub fn is_terminal(pod: &Pod) -> bool {
 /// Pod facts for the plan. `node_gone`: our Node object was deleted; `without_finalizer`: the
 /// agent runs as the node and never adds its finalizer; `now` decides `activeDeadlineSeconds`.
 pub fn pod_facts(pod: &Pod, node_gone: bool, without_finalizer: bool, now: Timestamp) -> PodFacts {
+    let lifecycle = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.containers.first())
+        .and_then(|c| c.lifecycle.as_ref());
     PodFacts {
+        post_start: lifecycle.is_some_and(|l| l.post_start.is_some()),
+        pre_stop: lifecycle.is_some_and(|l| l.pre_stop.is_some()),
         without_finalizer,
         deadline_exceeded: deadline_left(pod, now).is_some_and(|d| d.is_zero()),
         deleting: pod.metadata.deletion_timestamp.is_some(),

@@ -18,6 +18,7 @@ use tart::{Attempt, AttemptOutcome, ErrorKind, Observer, Op};
 use super::{
     admission::RejectReason,
     probes::{ProbeKind, ProbeResult},
+    termination::TerminationHow,
 };
 use crate::metrics::{OutcomeLabels, register};
 
@@ -91,6 +92,7 @@ labels!(AgeLabels { age });
 labels!(StateLabels { state });
 labels!(ReasonLabels { reason });
 labels!(ProbeLabels { probe, result });
+labels!(HowLabels { how });
 
 /// The Pod-side metrics. Clones share the same series.
 #[derive(Clone, Debug)]
@@ -139,6 +141,8 @@ pub struct PodMetrics {
     pub guest_volume_updates: Family<OutcomeLabels, Counter>,
     /// `probe_results_total{probe,result}`: readiness, liveness and startup probe attempts.
     pub probe_results: Family<ProbeLabels, Counter>,
+    /// `pod_termination_seconds{how}`: a running Pod's deletion seen to its VM gone.
+    pub termination: Family<HowLabels, Histogram>,
 }
 
 /// `kind` values of `guest_config_errors_total` (`ConfigError::kind`).
@@ -195,6 +199,7 @@ impl PodMetrics {
             guest_config_errors: Family::default(),
             guest_volume_updates: Family::default(),
             probe_results: Family::default(),
+            termination: Family::new_with_constructor(vm_histogram),
         };
         let r = registry.sub_registry_with_prefix("tart_kubelet");
         register!(r;
@@ -219,6 +224,7 @@ impl PodMetrics {
             "guest_config_errors", "Containers that could not be configured, by error kind" => m.guest_config_errors;
             "guest_volume_updates", "Secret, ConfigMap and token volume refreshes that changed files or failed" => m.guest_volume_updates;
             "probe_results", "Probe attempts by probe (startup, readiness, liveness) and result (success, failure, error)" => m.probe_results;
+            "pod_termination_seconds", "A running Pod's deletion seen to its VM gone, by how it ended (idle, waited, grace_expired)" => m.termination;
         );
         m.precreate();
         m
@@ -276,6 +282,11 @@ impl PodMetrics {
                     result: result.as_str(),
                 });
             }
+        }
+        for how in TerminationHow::ALL {
+            let _ = self
+                .termination
+                .get_or_create(&HowLabels { how: how.as_str() });
         }
         for reason in ["completed", "failed", "signaled", "unknown"] {
             let _ = self.vm_exits.get_or_create(&ReasonLabels { reason });

@@ -15,6 +15,7 @@ pub mod context;
 pub mod events;
 pub mod fields;
 pub mod guest;
+pub mod hooks;
 pub mod image;
 pub mod input;
 pub mod logs;
@@ -30,6 +31,7 @@ pub mod resources;
 pub mod served;
 pub mod sink;
 pub mod status;
+pub mod termination;
 pub mod worker;
 
 #[cfg(test)]

@@ -44,10 +44,10 @@ impl RestartPolicy {
         }
     }
 
-    /// Whether a run the agent ended for a failed liveness or startup probe is started again:
-    /// unless the policy is `Never`, whatever its exit code (kubelet restarts a container it
-    /// killed for a probe even when the container then exits 0).
-    pub fn restarts_after_probe_kill(self) -> bool {
+    /// Whether a run the agent ended (a failed liveness or startup probe, a failed `postStart`
+    /// hook) is started again: unless the policy is `Never`, whatever its exit code (kubelet
+    /// restarts a container it killed even when the container then exits 0).
+    pub fn restarts_after_agent_kill(self) -> bool {
         self != Self::Never
     }
 }
@@ -72,6 +72,10 @@ pub struct PodFacts {
     pub without_finalizer: bool,
     /// `activeDeadlineSeconds` has passed since `status.startTime`.
     pub deadline_exceeded: bool,
+    /// The container has a `postStart` hook.
+    pub post_start: bool,
+    /// The container has a `preStop` hook.
+    pub pre_stop: bool,
 }
 
 /// The `tart run` process as the worker knows it.
@@ -114,8 +118,25 @@ pub struct VmFacts {
     pub finished: bool,
     /// How many times the VM was started again after an exit.
     pub restarts: u32,
-    /// The current or last run was ended by the agent for a failed liveness or startup probe.
-    pub probe_killed: bool,
+    /// The current or last run was ended by the agent: a failed liveness or startup probe, or
+    /// a failed `postStart` hook.
+    pub agent_killed: bool,
+    /// The `postStart` hook of the current run has run (completed, or failed and the run is
+    /// being stopped).
+    pub post_started: bool,
+    /// The job marked itself busy in the status share.
+    pub job_busy: bool,
+    /// The Pod's deletion, once the worker has seen it.
+    pub termination: Option<Termination>,
+}
+
+/// Where a deletion stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Termination {
+    /// The grace period ends here (deletion seen + grace).
+    pub deadline: Instant,
+    /// The `preStop` hook ran (or there is none to run).
+    pub pre_stopped: bool,
 }
 
 /// What to do next for one Pod: one step on the Pod object, one on its VM.
@@ -166,12 +187,18 @@ pub enum VmStep {
     Run,
     /// `tart ip` with a deadline.
     WaitIp,
+    /// Run the `postStart` hook (the container is not ready, and probes wait, until it ends).
+    PostStart,
     /// Report Running and ready.
     MarkRunning,
     /// The VM exited and the restart policy restarts it: back off this long, then run again.
     Restart(Duration),
     /// The VM exited for good: report the terminal state.
     Finish,
+    /// Run the `preStop` hook, within the grace period.
+    PreStop,
+    /// The job is busy: wait for it to go idle or end, at most this long (the rest of the grace).
+    WaitForJob(Duration),
     /// Stop the VM (graceful).
     Stop,
     /// `tart delete`.
@@ -214,7 +241,7 @@ pub fn plan(pod: &PodFacts, vm: &VmFacts, now: Instant) -> Decision {
     }
     if pod.deleting {
         return if alive {
-            Decision::vm(VmStep::Stop)
+            Decision::vm(termination_step(pod, vm, now))
         } else if vm.cloned {
             Decision::vm(VmStep::Delete)
         } else if pod.has_finalizer {
@@ -243,6 +270,22 @@ pub fn plan(pod: &PodFacts, vm: &VmFacts, now: Instant) -> Decision {
     Decision::vm(vm_step(pod, vm, now))
 }
 
+/// The VM step of a deleted Pod whose VM runs: `preStop`, then wait while the job is busy and
+/// the grace lasts, then stop. Before the worker has recorded the deletion, stop (its worker
+/// records it before it plans, so this is only a guard).
+fn termination_step(pod: &PodFacts, vm: &VmFacts, now: Instant) -> VmStep {
+    let Some(t) = vm.termination else {
+        return VmStep::Stop;
+    };
+    if pod.pre_stop && !t.pre_stopped {
+        VmStep::PreStop
+    } else if vm.job_busy && t.deadline > now {
+        VmStep::WaitForJob(t.deadline - now)
+    } else {
+        VmStep::Stop
+    }
+}
+
 /// The VM step of an admitted Pod that is neither deleting nor terminal.
 fn vm_step(pod: &PodFacts, vm: &VmFacts, now: Instant) -> VmStep {
     if vm.finished {
@@ -250,11 +293,14 @@ fn vm_step(pod: &PodFacts, vm: &VmFacts, now: Instant) -> VmStep {
     }
     match vm.process {
         Process::Running { has_ip: false, .. } => return VmStep::WaitIp,
+        Process::Running { marked: false, .. } if pod.post_start && !vm.post_started => {
+            return VmStep::PostStart;
+        }
         Process::Running { marked: false, .. } => return VmStep::MarkRunning,
         Process::Running { .. } => return VmStep::Idle,
         Process::Exited { code } => {
             let rp = pod.restart_policy;
-            return if rp.restarts(code) || (vm.probe_killed && rp.restarts_after_probe_kill()) {
+            return if rp.restarts(code) || (vm.agent_killed && rp.restarts_after_agent_kill()) {
                 VmStep::Restart(crash_backoff(vm.restarts))
             } else {
                 VmStep::Finish
@@ -281,296 +327,4 @@ fn vm_step(pod: &PodFacts, vm: &VmFacts, now: Instant) -> VmStep {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::pods::admission::{RejectReason, Rejection};
-
-    fn pod() -> PodFacts {
-        PodFacts {
-            has_finalizer: true,
-            ..Default::default()
-        }
-    }
-
-    fn running() -> VmFacts {
-        VmFacts {
-            image_ready: true,
-            cloned: true,
-            configured: true,
-            prepared: true,
-            slot_held: true,
-            process: Process::Running {
-                has_ip: true,
-                marked: true,
-            },
-            ..Default::default()
-        }
-    }
-
-    fn pod_step(p: PodStep) -> Decision {
-        Decision::pod(p)
-    }
-
-    fn vm_step(v: VmStep) -> Decision {
-        Decision::vm(v)
-    }
-
-    #[test]
-    fn first_sight_adds_the_finalizer_before_anything_else() {
-        let d = plan(&PodFacts::default(), &VmFacts::default(), Instant::now());
-        assert_eq!(d, pod_step(PodStep::AddFinalizer));
-    }
-
-    #[test]
-    fn a_rejected_pod_is_rejected_after_the_finalizer() {
-        let r = Rejection {
-            reason: RejectReason::ContainerCount,
-            message: "two".into(),
-        };
-        let p = PodFacts {
-            rejection: Some(r.clone()),
-            ..pod()
-        };
-        let d = plan(&p, &VmFacts::default(), Instant::now());
-        assert_eq!(d, pod_step(PodStep::Reject(r)));
-    }
-
-    #[test]
-    fn provisioning_walks_pull_clone_set_slot_run_ip_mark() {
-        let now = Instant::now();
-        let p = pod();
-        let mut vm = VmFacts::default();
-        let mut seen = vec![];
-        for _ in 0..10 {
-            let d = plan(&p, &vm, now);
-            assert_eq!(d.pod, PodStep::Sync, "provisioning is the worker's");
-            seen.push(d.vm.clone());
-            match d.vm {
-                VmStep::Pull => vm.image_ready = true,
-                VmStep::Clone => vm.cloned = true,
-                VmStep::Set => vm.configured = true,
-                VmStep::Prepare => vm.prepared = true,
-                VmStep::WaitForSlot => vm.slot_held = true,
-                VmStep::Run => {
-                    vm.process = Process::Running {
-                        has_ip: false,
-                        marked: false,
-                    }
-                }
-                VmStep::WaitIp => {
-                    vm.process = Process::Running {
-                        has_ip: true,
-                        marked: false,
-                    }
-                }
-                VmStep::MarkRunning => vm.process = running().process,
-                _ => break,
-            }
-        }
-        use VmStep::*;
-        assert_eq!(
-            seen,
-            vec![
-                Pull,
-                Clone,
-                Set,
-                Prepare,
-                WaitForSlot,
-                Run,
-                WaitIp,
-                MarkRunning,
-                Idle
-            ]
-        );
-    }
-
-    #[test]
-    fn a_cloned_vm_is_not_pulled_again() {
-        let vm = VmFacts {
-            cloned: true,
-            ..Default::default()
-        };
-        assert_eq!(plan(&pod(), &vm, Instant::now()), vm_step(VmStep::Set));
-    }
-
-    #[test]
-    fn a_backoff_blocks_until_it_expires() {
-        let now = Instant::now();
-        let vm = VmFacts {
-            blocked_until: Some(now + Duration::from_secs(7)),
-            ..Default::default()
-        };
-        let wait = vm_step(VmStep::Wait(Duration::from_secs(7)));
-        assert_eq!(plan(&pod(), &vm, now), wait);
-        let later = now + Duration::from_secs(8);
-        assert_eq!(plan(&pod(), &vm, later), vm_step(VmStep::Pull));
-    }
-
-    #[test]
-    fn exit_follows_restart_policy() {
-        let now = Instant::now();
-        let exited = |code| VmFacts {
-            process: Process::Exited { code },
-            ..running()
-        };
-        let with = |rp| PodFacts {
-            restart_policy: rp,
-            ..pod()
-        };
-        use RestartPolicy::*;
-        let finish = vm_step(VmStep::Finish);
-        assert_eq!(plan(&with(Never), &exited(0), now), finish);
-        assert_eq!(plan(&with(Never), &exited(1), now), finish);
-        assert_eq!(plan(&with(OnFailure), &exited(0), now), finish);
-        let ten = vm_step(VmStep::Restart(Duration::from_secs(10)));
-        assert_eq!(plan(&with(OnFailure), &exited(1), now), ten);
-        assert_eq!(plan(&with(Always), &exited(0), now), ten);
-        let probe_killed = |code| VmFacts {
-            probe_killed: true,
-            ..exited(code)
-        };
-        assert_eq!(plan(&with(OnFailure), &probe_killed(0), now), ten);
-        assert_eq!(plan(&with(Always), &probe_killed(0), now), ten);
-        assert_eq!(plan(&with(Never), &probe_killed(137), now), finish);
-        let third = VmFacts {
-            restarts: 2,
-            ..exited(3)
-        };
-        let forty = vm_step(VmStep::Restart(Duration::from_secs(40)));
-        assert_eq!(plan(&with(Always), &third, now), forty);
-        let done = VmFacts {
-            finished: true,
-            ..exited(0)
-        };
-        assert_eq!(plan(&with(Never), &done, now), vm_step(VmStep::Idle));
-    }
-
-    #[test]
-    fn deletion_stops_then_deletes_then_releases_then_deletes_pod() {
-        let now = Instant::now();
-        let p = PodFacts {
-            deleting: true,
-            ..pod()
-        };
-        assert_eq!(plan(&p, &running(), now), vm_step(VmStep::Stop));
-        let stopped = VmFacts {
-            process: Process::Exited { code: 0 },
-            ..running()
-        };
-        assert_eq!(plan(&p, &stopped, now), vm_step(VmStep::Delete));
-        let gone = VmFacts::default();
-        assert_eq!(plan(&p, &gone, now), pod_step(PodStep::RemoveFinalizer));
-        let released = PodFacts {
-            has_finalizer: false,
-            ..p
-        };
-        assert_eq!(plan(&released, &gone, now), pod_step(PodStep::DeletePod));
-    }
-
-    #[test]
-    fn deletion_wins_over_rejection_and_backoff() {
-        let now = Instant::now();
-        let p = PodFacts {
-            deleting: true,
-            rejection: Some(Rejection {
-                reason: RejectReason::Volume,
-                message: String::new(),
-            }),
-            ..pod()
-        };
-        let vm = VmFacts {
-            blocked_until: Some(now + Duration::from_secs(60)),
-            ..Default::default()
-        };
-        assert_eq!(plan(&p, &vm, now), pod_step(PodStep::RemoveFinalizer));
-    }
-
-    #[test]
-    fn node_gone_drops_the_finalizer_and_leaves_the_vm_alone() {
-        let now = Instant::now();
-        let p = PodFacts {
-            node_gone: true,
-            ..pod()
-        };
-        assert_eq!(
-            plan(&p, &running(), now),
-            pod_step(PodStep::RemoveFinalizer)
-        );
-        let released = PodFacts {
-            has_finalizer: false,
-            ..p.clone()
-        };
-        assert_eq!(plan(&released, &running(), now), vm_step(VmStep::Idle));
-        // A deletion still tears down normally while we run.
-        let deleting = PodFacts {
-            deleting: true,
-            ..p
-        };
-        assert_eq!(plan(&deleting, &running(), now), vm_step(VmStep::Stop));
-    }
-
-    #[test]
-    fn terminal_pods_are_left_alone_and_a_live_vm_is_stopped() {
-        let p = PodFacts {
-            terminal: true,
-            ..pod()
-        };
-        let now = Instant::now();
-        assert_eq!(plan(&p, &VmFacts::default(), now), vm_step(VmStep::Idle));
-        assert_eq!(plan(&p, &running(), now), vm_step(VmStep::Stop));
-    }
-
-    #[test]
-    fn a_node_identity_never_adds_a_finalizer_and_deletes_the_pod_once_the_vm_is_gone() {
-        let now = Instant::now();
-        let p = PodFacts {
-            without_finalizer: true,
-            ..PodFacts::default()
-        };
-        assert_eq!(plan(&p, &VmFacts::default(), now), vm_step(VmStep::Pull));
-        let deleting = PodFacts {
-            deleting: true,
-            ..p
-        };
-        assert_eq!(plan(&deleting, &running(), now), vm_step(VmStep::Stop));
-        let stopped = VmFacts {
-            process: Process::Exited { code: 0 },
-            ..running()
-        };
-        assert_eq!(plan(&deleting, &stopped, now), vm_step(VmStep::Delete));
-        let gone = VmFacts::default();
-        assert_eq!(plan(&deleting, &gone, now), pod_step(PodStep::DeletePod));
-    }
-
-    #[test]
-    fn a_passed_deadline_stops_the_vm_then_fails_the_pod() {
-        let now = Instant::now();
-        let p = PodFacts {
-            deadline_exceeded: true,
-            ..pod()
-        };
-        assert_eq!(plan(&p, &running(), now), vm_step(VmStep::Stop));
-        let stopped = VmFacts {
-            process: Process::Exited { code: 137 },
-            finished: true,
-            ..running()
-        };
-        assert_eq!(plan(&p, &stopped, now), pod_step(PodStep::FailDeadline));
-        assert_eq!(
-            plan(&p, &VmFacts::default(), now),
-            pod_step(PodStep::FailDeadline)
-        );
-        let failed = PodFacts {
-            terminal: true,
-            ..p
-        };
-        assert_eq!(plan(&failed, &stopped, now), vm_step(VmStep::Idle));
-    }
-
-    #[test]
-    fn crash_backoff_is_kubelets_10s_doubling_to_5m() {
-        let s: Vec<u64> = (0..8).map(|n| crash_backoff(n).as_secs()).collect();
-        assert_eq!(s, vec![10, 20, 40, 80, 160, 300, 300, 300]);
-        assert_eq!(crash_backoff(u32::MAX).as_secs(), 300);
-    }
-}
+mod tests;

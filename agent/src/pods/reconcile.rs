@@ -347,6 +347,7 @@ async fn fail_deadline<T: Tart>(ctx: &Shared<T>, v: &View<'_>) -> Result<(), Err
             last_terminated: None,
             restart_count: 0,
             pod_ip: None,
+            job: None,
         },
     };
     patch_status(v, &Desired::DeadlineExceeded(Box::new(o))).await
@@ -387,6 +388,7 @@ fn observation<T: Tart>(ctx: &Shared<T>, pod: &Pod, ws: &WorkerState) -> Observa
         last_terminated: ws.last_terminated.clone(),
         restart_count: ws.facts.restarts,
         pod_ip: ws.pod_ip.map(|ip| ip.to_string()),
+        job: ws.job,
     }
 }
 

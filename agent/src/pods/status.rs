@@ -24,6 +24,7 @@ use super::{
     admission::RejectReason,
     events::DEADLINE_MESSAGE,
     reasons::{TerminatedReason, WaitingReason},
+    termination::JobActivity,
 };
 
 /// A finished run of the VM.
@@ -98,7 +99,13 @@ pub struct Observation {
     /// Restarts so far.
     pub restart_count: u32,
     pub pod_ip: Option<String>,
+    /// What the job says about itself, once it said anything.
+    pub job: Option<JobActivity>,
 }
+
+/// Our own Pod condition: the job is busy (`True`) or not (`False`, reason `JobIdle` or
+/// `JobEnded`). Unlike kubelet's, it carries its reason in both states.
+pub const JOB_BUSY_CONDITION: &str = "tart.run/JobBusy";
 
 /// What the Pod status should say.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -291,20 +298,38 @@ fn observed_status(o: &Observation, current: Option<&PodStatus>, now: Timestamp)
     let start = current
         .and_then(|s| s.start_time.clone())
         .unwrap_or_else(|| time(now));
+    let mut conditions = vec![
+        condition(current, "PodScheduled", true, None, now),
+        condition(current, "Initialized", true, None, now),
+        condition(current, "ContainersReady", ready, not_ready(), now),
+        condition(current, "Ready", ready, not_ready(), now),
+    ];
+    if let Some(job) = o.job {
+        conditions.push(job_condition(current, job, now));
+    }
     PodStatus {
         phase: Some(phase.as_str().into()),
         start_time: Some(start),
-        conditions: Some(vec![
-            condition(current, "PodScheduled", true, None, now),
-            condition(current, "Initialized", true, None, now),
-            condition(current, "ContainersReady", ready, not_ready(), now),
-            condition(current, "Ready", ready, not_ready(), now),
-        ]),
+        conditions: Some(conditions),
         container_statuses: Some(vec![container]),
         host_ip: o.host_ip.clone(),
         pod_ip: o.pod_ip.clone(),
         pod_ips: o.pod_ip.clone().map(|ip| vec![PodIP { ip }]),
         ..PodStatus::default()
+    }
+}
+
+fn job_condition(current: Option<&PodStatus>, job: JobActivity, now: Timestamp) -> PodCondition {
+    let (busy, reason) = job.condition();
+    let message = match job {
+        JobActivity::Busy => "the job marked itself busy",
+        JobActivity::Idle => "the job is not busy",
+        JobActivity::Ended => "the job has ended",
+    };
+    PodCondition {
+        reason: Some(reason.into()),
+        message: Some(message.into()),
+        ..condition(current, JOB_BUSY_CONDITION, busy, None, now)
     }
 }
 
@@ -314,7 +339,7 @@ pub fn patch_body(status: &PodStatus) -> Value {
     let mut v = serde_json::to_value(status).unwrap_or(Value::Null);
     if let Some(conds) = v.get_mut("conditions").and_then(Value::as_array_mut) {
         for c in conds {
-            if c["status"] == "True" {
+            if c["status"] == "True" && c["type"] != JOB_BUSY_CONDITION {
                 c["reason"] = Value::Null;
                 c["message"] = Value::Null;
             }

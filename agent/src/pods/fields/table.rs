@@ -108,7 +108,7 @@ pub const CONTAINER: &[Field] = &[
     f("envFrom", Honoured),
     f("image", Honoured),
     f("imagePullPolicy", Honoured),
-    f("lifecycle", Warned(Empty)),
+    f("lifecycle", Partly(LIFECYCLE)),
     f("livenessProbe", Partly(PROBE)),
     f("name", Honoured),
     f("ports", Partly(CONTAINER_PORT)),
@@ -142,6 +142,14 @@ pub const PROBE: &[Field] = &[
     f("tcpSocket", Honoured),
     f("terminationGracePeriodSeconds", Honoured),
     f("timeoutSeconds", Honoured),
+];
+
+/// `Lifecycle`: the hooks run with kubelet's semantics; the stop is always Tart's graceful
+/// shutdown request, so there is no signal to choose.
+pub const LIFECYCLE: &[Field] = &[
+    f("postStart", Honoured),
+    f("preStop", Honoured),
+    f("stopSignal", Warned(Empty)),
 ];
 
 /// `ContainerPort`. kubelet itself ignores `containerPort` (it only documents the port), so

@@ -1,9 +1,9 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
-    Container, ContainerPort, ContainerResizePolicy, EmptyDirVolumeSource, PodSecurityContext,
-    PodSpec, Probe, ProjectedVolumeSource, ResourceRequirements, SecurityContext, Volume,
-    VolumeMount, VolumeProjection,
+    Container, ContainerPort, ContainerResizePolicy, EmptyDirVolumeSource, Lifecycle,
+    PodSecurityContext, PodSpec, Probe, ProjectedVolumeSource, ResourceRequirements,
+    SecurityContext, Volume, VolumeMount, VolumeProjection,
 };
 use serde::de::{self, Deserialize, Deserializer, Visitor};
 use serde_json::{Value, json};
@@ -17,6 +17,7 @@ fn tables() -> Vec<(&'static str, &'static [Field], &'static [&'static str])> {
         ("PodSpec", POD_SPEC, fields_of::<PodSpec>()),
         ("Container", CONTAINER, fields_of::<Container>()),
         ("Probe", PROBE, fields_of::<Probe>()),
+        ("Lifecycle", LIFECYCLE, fields_of::<Lifecycle>()),
         (
             "ContainerPort",
             CONTAINER_PORT,
@@ -217,10 +218,12 @@ fn unhonoured_fields_are_reported_by_path() {
         ),
         (
             json!({}),
-            json!({"lifecycle": {"preStop": {"exec": {"command": ["true"]}}},
+            json!({"lifecycle": {"preStop": {"exec": {"command": ["true"]}},
+                                 "postStart": {"httpGet": {"port": 80}},
+                                 "stopSignal": "SIGINT"},
                    "stdin": true, "stdinOnce": true, "tty": true, "restartPolicy": "Always"}),
             vec![
-                "spec.containers[0].lifecycle",
+                "spec.containers[0].lifecycle.stopSignal",
                 "spec.containers[0].restartPolicy",
                 "spec.containers[0].stdin",
                 "spec.containers[0].stdinOnce",

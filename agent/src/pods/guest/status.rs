@@ -9,6 +9,8 @@ use std::{
     path::Path,
 };
 
+use crate::pods::termination::{JobActivity, parse_job_mark};
+
 /// Kubelet's bound on a termination message.
 pub const MAX_MESSAGE_BYTES: usize = 4096;
 /// Kubelet's bounds on the log tail used as a message (`FallbackToLogsOnError`).
@@ -81,9 +83,24 @@ pub fn read_end(status: &Path, fallback_to_logs: bool) -> GuestEnd {
 /// Remove what a previous run left (`exit_code`, `termination-log`), so a VM that dies before
 /// its launcher starts is never credited with the last run's end.
 pub fn clear_end(status: &Path) {
-    for f in ["exit_code", "termination-log"] {
+    for f in ["exit_code", "termination-log", JOB_FILE] {
         let _ = std::fs::remove_file(status.join(f));
     }
+}
+
+/// The file in the status share where the job marks itself `busy` or `idle`.
+pub const JOB_FILE: &str = "job";
+
+/// What the status share says about the job now: ended once the launcher reports its end
+/// (`state` `exited` or `failed`), else its own mark; `None` when it says nothing readable,
+/// so the last mark read stays in force.
+pub fn read_job(status: &Path) -> Option<JobActivity> {
+    let state = std::fs::read_to_string(status.join("state")).unwrap_or_default();
+    if matches!(state.trim(), "exited" | "failed") {
+        return Some(JobActivity::Ended);
+    }
+    let mark = std::fs::read_to_string(status.join(JOB_FILE)).ok()?;
+    parse_job_mark(&mark)
 }
 
 fn read_capped(path: &Path, max: usize) -> io::Result<Vec<u8>> {
@@ -149,5 +166,27 @@ mod tests {
         clear_end(s);
         let e = read_end(s, false);
         assert_eq!((e.exit_code, e.message), (None, None));
+    }
+
+    #[test]
+    fn the_job_mark_is_read_until_the_launcher_reports_the_end() {
+        let d = tempfile::tempdir().unwrap();
+        let s = d.path();
+        assert_eq!(read_job(s), None, "nothing written yet");
+        std::fs::write(s.join("state"), "running\n").unwrap();
+        std::fs::write(s.join(JOB_FILE), "idle\n").unwrap();
+        assert_eq!(read_job(s), Some(JobActivity::Idle));
+        std::fs::write(s.join(JOB_FILE), "busy\n").unwrap();
+        assert_eq!(read_job(s), Some(JobActivity::Busy));
+        std::fs::write(s.join(JOB_FILE), "").unwrap();
+        assert_eq!(read_job(s), None, "half-written: no news");
+        std::fs::write(s.join(JOB_FILE), "busy\n").unwrap();
+        std::fs::write(s.join("state"), "exited\n").unwrap();
+        assert_eq!(read_job(s), Some(JobActivity::Ended));
+        clear_end(s);
+        assert!(
+            !s.join(JOB_FILE).exists(),
+            "a new run starts without a mark"
+        );
     }
 }

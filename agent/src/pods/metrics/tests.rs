@@ -41,6 +41,7 @@ fn agreed_names_are_exposed_from_the_first_scrape() {
         "tart_kubelet_pod_admission_rejections_total{reason=\"container_count\"} 0",
         "tart_kubelet_pod_starts_total{outcome=\"ok\"} 0",
         "tart_kubelet_vm_exits_total{reason=\"completed\"} 0",
+        "tart_kubelet_pod_termination_seconds_count{how=\"grace_expired\"} 0",
     ] {
         assert!(t.contains(name), "missing {name}\n{t}");
     }

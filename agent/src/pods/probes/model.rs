@@ -350,7 +350,7 @@ fn probe_spec(kind: ProbeKind, p: &Probe, c: &Container) -> Result<ProbeSpec, Pr
     })
 }
 
-fn http_get(
+pub(crate) fn http_get(
     probe: &'static str,
     h: &HTTPGetAction,
     c: &Container,

@@ -20,6 +20,7 @@ fn obs(state: ContainerView) -> Observation {
         last_terminated: None,
         restart_count: 0,
         pod_ip: None,
+        job: None,
     }
 }
 
@@ -237,4 +238,50 @@ fn a_stale_reason_on_a_true_condition_is_a_reason_to_patch() {
         &build(&d, Some(&server), t(200)),
         Some(&server)
     ));
+}
+
+#[test]
+fn the_job_busy_condition_keeps_its_reason_in_both_states_and_only_once_known() {
+    let now = t(1_700_000_100);
+    let none = build(&obs(running(true)).into(), None, now);
+    assert!(
+        none["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["type"] != JOB_BUSY_CONDITION),
+        "no condition before the job said anything"
+    );
+    let busy = Observation {
+        job: Some(JobActivity::Busy),
+        ..obs(running(true))
+    };
+    let v = build(&busy.into(), None, now);
+    let c = cond(&v, JOB_BUSY_CONDITION);
+    assert_eq!(
+        (c["status"].as_str(), c["reason"].as_str()),
+        (Some("True"), Some("JobBusy"))
+    );
+    let current = as_status(&v);
+    let idle = Observation {
+        job: Some(JobActivity::Idle),
+        ..obs(running(true))
+    };
+    let v = build(&idle.into(), Some(&current), t(1_700_000_200));
+    let c = cond(&v, JOB_BUSY_CONDITION);
+    assert_eq!(
+        (c["status"].as_str(), c["reason"].as_str()),
+        (Some("False"), Some("JobIdle"))
+    );
+    assert!(needs_patch(&v, Some(&current)), "busy to idle is news");
+    let same = build(
+        &Observation {
+            job: Some(JobActivity::Busy),
+            ..obs(running(true))
+        }
+        .into(),
+        Some(&current),
+        t(1_700_000_300),
+    );
+    assert!(!needs_patch(&same, Some(&current)), "no change, no patch");
 }

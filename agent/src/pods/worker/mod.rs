@@ -33,16 +33,21 @@ use super::{
     reasons::{TerminatedReason, WaitingReason},
     resources::VmResources,
     status::{ContainerView, Terminated},
+    termination::{JOB_POLL, JobActivity, TermClock},
 };
 use crate::slots::SlotGuard;
 
 mod context;
 mod guest;
+mod hooks;
 mod outcomes;
+mod overhead;
 mod probing;
 mod steps;
+mod termination;
 
 pub use context::{Waker, WorkerConfig, WorkerContext};
+use overhead::OverheadClock;
 
 /// What the worker is told about its Pod (replaced on every reconcile).
 #[derive(Debug, Clone, PartialEq)]
@@ -102,6 +107,8 @@ pub struct WorkerState {
     pub adopted: bool,
     /// `<host>/<repository>@sha256:<hex>` of the image, once known (the Pod's `imageID`).
     pub image_id: Option<String>,
+    /// What the job says about itself (busy, idle, ended), once it said anything.
+    pub job: Option<JobActivity>,
 }
 
 /// The reconciler's handle on a worker. Dropping it stops the worker task (not the VM).
@@ -196,35 +203,12 @@ struct Worker<T: Tart> {
     prober: Option<ProberHandle>,
     /// Numbers the Pod's `Unhealthy` events across runs.
     unhealthy_seq: Arc<AtomicU32>,
+    /// The Pod's deletion, once seen: for `pod_termination_seconds`.
+    term: Option<TermClock>,
 }
 
 /// How long a stopped VM's `tart run` may take to exit after `tart stop` returned.
 const STOP_SLACK: Duration = Duration::from_secs(10);
-
-/// Measures the agent's own time per Pod before `tart run`: since the worker first saw the Pod,
-/// less the time spent in steps that are not the agent's own work (tart operations, slot
-/// waits, backoff).
-#[derive(Debug, Clone, Copy)]
-struct OverheadClock {
-    born: Instant,
-    excluded: Duration,
-    /// No failure and no backoff so far: only clean first starts are measured.
-    clean: bool,
-}
-
-impl OverheadClock {
-    fn new() -> Self {
-        Self {
-            born: Instant::now(),
-            excluded: Duration::ZERO,
-            clean: true,
-        }
-    }
-
-    fn own_time(&self) -> Duration {
-        self.born.elapsed().saturating_sub(self.excluded)
-    }
-}
 
 /// Resolves when the Pod is being deleted or the handle was dropped.
 async fn teardown(rx: &mut watch::Receiver<WorkerInput>) {
@@ -250,6 +234,7 @@ impl<T: Tart> Worker<T> {
                 pod_ip: None,
                 adopted: false,
                 image_id: None,
+                job: None,
             },
             proc: None,
             slot: None,
@@ -267,6 +252,7 @@ impl<T: Tart> Worker<T> {
             collector: None,
             prober: None,
             unhealthy_seq: Arc::new(AtomicU32::new(0)),
+            term: None,
         };
         w.begin(start);
         w.state.facts.restarts = prior_restarts;
@@ -316,6 +302,8 @@ impl<T: Tart> Worker<T> {
                         has_ip: false,
                         marked: false,
                     },
+                    // Its postStart hook ran before the agent restarted.
+                    post_started: true,
                     ..provisioned
                 };
                 let started_at = started_at.unwrap_or_else(|| {
@@ -353,6 +341,7 @@ impl<T: Tart> Worker<T> {
                 return;
             }
             let input = self.input.borrow_and_update().clone();
+            self.observe_deletion(&input);
             let step = plan(&input.facts, &self.state.facts, Instant::now()).vm;
             debug!(?step, "vm step");
             let step_started = Instant::now();
@@ -404,6 +393,10 @@ impl<T: Tart> Worker<T> {
                 self.wait_ip(input).await;
                 true
             }
+            VmStep::PostStart => {
+                self.post_start(input).await;
+                true
+            }
             VmStep::MarkRunning => {
                 self.mark_running(input).await;
                 true
@@ -422,6 +415,14 @@ impl<T: Tart> Worker<T> {
                 self.publish(out);
                 self.idle(Some(d)).await;
                 false
+            }
+            VmStep::PreStop => {
+                self.pre_stop(input).await;
+                true
+            }
+            VmStep::WaitForJob(left) => {
+                self.wait_for_job(input, left).await;
+                true
             }
             VmStep::Stop => {
                 self.stop(input).await;
@@ -468,6 +469,11 @@ impl<T: Tart> Worker<T> {
                 None => std::future::pending().await,
             }
         };
+        // A running job's busy/idle mark is read this often.
+        let max = match max {
+            None if self.alive() && !self.shares.is_empty() => Some(JOB_POLL),
+            other => other,
+        };
         let sleep = tokio::time::sleep(max.unwrap_or(Duration::from_secs(3600)));
         let prober = self.prober.as_mut();
         let probe = async move {
@@ -486,7 +492,7 @@ impl<T: Tart> Worker<T> {
                     self.probe_kill(&input, kill).await;
                 }
             },
-            _ = sleep => {}
+            _ = sleep => self.poll_job(),
         }
     }
 

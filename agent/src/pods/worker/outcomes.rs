@@ -83,6 +83,8 @@ impl<T: Tart> Worker<T> {
         self.proc = None;
         self.run_started = None;
         self.state.pod_ip = None;
+        self.job_ended();
+        self.termination_done();
     }
 
     /// The job's exit code and termination message: what the guest launcher reported, else
@@ -108,7 +110,7 @@ impl<T: Tart> Worker<T> {
         let term = self.pending_exit.take();
         self.state.last_terminated = term.or(self.state.last_terminated.take());
         self.state.facts.restarts += 1;
-        self.state.facts.probe_killed = false;
+        self.state.facts.agent_killed = false;
         self.state.facts.process = Process::None;
         self.state.facts.blocked_until = Some(Instant::now() + backoff);
         self.state.view = ContainerView::waiting(

@@ -130,13 +130,13 @@ impl<T: Tart> Worker<T> {
         let Some(proc) = self.proc.clone() else {
             return;
         };
-        let restarts = input.facts.restart_policy.restarts_after_probe_kill();
+        let restarts = input.facts.restart_policy.restarts_after_agent_kill();
         info!(probe = kill.kind.as_str(), message = %kill.message, "probe failed; stopping the vm");
         let occ = Occurrence::ProbeKilling {
             message: kill.event_message(restarts),
         };
         self.emit(input, self.state.facts.restarts, occ);
-        self.state.facts.probe_killed = true;
+        self.state.facts.agent_killed = true;
         let grace = kill.grace.unwrap_or(input.grace);
         let tart = self.ctx.tart.clone();
         if let Err(error) = tart.stop(&proc, grace).await {

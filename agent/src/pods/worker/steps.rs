@@ -242,9 +242,11 @@ impl<T: Tart> Worker<T> {
                     has_ip: false,
                     marked: false,
                 };
+                self.state.facts.post_started = false;
                 self.state.view = ContainerView::Running {
                     started_at: started_ts,
-                    started: Self::starts_unprobed(input),
+                    // A postStart hook holds `started` back like a startup probe does.
+                    started: Self::starts_unprobed(input) && !input.facts.post_start,
                     ready: false,
                 };
                 info!("vm started");
@@ -298,7 +300,10 @@ impl<T: Tart> Worker<T> {
                         }
                         self.state.pod_ip = Some(ip);
                         self.state.facts.process = Process::Running { has_ip: true, marked: false };
-                        self.start_probing(input);
+                        // With a postStart hook, probing starts once the hook is done.
+                        if !input.facts.post_start {
+                            self.start_probing(input);
+                        }
                     }
                     Err(error) => {
                         warn!(%error, "no IP yet; asking again");
@@ -325,8 +330,9 @@ impl<T: Tart> Worker<T> {
         };
         self.emit(input, 0, occ);
         let tart = self.ctx.tart.clone();
-        info!(grace_s = input.grace.as_secs(), "stopping vm");
-        match tart.stop(&proc, input.grace).await {
+        let grace = self.stop_grace(input);
+        info!(grace_s = grace.as_secs(), "stopping vm");
+        match tart.stop(&proc, grace).await {
             Ok(outcome) => {
                 info!(outcome = outcome.as_str(), "vm stopped");
                 let info = tokio::time::timeout(super::STOP_SLACK, proc.wait()).await;

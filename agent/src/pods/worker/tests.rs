@@ -347,5 +347,6 @@ async fn a_fault_after_a_successful_start_is_a_new_event_not_a_repeat() {
     assert_eq!(w.failures, 3, "backoff counts only since the last start");
 }
 
+mod hooks;
 mod probes;
 mod timing;

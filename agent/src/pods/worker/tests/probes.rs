@@ -125,7 +125,7 @@ async fn a_failed_liveness_probe_stops_the_vm_and_on_failure_restarts_it_even_af
     )
     .await;
     assert_eq!(s.facts.restarts, 1);
-    assert!(!s.facts.probe_killed, "the new run starts clean");
+    assert!(!s.facts.agent_killed, "the new run starts clean");
     assert_eq!(r.tart.calls_of(Op::Run).len(), 2);
 }
 

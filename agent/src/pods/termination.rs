@@ -1,0 +1,158 @@
+//! Termination that never cuts a busy job short: the pure rules. On deletion the worker runs
+//! the container's `preStop` hook, then, while the job says it is busy, waits for it until the
+//! grace period runs out, then asks the guest to shut down. The job's busy/idle mark comes from
+//! the status share (docs/guest.md, "Busy and idle"). Pure; the time is passed in.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+/// The least time a VM is given to shut down once it is asked to, even when the grace period
+/// is spent (kubelet's `minimumGracePeriodInSeconds`).
+pub const MIN_STOP_GRACE: Duration = Duration::from_secs(2);
+
+/// How often a running job's busy/idle mark is read.
+pub const JOB_POLL: Duration = Duration::from_secs(1);
+
+/// One deletion as the worker lives it.
+#[derive(Debug, Clone, Copy)]
+pub struct TermClock {
+    /// When the worker first saw the deletion.
+    pub started: Instant,
+    /// The worker waited for a busy job.
+    pub waited: bool,
+    /// How it ended, once the VM was asked to stop.
+    pub how: Option<TerminationHow>,
+    /// `pod_termination_seconds` was observed.
+    pub observed: bool,
+}
+
+/// What the job says about itself, read from the status share.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobActivity {
+    /// The job marked itself busy.
+    Busy,
+    /// The job marked itself idle (or has not marked itself busy since it started).
+    Idle,
+    /// The job has ended (the launcher wrote its exit, or the VM stopped).
+    Ended,
+}
+
+impl JobActivity {
+    /// Whether a deletion waits for the job.
+    pub fn is_busy(self) -> bool {
+        self == Self::Busy
+    }
+
+    /// The `tart.run/JobBusy` condition's status and reason.
+    pub fn condition(self) -> (bool, &'static str) {
+        match self {
+            Self::Busy => (true, "JobBusy"),
+            Self::Idle => (false, "JobIdle"),
+            Self::Ended => (false, "JobEnded"),
+        }
+    }
+}
+
+/// The job file's content (`busy` or `idle`, a newline allowed): `None` when it says neither,
+/// e.g. read while the job rewrites it, so the last mark read stays in force.
+pub fn parse_job_mark(s: &str) -> Option<JobActivity> {
+    match s.trim() {
+        "busy" => Some(JobActivity::Busy),
+        "idle" => Some(JobActivity::Idle),
+        _ => None,
+    }
+}
+
+/// How a terminated Pod's VM went away (`how` label of `pod_termination_seconds`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TerminationHow {
+    /// The job was idle (or ended): the VM was stopped at once after `preStop`.
+    Idle,
+    /// The job was busy; it went idle or ended within the grace period.
+    Waited,
+    /// The job was still busy when the grace period ran out.
+    GraceExpired,
+}
+
+impl TerminationHow {
+    /// Every value, for pre-creating metric series.
+    pub const ALL: [TerminationHow; 3] = [Self::Idle, Self::Waited, Self::GraceExpired];
+
+    /// Metric label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Idle => "idle",
+            Self::Waited => "waited",
+            Self::GraceExpired => "grace_expired",
+        }
+    }
+}
+
+/// How the termination ends, given whether the worker waited for the job and whether the job is
+/// still busy when the VM is stopped.
+pub fn termination_how(waited: bool, busy_at_stop: bool) -> TerminationHow {
+    match (waited, busy_at_stop) {
+        (_, true) => TerminationHow::GraceExpired,
+        (true, false) => TerminationHow::Waited,
+        (false, false) => TerminationHow::Idle,
+    }
+}
+
+/// The grace `tart stop` gets: what is left of the Pod's, never less than [`MIN_STOP_GRACE`].
+pub fn stop_grace(deadline: Instant, now: Instant) -> Duration {
+    deadline.saturating_duration_since(now).max(MIN_STOP_GRACE)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_job_file_says_busy_or_idle_and_anything_else_keeps_the_last_mark() {
+        let cases = [
+            ("busy\n", Some(JobActivity::Busy)),
+            ("busy", Some(JobActivity::Busy)),
+            (" idle \n", Some(JobActivity::Idle)),
+            ("", None),
+            ("bu", None),
+            ("BUSY", None),
+        ];
+        for (text, want) in cases {
+            assert_eq!(parse_job_mark(text), want, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn how_a_termination_ends() {
+        use TerminationHow::*;
+        let cases = [
+            (false, false, Idle),
+            (true, false, Waited),
+            (true, true, GraceExpired),
+            (false, true, GraceExpired),
+        ];
+        for (waited, busy, want) in cases {
+            assert_eq!(termination_how(waited, busy), want, "{waited} {busy}");
+        }
+        let labels: Vec<_> = TerminationHow::ALL.iter().map(|h| h.as_str()).collect();
+        assert_eq!(labels, ["idle", "waited", "grace_expired"]);
+    }
+
+    #[test]
+    fn the_stop_gets_the_rest_of_the_grace_but_at_least_two_seconds() {
+        let now = Instant::now();
+        let s = Duration::from_secs;
+        assert_eq!(stop_grace(now + s(25), now), s(25));
+        assert_eq!(stop_grace(now + s(1), now), MIN_STOP_GRACE);
+        assert_eq!(stop_grace(now, now + s(10)), MIN_STOP_GRACE);
+    }
+
+    #[test]
+    fn only_a_busy_job_is_waited_for_and_the_condition_says_which() {
+        assert!(JobActivity::Busy.is_busy());
+        assert!(!JobActivity::Idle.is_busy() && !JobActivity::Ended.is_busy());
+        assert_eq!(JobActivity::Busy.condition(), (true, "JobBusy"));
+        assert_eq!(JobActivity::Ended.condition(), (false, "JobEnded"));
+    }
+}

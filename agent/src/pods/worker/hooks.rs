@@ -1,0 +1,100 @@
+//! The worker's side of `postStart`: it runs once the guest has an IP, before the container
+//! counts as started or ready and before probes begin. Its failure is kubelet's: a Warning
+//! `FailedPostStartHook`, the run stopped (Normal `Killing`: `FailedPostStartHook`), and the plan
+//! restarts it under any policy but `Never`. The hook runner is [`crate::pods::hooks`].
+
+use std::time::Duration;
+
+use tart::{RunningVm, Tart};
+use tracing::{info, warn};
+
+use super::{Worker, WorkerInput};
+use crate::pods::{
+    events::Occurrence,
+    hooks::{HookKind, HookRunner, hook, model::failure_message, run},
+};
+
+/// The longest a `postStart` hook may run (kubelet sets none; every external call here has
+/// one). Past it the hook has failed.
+pub const POST_START_LIMIT: Duration = Duration::from_secs(600);
+
+impl<T: Tart> Worker<T> {
+    /// Run the `postStart` hook of this run.
+    pub(super) async fn post_start(&mut self, input: &WorkerInput) {
+        let action = input
+            .pod
+            .0
+            .spec
+            .as_ref()
+            .and_then(|s| s.containers.first())
+            .and_then(|c| hook(c, HookKind::PostStart));
+        let (Some(action), Some(proc)) = (action, self.proc.clone()) else {
+            self.state.facts.post_started = true;
+            self.start_probing(input);
+            return;
+        };
+        let tart = self.ctx.tart.clone();
+        let vm = self.state.vm.clone();
+        let runner = HookRunner {
+            tart: &*tart,
+            vm: &vm,
+            ip: self.state.pod_ip,
+        };
+        info!(hook = HookKind::PostStart.as_str(), "running the hook");
+        let res = tokio::select! {
+            r = run(&runner, &action, POST_START_LIMIT) => r,
+            info = proc.wait() => {
+                self.on_exit(info);
+                return;
+            }
+            () = super::teardown(&mut self.input) => return,
+        };
+        match res {
+            Ok(()) => {
+                info!("postStart hook done");
+                self.state.facts.post_started = true;
+                self.start_probing(input);
+            }
+            Err(f) => {
+                let msg = failure_message(
+                    &action,
+                    &input.container,
+                    &input.pod_label,
+                    &f.error,
+                    &f.output,
+                );
+                warn!(message = %msg, "postStart hook failed; stopping the vm");
+                // It has run: a VM slow to exit is waited for, not hooked again.
+                self.state.facts.post_started = true;
+                self.hook_kill(input, msg).await;
+            }
+        }
+    }
+
+    /// Stop the run whose `postStart` failed, within the Pod's grace; its terminated state
+    /// carries the hook's failure as its message.
+    async fn hook_kill(&mut self, input: &WorkerInput, msg: String) {
+        let n = self.state.facts.restarts;
+        let hook = HookKind::PostStart;
+        self.emit(input, n, Occurrence::HookFailed { hook });
+        let message = hook.failed_reason().to_owned();
+        self.emit(input, n, Occurrence::ProbeKilling { message });
+        self.state.facts.agent_killed = true;
+        let Some(proc) = self.proc.clone() else {
+            return;
+        };
+        let tart = self.ctx.tart.clone();
+        if let Err(error) = tart.stop(&proc, input.grace).await {
+            warn!(%error, "stopping the vm after a failed postStart hook");
+        }
+        match tokio::time::timeout(input.grace + super::STOP_SLACK, proc.wait()).await {
+            Ok(info) => {
+                self.on_exit(info);
+                if let Some(t) = &mut self.pending_exit {
+                    t.message = Some(msg);
+                }
+            }
+            Err(_) => warn!("the vm did not exit after its stop; still waiting"),
+        }
+    }
+}

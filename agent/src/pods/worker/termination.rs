@@ -1,0 +1,185 @@
+//! The worker's side of termination: it records when it saw the deletion, keeps the job's
+//! busy/idle mark current from the status share, runs `preStop`, waits for a busy job within the
+//! grace period, decides the stop's grace and how the termination ended, and observes
+//! `pod_termination_seconds` once the VM is gone. The rules are [`crate::pods::termination`].
+
+use std::time::Duration;
+
+use tart::{RunningVm, Tart};
+use tokio::time::Instant;
+use tracing::{info, warn};
+
+use super::{Worker, WorkerInput};
+use crate::pods::{
+    events::Occurrence,
+    guest::status::read_job,
+    hooks::{HookKind, HookRunner, hook, model::failure_message, run},
+    metrics::HowLabels,
+    plan::Termination,
+    termination::{JOB_POLL, JobActivity, TermClock, TerminationHow, stop_grace, termination_how},
+};
+
+impl<T: Tart> Worker<T> {
+    /// Record the deletion the first time it is seen (its grace runs from here), and read the
+    /// job's mark afresh while the VM runs, so the plan decides on what the job says now.
+    pub(super) fn observe_deletion(&mut self, input: &WorkerInput) {
+        if !input.facts.deleting {
+            return;
+        }
+        if self.state.facts.termination.is_none() {
+            let now = Instant::now();
+            self.state.facts.termination = Some(Termination {
+                deadline: now + input.grace,
+                pre_stopped: false,
+            });
+            self.term = Some(TermClock {
+                started: now,
+                waited: false,
+                how: None,
+                observed: false,
+            });
+        }
+        if self.alive() {
+            self.poll_job();
+        }
+    }
+
+    /// Read the job's busy/idle mark from the status share.
+    pub(super) fn poll_job(&mut self) {
+        if self.shares.is_empty() || !self.alive() {
+            return;
+        }
+        let status = self.ctx.cfg.guest.layout.status(&self.state.vm);
+        if let Some(job) = read_job(&status) {
+            if self.state.job != Some(job) {
+                info!(job = ?job, "job mark");
+            }
+            self.state.job = Some(job);
+            self.state.facts.job_busy = job.is_busy();
+        }
+    }
+
+    /// The run ended: the job with it.
+    pub(super) fn job_ended(&mut self) {
+        if self.state.job.is_some() {
+            self.state.job = Some(JobActivity::Ended);
+        }
+        self.state.facts.job_busy = false;
+    }
+
+    fn killing(&self, input: &WorkerInput) {
+        let occ = Occurrence::Killing {
+            container: input.container.clone(),
+        };
+        self.emit(input, 0, occ);
+    }
+
+    /// Run the `preStop` hook within what is left of the grace period; its failure is a
+    /// Warning `FailedPreStopHook`, and the termination goes on.
+    pub(super) async fn pre_stop(&mut self, input: &WorkerInput) {
+        self.killing(input);
+        self.prober = None;
+        let Some(t) = self.state.facts.termination else {
+            return;
+        };
+        let action = input
+            .pod
+            .0
+            .spec
+            .as_ref()
+            .and_then(|s| s.containers.first())
+            .and_then(|c| hook(c, HookKind::PreStop));
+        let left = t.deadline.saturating_duration_since(Instant::now());
+        if let (Some(action), Some(proc)) = (action, self.proc.clone())
+            && !left.is_zero()
+        {
+            let tart = self.ctx.tart.clone();
+            let vm = self.state.vm.clone();
+            let runner = HookRunner {
+                tart: &*tart,
+                vm: &vm,
+                ip: self.state.pod_ip,
+            };
+            info!(
+                hook = HookKind::PreStop.as_str(),
+                limit_s = left.as_secs(),
+                "running the hook"
+            );
+            tokio::select! {
+                r = run(&runner, &action, left) => if let Err(f) = r {
+                    let msg = failure_message(&action, &input.container, &input.pod_label, &f.error, &f.output);
+                    warn!(message = %msg, "preStop hook failed");
+                    self.emit(input, 0, Occurrence::HookFailed { hook: HookKind::PreStop });
+                },
+                info = proc.wait() => self.on_exit(info),
+            }
+        }
+        if let Some(t) = &mut self.state.facts.termination {
+            t.pre_stopped = true;
+        }
+    }
+
+    /// The job is busy: say so once, then wait until it may have changed its mark, the VM
+    /// exits or the input changes, at most `left`.
+    pub(super) async fn wait_for_job(&mut self, input: &WorkerInput, left: Duration) {
+        self.killing(input);
+        if let Some(c) = &mut self.term
+            && !c.waited
+        {
+            c.waited = true;
+            info!(
+                left_s = left.as_secs(),
+                "job busy; waiting for it before stopping the vm"
+            );
+            self.emit(input, 0, Occurrence::WaitingForJob { left });
+        }
+        let Some(proc) = self.proc.clone() else {
+            return;
+        };
+        tokio::select! {
+            info = proc.wait() => self.on_exit(info),
+            _ = self.input.changed() => {}
+            () = tokio::time::sleep(left.min(JOB_POLL)) => {}
+        }
+        self.poll_job();
+    }
+
+    /// The grace `tart stop` gets. For a deletion: the rest of the grace, and how the
+    /// termination ended (a job still busy is a Warning `GracePeriodExpired`, once).
+    pub(super) fn stop_grace(&mut self, input: &WorkerInput) -> Duration {
+        let (Some(t), Some(c)) = (self.state.facts.termination, self.term.as_mut()) else {
+            return input.grace;
+        };
+        let how = termination_how(c.waited, self.state.facts.job_busy);
+        c.how = Some(how);
+        if how == TerminationHow::GraceExpired {
+            warn!(
+                grace_s = input.grace.as_secs(),
+                "job still busy at the end of the grace period; stopping the vm"
+            );
+            let occ = Occurrence::GracePeriodExpired { grace: input.grace };
+            self.emit(input, 0, occ);
+        }
+        stop_grace(t.deadline, Instant::now())
+    }
+
+    /// The VM is gone: observe the termination once, if this was one.
+    pub(super) fn termination_done(&mut self) {
+        let Some(c) = self.term.as_mut().filter(|c| !c.observed) else {
+            return;
+        };
+        c.observed = true;
+        let how = c.how.unwrap_or_else(|| termination_how(c.waited, false));
+        let took = c.started.elapsed();
+        info!(
+            how = how.as_str(),
+            took_s = took.as_secs_f64(),
+            "pod terminated"
+        );
+        self.ctx
+            .metrics
+            .termination
+            .get_or_create(&HowLabels { how: how.as_str() })
+            .observe(took.as_secs_f64());
+    }
+}
