@@ -19,6 +19,7 @@ use crate::{
 pub mod checks;
 pub mod identity;
 pub mod probe;
+mod serving;
 
 use checks::{Check, Status};
 
@@ -82,7 +83,7 @@ pub async fn run_checks(args: &DoctorArgs, cfg: &Config) -> Vec<Check> {
     out.push(checks::vm_slots_check(cfg.vm_slots, &foreign));
     let serving = match crate::kubelet_api::settings(cfg) {
         Some(s) => {
-            checks::Serving::Files(crate::kubelet_api::preflight(&s).map_err(|e| error_chain(&e)))
+            serving::Serving::Files(crate::kubelet_api::preflight(&s).map_err(|e| error_chain(&e)))
         }
         None => {
             // The pending request's status needs the API; --offline reads the directory only.
@@ -97,10 +98,10 @@ pub async fn run_checks(args: &DoctorArgs, cfg: &Config) -> Vec<Check> {
                 deadline,
             )
             .await;
-            checks::Serving::Requested(p)
+            serving::Serving::Requested(p)
         }
     };
-    out.push(checks::kubelet_api_check(
+    out.push(serving::kubelet_api_check(
         cfg.kubelet_port,
         &serving,
         cfg.client_ca_file.is_some(),

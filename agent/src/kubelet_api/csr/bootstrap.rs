@@ -15,12 +15,12 @@ use tokio::sync::watch;
 use tracing::{info, warn};
 
 use super::{
-    Reason, api,
+    api,
     api::Verdict,
-    event, issued,
+    issued,
     issued::Leaf,
+    naming::{Reason, event, request_name, rfc3339},
     request::{self, Sans, ServingKey},
-    request_name, rfc3339,
     store::{Pair, Store},
 };
 use crate::{

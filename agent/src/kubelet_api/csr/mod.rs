@@ -14,132 +14,13 @@
 pub mod api;
 mod bootstrap;
 pub mod issued;
+mod naming;
 mod progress;
 pub mod request;
 pub mod store;
 
-use std::{net::IpAddr, time::SystemTime};
-
-use self::request::Sans;
 pub use self::{
     bootstrap::Bootstrap,
+    naming::{rfc3339, sans_for},
     progress::{Progress, progress},
 };
-use crate::node::events::NodeEvent;
-
-/// The name of the request made with the key of fingerprint `fingerprint`: the same key asks
-/// under the same name, so an agent restarted while waiting finds its request again.
-pub fn request_name(node: &str, fingerprint: &str) -> String {
-    crate::api::event_name(node, &format!("serving-{fingerprint}"))
-}
-
-/// The names the Node advertises and the certificate must carry: its `InternalIP` and its
-/// name, which is also its `kubernetes.io/hostname` label.
-pub fn sans_for(node: &str, internal_ip: IpAddr) -> Sans {
-    Sans {
-        dns: vec![node.to_owned()],
-        ips: vec![internal_ip],
-    }
-}
-
-/// Node event reasons of the certificate's progress.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reason {
-    /// A request waits for approval.
-    Pending,
-    /// The certificate was issued.
-    Issued,
-    /// An approver denied the request.
-    Denied,
-    /// The signer failed the request.
-    Failed,
-}
-
-impl Reason {
-    /// Event reason.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Pending => "ServingCertificatePending",
-            Self::Issued => "ServingCertificateIssued",
-            Self::Denied => "ServingCertificateDenied",
-            Self::Failed => "ServingCertificateFailed",
-        }
-    }
-}
-
-/// PURE: the Node event for `reason` about request `csr`.
-pub fn event(reason: Reason, csr: &str, detail: &str) -> NodeEvent {
-    let (warning, message) = match reason {
-        Reason::Pending => (
-            true,
-            format!(
-                "certificate signing request {csr} for the kubelet serving certificate is pending approval; approve it with: kubectl certificate approve {csr}"
-            ),
-        ),
-        Reason::Issued => (
-            false,
-            format!(
-                "certificate signing request {csr} is issued; kubelet serving certificate valid until {detail}"
-            ),
-        ),
-        Reason::Denied => (
-            true,
-            format!(
-                "certificate signing request {csr} was denied ({detail}); requesting again with a new key"
-            ),
-        ),
-        Reason::Failed => (
-            true,
-            format!(
-                "certificate signing request {csr} failed ({detail}); requesting again with a new key"
-            ),
-        ),
-    };
-    NodeEvent {
-        warning,
-        reason: reason.as_str(),
-        message,
-    }
-}
-
-/// `t` as RFC 3339.
-pub fn rfc3339(t: SystemTime) -> String {
-    k8s_openapi::jiff::Timestamp::try_from(t)
-        .map(|ts| ts.to_string())
-        .unwrap_or_else(|_| "?".into())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_request_name_is_stable_per_key_and_a_valid_object_name() {
-        assert_eq!(request_name("mac-1", "0a1b2c3d"), "mac-1.serving-0a1b2c3d");
-        let long = "n".repeat(253);
-        let name = request_name(&long, "0a1b2c3d");
-        assert!(
-            name.len() <= 253 && name.ends_with(".serving-0a1b2c3d"),
-            "{name}"
-        );
-    }
-
-    #[test]
-    fn the_pending_event_is_a_warning_naming_the_request_and_the_approval_command() {
-        let e = event(Reason::Pending, "mac-1.serving-0a", "");
-        assert!(e.warning);
-        assert_eq!(e.reason, "ServingCertificatePending");
-        assert!(
-            e.message
-                .contains("certificate signing request mac-1.serving-0a ")
-                && e.message.contains("is pending approval")
-                && e.message
-                    .contains("kubectl certificate approve mac-1.serving-0a"),
-            "{}",
-            e.message
-        );
-        let e = event(Reason::Issued, "c", "2027-01-01T00:00:00Z");
-        assert!(!e.warning && e.message.contains("valid until 2027-01-01T00:00:00Z"));
-        assert!(event(Reason::Denied, "c", "r").warning);
-    }
-}

@@ -7,7 +7,8 @@ use kube::Api;
 
 use super::{
     api::{self, Verdict},
-    issued, request_name,
+    issued,
+    naming::request_name,
     store::Store,
 };
 use crate::telemetry::error_chain;

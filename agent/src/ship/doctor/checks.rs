@@ -2,9 +2,6 @@
 use super::super::rbac::Permission;
 use crate::config::Identity;
 
-mod serving;
-pub use serving::{Serving, kubelet_api_check};
-
 /// Outcome of one check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Status {

@@ -1,4 +1,5 @@
 use super::*;
+use crate::ship::doctor::serving::{Serving, kubelet_api_check};
 use crate::ship::rbac::ALWAYS;
 
 fn probe(out: &str) -> TartProbe {

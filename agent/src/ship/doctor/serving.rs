@@ -1,7 +1,7 @@
 //! Doctor's verdict on the kubelet API (pure): its serving certificate — from files, or where
 //! the request through the CSR API stands — and its client CA.
 
-use super::{Check, Status};
+use super::checks::{Check, Status};
 use crate::kubelet_api::csr::{Progress, api::Verdict, rfc3339};
 
 /// How the kubelet API gets its serving certificate, as `doctor` found it.
