@@ -296,11 +296,22 @@ pub async fn run<T: Tart>(
             let reviewer = crate::kubelet_api::KubeReviewer::new(client.clone(), cfg.api_timeout);
             let pods: Arc<dyn crate::kubelet_api::PodSource> = Arc::new(served.clone());
             let logs = pods::logs::serve::PodLogStore::new(cfg.pod_log_dir.clone(), pods.clone());
+            let exec = pods::naming::VmNaming::new(cfg.vm_name_prefix.clone())
+                .ok()
+                .map(|naming| {
+                    let exec = crate::kubelet_api::stream::GuestExec::new(
+                        pods.clone(),
+                        naming,
+                        tart.clone(),
+                    );
+                    Arc::new(exec) as Arc<dyn crate::kubelet_api::stream::ExecSource>
+                });
             let running = crate::kubelet_api::start(
                 settings,
                 Arc::new(reviewer),
                 pods,
                 Some(Arc::new(logs)),
+                exec,
                 shutdown.clone(),
             )
             .await

@@ -37,6 +37,7 @@ fn api() -> Arc<Api> {
         gate: Gate::new("mac-1".into(), Arc::new(Mock)),
         pods: Arc::new(move || vec![pod.clone()]),
         logs: Arc::new(MemoryLogs::default().with("ns", "p1", "c", &["one", "two", "three"])),
+        exec: None,
     })
 }
 

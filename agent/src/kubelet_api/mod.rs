@@ -4,8 +4,9 @@
 //! It owns TLS ([`tls`]: serving certificate from files, reloaded on change; client
 //! certificates requested, not required), kubelet's authentication and authorization
 //! ([`gate`], [`authz`], [`review`]), routing ([`routes`]) and the handlers ([`handler`]). It
-//! leaves reading Pods to a [`PodSource`] and reading container logs to a
-//! [`logs::LogSource`], which the Pod side provides.
+//! leaves reading Pods to a [`PodSource`], reading container logs to a [`logs::LogSource`] and
+//! running commands in the guest to a [`stream::ExecSource`], which the Pod side provides;
+//! [`stream`] serves `kubectl exec` over SPDY.
 //!
 //! Without `--tls-cert-file`/`--tls-private-key-file` the API is not served: requesting a
 //! serving certificate through the CSR API (`kubernetes.io/kubelet-serving`) is not
@@ -20,6 +21,7 @@ mod pods;
 mod review;
 mod routes;
 mod server;
+pub mod stream;
 mod tls;
 mod x509;
 
@@ -110,7 +112,7 @@ pub struct Running {
 
 /// Loads the certificate, binds the port and starts serving until `shutdown` turns true.
 /// When `logs` is `None`, log requests for existing containers answer that logs are not
-/// collected.
+/// collected; when `exec` is `None`, exec requests answer that exec is not implemented.
 ///
 /// # Errors
 /// [`StartError`] for unusable certificate files or a port that cannot be bound.
@@ -119,6 +121,7 @@ pub async fn start(
     reviewer: Arc<dyn Reviewer>,
     pods: Arc<dyn PodSource>,
     logs: Option<Arc<dyn logs::LogSource>>,
+    exec: Option<Arc<dyn stream::ExecSource>>,
     shutdown: watch::Receiver<bool>,
 ) -> Result<Running, StartError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -141,6 +144,7 @@ pub async fn start(
         gate: gate::Gate::new(settings.node_name.clone(), reviewer),
         pods,
         logs,
+        exec,
     });
     let watcher = tokio::spawn(
         tls::watch_files(

@@ -53,7 +53,7 @@ async fn start_server(cert: CertFiles, reviewer: Arc<Recorder>) -> (Running, wat
         node_name: "mac-1".into(),
         reload_check: Duration::from_millis(20),
     };
-    let running = start(settings, reviewer, Arc::new(Vec::new), None, rx)
+    let running = start(settings, reviewer, Arc::new(Vec::new), None, None, rx)
         .await
         .unwrap();
     (running, tx)
@@ -189,6 +189,7 @@ async fn unusable_certificate_files_stop_the_start() {
         settings,
         Arc::new(Recorder::default()),
         Arc::new(Vec::new),
+        None,
         None,
         rx,
     )

@@ -1,0 +1,21 @@
+//! Streaming on the kubelet API: `kubectl exec` over SPDY/3.1 with the remotecommand
+//! protocol, into the guest through `tart exec`.
+//!
+//! Pure parts: [`frame`] (SPDY frames), [`zlib`] (header blocks), [`protocol`] (versions,
+//! query, stream roles, status, resize), [`upgrade`] (the HTTP handshake). I/O: [`conn`] (one
+//! SPDY connection), [`remotecommand`] (one exec session over it), [`guest`] (finding a Pod's
+//! running VM and starting `tart exec` in it). WebSocket upgrades are refused so kubectl falls
+//! back to SPDY; attach and port-forward are not served.
+
+pub mod conn;
+pub mod frame;
+pub mod guest;
+pub mod protocol;
+pub mod remotecommand;
+pub mod upgrade;
+pub mod zlib;
+
+#[cfg(test)]
+mod fixtures;
+
+pub use guest::{ExecSource, ExecTarget, GuestExec};
