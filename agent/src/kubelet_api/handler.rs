@@ -170,28 +170,32 @@ fn exec(
     query: &str,
     parts: &mut hyper::http::request::Parts,
 ) -> Response<Body> {
+    let refuse = |code: u16, message: &str| {
+        debug!(status = code, message, "exec refused");
+        full(
+            code,
+            "application/json",
+            upgrade::status_body(code, message),
+        )
+    };
     let Some(source) = source else {
-        return text(
+        return refuse(
             501,
             "exec is not implemented yet by this node (tart-kubelet)",
         );
     };
     let options = match protocol::exec_options(query) {
         Ok(o) => o,
-        Err(message) => return text(400, message),
+        Err(message) => return refuse(400, message),
     };
     let vm = match source.running_vm(&target) {
         Ok(vm) => vm,
-        Err(e) => {
-            debug!(error = %e, "exec refused");
-            return text(e.status(), e.to_string());
-        }
+        Err(e) => return refuse(e.status(), &e.to_string()),
     };
     let version = match upgrade::decide(&parts.headers) {
         Ok(p) => p,
         Err(a) => {
-            debug!(status = a.status, "exec upgrade refused");
-            let mut r = text(a.status, a.body);
+            let mut r = refuse(a.status, &a.body);
             for (name, value) in a.headers {
                 if let Ok(v) = HeaderValue::from_str(&value) {
                     r.headers_mut().append(name, v);
@@ -201,7 +205,7 @@ fn exec(
         }
     };
     let Some(on_upgrade) = parts.extensions.remove::<hyper::upgrade::OnUpgrade>() else {
-        return text(500, "this connection cannot be upgraded");
+        return refuse(500, "this connection cannot be upgraded");
     };
     let source = source.clone();
     let argv = options.command.clone();

@@ -46,11 +46,13 @@ pub enum ExecError {
 }
 
 impl ExecError {
-    /// The HTTP status kubelet answers with (before any upgrade).
+    /// The HTTP status of the answer (before any upgrade): 404 as kubelet's logs answer an
+    /// unknown Pod or container, 400 for a VM that is not running (kubelet's exec says 500
+    /// for both, which kubectl shows as an internal error).
     pub fn status(&self) -> u16 {
         match self {
-            Self::PodNotFound => 404,
-            Self::ContainerNotFound(_) | Self::NotRunning { .. } => 500,
+            Self::PodNotFound | Self::ContainerNotFound(_) => 404,
+            Self::NotRunning { .. } => 400,
         }
     }
 }
@@ -195,10 +197,10 @@ mod tests {
         let e = find_vm(&[running(pending.clone())], &naming, &target(&name, "db")).unwrap_err();
         assert_eq!(
             (e.status(), e.to_string()),
-            (500, "container not found (\"db\")".into())
+            (404, "container not found (\"db\")".into())
         );
         let e = find_vm(&[pending], &naming, &target(&name, "vm")).unwrap_err();
-        assert_eq!(e.status(), 500);
+        assert_eq!(e.status(), 400);
         assert!(
             e.to_string()
                 .starts_with("container not found (\"vm\"): pod")
