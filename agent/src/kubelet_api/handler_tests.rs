@@ -194,7 +194,8 @@ const SPDY: [(&str, &str); 3] = [
 
 #[tokio::test]
 async fn exec_is_checked_before_any_upgrade_and_refused_as_a_status() {
-    let table: [(&str, &[(&str, &str)], u16, &str); 6] = [
+    type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], u16, &'a str);
+    let table: [Case<'_>; 6] = [
         (
             "/exec/ns/p1/c?output=1",
             &SPDY,

@@ -177,7 +177,7 @@ mod tests {
         let naming = VmNaming::new("tkl-").unwrap();
         let pod = running(test_pod().build());
         let name = pod.name_any();
-        let vm = find_vm(&[pod.clone()], &naming, &target(&name, "vm")).unwrap();
+        let vm = find_vm(std::slice::from_ref(&pod), &naming, &target(&name, "vm")).unwrap();
         assert_eq!(vm, naming.vm_name(&pod.uid().unwrap()).unwrap());
         let mut t = target(&name, "vm");
         t.uid = Some("00000000-0000-0000-0000-00000000beef".into());
@@ -189,7 +189,12 @@ mod tests {
         let naming = VmNaming::new("tkl-").unwrap();
         let pending = test_pod().build();
         let name = pending.name_any();
-        let e = find_vm(&[pending.clone()], &naming, &target("other", "vm")).unwrap_err();
+        let e = find_vm(
+            std::slice::from_ref(&pending),
+            &naming,
+            &target("other", "vm"),
+        )
+        .unwrap_err();
         assert_eq!(
             (e.status(), e.to_string()),
             (404, "pod does not exist".into())
