@@ -76,7 +76,7 @@ impl fmt::Debug for ExecSession {
 }
 
 impl ExecSession {
-    /// A session from its parts (for implementations of [`Tart`](crate::Tart) other than
+    /// A session from its parts (for implementations of the `Tart` trait other than
     /// the CLI's, such as in-memory fakes).
     pub fn from_parts(
         stdin: Option<ExecWriter>,

@@ -7,7 +7,7 @@
 //!
 //! The connection is closed — and [`Conn::closed`] resolves — when the client closes the
 //! socket, sends GOAWAY, breaks the protocol, or nothing moved either way for the idle
-//! timeout. What the streams mean is [`super::remotecommand`]'s business.
+//! timeout. What the streams mean is the remotecommand module's business.
 
 use std::{
     collections::HashMap,
