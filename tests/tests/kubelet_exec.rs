@@ -223,3 +223,171 @@ async fn exec_into_a_pod_that_is_not_running_fails_at_once_with_a_clear_error() 
         "{err}"
     );
 }
+
+/// The agent of `env`: the live process started with `--node-name <node>`.
+fn agent_pid(env: &Env) -> u32 {
+    let needle = format!("--node-name\0{}\0", env.node);
+    tart_kubelet_tests::cluster::live_pids()
+        .into_iter()
+        .find(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| c.windows(needle.len()).any(|w| w == needle.as_bytes()))
+        })
+        .expect("agent process")
+}
+
+fn open_fds(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hundred_exec_sessions_leave_no_process_and_no_descriptor_behind() {
+    let env = env("exec-many").await;
+    running_pod(&env, "job").await;
+    let pid = agent_pid(&env);
+    // One session first, so lazily opened descriptors (connection pools) are counted.
+    let (code, _, err) = run(kubectl(&env, &["exec", "job", "--", "true"]), None).await;
+    assert_eq!(code, 0, "{err}");
+    let before = open_fds(pid);
+    for i in 0..100 {
+        let (code, out, err) = run(
+            kubectl(
+                &env,
+                &[
+                    "exec",
+                    "job",
+                    "--",
+                    "sh",
+                    "-c",
+                    &format!("echo {i}; exit {}", i % 3),
+                ],
+            ),
+            None,
+        )
+        .await;
+        assert_eq!(
+            (code, out.trim()),
+            (i % 3, i.to_string().as_str()),
+            "session {i}: {err}"
+        );
+    }
+    let settled = wait_for(Duration::from_secs(30), || async {
+        let left = processes_with(env.home.path(), " exec ");
+        let fds = open_fds(pid);
+        (left.is_empty() && fds <= before + 2).then_some(fds)
+    })
+    .await;
+    assert!(
+        settled.is_ok(),
+        "descriptors {before} -> {}, exec processes {:?}",
+        open_fds(pid),
+        processes_with(env.home.path(), " exec ")
+    );
+}
+
+/// A tmux server on its own socket, killed when dropped.
+struct Tmux(String);
+
+impl Tmux {
+    async fn run(&self, args: &[&str]) -> String {
+        let out = tokio::process::Command::new("tmux")
+            .args(["-L", &self.0])
+            .args(args)
+            .output()
+            .await
+            .expect("tmux");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    async fn pane(&self) -> String {
+        self.run(&["capture-pane", "-p", "-t", "t"]).await
+    }
+
+    async fn pane_size(&self) -> String {
+        let s = self
+            .run(&[
+                "display-message",
+                "-p",
+                "-t",
+                "t",
+                "#{pane_height} #{pane_width}",
+            ])
+            .await;
+        s.trim().to_owned()
+    }
+
+    /// Waits until the pane shows `text` `n` times.
+    async fn wait_for_text(&self, text: &str, n: usize) -> Result<(), String> {
+        wait_for(Duration::from_secs(30), || async {
+            (self.pane().await.matches(text).count() >= n).then_some(())
+        })
+        .await
+        .map_err(|_| text.to_owned())
+    }
+}
+
+impl Drop for Tmux {
+    #[allow(clippy::disallowed_methods)] // a blocking one-shot cleanup in Drop
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("tmux")
+            .args(["-L", &self.0, "kill-server"])
+            .status();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exec_it_under_tmux_follows_a_window_resize() {
+    let env = env("exec-tty").await;
+    running_pod(&env, "job").await;
+    let tmux = Tmux(tart_kubelet_tests::cluster::unique("exec-tty"));
+    let cmd = format!(
+        "kubectl --kubeconfig {} -n {} exec -it job -- sh",
+        env.cp.kubeconfig_path().display(),
+        env.ns
+    );
+    tmux.run(&["new-session", "-d", "-s", "t", "-x", "80", "-y", "24", &cmd])
+        .await;
+    let r = wait_for(Duration::from_secs(30), || async {
+        (!tmux.pane().await.trim().is_empty()).then_some(())
+    })
+    .await;
+    assert!(r.is_ok(), "no shell in the pane\n{}", env.agent_log());
+
+    let first = tmux.pane_size().await;
+    tmux.run(&["send-keys", "-t", "t", "stty size", "Enter"])
+        .await;
+    let shown = tmux.wait_for_text(&first, 1).await;
+    assert!(
+        shown.is_ok(),
+        "{first:?} not shown:\n{}\n{}",
+        tmux.pane().await,
+        env.agent_log()
+    );
+
+    tmux.run(&["resize-window", "-t", "t", "-x", "120", "-y", "40"])
+        .await;
+    let second = tmux.pane_size().await;
+    assert_ne!(first, second);
+    tmux.run(&["send-keys", "-t", "t", "stty size", "Enter"])
+        .await;
+    let shown = tmux.wait_for_text(&second, 1).await;
+    assert!(
+        shown.is_ok(),
+        "{second:?} not shown:\n{}\n{}",
+        tmux.pane().await,
+        env.agent_log()
+    );
+
+    tmux.run(&["send-keys", "-t", "t", "exit 4", "Enter"]).await;
+    let gone = wait_for(Duration::from_secs(30), || async {
+        processes_with(env.home.path(), " exec ")
+            .is_empty()
+            .then_some(())
+    })
+    .await;
+    assert!(
+        gone.is_ok(),
+        "{:?}",
+        processes_with(env.home.path(), " exec ")
+    );
+}
