@@ -26,7 +26,7 @@ use super::{
     stream::{
         ExecSource, ExecTarget,
         conn::Conn,
-        protocol,
+        portforward, protocol,
         remotecommand::{self, Starter, Timeouts},
         upgrade,
     },
@@ -119,6 +119,11 @@ pub async fn handle<B>(
             };
             exec(api.exec.as_ref(), target, &query, &mut parts)
         }
+        Route::PortForward {
+            namespace,
+            pod,
+            uid,
+        } => port_forward(api.exec.as_ref(), namespace, pod, uid, &mut parts),
         Route::Streaming(s) => text(
             501,
             format!(
@@ -231,6 +236,70 @@ fn exec(
         }
         .instrument(span),
     );
+    switching(version.as_str())
+}
+
+/// `/portForward`: the Pod must run and have an IP; then 101 and the pairs on their own task.
+fn port_forward(
+    source: Option<&Arc<dyn ExecSource>>,
+    namespace: &str,
+    pod: &str,
+    uid: Option<&str>,
+    parts: &mut hyper::http::request::Parts,
+) -> Response<Body> {
+    let refuse = |code: u16, message: &str| {
+        debug!(status = code, message, "port-forward refused");
+        full(
+            code,
+            "application/json",
+            upgrade::status_body(code, message),
+        )
+    };
+    let Some(source) = source else {
+        return refuse(
+            501,
+            "portForward is not implemented yet by this node (tart-kubelet)",
+        );
+    };
+    let ip = match source.guest_ip(namespace, pod, uid) {
+        Ok(ip) => ip,
+        Err(e) => return refuse(e.status(), &e.to_string()),
+    };
+    let version = match upgrade::decide_forward(&parts.headers) {
+        Ok(v) => v,
+        Err(a) => {
+            let mut r = refuse(a.status, &a.body);
+            for (name, value) in a.headers {
+                if let Ok(v) = HeaderValue::from_str(&value) {
+                    r.headers_mut().append(name, v);
+                }
+            }
+            return r;
+        }
+    };
+    let Some(on_upgrade) = parts.extensions.remove::<hyper::upgrade::OnUpgrade>() else {
+        return refuse(500, "this connection cannot be upgraded");
+    };
+    let what = format!("{pod}, uid {}", uid.unwrap_or_default());
+    let span = info_span!("port_forward", %namespace, %pod);
+    tokio::spawn(
+        async move {
+            match on_upgrade.await {
+                Ok(upgraded) => {
+                    let conn = Conn::start(TokioIo::new(upgraded), remotecommand::IDLE);
+                    portforward::serve(conn, ip, what).await;
+                    info!("port-forward session ended");
+                }
+                Err(error) => debug!(%error, "port-forward upgrade failed"),
+            }
+        }
+        .instrument(span),
+    );
+    switching(version)
+}
+
+/// The 101 that hands the connection to SPDY with the agreed `version`.
+fn switching(version: &'static str) -> Response<Body> {
     let mut r = full(101, "text/plain", Bytes::new());
     let h = r.headers_mut();
     h.remove(CONTENT_TYPE);
@@ -239,10 +308,7 @@ fn exec(
         HeaderValue::from_static("Upgrade"),
     );
     h.insert(hyper::header::UPGRADE, HeaderValue::from_static("SPDY/3.1"));
-    h.insert(
-        upgrade::PROTOCOL_HEADER,
-        HeaderValue::from_static(version.as_str()),
-    );
+    h.insert(upgrade::PROTOCOL_HEADER, HeaderValue::from_static(version));
     r
 }
 

@@ -153,6 +153,15 @@ impl ExecSource for OneVm {
         }
     }
 
+    fn guest_ip(
+        &self,
+        _namespace: &str,
+        _pod: &str,
+        _uid: Option<&str>,
+    ) -> Result<std::net::IpAddr, ExecError> {
+        Err(ExecError::PodNotFound)
+    }
+
     fn start(
         &self,
         _vm: tart::VmName,

@@ -1,8 +1,8 @@
 //! PURE: which handler a kubelet API path goes to.
 //!
 //! Served: `/healthz`, `/pods`, `/containerLogs/{namespace}/{pod}/{container}`,
-//! `/exec/{namespace}/{pod}[/{uid}]/{container}` (GET and POST). The other streaming paths
-//! (`/attach`, `/portForward`, `/run`) are recognised so they can answer "not implemented yet"
+//! `/exec/{namespace}/{pod}[/{uid}]/{container}` and `/portForward/{namespace}/{pod}[/{uid}]`
+//! (GET and POST). The other streaming paths (`/attach`, `/run`) are recognised so they can answer "not implemented yet"
 //! rather than 404; kubelet's other paths (`/stats`, `/metrics`, `/logs`,
 //! `/spec`, ...) are not served and get 404, which kubelet clients accept.
 
@@ -60,6 +60,15 @@ pub enum Route<'a> {
         /// Container name.
         container: &'a str,
     },
+    /// `GET`/`POST /portForward/{namespace}/{pod}[/{uid}]`.
+    PortForward {
+        /// Namespace.
+        namespace: &'a str,
+        /// Pod name.
+        pod: &'a str,
+        /// Pod UID, when the path has three segments.
+        uid: Option<&'a str>,
+    },
     /// A streaming path.
     Streaming(Streaming),
     /// A served path with a method it does not accept.
@@ -106,6 +115,23 @@ pub fn route<'a>(method: &Method, path: &'a str) -> Route<'a> {
                 pod,
                 uid,
                 container,
+            },
+            None => Route::NotFound,
+        };
+    }
+    if streaming == Some(Streaming::PortForward) {
+        let forward = match rest.as_slice() {
+            [namespace, pod] => Some((*namespace, *pod, None)),
+            [namespace, pod, uid] => Some((*namespace, *pod, Some(*uid))),
+            _ => None,
+        };
+        return match forward {
+            Some(_) if rest.iter().any(|s| s.is_empty()) => Route::NotFound,
+            Some(_) if *method != Method::GET && *method != Method::POST => Route::MethodNotAllowed,
+            Some((namespace, pod, uid)) => Route::PortForward {
+                namespace,
+                pod,
+                uid,
             },
             None => Route::NotFound,
         };
@@ -182,8 +208,23 @@ mod tests {
             (
                 Method::POST,
                 "/portForward/ns/p",
-                Route::Streaming(Streaming::PortForward),
+                Route::PortForward {
+                    namespace: "ns",
+                    pod: "p",
+                    uid: None,
+                },
             ),
+            (
+                Method::GET,
+                "/portForward/ns/p/u",
+                Route::PortForward {
+                    namespace: "ns",
+                    pod: "p",
+                    uid: Some("u"),
+                },
+            ),
+            (Method::DELETE, "/portForward/ns/p", Route::MethodNotAllowed),
+            (Method::POST, "/portForward/ns", Route::NotFound),
             (
                 Method::POST,
                 "/run/ns/p/c",

@@ -82,6 +82,15 @@ impl StreamTx {
         self.send(FLAG_FIN, Bytes::new()).await
     }
 
+    /// Resets the stream (both directions).
+    pub async fn reset(&self, status: RstStatus) {
+        let f = Frame::RstStream {
+            stream_id: self.id,
+            status,
+        };
+        let _ = self.out.send(f).await;
+    }
+
     async fn send(&self, flags: u8, data: Bytes) -> Result<(), Closed> {
         let f = Frame::Data {
             stream_id: self.id,

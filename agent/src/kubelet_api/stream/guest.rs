@@ -1,8 +1,8 @@
-//! The seam between an exec request and the guest: [`ExecSource`] finds the running VM of
-//! `namespace/pod/container` (with kubelet's answer when there is none) and starts a command
-//! in it. [`GuestExec`] is its implementation over the Pods this agent runs and `tart exec`.
+//! The seam between a streaming request and the guest: [`ExecSource`] finds the running VM
+//! of `namespace/pod/container` (with kubelet's answer when there is none) and starts a
+//! command in it, and finds a running Pod's IP for port-forward. [`GuestExec`] is its implementation over the Pods this agent runs and `tart exec`.
 
-use std::sync::Arc;
+use std::{net::IpAddr, sync::Arc};
 
 use futures::{FutureExt, future::BoxFuture};
 use k8s_openapi::api::core::v1::Pod;
@@ -66,6 +66,12 @@ pub trait ExecSource: Send + Sync + 'static {
     /// running.
     fn running_vm(&self, target: &ExecTarget) -> Result<VmName, ExecError>;
 
+    /// The IP of the running Pod `namespace/pod` (and `uid`, when given), for port-forward.
+    ///
+    /// # Errors
+    /// [`ExecError`] when the Pod is not on this node or not running with an IP.
+    fn guest_ip(&self, namespace: &str, pod: &str, uid: Option<&str>) -> Result<IpAddr, ExecError>;
+
     /// Starts `argv` in `vm` (`tart exec`); dropping the session kills the command.
     fn start(
         &self,
@@ -89,19 +95,53 @@ impl<T: Tart> GuestExec<T> {
     }
 }
 
+fn find_pod<'a>(
+    pods: &'a [Pod],
+    namespace: &str,
+    name: &str,
+    uid: Option<&str>,
+) -> Result<&'a Pod, ExecError> {
+    pods.iter()
+        .find(|p| {
+            p.namespace().as_deref() == Some(namespace)
+                && p.name_any() == name
+                && uid.is_none_or(|u| p.uid().as_deref() == Some(u))
+        })
+        .ok_or(ExecError::PodNotFound)
+}
+
+/// PURE: the IP of a running Pod among `pods`.
+///
+/// # Errors
+/// [`ExecError::PodNotFound`], or [`ExecError::NotRunning`] (container `""`) without a
+/// running phase or an IP.
+pub fn find_ip(
+    pods: &[Pod],
+    namespace: &str,
+    name: &str,
+    uid: Option<&str>,
+) -> Result<IpAddr, ExecError> {
+    let pod = find_pod(pods, namespace, name, uid)?;
+    let status = pod.status.as_ref();
+    let phase = status
+        .and_then(|s| s.phase.clone())
+        .unwrap_or_else(|| "Pending".into());
+    let ip = status
+        .and_then(|s| s.pod_ip.as_deref())
+        .and_then(|ip| ip.parse().ok());
+    match ip {
+        Some(ip) if phase == "Running" => Ok(ip),
+        _ => Err(ExecError::NotRunning {
+            container: String::new(),
+            pod: name.to_owned(),
+            phase,
+        }),
+    }
+}
+
 /// PURE: the VM of `target` among `pods`, or kubelet's refusal.
 pub fn find_vm(pods: &[Pod], naming: &VmNaming, target: &ExecTarget) -> Result<VmName, ExecError> {
-    let pod = pods
-        .iter()
-        .find(|p| {
-            p.namespace().as_deref() == Some(target.namespace.as_str())
-                && p.name_any() == target.pod
-                && target
-                    .uid
-                    .as_deref()
-                    .is_none_or(|u| p.uid().as_deref() == Some(u))
-        })
-        .ok_or(ExecError::PodNotFound)?;
+    let pod = find_pod(pods, &target.namespace, &target.pod, target.uid.as_deref())?;
     let has = pod
         .spec
         .as_ref()
@@ -133,6 +173,10 @@ pub fn find_vm(pods: &[Pod], naming: &VmNaming, target: &ExecTarget) -> Result<V
 impl<T: Tart> ExecSource for GuestExec<T> {
     fn running_vm(&self, target: &ExecTarget) -> Result<VmName, ExecError> {
         find_vm(&self.pods.pods(), &self.naming, target)
+    }
+
+    fn guest_ip(&self, namespace: &str, pod: &str, uid: Option<&str>) -> Result<IpAddr, ExecError> {
+        find_ip(&self.pods.pods(), namespace, pod, uid)
     }
 
     fn start(
@@ -182,6 +226,21 @@ mod tests {
         let mut t = target(&name, "vm");
         t.uid = Some("00000000-0000-0000-0000-00000000beef".into());
         assert_eq!(find_vm(&[pod], &naming, &t), Err(ExecError::PodNotFound));
+    }
+
+    #[test]
+    fn port_forward_needs_a_running_pod_with_an_ip() {
+        let mut pod = running(test_pod().build());
+        let (ns, name) = (pod.namespace().unwrap(), pod.name_any());
+        let e = find_ip(std::slice::from_ref(&pod), &ns, &name, None).unwrap_err();
+        assert_eq!(e.status(), 400, "no IP yet");
+        pod.status.as_mut().unwrap().pod_ip = Some("127.64.0.9".into());
+        assert_eq!(
+            find_ip(std::slice::from_ref(&pod), &ns, &name, None),
+            Ok("127.64.0.9".parse().unwrap())
+        );
+        let e = find_ip(&[pod], &ns, "other", None).unwrap_err();
+        assert_eq!(e, ExecError::PodNotFound);
     }
 
     #[test]

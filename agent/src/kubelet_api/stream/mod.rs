@@ -1,15 +1,16 @@
 //! Streaming on the kubelet API: `kubectl exec` over SPDY/3.1 with the remotecommand
-//! protocol, into the guest through `tart exec`.
+//! protocol, into the guest through `tart exec`, and `kubectl port-forward` to the guest's IP.
 //!
 //! Pure parts: [`frame`] (SPDY frames), [`zlib`] (header blocks), [`protocol`] (versions,
 //! query, stream roles, status, resize), [`upgrade`] (the HTTP handshake). I/O: [`conn`] (one
-//! SPDY connection), [`remotecommand`] (one exec session over it), [`guest`] (finding a Pod's
-//! running VM and starting `tart exec` in it). WebSocket upgrades are refused so kubectl falls
-//! back to SPDY; attach and port-forward are not served.
+//! SPDY connection), [`remotecommand`] (one exec session over it), [`portforward`] (one
+//! port-forward session), [`guest`] (finding a Pod's running VM or IP and starting `tart exec`
+//! in it). WebSocket upgrades are refused so kubectl falls back to SPDY; attach is not served.
 
 pub mod conn;
 pub mod frame;
 pub mod guest;
+pub mod portforward;
 pub mod protocol;
 pub mod remotecommand;
 pub mod upgrade;

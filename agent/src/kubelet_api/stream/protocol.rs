@@ -46,27 +46,21 @@ pub enum NegotiationError {
     Unsupported(Vec<String>),
 }
 
-/// The client's first offer this server serves. `offered` are the header lines, each of
-/// which may list several versions separated by commas.
+/// The first of `offers` (the client's, in its order of preference) that is in `served`.
 ///
 /// # Errors
-/// [`NegotiationError`] when nothing was offered or nothing offered is served.
-pub fn negotiate<'a>(
-    offered: impl IntoIterator<Item = &'a str>,
-) -> Result<Protocol, NegotiationError> {
-    let offers: Vec<String> = offered
-        .into_iter()
-        .flat_map(|l| l.split(','))
-        .map(|s| s.trim().to_owned())
-        .filter(|s| !s.is_empty())
-        .collect();
+/// [`NegotiationError`] when `offers` is empty or shares nothing with `served`.
+pub fn first_served(
+    offers: &[String],
+    served: &[&'static str],
+) -> Result<&'static str, NegotiationError> {
     if offers.is_empty() {
         return Err(NegotiationError::Missing);
     }
     offers
         .iter()
-        .find_map(|o| PROTOCOLS.into_iter().find(|p| p.as_str() == o))
-        .ok_or(NegotiationError::Unsupported(offers))
+        .find_map(|o| served.iter().copied().find(|s| s == o))
+        .ok_or_else(|| NegotiationError::Unsupported(offers.to_vec()))
 }
 
 /// What the exec query asks for (`command` repeated, `input`/`output`/`error`/`tty` = `1`).

@@ -2,27 +2,33 @@ use super::*;
 
 #[test]
 fn negotiation_picks_the_clients_first_served_offer() {
-    let kubectl = [
+    let served: Vec<&'static str> = PROTOCOLS.iter().map(|p| p.as_str()).collect();
+    let offers = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let kubectl = offers(&[
         "v5.channel.k8s.io",
         "v4.channel.k8s.io",
         "v3.channel.k8s.io",
         "v2.channel.k8s.io",
         "channel.k8s.io",
-    ];
-    assert_eq!(negotiate(kubectl), Ok(Protocol::V4));
+    ]);
+    assert_eq!(first_served(&kubectl, &served), Ok("v4.channel.k8s.io"));
     assert_eq!(
-        negotiate(["v2.channel.k8s.io, v4.channel.k8s.io"]),
-        Ok(Protocol::V2)
+        first_served(
+            &offers(&["v2.channel.k8s.io", "v4.channel.k8s.io"]),
+            &served
+        ),
+        Ok("v2.channel.k8s.io")
     );
-    assert_eq!(negotiate(["channel.k8s.io"]), Ok(Protocol::V1));
-    assert_eq!(negotiate([]), Err(NegotiationError::Missing));
-    assert_eq!(negotiate([" , "]), Err(NegotiationError::Missing));
+    assert_eq!(first_served(&[], &served), Err(NegotiationError::Missing));
     assert_eq!(
-        negotiate(["v5.channel.k8s.io", "portforward.k8s.io"]),
-        Err(NegotiationError::Unsupported(vec![
-            "v5.channel.k8s.io".into(),
-            "portforward.k8s.io".into()
-        ]))
+        first_served(
+            &offers(&["v5.channel.k8s.io", "portforward.k8s.io"]),
+            &served
+        ),
+        Err(NegotiationError::Unsupported(offers(&[
+            "v5.channel.k8s.io",
+            "portforward.k8s.io"
+        ])))
     );
 }
 

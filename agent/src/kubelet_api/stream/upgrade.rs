@@ -92,6 +92,23 @@ pub fn status_body(code: u16, message: &str) -> String {
 /// The refusal: 403 for WebSocket, 400 without an upgrade or without versions, 403 with the
 /// served list when no version is shared.
 pub fn decide(headers: &HeaderMap) -> Result<Protocol, Answer> {
+    let served: Vec<&'static str> = PROTOCOLS.iter().map(|p| p.as_str()).collect();
+    let chosen = negotiate_with(headers, &served)?;
+    Ok(PROTOCOLS
+        .into_iter()
+        .find(|p| p.as_str() == chosen)
+        .unwrap_or(Protocol::V4))
+}
+
+/// Like [`decide`] for port-forward, whose one version is `portforward.k8s.io`.
+///
+/// # Errors
+/// As [`decide`].
+pub fn decide_forward(headers: &HeaderMap) -> Result<&'static str, Answer> {
+    negotiate_with(headers, &[super::portforward::PROTOCOL])
+}
+
+fn negotiate_with(headers: &HeaderMap, served: &[&'static str]) -> Result<&'static str, Answer> {
     match kind(headers) {
         Upgrade::Spdy => {}
         Upgrade::WebSocket => {
@@ -107,29 +124,32 @@ pub fn decide(headers: &HeaderMap) -> Result<Protocol, Answer> {
             ));
         }
     }
-    let offered = headers
+    let offers: Vec<String> = headers
         .get_all(PROTOCOL_HEADER)
         .iter()
-        .filter_map(|v| v.to_str().ok());
-    protocol::negotiate(offered).map_err(|e| match e {
-        NegotiationError::Missing => Answer::text(
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|l| l.split(','))
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .collect();
+    let found = protocol::first_served(&offers, served);
+    match found {
+        Ok(p) => Ok(p),
+        Err(NegotiationError::Missing) => Err(Answer::text(
             400,
             "unable to upgrade: X-Stream-Protocol-Version is required",
-        ),
-        NegotiationError::Unsupported(offers) => {
-            let served: Vec<&str> = PROTOCOLS.iter().map(|p| p.as_str()).collect();
-            Answer {
-                status: 403,
-                headers: served
-                    .iter()
-                    .map(|p| (ACCEPTED_HEADER, (*p).to_owned()))
-                    .collect(),
-                body: format!(
-                    "unable to upgrade: unable to negotiate protocol: client supports {offers:?}, server accepts {served:?}"
-                ),
-            }
-        }
-    })
+        )),
+        Err(NegotiationError::Unsupported(offers)) => Err(Answer {
+            status: 403,
+            headers: served
+                .iter()
+                .map(|p| (ACCEPTED_HEADER, (*p).to_owned()))
+                .collect(),
+            body: format!(
+                "unable to upgrade: unable to negotiate protocol: client supports {offers:?}, server accepts {served:?}"
+            ),
+        }),
+    }
 }
 
 #[cfg(test)]
@@ -157,6 +177,22 @@ mod tests {
         ]);
         assert_eq!(kind(&h), Upgrade::Spdy);
         assert_eq!(decide(&h), Ok(Protocol::V4));
+    }
+
+    #[test]
+    fn one_header_line_may_list_several_versions() {
+        let h = headers(&[
+            ("connection", "Upgrade"),
+            ("upgrade", "SPDY/3.1"),
+            (PROTOCOL_HEADER, "v2.channel.k8s.io, v4.channel.k8s.io"),
+        ]);
+        assert_eq!(decide(&h), Ok(Protocol::V2));
+        let empty = headers(&[
+            ("connection", "Upgrade"),
+            ("upgrade", "SPDY/3.1"),
+            (PROTOCOL_HEADER, " , "),
+        ]);
+        assert_eq!(decide(&empty).unwrap_err().status, 400);
     }
 
     #[test]
@@ -195,6 +231,23 @@ mod tests {
             (v["reason"].as_str(), v["message"].as_str()),
             (Some("InternalError"), Some("x: y"))
         );
+    }
+
+    #[test]
+    fn port_forward_speaks_only_its_one_version() {
+        let mut h = headers(&[("connection", "Upgrade"), ("upgrade", "SPDY/3.1")]);
+        h.append(
+            PROTOCOL_HEADER,
+            HeaderValue::from_static("portforward.k8s.io"),
+        );
+        assert_eq!(decide_forward(&h), Ok("portforward.k8s.io"));
+        assert_eq!(decide(&h).unwrap_err().status, 403);
+        let exec = headers(&[
+            ("connection", "Upgrade"),
+            ("upgrade", "SPDY/3.1"),
+            (PROTOCOL_HEADER, "v4.channel.k8s.io"),
+        ]);
+        assert_eq!(decide_forward(&exec).unwrap_err().status, 403);
     }
 
     #[test]
