@@ -6,6 +6,10 @@
 //! SPDY connection), [`remotecommand`] (one exec session over it), [`portforward`] (one
 //! port-forward session), [`guest`] (finding a Pod's running VM or IP and starting `tart exec`
 //! in it). WebSocket upgrades are refused so kubectl falls back to SPDY; attach is not served.
+//!
+//! "kubelet-api.md §n" in these files is the project's research note on the kubelet API (wire
+//! facts checked against the 1.20 API server and kubectl 1.32), as "tart-cli.md §n" is for
+//! Tart; what the agent does is described in docs/kubelet-api.md.
 
 pub mod conn;
 pub mod frame;
