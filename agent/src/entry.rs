@@ -300,12 +300,24 @@ pub async fn run<T: Tart>(
         cfg.pod_log_dir.clone(),
         pods.clone(),
     ));
+    let exec = pods::naming::VmNaming::new(cfg.vm_name_prefix.clone())
+        .ok()
+        .map(|naming| {
+            let exec =
+                crate::kubelet_api::stream::GuestExec::new(pods.clone(), naming, tart.clone());
+            Arc::new(exec) as Arc<dyn crate::kubelet_api::stream::ExecSource>
+        });
+    let services = crate::kubelet_api::Services {
+        reviewer,
+        pods,
+        logs: Some(logs),
+        exec,
+    };
     match crate::kubelet_api::settings(&cfg) {
         Some(settings) => {
-            let running =
-                crate::kubelet_api::start(settings, reviewer, pods, Some(logs), shutdown.clone())
-                    .await
-                    .map_err(RunError::KubeletApi)?;
+            let running = crate::kubelet_api::start(settings, services, shutdown.clone())
+                .await
+                .map_err(RunError::KubeletApi)?;
             info!(addr = %running.addr, "kubelet API listening");
             tasks_early.extend(running.tasks);
         }
@@ -337,9 +349,7 @@ pub async fn run<T: Tart>(
                 crate::kubelet_api::serve_requested(
                     crate::kubelet_api::listen(&cfg),
                     bootstrap,
-                    reviewer,
-                    pods,
-                    Some(logs),
+                    services,
                     shutdown.clone(),
                 )
                 .instrument(info_span!("kubelet_api_csr")),

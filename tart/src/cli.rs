@@ -13,9 +13,9 @@ use tracing::{Instrument, debug, debug_span, field};
 pub(crate) mod builder;
 
 use crate::{
-    Attempt, AttemptOutcome, Credentials, Deadlines, Error, ErrorKind, ExecOutput, IpResolver,
-    Observer, Op, PruneOpts, Result, RunOpts, RunningVm, SetOpts, SizeDeadline, StopOutcome, Tart,
-    Version, VmDetails, VmInfo, VmName, VmProcess, command,
+    Attempt, AttemptOutcome, Credentials, Deadlines, Error, ErrorKind, ExecOpts, ExecOutput,
+    ExecSession, IpResolver, Observer, Op, PruneOpts, Result, RunOpts, RunningVm, SetOpts,
+    SizeDeadline, StopOutcome, Tart, Version, VmDetails, VmInfo, VmName, VmProcess, command,
     error::classify_exec,
     inflight, parse,
     process::{self, Ended, Killed, Outcome},
@@ -362,6 +362,25 @@ impl Tart for TartCli {
             stdout: o.stdout,
             stderr: o.stderr,
         })
+    }
+
+    async fn exec_streaming(
+        &self,
+        vm: &VmName,
+        argv: &[String],
+        opts: ExecOpts,
+    ) -> Result<ExecSession> {
+        let args = command::exec_streaming(vm, argv, opts.stdin, opts.tty.is_some());
+        let env = self.env_with(None);
+        debug!(%vm, argv = %command::display(&args), "starting a streaming tart exec");
+        let spawn = crate::exec::Spawn {
+            program: &self.inner.program,
+            args: &args,
+            env: &env,
+            env_clear: self.inner.env_clear,
+            inflight: self.inner.inflight.as_deref(),
+        };
+        crate::exec::spawn(&spawn, opts).map_err(|e| Error::spawn(Op::Exec, &self.inner.program, e))
     }
 
     async fn prune(&self, opts: &PruneOpts) -> Result<()> {

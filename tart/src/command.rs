@@ -187,6 +187,26 @@ pub(crate) fn exec(vm: &VmName, command: &[String]) -> Vec<OsString> {
     v
 }
 
+/// `tart exec [-i] [-t] <vm> <argv...>` for a streaming exec: the flags precede the name, as
+/// Tart requires (§2.10).
+pub(crate) fn exec_streaming(
+    vm: &VmName,
+    command: &[String],
+    interactive: bool,
+    tty: bool,
+) -> Vec<OsString> {
+    let mut v = argv(["exec"]);
+    if interactive {
+        v.push("-i".into());
+    }
+    if tty {
+        v.push("-t".into());
+    }
+    v.push(vm.as_str().into());
+    v.extend(command.iter().map(OsString::from));
+    v
+}
+
 /// `tart prune --entries caches|vms [--older-than DAYS] [--space-budget GB]`.
 pub(crate) fn prune(opts: &PruneOpts) -> Vec<OsString> {
     let entries = if opts.vms { "vms" } else { "caches" };

@@ -261,3 +261,25 @@ fn display_quotes_entries_with_shell_characters() {
     let v = exec(&vm("a"), &["echo".into(), "a b".into()]);
     assert_eq!(display(&v), "exec a echo \"a b\"");
 }
+
+#[test]
+fn streaming_exec_puts_its_flags_before_the_vm_name() {
+    let cmd: Vec<String> = vec!["sh".into(), "-c".into(), "echo -t".into()];
+    let table = [
+        (false, false, vec!["exec", "a", "sh", "-c", "echo -t"]),
+        (true, false, vec!["exec", "-i", "a", "sh", "-c", "echo -t"]),
+        (false, true, vec!["exec", "-t", "a", "sh", "-c", "echo -t"]),
+        (
+            true,
+            true,
+            vec!["exec", "-i", "-t", "a", "sh", "-c", "echo -t"],
+        ),
+    ];
+    for (i, t, want) in table {
+        assert_eq!(
+            strs(exec_streaming(&vm("a"), &cmd, i, t)),
+            want,
+            "-i {i} -t {t}"
+        );
+    }
+}

@@ -5,8 +5,8 @@
 use std::{future::Future, net::Ipv4Addr, time::Duration};
 
 use crate::{
-    Credentials, ExecOutput, IpResolver, PruneOpts, Result, RunOpts, RunningVm, SetOpts,
-    StopOutcome, Version, VmDetails, VmInfo, VmName,
+    Credentials, ExecOpts, ExecOutput, ExecSession, IpResolver, PruneOpts, Result, RunOpts,
+    RunningVm, SetOpts, StopOutcome, Version, VmDetails, VmInfo, VmName,
 };
 
 /// The seam between the agent and Tart: one method per `tart` operation.
@@ -73,6 +73,16 @@ pub trait Tart: Send + Sync + 'static {
         argv: &[String],
         deadline: Duration,
     ) -> impl Future<Output = Result<ExecOutput>> + Send;
+    /// `tart exec [-i] [-t] <vm> <argv...>` as a streaming session: the caller pumps its pipes
+    /// and awaits its exit code; dropping the session kills the command's process group. No
+    /// deadline of its own (an interactive command may run for hours): the caller bounds it.
+    /// Never retried.
+    fn exec_streaming(
+        &self,
+        vm: &VmName,
+        argv: &[String],
+        opts: ExecOpts,
+    ) -> impl Future<Output = Result<ExecSession>> + Send;
     /// `tart prune ...`.
     fn prune(&self, opts: &PruneOpts) -> impl Future<Output = Result<()>> + Send;
     /// The manifest digest (`sha256:<hex>`) the cached tag `host/repository:tag` points at,

@@ -13,7 +13,7 @@
 //!
 //! This file only wires the modules together. Their order, lowest first: `model`, `error`,
 //! `observe`, `deadlines`, `signal` (pure data and primitives); `command`, `parse`, `retry`
-//! (pure decisions); `inflight`, `process`, `running`, `run`, `stop` (processes); `driver`
+//! (pure decisions); `inflight`, `process`, `exec`, `running`, `run`, `stop` (processes); `driver`
 //! (the trait); `cli`, `testing` (its implementations). Each refers only to modules listed
 //! before it.
 #![warn(missing_docs)]
@@ -23,6 +23,7 @@ mod command;
 mod deadlines;
 mod driver;
 mod error;
+mod exec;
 pub mod inflight;
 mod model;
 mod observe;
@@ -40,6 +41,7 @@ pub use cli::{TartCli, builder::TartCliBuilder};
 pub use deadlines::{Deadlines, SizeDeadline};
 pub use driver::Tart;
 pub use error::{Error, ErrorKind, Result};
+pub use exec::{ExecControl, ExecOpts, ExecReader, ExecSession, ExecWait, ExecWriter, WindowSize};
 pub use model::{
     Credentials, DirShare, ExecOutput, ExitInfo, ExitReason, IpResolver, Network, Op, PruneOpts,
     RunOpts, SetOpts, Source, StopOutcome, Version, VmDetails, VmInfo, VmName, VmState,

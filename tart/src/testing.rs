@@ -279,6 +279,7 @@ fn running(e: &MemVmEntry) -> bool {
     e.run.as_ref().is_some_and(|tx| tx.borrow().is_none())
 }
 
+mod exec;
 mod tart_impl;
 
 #[cfg(test)]

@@ -1,6 +1,8 @@
 //! One request: admit it through the [`Gate`], then route it. Bodies are plain text as
 //! kubelet writes them, the Pod list is JSON, and a container log is streamed chunk by chunk
-//! (hyper sends each chunk as it arrives, which `kubectl logs -f` relies on).
+//! (hyper sends each chunk as it arrives, which `kubectl logs -f` relies on). An exec is
+//! checked (query, Pod, container, upgrade) before it is switched to SPDY with a 101; the
+//! session then runs on its own task over the upgraded connection.
 
 use std::{convert::Infallible, io, sync::Arc};
 
@@ -12,7 +14,8 @@ use hyper::{
     body::Frame,
     header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue},
 };
-use tracing::debug;
+use hyper_util::rt::TokioIo;
+use tracing::{Instrument, debug, info, info_span};
 
 use super::{
     gate::Gate,
@@ -20,6 +23,13 @@ use super::{
     pods::PodSource,
     review::UserInfo,
     routes::{self, Route},
+    stream::{
+        ExecSource, ExecTarget,
+        conn::Conn,
+        portforward, protocol,
+        remotecommand::{self, Starter, Timeouts},
+        upgrade,
+    },
 };
 
 /// A response body: a whole buffer or a log stream.
@@ -33,6 +43,8 @@ pub struct Api {
     pub pods: Arc<dyn PodSource>,
     /// Container logs.
     pub logs: Arc<dyn LogSource>,
+    /// Exec into the guests; `None` answers that exec is not implemented.
+    pub exec: Option<Arc<dyn ExecSource>>,
 }
 
 fn full(status: u16, content_type: &'static str, body: impl Into<Bytes>) -> Response<Body> {
@@ -56,15 +68,16 @@ pub async fn handle<B>(
     cert_user: Option<UserInfo>,
     req: Request<B>,
 ) -> Response<Body> {
-    let method = req.method().clone();
-    let path = req.uri().path().to_owned();
-    let query = req.uri().query().unwrap_or_default().to_owned();
-    let authorization = req
-        .headers()
+    let (mut parts, body) = req.into_parts();
+    drop(body);
+    let method = parts.method.clone();
+    let path = parts.uri.path().to_owned();
+    let query = parts.uri.query().unwrap_or_default().to_owned();
+    let authorization = parts
+        .headers
         .get(AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    drop(req);
     let user = match api
         .gate
         .admit(cert_user.as_ref(), authorization.as_deref(), &method, &path)
@@ -92,6 +105,25 @@ pub async fn handle<B>(
             };
             container_logs(api.logs.as_ref(), target, &query).await
         }
+        Route::Exec {
+            namespace,
+            pod,
+            uid,
+            container,
+        } => {
+            let target = ExecTarget {
+                namespace: namespace.into(),
+                pod: pod.into(),
+                uid: uid.map(str::to_owned),
+                container: container.into(),
+            };
+            exec(api.exec.as_ref(), target, &query, &mut parts)
+        }
+        Route::PortForward {
+            namespace,
+            pod,
+            uid,
+        } => port_forward(api.exec.as_ref(), namespace, pod, uid, &mut parts),
         Route::Streaming(s) => text(
             501,
             format!(
@@ -133,6 +165,151 @@ async fn container_logs(logs: &dyn LogSource, target: LogTarget, raw: &str) -> R
             text(e.status(), e.to_string())
         }
     }
+}
+
+/// `/exec`: every check that kubelet makes before upgrading, then 101 and the session on its
+/// own task.
+fn exec(
+    source: Option<&Arc<dyn ExecSource>>,
+    target: ExecTarget,
+    query: &str,
+    parts: &mut hyper::http::request::Parts,
+) -> Response<Body> {
+    let refuse = |code: u16, message: &str| {
+        debug!(status = code, message, "exec refused");
+        full(
+            code,
+            "application/json",
+            upgrade::status_body(code, message),
+        )
+    };
+    let Some(source) = source else {
+        return refuse(
+            501,
+            "exec is not implemented yet by this node (tart-kubelet)",
+        );
+    };
+    let options = match protocol::exec_options(query) {
+        Ok(o) => o,
+        Err(message) => return refuse(400, message),
+    };
+    let vm = match source.running_vm(&target) {
+        Ok(vm) => vm,
+        Err(e) => return refuse(e.status(), &e.to_string()),
+    };
+    let version = match upgrade::decide(&parts.headers) {
+        Ok(p) => p,
+        Err(a) => {
+            let mut r = refuse(a.status, &a.body);
+            for (name, value) in a.headers {
+                if let Ok(v) = HeaderValue::from_str(&value) {
+                    r.headers_mut().append(name, v);
+                }
+            }
+            return r;
+        }
+    };
+    let Some(on_upgrade) = parts.extensions.remove::<hyper::upgrade::OnUpgrade>() else {
+        return refuse(500, "this connection cannot be upgraded");
+    };
+    let source = source.clone();
+    let argv = options.command.clone();
+    let start: Starter = Box::new(move |opts| source.start(vm, argv, opts));
+    let span = info_span!(
+        "exec",
+        namespace = %target.namespace,
+        pod = %target.pod,
+        container = %target.container
+    );
+    tokio::spawn(
+        async move {
+            match on_upgrade.await {
+                Ok(upgraded) => {
+                    let conn = Conn::start(TokioIo::new(upgraded), remotecommand::IDLE);
+                    let end =
+                        remotecommand::serve(conn, version, options, start, Timeouts::default())
+                            .await;
+                    info!(?end, "exec session ended");
+                }
+                Err(error) => debug!(%error, "exec upgrade failed"),
+            }
+        }
+        .instrument(span),
+    );
+    switching(version.as_str())
+}
+
+/// `/portForward`: the Pod must run and have an IP; then 101 and the pairs on their own task.
+fn port_forward(
+    source: Option<&Arc<dyn ExecSource>>,
+    namespace: &str,
+    pod: &str,
+    uid: Option<&str>,
+    parts: &mut hyper::http::request::Parts,
+) -> Response<Body> {
+    let refuse = |code: u16, message: &str| {
+        debug!(status = code, message, "port-forward refused");
+        full(
+            code,
+            "application/json",
+            upgrade::status_body(code, message),
+        )
+    };
+    let Some(source) = source else {
+        return refuse(
+            501,
+            "portForward is not implemented yet by this node (tart-kubelet)",
+        );
+    };
+    let ip = match source.guest_ip(namespace, pod, uid) {
+        Ok(ip) => ip,
+        Err(e) => return refuse(e.status(), &e.to_string()),
+    };
+    let version = match upgrade::decide_forward(&parts.headers) {
+        Ok(v) => v,
+        Err(a) => {
+            let mut r = refuse(a.status, &a.body);
+            for (name, value) in a.headers {
+                if let Ok(v) = HeaderValue::from_str(&value) {
+                    r.headers_mut().append(name, v);
+                }
+            }
+            return r;
+        }
+    };
+    let Some(on_upgrade) = parts.extensions.remove::<hyper::upgrade::OnUpgrade>() else {
+        return refuse(500, "this connection cannot be upgraded");
+    };
+    let what = format!("{pod}, uid {}", uid.unwrap_or_default());
+    let span = info_span!("port_forward", %namespace, %pod);
+    tokio::spawn(
+        async move {
+            match on_upgrade.await {
+                Ok(upgraded) => {
+                    let conn = Conn::start(TokioIo::new(upgraded), remotecommand::IDLE);
+                    portforward::serve(conn, ip, what).await;
+                    info!("port-forward session ended");
+                }
+                Err(error) => debug!(%error, "port-forward upgrade failed"),
+            }
+        }
+        .instrument(span),
+    );
+    switching(version)
+}
+
+/// The 101 that hands the connection to SPDY with the agreed `version`.
+fn switching(version: &'static str) -> Response<Body> {
+    let mut r = full(101, "text/plain", Bytes::new());
+    let h = r.headers_mut();
+    h.remove(CONTENT_TYPE);
+    h.insert(
+        hyper::header::CONNECTION,
+        HeaderValue::from_static("Upgrade"),
+    );
+    h.insert(hyper::header::UPGRADE, HeaderValue::from_static("SPDY/3.1"));
+    h.insert(upgrade::PROTOCOL_HEADER, HeaderValue::from_static(version));
+    r
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ use super::*;
 use crate::kubelet_api::{
     logs::memory::MemoryLogs,
     review::{AccessRequest, ReviewError, Reviewer},
+    stream::guest::ExecError,
 };
 
 /// Token `admin` is user admin, allowed everything; token `viewer` is allowed nothing.
@@ -37,6 +38,7 @@ fn api() -> Arc<Api> {
         gate: Gate::new("mac-1".into(), Arc::new(Mock)),
         pods: Arc::new(move || vec![pod.clone()]),
         logs: Arc::new(MemoryLogs::default().with("ns", "p1", "c", &["one", "two", "three"])),
+        exec: None,
     })
 }
 
@@ -137,4 +139,123 @@ async fn streaming_paths_say_not_implemented_and_others_404() {
     );
     assert_eq!(call("GET", "/stats/summary", Some("admin")).await.0, 404);
     assert_eq!(call("POST", "/pods", Some("admin")).await.0, 405);
+}
+
+/// Pod `ns/p1` container `c` runs in VM `vm-1`; everything else is not found.
+struct OneVm;
+
+impl ExecSource for OneVm {
+    fn running_vm(&self, t: &ExecTarget) -> Result<tart::VmName, ExecError> {
+        match (t.namespace.as_str(), t.pod.as_str(), t.container.as_str()) {
+            ("ns", "p1", "c") => Ok(tart::VmName::new("vm-1").unwrap()),
+            ("ns", "p1", other) => Err(ExecError::ContainerNotFound(other.into())),
+            _ => Err(ExecError::PodNotFound),
+        }
+    }
+
+    fn guest_ip(
+        &self,
+        _namespace: &str,
+        _pod: &str,
+        _uid: Option<&str>,
+    ) -> Result<std::net::IpAddr, ExecError> {
+        Err(ExecError::PodNotFound)
+    }
+
+    fn start(
+        &self,
+        _vm: tart::VmName,
+        _argv: Vec<String>,
+        _opts: tart::ExecOpts,
+    ) -> BoxFuture<'static, tart::Result<tart::ExecSession>> {
+        unreachable!("no upgrade happens in these tests")
+    }
+}
+
+async fn exec_call(uri: &str, headers: &[(&str, &str)]) -> (u16, serde_json::Value) {
+    let mut api = Arc::try_unwrap(api()).ok().unwrap();
+    api.exec = Some(Arc::new(OneVm));
+    let mut req = Request::builder()
+        .method("POST")
+        .uri(uri)
+        .header("Authorization", "Bearer admin");
+    for (n, v) in headers {
+        req = req.header(*n, *v);
+    }
+    let resp = handle(
+        Arc::new(api),
+        None,
+        req.body(Empty::<Bytes>::new()).unwrap(),
+    )
+    .await;
+    let status = resp.status().as_u16();
+    let body = resp.into_body().collect().await.unwrap().to_bytes();
+    let text = String::from_utf8_lossy(&body).into_owned();
+    let v = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{status} {text:?}: {e}"));
+    (status, v)
+}
+
+const SPDY: [(&str, &str); 3] = [
+    ("Connection", "Upgrade"),
+    ("Upgrade", "SPDY/3.1"),
+    ("X-Stream-Protocol-Version", "v4.channel.k8s.io"),
+];
+
+#[tokio::test]
+async fn exec_is_checked_before_any_upgrade_and_refused_as_a_status() {
+    type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], u16, &'a str);
+    let table: [Case<'_>; 6] = [
+        (
+            "/exec/ns/p1/c?output=1",
+            &SPDY,
+            400,
+            "you must specify a command",
+        ),
+        (
+            "/exec/ns/p1/c?command=ls",
+            &SPDY,
+            400,
+            "you must specify at least 1 of stdin, stdout, stderr",
+        ),
+        (
+            "/exec/ns/p2/c?command=ls&output=1",
+            &SPDY,
+            404,
+            "pod does not exist",
+        ),
+        (
+            "/exec/ns/p1/db?command=ls&output=1",
+            &SPDY,
+            404,
+            "container not found (\"db\")",
+        ),
+        (
+            "/exec/ns/p1/c?command=ls&output=1",
+            &[],
+            400,
+            "unable to upgrade: missing upgrade headers in request",
+        ),
+        (
+            "/exec/ns/p1/c?command=ls&output=1",
+            &[("Connection", "Upgrade"), ("Upgrade", "websocket")],
+            403,
+            "websocket streaming is not supported by this node; use SPDY/3.1",
+        ),
+    ];
+    for (uri, headers, status, message) in table {
+        let (got, body) = exec_call(uri, headers).await;
+        assert_eq!(
+            (got, body["message"].as_str()),
+            (status, Some(message)),
+            "{uri} {headers:?}"
+        );
+        assert_eq!(body["kind"], "Status");
+    }
+}
+
+#[tokio::test]
+async fn a_spdy_request_that_cannot_be_upgraded_is_an_internal_error_not_a_hang() {
+    // A request built in memory carries no upgrade handle.
+    let (status, body) = exec_call("/exec/ns/p1/c?command=ls&output=1", &SPDY).await;
+    assert_eq!(status, 500, "{body}");
 }

@@ -5,8 +5,9 @@
 //! through the CSR API, [`csr`]; client certificates requested, not required), kubelet's
 //! authentication and authorization
 //! ([`gate`], [`authz`], [`review`]), routing ([`routes`]) and the handlers ([`handler`]). It
-//! leaves reading Pods to a [`PodSource`] and reading container logs to a
-//! [`logs::LogSource`], which the Pod side provides.
+//! leaves reading Pods to a [`PodSource`], reading container logs to a [`logs::LogSource`] and
+//! running commands in the guest to a [`stream::ExecSource`], which the Pod side provides
+//! ([`Services`]); [`stream`] serves `kubectl exec` and `kubectl port-forward` over SPDY.
 //!
 //! Without `--tls-cert-file`/`--tls-private-key-file` the agent requests its serving
 //! certificate through the CSR API (`kubernetes.io/kubelet-serving`) and serves nothing until
@@ -22,6 +23,7 @@ mod pods;
 mod review;
 mod routes;
 mod server;
+pub mod stream;
 pub(crate) mod tls;
 mod x509;
 
@@ -121,6 +123,19 @@ pub enum StartError {
     },
 }
 
+/// What the handlers answer from: access reviews, the Pods, their logs, exec in their guests.
+pub struct Services {
+    /// TokenReview and SubjectAccessReview.
+    pub reviewer: Arc<dyn Reviewer>,
+    /// The Pods this agent runs.
+    pub pods: Arc<dyn PodSource>,
+    /// Container logs; `None`: log requests for existing containers answer that logs are
+    /// not collected.
+    pub logs: Option<Arc<dyn logs::LogSource>>,
+    /// Commands in the guest; `None`: exec requests answer that exec is not available.
+    pub exec: Option<Arc<dyn stream::ExecSource>>,
+}
+
 /// A started server.
 #[derive(Debug)]
 pub struct Running {
@@ -131,16 +146,12 @@ pub struct Running {
 }
 
 /// Loads the certificate, binds the port and starts serving until `shutdown` turns true.
-/// When `logs` is `None`, log requests for existing containers answer that logs are not
-/// collected.
 ///
 /// # Errors
 /// [`StartError`] for unusable certificate files or a port that cannot be bound.
 pub async fn start(
     settings: Settings,
-    reviewer: Arc<dyn Reviewer>,
-    pods: Arc<dyn PodSource>,
-    logs: Option<Arc<dyn logs::LogSource>>,
+    services: Services,
     shutdown: watch::Receiver<bool>,
 ) -> Result<Running, StartError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -155,9 +166,7 @@ pub async fn start(
         listen,
         cert.clone(),
         provider.clone(),
-        reviewer,
-        pods,
-        logs,
+        services,
         shutdown.clone(),
     )
     .await?;
@@ -182,11 +191,15 @@ pub async fn start_with_cert(
     listen: Listen,
     cert: Arc<ReloadingCert>,
     provider: Arc<rustls::crypto::CryptoProvider>,
-    reviewer: Arc<dyn Reviewer>,
-    pods: Arc<dyn PodSource>,
-    logs: Option<Arc<dyn logs::LogSource>>,
+    services: Services,
     shutdown: watch::Receiver<bool>,
 ) -> Result<Running, StartError> {
+    let Services {
+        reviewer,
+        pods,
+        logs,
+        exec,
+    } = services;
     let config = tls::server_config(cert, listen.client_ca.as_deref(), provider)?;
     let listener = TcpListener::bind(listen.addr)
         .await
@@ -200,6 +213,7 @@ pub async fn start_with_cert(
         gate: gate::Gate::new(listen.node_name.clone(), reviewer),
         pods,
         logs,
+        exec,
     });
     let server = tokio::spawn(
         server::serve(listener, Arc::new(config), api, shutdown)
@@ -218,9 +232,7 @@ pub async fn start_with_cert(
 pub async fn serve_requested(
     listen: Listen,
     bootstrap: csr::Bootstrap,
-    reviewer: Arc<dyn Reviewer>,
-    pods: Arc<dyn PodSource>,
-    logs: Option<Arc<dyn logs::LogSource>>,
+    services: Services,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let Some(first) = bootstrap.first(&mut shutdown).await else {
@@ -231,9 +243,7 @@ pub async fn serve_requested(
         listen,
         cert.clone(),
         bootstrap.provider.clone(),
-        reviewer,
-        pods,
-        logs,
+        services,
         shutdown.clone(),
     )
     .await

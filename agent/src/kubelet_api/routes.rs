@@ -1,8 +1,9 @@
 //! PURE: which handler a kubelet API path goes to.
 //!
-//! Served: `/healthz`, `/pods`, `/containerLogs/{namespace}/{pod}/{container}`. The streaming
-//! paths (`/exec`, `/attach`, `/portForward`, `/run`) are recognised so they can answer "not
-//! implemented yet" rather than 404; kubelet's other paths (`/stats`, `/metrics`, `/logs`,
+//! Served: `/healthz`, `/pods`, `/containerLogs/{namespace}/{pod}/{container}`,
+//! `/exec/{namespace}/{pod}[/{uid}]/{container}` and `/portForward/{namespace}/{pod}[/{uid}]`
+//! (GET and POST). The other streaming paths (`/attach`, `/run`) are recognised so they can answer "not implemented yet"
+//! rather than 404; kubelet's other paths (`/stats`, `/metrics`, `/logs`,
 //! `/spec`, ...) are not served and get 404, which kubelet clients accept.
 
 use hyper::Method;
@@ -48,6 +49,26 @@ pub enum Route<'a> {
         /// Container name.
         container: &'a str,
     },
+    /// `GET`/`POST /exec/{namespace}/{pod}[/{uid}]/{container}`.
+    Exec {
+        /// Namespace.
+        namespace: &'a str,
+        /// Pod name.
+        pod: &'a str,
+        /// Pod UID, when the path has four segments.
+        uid: Option<&'a str>,
+        /// Container name.
+        container: &'a str,
+    },
+    /// `GET`/`POST /portForward/{namespace}/{pod}[/{uid}]`.
+    PortForward {
+        /// Namespace.
+        namespace: &'a str,
+        /// Pod name.
+        pod: &'a str,
+        /// Pod UID, when the path has three segments.
+        uid: Option<&'a str>,
+    },
     /// A streaming path.
     Streaming(Streaming),
     /// A served path with a method it does not accept.
@@ -80,6 +101,41 @@ pub fn route<'a>(method: &Method, path: &'a str) -> Route<'a> {
         "run" => Some(Streaming::Run),
         _ => None,
     };
+    if streaming == Some(Streaming::Exec) {
+        let exec = match rest.as_slice() {
+            [namespace, pod, container] => Some((*namespace, *pod, None, *container)),
+            [namespace, pod, uid, container] => Some((*namespace, *pod, Some(*uid), *container)),
+            _ => None,
+        };
+        return match exec {
+            Some(_) if rest.iter().any(|s| s.is_empty()) => Route::NotFound,
+            Some(_) if *method != Method::GET && *method != Method::POST => Route::MethodNotAllowed,
+            Some((namespace, pod, uid, container)) => Route::Exec {
+                namespace,
+                pod,
+                uid,
+                container,
+            },
+            None => Route::NotFound,
+        };
+    }
+    if streaming == Some(Streaming::PortForward) {
+        let forward = match rest.as_slice() {
+            [namespace, pod] => Some((*namespace, *pod, None)),
+            [namespace, pod, uid] => Some((*namespace, *pod, Some(*uid))),
+            _ => None,
+        };
+        return match forward {
+            Some(_) if rest.iter().any(|s| s.is_empty()) => Route::NotFound,
+            Some(_) if *method != Method::GET && *method != Method::POST => Route::MethodNotAllowed,
+            Some((namespace, pod, uid)) => Route::PortForward {
+                namespace,
+                pod,
+                uid,
+            },
+            None => Route::NotFound,
+        };
+    }
     if let Some(s) = streaming {
         return if rest.len() >= 2 && rest.iter().all(|s| !s.is_empty()) {
             Route::Streaming(s)
@@ -123,13 +179,27 @@ mod tests {
             (
                 Method::POST,
                 "/exec/ns/p/c",
-                Route::Streaming(Streaming::Exec),
+                Route::Exec {
+                    namespace: "ns",
+                    pod: "p",
+                    uid: None,
+                    container: "c",
+                },
             ),
             (
                 Method::GET,
                 "/exec/ns/p/uid/c",
-                Route::Streaming(Streaming::Exec),
+                Route::Exec {
+                    namespace: "ns",
+                    pod: "p",
+                    uid: Some("uid"),
+                    container: "c",
+                },
             ),
+            (Method::PUT, "/exec/ns/p/c", Route::MethodNotAllowed),
+            (Method::POST, "/exec/ns/p", Route::NotFound),
+            (Method::POST, "/exec/ns//c", Route::NotFound),
+            (Method::POST, "/exec/ns/p/u/c/x", Route::NotFound),
             (
                 Method::GET,
                 "/attach/ns/p/c",
@@ -138,8 +208,23 @@ mod tests {
             (
                 Method::POST,
                 "/portForward/ns/p",
-                Route::Streaming(Streaming::PortForward),
+                Route::PortForward {
+                    namespace: "ns",
+                    pod: "p",
+                    uid: None,
+                },
             ),
+            (
+                Method::GET,
+                "/portForward/ns/p/u",
+                Route::PortForward {
+                    namespace: "ns",
+                    pod: "p",
+                    uid: Some("u"),
+                },
+            ),
+            (Method::DELETE, "/portForward/ns/p", Route::MethodNotAllowed),
+            (Method::POST, "/portForward/ns", Route::NotFound),
             (
                 Method::POST,
                 "/run/ns/p/c",

@@ -75,7 +75,9 @@ pub async fn serve(
                 let conn = hyper::server::conn::http1::Builder::new()
                     .timer(TokioTimer::new())
                     .header_read_timeout(HEADER_DEADLINE)
-                    .serve_connection(TokioIo::new(tls), service);
+                    .serve_connection(TokioIo::new(tls), service)
+                    // An exec's 101 hands the connection to its session.
+                    .with_upgrades();
                 tokio::pin!(conn);
                 let result = tokio::select! {
                     r = conn.as_mut() => r,

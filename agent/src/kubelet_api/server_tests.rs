@@ -44,6 +44,16 @@ impl Reviewer for Recorder {
     }
 }
 
+/// No Pods, no logs, no exec: the routes answer from an empty node.
+fn services(reviewer: Arc<Recorder>) -> Services {
+    Services {
+        reviewer,
+        pods: Arc::new(Vec::new),
+        logs: None,
+        exec: None,
+    }
+}
+
 async fn start_server(cert: CertFiles, reviewer: Arc<Recorder>) -> (Running, watch::Sender<bool>) {
     let (tx, rx) = watch::channel(false);
     let settings = Settings {
@@ -53,9 +63,7 @@ async fn start_server(cert: CertFiles, reviewer: Arc<Recorder>) -> (Running, wat
         node_name: "mac-1".into(),
         reload_check: Duration::from_millis(20),
     };
-    let running = start(settings, reviewer, Arc::new(Vec::new), None, rx)
-        .await
-        .unwrap();
+    let running = start(settings, services(reviewer), rx).await.unwrap();
     (running, tx)
 }
 
@@ -185,14 +193,7 @@ async fn unusable_certificate_files_stop_the_start() {
         node_name: "mac-1".into(),
         reload_check: RELOAD_CHECK,
     };
-    let r = start(
-        settings,
-        Arc::new(Recorder::default()),
-        Arc::new(Vec::new),
-        None,
-        rx,
-    )
-    .await;
+    let r = start(settings, services(Arc::new(Recorder::default())), rx).await;
     assert!(
         matches!(r, Err(StartError::Tls(TlsError::BadKey { .. }))),
         "{r:?}"

@@ -6,9 +6,9 @@ use tokio::sync::watch;
 
 use super::{MemTart, err, running};
 use crate::{
-    Credentials, ErrorKind, ExecOutput, IpResolver, Op, PruneOpts, Result, RunOpts, RunningVm,
-    SetOpts, Source, StopOutcome, Tart, Version, VmDetails, VmInfo, VmName, VmProcess, VmState,
-    command::is_remote,
+    Credentials, ErrorKind, ExecOpts, ExecOutput, ExecSession, IpResolver, Op, PruneOpts, Result,
+    RunOpts, RunningVm, SetOpts, Source, StopOutcome, Tart, Version, VmDetails, VmInfo, VmName,
+    VmProcess, VmState, command::is_remote,
 };
 
 impl Tart for MemTart {
@@ -206,6 +206,16 @@ impl Tart for MemTart {
             stdout: String::new(),
             stderr: String::new(),
         }))
+    }
+
+    async fn exec_streaming(
+        &self,
+        vm: &VmName,
+        _argv: &[String],
+        opts: ExecOpts,
+    ) -> Result<ExecSession> {
+        let out = self.exec(vm, &[], Duration::ZERO).await?;
+        Ok(super::exec::session(out, opts))
     }
 
     async fn prune(&self, _opts: &PruneOpts) -> Result<()> {

@@ -1,0 +1,273 @@
+//! PURE: the HTTP side of a streaming request (kubelet-api.md §5.1, §5.8, §8 items 9–10) —
+//! which upgrade it asks for and what to answer: 101 with the agreed remotecommand version
+//! for SPDY/3.1; a 403 before any upgrade for WebSocket, which this node does not serve, so
+//! kubectl falls back to SPDY; 400 without an upgrade.
+
+use hyper::header::{CONNECTION, HeaderMap, UPGRADE};
+
+use super::protocol::{self, NegotiationError, PROTOCOLS, Protocol};
+
+/// Header with the client's remotecommand versions (one line each, or comma-separated).
+pub const PROTOCOL_HEADER: &str = "x-stream-protocol-version";
+/// Header listing the served versions on a 403.
+pub const ACCEPTED_HEADER: &str = "x-accepted-stream-protocol-versions";
+
+/// The upgrade a request asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Upgrade {
+    /// `Upgrade: SPDY/3.1`.
+    Spdy,
+    /// `Upgrade: websocket`.
+    WebSocket,
+    /// No upgrade, or one of another kind.
+    None,
+}
+
+/// Which upgrade `headers` ask for (`Connection` must contain `upgrade`).
+pub fn kind(headers: &HeaderMap) -> Upgrade {
+    let has = |name, token: &str| {
+        headers.get_all(name).iter().any(|v| {
+            v.to_str()
+                .is_ok_and(|s| s.split(',').any(|t| t.trim().eq_ignore_ascii_case(token)))
+        })
+    };
+    if !has(CONNECTION, "upgrade") {
+        return Upgrade::None;
+    }
+    if has(UPGRADE, "spdy/3.1") {
+        Upgrade::Spdy
+    } else if has(UPGRADE, "websocket") {
+        Upgrade::WebSocket
+    } else {
+        Upgrade::None
+    }
+}
+
+/// A plain HTTP answer to give before (or instead of) an upgrade.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    /// Status code.
+    pub status: u16,
+    /// Extra headers.
+    pub headers: Vec<(&'static str, String)>,
+    /// Text body.
+    pub body: String,
+}
+
+impl Answer {
+    fn text(status: u16, body: impl Into<String>) -> Self {
+        Self {
+            status,
+            headers: vec![],
+            body: body.into(),
+        }
+    }
+}
+
+/// PURE: a refusal as a `metav1.Status`, which kubectl prints as `Error from server
+/// (<reason>): <message>`. A plain-text body would be read as YAML first, and a message with
+/// `": "` in it would then print as an empty error.
+pub fn status_body(code: u16, message: &str) -> String {
+    let reason = match code {
+        400 => "BadRequest",
+        403 => "Forbidden",
+        404 => "NotFound",
+        _ => "InternalError",
+    };
+    serde_json::json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    })
+    .to_string()
+}
+
+/// The version to switch to, or the answer that refuses the request.
+///
+/// # Errors
+/// The refusal: 403 for WebSocket, 400 without an upgrade or without versions, 403 with the
+/// served list when no version is shared.
+pub fn decide(headers: &HeaderMap) -> Result<Protocol, Answer> {
+    let served: Vec<&'static str> = PROTOCOLS.iter().map(|p| p.as_str()).collect();
+    let chosen = negotiate_with(headers, &served)?;
+    Ok(PROTOCOLS
+        .into_iter()
+        .find(|p| p.as_str() == chosen)
+        .unwrap_or(Protocol::V4))
+}
+
+/// Like [`decide`] for port-forward, whose one version is `portforward.k8s.io`.
+///
+/// # Errors
+/// As [`decide`].
+pub fn decide_forward(headers: &HeaderMap) -> Result<&'static str, Answer> {
+    negotiate_with(headers, &[super::portforward::PROTOCOL])
+}
+
+fn negotiate_with(headers: &HeaderMap, served: &[&'static str]) -> Result<&'static str, Answer> {
+    match kind(headers) {
+        Upgrade::Spdy => {}
+        Upgrade::WebSocket => {
+            return Err(Answer::text(
+                403,
+                "websocket streaming is not supported by this node; use SPDY/3.1",
+            ));
+        }
+        Upgrade::None => {
+            return Err(Answer::text(
+                400,
+                "unable to upgrade: missing upgrade headers in request",
+            ));
+        }
+    }
+    let offers: Vec<String> = headers
+        .get_all(PROTOCOL_HEADER)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|l| l.split(','))
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .collect();
+    let found = protocol::first_served(&offers, served);
+    match found {
+        Ok(p) => Ok(p),
+        Err(NegotiationError::Missing) => Err(Answer::text(
+            400,
+            "unable to upgrade: X-Stream-Protocol-Version is required",
+        )),
+        Err(NegotiationError::Unsupported(offers)) => Err(Answer {
+            status: 403,
+            headers: served
+                .iter()
+                .map(|p| (ACCEPTED_HEADER, (*p).to_owned()))
+                .collect(),
+            body: format!(
+                "unable to upgrade: unable to negotiate protocol: client supports {offers:?}, server accepts {served:?}"
+            ),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use hyper::header::HeaderValue;
+
+    use super::*;
+
+    fn headers(list: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (n, v) in list {
+            h.append(*n, HeaderValue::from_static(v));
+        }
+        h
+    }
+
+    #[test]
+    fn kubectls_spdy_request_switches_to_v4() {
+        let h = headers(&[
+            ("connection", "Upgrade"),
+            ("upgrade", "SPDY/3.1"),
+            (PROTOCOL_HEADER, "v5.channel.k8s.io"),
+            (PROTOCOL_HEADER, "v4.channel.k8s.io"),
+            (PROTOCOL_HEADER, "v3.channel.k8s.io"),
+        ]);
+        assert_eq!(kind(&h), Upgrade::Spdy);
+        assert_eq!(decide(&h), Ok(Protocol::V4));
+    }
+
+    #[test]
+    fn one_header_line_may_list_several_versions() {
+        let h = headers(&[
+            ("connection", "Upgrade"),
+            ("upgrade", "SPDY/3.1"),
+            (PROTOCOL_HEADER, "v2.channel.k8s.io, v4.channel.k8s.io"),
+        ]);
+        assert_eq!(decide(&h), Ok(Protocol::V2));
+        let empty = headers(&[
+            ("connection", "Upgrade"),
+            ("upgrade", "SPDY/3.1"),
+            (PROTOCOL_HEADER, " , "),
+        ]);
+        assert_eq!(decide(&empty).unwrap_err().status, 400);
+    }
+
+    #[test]
+    fn websocket_is_refused_before_upgrading_so_kubectl_falls_back() {
+        let h = headers(&[
+            ("connection", "keep-alive, Upgrade"),
+            ("upgrade", "websocket"),
+            ("sec-websocket-protocol", "v5.channel.k8s.io"),
+        ]);
+        assert_eq!(kind(&h), Upgrade::WebSocket);
+        assert_eq!(decide(&h).unwrap_err().status, 403);
+    }
+
+    #[test]
+    fn requests_without_an_upgrade_or_a_version_are_400() {
+        let plain = headers(&[("upgrade", "SPDY/3.1")]);
+        assert_eq!(kind(&plain), Upgrade::None);
+        assert_eq!(decide(&plain).unwrap_err().status, 400);
+        let no_version = headers(&[("connection", "upgrade"), ("upgrade", "spdy/3.1")]);
+        let a = decide(&no_version).unwrap_err();
+        assert_eq!(a.status, 400);
+        assert!(a.body.contains("X-Stream-Protocol-Version"), "{}", a.body);
+    }
+
+    #[test]
+    fn refusals_are_status_objects_with_the_reason_of_their_code() {
+        let v: serde_json::Value =
+            serde_json::from_str(&status_body(404, "pod does not exist")).unwrap();
+        assert_eq!(
+            (v["kind"].as_str(), v["reason"].as_str(), v["code"].as_u64()),
+            (Some("Status"), Some("NotFound"), Some(404))
+        );
+        assert_eq!(v["message"], "pod does not exist");
+        let v: serde_json::Value = serde_json::from_str(&status_body(500, "x: y")).unwrap();
+        assert_eq!(
+            (v["reason"].as_str(), v["message"].as_str()),
+            (Some("InternalError"), Some("x: y"))
+        );
+    }
+
+    #[test]
+    fn port_forward_speaks_only_its_one_version() {
+        let mut h = headers(&[("connection", "Upgrade"), ("upgrade", "SPDY/3.1")]);
+        h.append(
+            PROTOCOL_HEADER,
+            HeaderValue::from_static("portforward.k8s.io"),
+        );
+        assert_eq!(decide_forward(&h), Ok("portforward.k8s.io"));
+        assert_eq!(decide(&h).unwrap_err().status, 403);
+        let exec = headers(&[
+            ("connection", "Upgrade"),
+            ("upgrade", "SPDY/3.1"),
+            (PROTOCOL_HEADER, "v4.channel.k8s.io"),
+        ]);
+        assert_eq!(decide_forward(&exec).unwrap_err().status, 403);
+    }
+
+    #[test]
+    fn an_unshared_version_is_403_with_the_served_list() {
+        let h = headers(&[
+            ("connection", "Upgrade"),
+            ("upgrade", "SPDY/3.1"),
+            (PROTOCOL_HEADER, "portforward.k8s.io"),
+        ]);
+        let a = decide(&h).unwrap_err();
+        assert_eq!(a.status, 403);
+        let listed: Vec<&str> = a.headers.iter().map(|(_, v)| v.as_str()).collect();
+        assert_eq!(
+            listed,
+            [
+                "v4.channel.k8s.io",
+                "v3.channel.k8s.io",
+                "v2.channel.k8s.io",
+                "channel.k8s.io"
+            ]
+        );
+    }
+}
