@@ -26,6 +26,7 @@ use super::{
     stream::{
         ExecSource, ExecTarget,
         conn::Conn,
+        metrics::{ExecMetrics, SessionClock},
         portforward, protocol,
         remotecommand::{self, Starter, Timeouts},
         upgrade,
@@ -45,6 +46,8 @@ pub struct Api {
     pub logs: Arc<dyn LogSource>,
     /// Exec into the guests; `None` answers that exec is not implemented.
     pub exec: Option<Arc<dyn ExecSource>>,
+    /// Exec session metrics.
+    pub exec_metrics: ExecMetrics,
 }
 
 fn full(status: u16, content_type: &'static str, body: impl Into<Bytes>) -> Response<Body> {
@@ -68,6 +71,7 @@ pub async fn handle<B>(
     cert_user: Option<UserInfo>,
     req: Request<B>,
 ) -> Response<Body> {
+    let clock = SessionClock::start(api.exec_metrics.clone());
     let (mut parts, body) = req.into_parts();
     drop(body);
     let method = parts.method.clone();
@@ -117,7 +121,7 @@ pub async fn handle<B>(
                 uid: uid.map(str::to_owned),
                 container: container.into(),
             };
-            exec(api.exec.as_ref(), target, &query, &mut parts)
+            exec(api.exec.as_ref(), target, &query, &mut parts, clock)
         }
         Route::PortForward {
             namespace,
@@ -174,6 +178,7 @@ fn exec(
     target: ExecTarget,
     query: &str,
     parts: &mut hyper::http::request::Parts,
+    clock: SessionClock,
 ) -> Response<Body> {
     let refuse = |code: u16, message: &str| {
         debug!(status = code, message, "exec refused");
@@ -226,12 +231,23 @@ fn exec(
             match on_upgrade.await {
                 Ok(upgraded) => {
                     let conn = Conn::start(TokioIo::new(upgraded), remotecommand::IDLE);
-                    let end =
-                        remotecommand::serve(conn, version, options, start, Timeouts::default())
-                            .await;
+                    let timeouts = Timeouts::default();
+                    let end = remotecommand::serve(
+                        conn,
+                        version,
+                        options,
+                        start,
+                        timeouts,
+                        clock.clone(),
+                    )
+                    .await;
+                    clock.ended(&end);
                     info!(?end, "exec session ended");
                 }
-                Err(error) => debug!(%error, "exec upgrade failed"),
+                Err(error) => {
+                    clock.upgrade_failed();
+                    debug!(%error, "exec upgrade failed");
+                }
             }
         }
         .instrument(span),

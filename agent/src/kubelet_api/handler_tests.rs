@@ -39,6 +39,7 @@ fn api() -> Arc<Api> {
         pods: Arc::new(move || vec![pod.clone()]),
         logs: Arc::new(MemoryLogs::default().with("ns", "p1", "c", &["one", "two", "three"])),
         exec: None,
+        exec_metrics: Default::default(),
     })
 }
 

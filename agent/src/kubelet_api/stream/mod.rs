@@ -14,6 +14,7 @@
 pub mod conn;
 pub mod frame;
 pub mod guest;
+pub mod metrics;
 pub mod portforward;
 pub mod protocol;
 pub mod remotecommand;
@@ -24,3 +25,4 @@ pub mod zlib;
 mod fixtures;
 
 pub use guest::{ExecSource, ExecTarget, GuestExec};
+pub use metrics::ExecMetrics;

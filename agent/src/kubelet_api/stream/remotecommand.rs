@@ -21,6 +21,7 @@ use tracing::{debug, info, warn};
 
 use super::{
     conn::{Conn, MAX_DATA, StreamTx},
+    metrics::SessionClock,
     protocol::{self, ExecOptions, Outcome, Protocol, ResizeDecoder, Role},
     zlib,
 };
@@ -95,13 +96,14 @@ impl Streams {
     }
 }
 
-/// Serves one exec over `conn`.
+/// Serves one exec over `conn`, observing its setup and duration on `clock`.
 pub async fn serve(
     mut conn: Conn,
     protocol: Protocol,
     options: ExecOptions,
     start: Starter,
     t: Timeouts,
+    clock: SessionClock,
 ) -> End {
     let want = protocol::expected(&options, protocol);
     let mut streams = match timeout(t.creation, collect(&mut conn, &want)).await {
@@ -124,13 +126,17 @@ pub async fn serve(
         Err(_) => Err("tart exec did not start in time".to_owned()),
     };
     let mut session = match started {
-        Ok(s) => s,
+        Ok(s) => {
+            clock.spawned();
+            s
+        }
         Err(e) => {
             warn!(error = %e, "exec could not start");
             for s in [&streams.stdout, &streams.stderr].into_iter().flatten() {
                 let _ = s.finish().await;
             }
             report(&error, &Outcome::Failed(e), protocol).await;
+            clock.status_written();
             conn.shutdown(t.drain).await;
             return End::StartFailed;
         }
@@ -196,6 +202,7 @@ pub async fn serve(
     };
     debug!(?end, "exec finished");
     report(&error, &outcome, protocol).await;
+    clock.status_written();
     conn.shutdown(t.drain).await;
     end
 }
