@@ -76,12 +76,12 @@ pub enum End {
 
 /// The streams of one session.
 #[derive(Default)]
-struct Streams {
-    error: Option<StreamTx>,
-    stdin: Option<mpsc::Receiver<Bytes>>,
-    stdout: Option<StreamTx>,
-    stderr: Option<StreamTx>,
-    resize: Option<mpsc::Receiver<Bytes>>,
+pub(super) struct Streams {
+    pub(super) error: Option<StreamTx>,
+    pub(super) stdin: Option<mpsc::Receiver<Bytes>>,
+    pub(super) stdout: Option<StreamTx>,
+    pub(super) stderr: Option<StreamTx>,
+    pub(super) resize: Option<mpsc::Receiver<Bytes>>,
 }
 
 impl Streams {
@@ -208,7 +208,7 @@ pub async fn serve(
 }
 
 /// Waits for the streams in `want`; `None` when the client goes away first.
-async fn collect(conn: &mut Conn, want: &[Role]) -> Option<Streams> {
+pub(super) async fn collect(conn: &mut Conn, want: &[Role]) -> Option<Streams> {
     let mut s = Streams::default();
     while !want.iter().all(|r| s.has(*r)) {
         let new = conn.accept().await?;
@@ -229,7 +229,7 @@ async fn collect(conn: &mut Conn, want: &[Role]) -> Option<Streams> {
     Some(s)
 }
 
-async fn report(error: &StreamTx, outcome: &Outcome, p: Protocol) {
+pub(super) async fn report(error: &StreamTx, outcome: &Outcome, p: Protocol) {
     let text = protocol::status(outcome, p);
     if !text.is_empty() {
         let _ = error.write(text.as_bytes()).await;
@@ -289,7 +289,7 @@ async fn decode_sizes(mut rx: mpsc::Receiver<Bytes>, tx: mpsc::Sender<WindowSize
 }
 
 /// A helper task that ends with the session.
-struct Aborting(JoinHandle<()>);
+pub(super) struct Aborting(pub(super) JoinHandle<()>);
 
 impl Drop for Aborting {
     fn drop(&mut self) {
