@@ -7,7 +7,7 @@
 //! ([`gate`], [`authz`], [`review`]), routing ([`routes`]) and the handlers ([`handler`]). It
 //! leaves reading Pods to a [`PodSource`], reading container logs to a [`logs::LogSource`] and
 //! running commands in the guest to a [`stream::ExecSource`], which the Pod side provides
-//! ([`Services`]); [`stream`] serves `kubectl exec` and `kubectl port-forward` over SPDY.
+//! ([`Services`]); [`stream`] serves `kubectl exec`, `attach` and `port-forward` over SPDY.
 //!
 //! Without `--tls-cert-file`/`--tls-private-key-file` the agent requests its serving
 //! certificate through the CSR API (`kubernetes.io/kubelet-serving`) and serves nothing until
