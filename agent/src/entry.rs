@@ -275,6 +275,8 @@ pub async fn run<T: Tart>(
     let health = HostHealth::default();
     let readiness = Readiness::new(cfg.lease_renew_interval);
     let access = ApiAccess::default();
+    let mut registry = registry;
+    let exec_metrics = crate::kubelet_api::stream::ExecMetrics::register(&mut registry);
     let registry = Arc::new(registry);
 
     let listener = admin::bind(cfg.admin_addr)
@@ -312,6 +314,7 @@ pub async fn run<T: Tart>(
         pods,
         logs: Some(logs),
         exec,
+        exec_metrics,
     };
     match crate::kubelet_api::settings(&cfg) {
         Some(settings) => {

@@ -24,8 +24,9 @@ use super::{
     review::UserInfo,
     routes::{self, Route},
     stream::{
-        ExecSource, ExecTarget,
+        ExecSource, ExecTarget, attach as attaching,
         conn::Conn,
+        metrics::{ExecMetrics, SessionClock},
         portforward, protocol,
         remotecommand::{self, Starter, Timeouts},
         upgrade,
@@ -45,6 +46,8 @@ pub struct Api {
     pub logs: Arc<dyn LogSource>,
     /// Exec into the guests; `None` answers that exec is not implemented.
     pub exec: Option<Arc<dyn ExecSource>>,
+    /// Exec session metrics.
+    pub exec_metrics: ExecMetrics,
 }
 
 fn full(status: u16, content_type: &'static str, body: impl Into<Bytes>) -> Response<Body> {
@@ -68,6 +71,7 @@ pub async fn handle<B>(
     cert_user: Option<UserInfo>,
     req: Request<B>,
 ) -> Response<Body> {
+    let clock = SessionClock::start(api.exec_metrics.clone());
     let (mut parts, body) = req.into_parts();
     drop(body);
     let method = parts.method.clone();
@@ -117,7 +121,21 @@ pub async fn handle<B>(
                 uid: uid.map(str::to_owned),
                 container: container.into(),
             };
-            exec(api.exec.as_ref(), target, &query, &mut parts)
+            exec(api.exec.as_ref(), target, &query, &mut parts, clock)
+        }
+        Route::Attach {
+            namespace,
+            pod,
+            uid,
+            container,
+        } => {
+            let target = ExecTarget {
+                namespace: namespace.into(),
+                pod: pod.into(),
+                uid: uid.map(str::to_owned),
+                container: container.into(),
+            };
+            attach(&api, target, &query, &mut parts).await
         }
         Route::PortForward {
             namespace,
@@ -174,6 +192,7 @@ fn exec(
     target: ExecTarget,
     query: &str,
     parts: &mut hyper::http::request::Parts,
+    clock: SessionClock,
 ) -> Response<Body> {
     let refuse = |code: u16, message: &str| {
         debug!(status = code, message, "exec refused");
@@ -226,12 +245,115 @@ fn exec(
             match on_upgrade.await {
                 Ok(upgraded) => {
                     let conn = Conn::start(TokioIo::new(upgraded), remotecommand::IDLE);
-                    let end =
-                        remotecommand::serve(conn, version, options, start, Timeouts::default())
-                            .await;
+                    let timeouts = Timeouts::default();
+                    let end = remotecommand::serve(
+                        conn,
+                        version,
+                        options,
+                        start,
+                        timeouts,
+                        clock.clone(),
+                    )
+                    .await;
+                    clock.ended(&end);
                     info!(?end, "exec session ended");
                 }
-                Err(error) => debug!(%error, "exec upgrade failed"),
+                Err(error) => {
+                    clock.upgrade_failed();
+                    debug!(%error, "exec upgrade failed");
+                }
+            }
+        }
+        .instrument(span),
+    );
+    switching(version.as_str())
+}
+
+/// `/attach`: the checks `/exec` makes (the container's VM must run), then stdin refused as
+/// [`attaching::refusal`] says; the job's output is followed from its current end, opened
+/// before the 101, and the session runs on its own task.
+async fn attach(
+    api: &Api,
+    target: ExecTarget,
+    query: &str,
+    parts: &mut hyper::http::request::Parts,
+) -> Response<Body> {
+    let refuse = |code: u16, message: &str| {
+        debug!(status = code, message, "attach refused");
+        full(
+            code,
+            "application/json",
+            upgrade::status_body(code, message),
+        )
+    };
+    let Some(source) = api.exec.as_ref() else {
+        return refuse(
+            501,
+            "attach is not implemented yet by this node (tart-kubelet)",
+        );
+    };
+    let options = match protocol::attach_options(query) {
+        Ok(o) => o,
+        Err(message) => return refuse(400, message),
+    };
+    if let Err(e) = source.running_vm(&target) {
+        return refuse(e.status(), &e.to_string());
+    }
+    let pod = api.pods.pods().into_iter().find(|p| {
+        p.metadata.namespace.as_deref() == Some(target.namespace.as_str())
+            && p.metadata.name.as_deref() == Some(target.pod.as_str())
+    });
+    if let Some(message) = pod
+        .as_ref()
+        .and_then(|p| attaching::refusal(p, &target.container, &options))
+    {
+        return refuse(400, &message);
+    }
+    let version = match upgrade::decide(&parts.headers) {
+        Ok(p) => p,
+        Err(a) => {
+            let mut r = refuse(a.status, &a.body);
+            for (name, value) in a.headers {
+                if let Ok(v) = HeaderValue::from_str(&value) {
+                    r.headers_mut().append(name, v);
+                }
+            }
+            return r;
+        }
+    };
+    let log = LogTarget {
+        namespace: target.namespace.clone(),
+        pod: target.pod.clone(),
+        container: target.container.clone(),
+    };
+    let from_now = query::LogQuery {
+        follow: true,
+        tail_lines: Some(0),
+        ..Default::default()
+    };
+    let output = match api.logs.open(&log, &from_now).await {
+        Ok(o) => o,
+        Err(e) => return refuse(e.status(), &e.to_string()),
+    };
+    let Some(on_upgrade) = parts.extensions.remove::<hyper::upgrade::OnUpgrade>() else {
+        return refuse(500, "this connection cannot be upgraded");
+    };
+    let span = info_span!(
+        "attach",
+        namespace = %target.namespace,
+        pod = %target.pod,
+        container = %target.container
+    );
+    tokio::spawn(
+        async move {
+            match on_upgrade.await {
+                Ok(upgraded) => {
+                    let conn = Conn::start(TokioIo::new(upgraded), remotecommand::IDLE);
+                    let end =
+                        attaching::serve(conn, version, options, output, Timeouts::default()).await;
+                    info!(?end, "attach session ended");
+                }
+                Err(error) => debug!(%error, "attach upgrade failed"),
             }
         }
         .instrument(span),

@@ -39,6 +39,7 @@ fn api() -> Arc<Api> {
         pods: Arc::new(move || vec![pod.clone()]),
         logs: Arc::new(MemoryLogs::default().with("ns", "p1", "c", &["one", "two", "three"])),
         exec: None,
+        exec_metrics: Default::default(),
     })
 }
 
@@ -131,6 +132,12 @@ async fn log_errors_carry_kubelets_status_and_text() {
 #[tokio::test]
 async fn streaming_paths_say_not_implemented_and_others_404() {
     let (status, body) = call("POST", "/exec/ns/p1/c?command=ls&output=1", Some("admin")).await;
+    assert_eq!(
+        call("GET", "/attach/ns/p1/c?output=1", Some("admin"))
+            .await
+            .0,
+        501
+    );
     assert_eq!(status, 501);
     assert!(body.contains("exec is not implemented yet"), "{body}");
     assert_eq!(
@@ -257,5 +264,49 @@ async fn exec_is_checked_before_any_upgrade_and_refused_as_a_status() {
 async fn a_spdy_request_that_cannot_be_upgraded_is_an_internal_error_not_a_hang() {
     // A request built in memory carries no upgrade handle.
     let (status, body) = exec_call("/exec/ns/p1/c?command=ls&output=1", &SPDY).await;
+    assert_eq!(status, 500, "{body}");
+}
+
+#[tokio::test]
+async fn attach_is_checked_before_any_upgrade_and_stdin_is_refused_with_the_reason() {
+    type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], u16, &'a str);
+    let table: [Case<'_>; 5] = [
+        (
+            "/attach/ns/p1/c?tty=1",
+            &SPDY,
+            400,
+            "you must specify at least 1 of stdin, stdout, stderr",
+        ),
+        ("/attach/ns/p2/c?output=1", &SPDY, 404, "pod does not exist"),
+        (
+            "/attach/ns/p1/db?output=1",
+            &SPDY,
+            404,
+            "container not found (\"db\")",
+        ),
+        (
+            "/attach/ns/p1/c?input=1&output=1",
+            &SPDY,
+            400,
+            "stdin is not enabled for container \"c\" (the Pod does not set `stdin: true`); \
+             attach without -i to follow its output",
+        ),
+        (
+            "/attach/ns/p1/c?output=1",
+            &[],
+            400,
+            "unable to upgrade: missing upgrade headers in request",
+        ),
+    ];
+    for (uri, headers, status, message) in table {
+        let (got, body) = exec_call(uri, headers).await;
+        assert_eq!(
+            (got, body["message"].as_str()),
+            (status, Some(message)),
+            "{uri} {headers:?}"
+        );
+    }
+    // Past every check: the job's output is opened from its end, then the upgrade.
+    let (status, body) = exec_call("/attach/ns/p1/c?output=1&error=1", &SPDY).await;
     assert_eq!(status, 500, "{body}");
 }

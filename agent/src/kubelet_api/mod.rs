@@ -7,7 +7,7 @@
 //! ([`gate`], [`authz`], [`review`]), routing ([`routes`]) and the handlers ([`handler`]). It
 //! leaves reading Pods to a [`PodSource`], reading container logs to a [`logs::LogSource`] and
 //! running commands in the guest to a [`stream::ExecSource`], which the Pod side provides
-//! ([`Services`]); [`stream`] serves `kubectl exec` and `kubectl port-forward` over SPDY.
+//! ([`Services`]); [`stream`] serves `kubectl exec`, `attach` and `port-forward` over SPDY.
 //!
 //! Without `--tls-cert-file`/`--tls-private-key-file` the agent requests its serving
 //! certificate through the CSR API (`kubernetes.io/kubelet-serving`) and serves nothing until
@@ -134,6 +134,8 @@ pub struct Services {
     pub logs: Option<Arc<dyn logs::LogSource>>,
     /// Commands in the guest; `None`: exec requests answer that exec is not available.
     pub exec: Option<Arc<dyn stream::ExecSource>>,
+    /// Exec session metrics.
+    pub exec_metrics: stream::ExecMetrics,
 }
 
 /// A started server.
@@ -199,6 +201,7 @@ pub async fn start_with_cert(
         pods,
         logs,
         exec,
+        exec_metrics,
     } = services;
     let config = tls::server_config(cert, listen.client_ca.as_deref(), provider)?;
     let listener = TcpListener::bind(listen.addr)
@@ -214,6 +217,7 @@ pub async fn start_with_cert(
         pods,
         logs,
         exec,
+        exec_metrics,
     });
     let server = tokio::spawn(
         server::serve(listener, Arc::new(config), api, shutdown)

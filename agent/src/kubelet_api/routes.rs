@@ -1,9 +1,9 @@
 //! PURE: which handler a kubelet API path goes to.
 //!
 //! Served: `/healthz`, `/pods`, `/containerLogs/{namespace}/{pod}/{container}`,
-//! `/exec/{namespace}/{pod}[/{uid}]/{container}` and `/portForward/{namespace}/{pod}[/{uid}]`
-//! (GET and POST). The other streaming paths (`/attach`, `/run`) are recognised so they can answer "not implemented yet"
-//! rather than 404; kubelet's other paths (`/stats`, `/metrics`, `/logs`,
+//! `/exec/{namespace}/{pod}[/{uid}]/{container}`, `/attach/{namespace}/{pod}[/{uid}]/{container}`
+//! and `/portForward/{namespace}/{pod}[/{uid}]` (GET and POST). `/run` is recognised so it can
+//! answer "not implemented yet" rather than 404; kubelet's other paths (`/stats`, `/metrics`, `/logs`,
 //! `/spec`, ...) are not served and get 404, which kubelet clients accept.
 
 use hyper::Method;
@@ -60,6 +60,17 @@ pub enum Route<'a> {
         /// Container name.
         container: &'a str,
     },
+    /// `GET`/`POST /attach/{namespace}/{pod}[/{uid}]/{container}`.
+    Attach {
+        /// Namespace.
+        namespace: &'a str,
+        /// Pod name.
+        pod: &'a str,
+        /// Pod UID, when the path has four segments.
+        uid: Option<&'a str>,
+        /// Container name.
+        container: &'a str,
+    },
     /// `GET`/`POST /portForward/{namespace}/{pod}[/{uid}]`.
     PortForward {
         /// Namespace.
@@ -101,7 +112,7 @@ pub fn route<'a>(method: &Method, path: &'a str) -> Route<'a> {
         "run" => Some(Streaming::Run),
         _ => None,
     };
-    if streaming == Some(Streaming::Exec) {
+    if let Some(kind @ (Streaming::Exec | Streaming::Attach)) = streaming {
         let exec = match rest.as_slice() {
             [namespace, pod, container] => Some((*namespace, *pod, None, *container)),
             [namespace, pod, uid, container] => Some((*namespace, *pod, Some(*uid), *container)),
@@ -110,7 +121,13 @@ pub fn route<'a>(method: &Method, path: &'a str) -> Route<'a> {
         return match exec {
             Some(_) if rest.iter().any(|s| s.is_empty()) => Route::NotFound,
             Some(_) if *method != Method::GET && *method != Method::POST => Route::MethodNotAllowed,
-            Some((namespace, pod, uid, container)) => Route::Exec {
+            Some((namespace, pod, uid, container)) if kind == Streaming::Exec => Route::Exec {
+                namespace,
+                pod,
+                uid,
+                container,
+            },
+            Some((namespace, pod, uid, container)) => Route::Attach {
                 namespace,
                 pod,
                 uid,
@@ -203,8 +220,25 @@ mod tests {
             (
                 Method::GET,
                 "/attach/ns/p/c",
-                Route::Streaming(Streaming::Attach),
+                Route::Attach {
+                    namespace: "ns",
+                    pod: "p",
+                    uid: None,
+                    container: "c",
+                },
             ),
+            (
+                Method::POST,
+                "/attach/ns/p/u/c",
+                Route::Attach {
+                    namespace: "ns",
+                    pod: "p",
+                    uid: Some("u"),
+                    container: "c",
+                },
+            ),
+            (Method::DELETE, "/attach/ns/p/c", Route::MethodNotAllowed),
+            (Method::GET, "/attach/ns/p", Route::NotFound),
             (
                 Method::POST,
                 "/portForward/ns/p",

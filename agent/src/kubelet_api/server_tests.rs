@@ -51,6 +51,7 @@ fn services(reviewer: Arc<Recorder>) -> Services {
         pods: Arc::new(Vec::new),
         logs: None,
         exec: None,
+        exec_metrics: Default::default(),
     }
 }
 

@@ -1,19 +1,23 @@
 //! Streaming on the kubelet API: `kubectl exec` over SPDY/3.1 with the remotecommand
-//! protocol, into the guest through `tart exec`, and `kubectl port-forward` to the guest's IP.
+//! protocol, into the guest through `tart exec`, `kubectl attach` to the guest job's output,
+//! and `kubectl port-forward` to the guest's IP.
 //!
 //! Pure parts: [`frame`] (SPDY frames), [`zlib`] (header blocks), [`protocol`] (versions,
 //! query, stream roles, status, resize), [`upgrade`] (the HTTP handshake). I/O: [`conn`] (one
-//! SPDY connection), [`remotecommand`] (one exec session over it), [`portforward`] (one
-//! port-forward session), [`guest`] (finding a Pod's running VM or IP and starting `tart exec`
-//! in it). WebSocket upgrades are refused so kubectl falls back to SPDY; attach is not served.
+//! SPDY connection), [`remotecommand`] (one exec session over it), [`attach`] (one attach
+//! session), [`portforward`] (one port-forward session), [`guest`] (finding a Pod's running
+//! VM or IP and starting `tart exec` in it), [`metrics`] (exec session counts and times).
+//! WebSocket upgrades are refused so kubectl falls back to SPDY.
 //!
 //! "kubelet-api.md §n" in these files is the project's research note on the kubelet API (wire
 //! facts checked against the 1.20 API server and kubectl 1.32), as "tart-cli.md §n" is for
 //! Tart; what the agent does is described in docs/kubelet-api.md.
 
+pub mod attach;
 pub mod conn;
 pub mod frame;
 pub mod guest;
+pub mod metrics;
 pub mod portforward;
 pub mod protocol;
 pub mod remotecommand;
@@ -24,3 +28,4 @@ pub mod zlib;
 mod fixtures;
 
 pub use guest::{ExecSource, ExecTarget, GuestExec};
+pub use metrics::ExecMetrics;

@@ -88,6 +88,18 @@ pub const NO_COMMAND: &str = "you must specify a command";
 /// # Errors
 /// The 400 text when no stream or no command is asked for.
 pub fn exec_options(query: &str) -> Result<ExecOptions, &'static str> {
+    let o = attach_options(query)?;
+    if o.command.is_empty() {
+        return Err(NO_COMMAND);
+    }
+    Ok(o)
+}
+
+/// PURE: the options of an `/attach` query: those of `/exec` without a command.
+///
+/// # Errors
+/// The 400 message when no stream is asked for.
+pub fn attach_options(query: &str) -> Result<ExecOptions, &'static str> {
     let mut o = ExecOptions::default();
     for (k, v) in form_urlencoded::parse(query.as_bytes()) {
         let on = v == "1";
@@ -105,9 +117,6 @@ pub fn exec_options(query: &str) -> Result<ExecOptions, &'static str> {
     }
     if !(o.stdin || o.stdout || o.stderr) {
         return Err(NO_STREAMS);
-    }
-    if o.command.is_empty() {
-        return Err(NO_COMMAND);
     }
     Ok(o)
 }

@@ -21,6 +21,7 @@ use tracing::{debug, info, warn};
 
 use super::{
     conn::{Conn, MAX_DATA, StreamTx},
+    metrics::SessionClock,
     protocol::{self, ExecOptions, Outcome, Protocol, ResizeDecoder, Role},
     zlib,
 };
@@ -75,12 +76,12 @@ pub enum End {
 
 /// The streams of one session.
 #[derive(Default)]
-struct Streams {
-    error: Option<StreamTx>,
-    stdin: Option<mpsc::Receiver<Bytes>>,
-    stdout: Option<StreamTx>,
-    stderr: Option<StreamTx>,
-    resize: Option<mpsc::Receiver<Bytes>>,
+pub(super) struct Streams {
+    pub(super) error: Option<StreamTx>,
+    pub(super) stdin: Option<mpsc::Receiver<Bytes>>,
+    pub(super) stdout: Option<StreamTx>,
+    pub(super) stderr: Option<StreamTx>,
+    pub(super) resize: Option<mpsc::Receiver<Bytes>>,
 }
 
 impl Streams {
@@ -95,13 +96,14 @@ impl Streams {
     }
 }
 
-/// Serves one exec over `conn`.
+/// Serves one exec over `conn`, observing its setup and duration on `clock`.
 pub async fn serve(
     mut conn: Conn,
     protocol: Protocol,
     options: ExecOptions,
     start: Starter,
     t: Timeouts,
+    clock: SessionClock,
 ) -> End {
     let want = protocol::expected(&options, protocol);
     let mut streams = match timeout(t.creation, collect(&mut conn, &want)).await {
@@ -124,13 +126,17 @@ pub async fn serve(
         Err(_) => Err("tart exec did not start in time".to_owned()),
     };
     let mut session = match started {
-        Ok(s) => s,
+        Ok(s) => {
+            clock.spawned();
+            s
+        }
         Err(e) => {
             warn!(error = %e, "exec could not start");
             for s in [&streams.stdout, &streams.stderr].into_iter().flatten() {
                 let _ = s.finish().await;
             }
             report(&error, &Outcome::Failed(e), protocol).await;
+            clock.status_written();
             conn.shutdown(t.drain).await;
             return End::StartFailed;
         }
@@ -196,12 +202,13 @@ pub async fn serve(
     };
     debug!(?end, "exec finished");
     report(&error, &outcome, protocol).await;
+    clock.status_written();
     conn.shutdown(t.drain).await;
     end
 }
 
 /// Waits for the streams in `want`; `None` when the client goes away first.
-async fn collect(conn: &mut Conn, want: &[Role]) -> Option<Streams> {
+pub(super) async fn collect(conn: &mut Conn, want: &[Role]) -> Option<Streams> {
     let mut s = Streams::default();
     while !want.iter().all(|r| s.has(*r)) {
         let new = conn.accept().await?;
@@ -222,7 +229,7 @@ async fn collect(conn: &mut Conn, want: &[Role]) -> Option<Streams> {
     Some(s)
 }
 
-async fn report(error: &StreamTx, outcome: &Outcome, p: Protocol) {
+pub(super) async fn report(error: &StreamTx, outcome: &Outcome, p: Protocol) {
     let text = protocol::status(outcome, p);
     if !text.is_empty() {
         let _ = error.write(text.as_bytes()).await;
@@ -282,7 +289,7 @@ async fn decode_sizes(mut rx: mpsc::Receiver<Bytes>, tx: mpsc::Sender<WindowSize
 }
 
 /// A helper task that ends with the session.
-struct Aborting(JoinHandle<()>);
+pub(super) struct Aborting(pub(super) JoinHandle<()>);
 
 impl Drop for Aborting {
     fn drop(&mut self) {

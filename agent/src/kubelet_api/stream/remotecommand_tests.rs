@@ -95,6 +95,7 @@ async fn output_then_the_exit_code_on_the_error_stream_then_goaway() {
         opts("command=sh&command=-c&command=echo+hi%3B+exit+3&output=1&error=1"),
         scripted("hi\n", "oops\n", None, 3, seen.clone()),
         Timeouts::default(),
+        SessionClock::unobserved(),
     ));
     let ids = open_replied(&mut c, &["error", "stdout", "stderr"]).await;
     let frames = c.until_goaway().await;
@@ -131,6 +132,7 @@ async fn stdin_reaches_the_command_and_its_fin_is_eof() {
         opts("command=cat&input=1&output=1"),
         scripted("", "", Some(exit_rx), 0, seen.clone()),
         Timeouts::default(),
+        SessionClock::unobserved(),
     ));
     let ids = open_replied(&mut c, &["error", "stdin", "stdout"]).await;
     c.data(ids[1], b"hello ", false).await;
@@ -162,6 +164,7 @@ async fn a_client_that_goes_away_mid_command_kills_it() {
         opts("command=sleep&command=1000&output=1"),
         scripted("", "", Some(exit_rx), 0, seen.clone()),
         Timeouts::default(),
+        SessionClock::unobserved(),
     ));
     open_replied(&mut c, &["error", "stdout"]).await;
     assert!(!seen.killed.load(Ordering::SeqCst));
@@ -181,6 +184,7 @@ async fn terminal_sizes_are_applied_in_order() {
         opts("command=sh&input=1&output=1&tty=1"),
         scripted("$ ", "", Some(exit_rx), 0, seen.clone()),
         Timeouts::default(),
+        SessionClock::unobserved(),
     ));
     let ids = open_replied(&mut c, &["error", "stdin", "stdout", "resize"]).await;
     c.data(ids[3], b"{\"Width\":80,\"Height\":24}\n{\"Width\":1", false)
@@ -218,6 +222,7 @@ async fn a_client_that_never_opens_its_streams_is_dropped_after_the_creation_tim
         opts("command=true&output=1"),
         scripted("", "", None, 0, seen),
         Timeouts::default(),
+        SessionClock::unobserved(),
     ));
     open_replied(&mut c, &["error"]).await;
     let end = timeout(STREAM_CREATION + Duration::from_secs(1), session).await;
@@ -244,6 +249,7 @@ async fn a_command_that_cannot_start_reports_an_internal_error() {
         opts("command=true&output=1"),
         start,
         Timeouts::default(),
+        SessionClock::unobserved(),
     ));
     let ids = open_replied(&mut c, &["error", "stdout"]).await;
     let frames = c.until_goaway().await;

@@ -1,0 +1,140 @@
+//! Attach sessions driven by a scripted client over a scripted output stream, and the
+//! refusals of stdin.
+
+use std::io;
+
+use tokio::time::timeout;
+
+use super::*;
+use crate::kubelet_api::stream::{
+    conn::Conn,
+    fixtures::{Client, T, stream_data},
+    frame::Frame,
+    remotecommand::IDLE,
+};
+
+fn opts(q: &str) -> ExecOptions {
+    protocol::attach_options(q).unwrap()
+}
+
+fn pod(stdin: Option<bool>) -> Pod {
+    serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "p1", "namespace": "ns"},
+        "spec": {"containers": [{"name": "c", "image": "img", "stdin": stdin}]}
+    }))
+    .unwrap()
+}
+
+#[test]
+fn stdin_is_refused_with_why_and_output_is_served() {
+    let output = opts("output=1&error=1");
+    assert_eq!(refusal(&pod(None), "c", &output), None);
+    assert_eq!(refusal(&pod(Some(true)), "c", &output), None);
+    let input = opts("input=1&output=1&tty=1");
+    let not_enabled = refusal(&pod(Some(false)), "c", &input).unwrap();
+    assert!(
+        not_enabled.contains("stdin is not enabled"),
+        "{not_enabled}"
+    );
+    let absent = refusal(&pod(None), "c", &input).unwrap();
+    assert_eq!(absent, not_enabled);
+    let launcher = refusal(&pod(Some(true)), "c", &input).unwrap();
+    assert!(launcher.contains("/dev/null"), "{launcher}");
+}
+
+#[test]
+fn an_attach_query_needs_a_stream_but_no_command() {
+    assert_eq!(
+        protocol::attach_options("tty=1").err(),
+        Some(protocol::NO_STREAMS)
+    );
+    let o = opts("output=1&error=1&tty=1");
+    assert!(o.stdout && !o.stderr && o.command.is_empty());
+}
+
+async fn open_replied(c: &mut Client, kinds: &[&str]) -> Vec<u32> {
+    let mut ids = vec![];
+    for k in kinds {
+        let id = c.open(k).await;
+        assert!(
+            matches!(c.next().await, Some(Frame::SynReply { stream_id, .. }) if stream_id == id)
+        );
+        ids.push(id);
+    }
+    ids
+}
+
+fn chunks(items: Vec<io::Result<&'static str>>) -> LogStream {
+    Box::pin(futures::stream::iter(
+        items
+            .into_iter()
+            .map(|r| r.map(|s| Bytes::from_static(s.as_bytes()))),
+    ))
+}
+
+#[tokio::test]
+async fn output_until_the_run_ends_then_success_and_goaway() {
+    let (mut c, io) = Client::pair();
+    let session = tokio::spawn(serve(
+        Conn::start(io, IDLE),
+        Protocol::V4,
+        opts("output=1&error=1"),
+        chunks(vec![Ok("one\n"), Ok("two\n")]),
+        Timeouts::default(),
+    ));
+    let ids = open_replied(&mut c, &["error", "stdout", "stderr"]).await;
+    let frames = c.until_goaway().await;
+    drop(c);
+    assert_eq!(stream_data(&frames, ids[1]), (b"one\ntwo\n".to_vec(), true));
+    assert_eq!(stream_data(&frames, ids[2]), (Vec::new(), true));
+    let (status, fin) = stream_data(&frames, ids[0]);
+    assert!(fin);
+    let v: serde_json::Value = serde_json::from_slice(&status).unwrap();
+    assert_eq!(v["status"], "Success");
+    assert_eq!(
+        timeout(T, session).await.unwrap().unwrap(),
+        AttachEnd::OutputEnded
+    );
+}
+
+#[tokio::test]
+async fn a_failed_read_is_reported_as_a_failure() {
+    let (mut c, io) = Client::pair();
+    let session = tokio::spawn(serve(
+        Conn::start(io, IDLE),
+        Protocol::V4,
+        opts("output=1&tty=1"),
+        chunks(vec![Ok("one\n"), Err(io::Error::other("disk gone"))]),
+        Timeouts::default(),
+    ));
+    let ids = open_replied(&mut c, &["error", "stdout", "resize"]).await;
+    c.data(ids[2], b"{\"Width\":80,\"Height\":24}\n", false)
+        .await;
+    let frames = c.until_goaway().await;
+    drop(c);
+    assert_eq!(stream_data(&frames, ids[1]), (b"one\n".to_vec(), true));
+    let v: serde_json::Value = serde_json::from_slice(&stream_data(&frames, ids[0]).0).unwrap();
+    assert_eq!(v["status"], "Failure");
+    assert_eq!(
+        timeout(T, session).await.unwrap().unwrap(),
+        AttachEnd::ReadFailed
+    );
+}
+
+#[tokio::test]
+async fn the_client_going_away_ends_a_session_whose_job_still_runs() {
+    let (mut c, io) = Client::pair();
+    let session = tokio::spawn(serve(
+        Conn::start(io, IDLE),
+        Protocol::V4,
+        opts("output=1"),
+        Box::pin(futures::stream::pending()),
+        Timeouts::default(),
+    ));
+    open_replied(&mut c, &["error", "stdout"]).await;
+    drop(c);
+    assert_eq!(
+        timeout(T, session).await.unwrap().unwrap(),
+        AttachEnd::ClientGone
+    );
+}

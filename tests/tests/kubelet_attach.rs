@@ -1,0 +1,110 @@
+//! End to end: `kubectl attach` (v1.32) through the real API server (v1.20.2) to the agent's
+//! kubelet API, onto the job of a guest run by fake-tart with the real guest launcher: the
+//! job's output from the moment of attaching (none of what it printed before), and stdin
+//! refused with the reason.
+//!
+//! Run: `cargo test -p tart-kubelet-tests --test kubelet_attach -- --nocapture`
+
+mod pod_support;
+
+use std::{process::Stdio, time::Duration};
+
+use pod_support::{Env, phase};
+use tart_kubelet_tests::{
+    agent::free_port,
+    cluster::{ControlPlane, wait_for},
+    fake::{Knobs, VmKnob},
+};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+async fn env(label: &str) -> Env {
+    let cp = tokio::task::spawn_blocking(ControlPlane::shared)
+        .await
+        .expect("control plane");
+    let args = cp.kubelet_api_args(free_port().expect("free port").port());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let knobs = Knobs::new().with_vm("*", VmKnob::default().running_guest_launcher());
+    let mut env = Env::new(label, knobs, &args).await;
+    env.start_agent();
+    env
+}
+
+fn kubectl(env: &Env, args: &[&str]) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new("kubectl");
+    cmd.arg("--kubeconfig")
+        .arg(env.cp.kubeconfig_path())
+        .args(["-n", &env.ns])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    cmd
+}
+
+/// `tick <n>` → n.
+fn tick(line: &str) -> Option<u64> {
+    line.trim().strip_prefix("tick ")?.parse().ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_attach_follows_the_jobs_output_from_now_and_refuses_stdin() {
+    let env = env("attach").await;
+    let mut pod = env.pod("job");
+    pod.spec.as_mut().unwrap().containers[0].command = Some(vec![
+        "/bin/sh".into(),
+        "-c".into(),
+        "i=0; while true; do echo \"tick $i\"; i=$((i+1)); sleep 0.2; done".into(),
+    ]);
+    env.create(&pod).await;
+    env.wait_pod("job", "Running", |p| phase(p) == "Running")
+        .await;
+
+    // What the job printed before attaching, as the Pod log has it.
+    let before = wait_for(Duration::from_secs(60), || async {
+        let out = kubectl(&env, &["logs", "job"]).output().await.ok()?;
+        let last = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(tick)
+            .max()?;
+        (last >= 3).then_some(last)
+    })
+    .await
+    .unwrap_or_else(|_| panic!("the job's ticks never reached the log\n{}", env.agent_log()));
+
+    let mut child = kubectl(&env, &["attach", "job"]).spawn().expect("kubectl");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    while seen.len() < 5 {
+        let line = tokio::time::timeout(Duration::from_secs(60), lines.next_line())
+            .await
+            .unwrap_or_else(|_| panic!("no output from attach {seen:?}\n{}", env.agent_log()))
+            .expect("read");
+        let Some(line) = line else {
+            let out = child.wait_with_output().await.expect("kubectl");
+            panic!(
+                "attach ended after {seen:?}: {}\n{}",
+                String::from_utf8_lossy(&out.stderr),
+                env.agent_log()
+            );
+        };
+        seen.extend(tick(&line));
+    }
+    assert!(
+        seen[0] > before,
+        "attach starts after what was printed before it ({before}): {seen:?}"
+    );
+    assert!(
+        seen.windows(2).all(|w| w[1] == w[0] + 1),
+        "in order, none lost: {seen:?}"
+    );
+    child.kill().await.expect("kill kubectl");
+
+    let out = kubectl(&env, &["attach", "-i", "job"])
+        .output()
+        .await
+        .expect("kubectl");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "stdin refused: {err}");
+    assert!(err.contains("stdin is not enabled"), "{err}");
+}
