@@ -255,7 +255,7 @@ fn exec(
                         clock.clone(),
                     )
                     .await;
-                    clock.ended(&end);
+                    clock.ended(end.outcome());
                     info!(?end, "exec session ended");
                 }
                 Err(error) => {

@@ -8,7 +8,6 @@ use prometheus_client::{
 };
 use tokio::time::Instant;
 
-use super::remotecommand::End;
 use crate::metrics::{OutcomeLabels, register};
 
 /// Buckets from a millisecond (setup) to an hour (an interactive shell).
@@ -46,16 +45,6 @@ impl SessionOutcome {
             SessionOutcome::NonzeroExit => "nonzero_exit",
             SessionOutcome::Error => "error",
             SessionOutcome::ClientGone => "client_gone",
-        }
-    }
-
-    /// PURE: the outcome of a session that ended with `end`.
-    pub fn of(end: &End) -> Self {
-        match end {
-            End::Exited(0) => SessionOutcome::Ok,
-            End::Exited(_) => SessionOutcome::NonzeroExit,
-            End::StartFailed => SessionOutcome::Error,
-            End::ClientGone | End::StreamsTimedOut => SessionOutcome::ClientGone,
         }
     }
 }
@@ -145,9 +134,9 @@ impl SessionClock {
         self.metrics.session_seconds.observe(self.elapsed());
     }
 
-    /// The session ended with `end`.
-    pub fn ended(&self, end: &End) {
-        self.metrics.ended(SessionOutcome::of(end));
+    /// The session ended with `outcome`.
+    pub fn ended(&self, outcome: SessionOutcome) {
+        self.metrics.ended(outcome);
     }
 
     /// The connection could not be upgraded: the session never started.
@@ -161,27 +150,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn outcome_of_each_end() {
-        for (end, want) in [
-            (End::Exited(0), "ok"),
-            (End::Exited(3), "nonzero_exit"),
-            (End::Exited(-1), "nonzero_exit"),
-            (End::StartFailed, "error"),
-            (End::ClientGone, "client_gone"),
-            (End::StreamsTimedOut, "client_gone"),
-        ] {
-            assert_eq!(SessionOutcome::of(&end).as_str(), want, "{end:?}");
-        }
-    }
-
-    #[test]
     fn every_exec_metric_is_exposed() {
         let mut reg = Registry::default();
         let m = ExecMetrics::register(&mut reg);
         let clock = SessionClock::start(m.clone());
         clock.spawned();
         clock.status_written();
-        clock.ended(&End::Exited(3));
+        clock.ended(SessionOutcome::NonzeroExit);
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &reg).unwrap();
         for line in [

@@ -21,7 +21,7 @@ use tracing::{debug, info, warn};
 
 use super::{
     conn::{Conn, MAX_DATA, StreamTx},
-    metrics::SessionClock,
+    metrics::{SessionClock, SessionOutcome},
     protocol::{self, ExecOptions, Outcome, Protocol, ResizeDecoder, Role},
     zlib,
 };
@@ -72,6 +72,18 @@ pub enum End {
     ClientGone,
     /// The client did not open its streams in time.
     StreamsTimedOut,
+}
+
+impl End {
+    /// PURE: the metric outcome of a session that ended so.
+    pub fn outcome(&self) -> SessionOutcome {
+        match self {
+            End::Exited(0) => SessionOutcome::Ok,
+            End::Exited(_) => SessionOutcome::NonzeroExit,
+            End::StartFailed => SessionOutcome::Error,
+            End::ClientGone | End::StreamsTimedOut => SessionOutcome::ClientGone,
+        }
+    }
 }
 
 /// The streams of one session.

@@ -265,3 +265,17 @@ async fn a_command_that_cannot_start_reports_an_internal_error() {
         End::StartFailed
     );
 }
+
+#[test]
+fn each_end_has_its_metric_outcome() {
+    for (end, want) in [
+        (End::Exited(0), "ok"),
+        (End::Exited(3), "nonzero_exit"),
+        (End::Exited(-1), "nonzero_exit"),
+        (End::StartFailed, "error"),
+        (End::ClientGone, "client_gone"),
+        (End::StreamsTimedOut, "client_gone"),
+    ] {
+        assert_eq!(end.outcome().as_str(), want, "{end:?}");
+    }
+}
