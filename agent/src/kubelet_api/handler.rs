@@ -194,14 +194,7 @@ fn exec(
     parts: &mut hyper::http::request::Parts,
     clock: SessionClock,
 ) -> Response<Body> {
-    let refuse = |code: u16, message: &str| {
-        debug!(status = code, message, "exec refused");
-        full(
-            code,
-            "application/json",
-            upgrade::status_body(code, message),
-        )
-    };
+    let refuse = |code: u16, message: &str| refusal("exec", code, message);
     let Some(source) = source else {
         return refuse(
             501,
@@ -218,15 +211,7 @@ fn exec(
     };
     let version = match upgrade::decide(&parts.headers) {
         Ok(p) => p,
-        Err(a) => {
-            let mut r = refuse(a.status, &a.body);
-            for (name, value) in a.headers {
-                if let Ok(v) = HeaderValue::from_str(&value) {
-                    r.headers_mut().append(name, v);
-                }
-            }
-            return r;
-        }
+        Err(a) => return upgrade_refused(refuse(a.status, &a.body), a.headers),
     };
     let Some(on_upgrade) = parts.extensions.remove::<hyper::upgrade::OnUpgrade>() else {
         return refuse(500, "this connection cannot be upgraded");
@@ -278,14 +263,7 @@ async fn attach(
     query: &str,
     parts: &mut hyper::http::request::Parts,
 ) -> Response<Body> {
-    let refuse = |code: u16, message: &str| {
-        debug!(status = code, message, "attach refused");
-        full(
-            code,
-            "application/json",
-            upgrade::status_body(code, message),
-        )
-    };
+    let refuse = |code: u16, message: &str| refusal("attach", code, message);
     let Some(source) = api.exec.as_ref() else {
         return refuse(
             501,
@@ -311,15 +289,7 @@ async fn attach(
     }
     let version = match upgrade::decide(&parts.headers) {
         Ok(p) => p,
-        Err(a) => {
-            let mut r = refuse(a.status, &a.body);
-            for (name, value) in a.headers {
-                if let Ok(v) = HeaderValue::from_str(&value) {
-                    r.headers_mut().append(name, v);
-                }
-            }
-            return r;
-        }
+        Err(a) => return upgrade_refused(refuse(a.status, &a.body), a.headers),
     };
     let log = LogTarget {
         namespace: target.namespace.clone(),
@@ -369,14 +339,7 @@ fn port_forward(
     uid: Option<&str>,
     parts: &mut hyper::http::request::Parts,
 ) -> Response<Body> {
-    let refuse = |code: u16, message: &str| {
-        debug!(status = code, message, "port-forward refused");
-        full(
-            code,
-            "application/json",
-            upgrade::status_body(code, message),
-        )
-    };
+    let refuse = |code: u16, message: &str| refusal("port-forward", code, message);
     let Some(source) = source else {
         return refuse(
             501,
@@ -389,15 +352,7 @@ fn port_forward(
     };
     let version = match upgrade::decide_forward(&parts.headers) {
         Ok(v) => v,
-        Err(a) => {
-            let mut r = refuse(a.status, &a.body);
-            for (name, value) in a.headers {
-                if let Ok(v) = HeaderValue::from_str(&value) {
-                    r.headers_mut().append(name, v);
-                }
-            }
-            return r;
-        }
+        Err(a) => return upgrade_refused(refuse(a.status, &a.body), a.headers),
     };
     let Some(on_upgrade) = parts.extensions.remove::<hyper::upgrade::OnUpgrade>() else {
         return refuse(500, "this connection cannot be upgraded");
@@ -421,6 +376,29 @@ fn port_forward(
 }
 
 /// The 101 that hands the connection to SPDY with the agreed `version`.
+/// A request to upgrade for `what` refused with `code`: kubelet's Status JSON body.
+fn refusal(what: &str, code: u16, message: &str) -> Response<Body> {
+    debug!(status = code, message, "{what} refused");
+    full(
+        code,
+        "application/json",
+        upgrade::status_body(code, message),
+    )
+}
+
+/// `refused` with the headers the upgrade negotiation asks for (e.g. the protocols offered).
+fn upgrade_refused(
+    mut refused: Response<Body>,
+    headers: Vec<(&'static str, String)>,
+) -> Response<Body> {
+    for (name, value) in headers {
+        if let Ok(v) = HeaderValue::from_str(&value) {
+            refused.headers_mut().append(name, v);
+        }
+    }
+    refused
+}
+
 fn switching(version: &'static str) -> Response<Body> {
     let mut r = full(101, "text/plain", Bytes::new());
     let h = r.headers_mut();

@@ -37,12 +37,24 @@ fn uid(n: u8) -> String {
     format!("3f2c1a9e-5b7d-4e21-9a0b-c1d2e3f4a5{n:02x}")
 }
 
+/// The first published state that satisfies `pred`, within 5 s.
 async fn until(
     h: &mut WorkerHandle,
     what: &str,
     pred: impl Fn(&WorkerState) -> bool,
 ) -> WorkerState {
-    let r = tokio::time::timeout(Duration::from_secs(5), h.state.wait_for(|s| pred(s)))
+    within(h, Duration::from_secs(5), what, pred).await
+}
+
+/// The first published state that satisfies `pred`, within `limit` (virtual time on a paused
+/// clock, so backoffs fit).
+async fn within(
+    h: &mut WorkerHandle,
+    limit: Duration,
+    what: &str,
+    pred: impl Fn(&WorkerState) -> bool,
+) -> WorkerState {
+    let r = tokio::time::timeout(limit, h.state.wait_for(|s| pred(s)))
         .await
         .map(|r| r.map(|s| s.clone()));
     match r {

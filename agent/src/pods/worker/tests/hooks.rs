@@ -47,21 +47,6 @@ fn delete(h: &WorkerHandle, grace: Duration) {
     h.input.send_replace(del);
 }
 
-async fn within(
-    h: &mut WorkerHandle,
-    limit: Duration,
-    what: &str,
-    pred: impl Fn(&WorkerState) -> bool,
-) -> WorkerState {
-    let r = tokio::time::timeout(limit, h.state.wait_for(|s| pred(s)))
-        .await
-        .map(|r| r.map(|s| s.clone()));
-    match r {
-        Ok(Ok(s)) => s,
-        _ => panic!("{what}: state now {:?}", *h.state.borrow()),
-    }
-}
-
 fn gone(s: &WorkerState) -> bool {
     !s.facts.cloned && s.facts.finished
 }

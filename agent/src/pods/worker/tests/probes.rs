@@ -33,21 +33,6 @@ fn ready(s: &WorkerState) -> bool {
     matches!(s.view, ContainerView::Running { ready: true, .. })
 }
 
-async fn within(
-    h: &mut WorkerHandle,
-    limit: Duration,
-    what: &str,
-    pred: impl Fn(&WorkerState) -> bool,
-) -> WorkerState {
-    let r = tokio::time::timeout(limit, h.state.wait_for(|s| pred(s)))
-        .await
-        .map(|r| r.map(|s| s.clone()));
-    match r {
-        Ok(Ok(s)) => s,
-        _ => panic!("{what}: state now {:?}", *h.state.borrow()),
-    }
-}
-
 #[tokio::test(start_paused = true)]
 async fn a_readiness_probe_holds_ready_until_it_passes() {
     let mut r = rig(MemTart::new(), 2);

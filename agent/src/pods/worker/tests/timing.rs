@@ -6,22 +6,6 @@ use tokio::time::Instant;
 
 use super::*;
 
-/// Like `until`, with room for backoffs on the paused clock.
-async fn within(
-    h: &mut WorkerHandle,
-    limit: Duration,
-    what: &str,
-    pred: impl Fn(&WorkerState) -> bool,
-) -> WorkerState {
-    let r = tokio::time::timeout(limit, h.state.wait_for(|s| pred(s)))
-        .await
-        .map(|r| r.map(|s| s.clone()));
-    match r {
-        Ok(Ok(s)) => s,
-        _ => panic!("{what}: state now {:?}", *h.state.borrow()),
-    }
-}
-
 #[tokio::test(start_paused = true)]
 async fn a_failed_start_backs_off_ten_seconds_then_runs() {
     let mut r = rig(MemTart::new(), 2);
