@@ -7,7 +7,7 @@ mod pod_support;
 use std::{path::PathBuf, time::Duration};
 
 use k8s_openapi::api::core::v1::{Container, Lifecycle, Pod};
-use pod_support::{Env, phase};
+use pod_support::{Env, phase, restart_count};
 use tart_kubelet_tests::{
     cluster::wait_for,
     fake::{Knobs, VmKnob},
@@ -29,14 +29,6 @@ fn job(env: &Env, name: &str, script: &str, set: impl FnOnce(&mut Container)) ->
     c.command = Some(vec!["/bin/sh".into(), "-c".into(), script.into()]);
     set(c);
     pod
-}
-
-fn restart_count(p: &Pod) -> i32 {
-    p.status
-        .as_ref()
-        .and_then(|s| s.container_statuses.as_ref())
-        .and_then(|c| c.first())
-        .map_or(0, |c| c.restart_count)
 }
 
 fn job_busy(p: &Pod) -> Option<String> {

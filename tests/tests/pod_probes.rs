@@ -7,7 +7,7 @@ mod pod_support;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Pod, Probe};
-use pod_support::{Env, phase, ready};
+use pod_support::{Env, phase, ready, restart_count};
 use tart_kubelet_tests::{
     cluster::wait_for,
     fake::{EndpointState, Knobs, VmKnob, processes_of_home},
@@ -34,14 +34,6 @@ fn job(env: &Env, name: &str, set: impl FnOnce(&mut k8s_openapi::api::core::v1::
     c.command = Some(vec!["/bin/sh".into(), "-c".into(), "sleep 600".into()]);
     set(c);
     pod
-}
-
-fn restart_count(p: &Pod) -> i32 {
-    p.status
-        .as_ref()
-        .and_then(|s| s.container_statuses.as_ref())
-        .and_then(|c| c.first())
-        .map_or(0, |c| c.restart_count)
 }
 
 fn notes(events: &[(String, String, String)], reason: &str) -> Vec<String> {

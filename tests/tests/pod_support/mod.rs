@@ -464,6 +464,15 @@ pub fn ready(p: &Pod) -> bool {
         .is_some_and(|c| c.len() == 1 && c[0].ready)
 }
 
+/// The single container's `restartCount` (0 before it has a status).
+pub fn restart_count(p: &Pod) -> i32 {
+    p.status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|c| c.first())
+        .map_or(0, |c| c.restart_count)
+}
+
 /// The single container's waiting reason.
 pub fn waiting_reason(p: &Pod) -> Option<String> {
     p.status
