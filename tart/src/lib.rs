@@ -19,6 +19,7 @@
 #![warn(missing_docs)]
 
 mod cli;
+pub mod cache;
 mod command;
 mod deadlines;
 mod driver;
