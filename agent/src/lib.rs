@@ -16,6 +16,7 @@ mod cli;
 mod config;
 mod entry;
 mod host;
+mod images;
 mod kubelet_api;
 mod macos;
 mod metrics;
