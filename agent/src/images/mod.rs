@@ -4,4 +4,5 @@
 
 pub mod budget;
 pub mod golden;
+pub mod goldens;
 pub mod inventory;
