@@ -226,6 +226,9 @@ pub fn tart_cli(cfg: &Config, observer: Arc<dyn tart::Observer>) -> tart::TartCl
         })
         .observer(observer)
         .track_inflight(true)
+        // The agent's disk budget decides what leaves the cache; Tart's own auto-prune would
+        // evict the image a golden was just made from, or one a Pod is about to use.
+        .no_auto_prune(true)
         .build()
 }
 
@@ -277,6 +280,7 @@ pub async fn run<T: Tart>(
     let access = ApiAccess::default();
     let mut registry = registry;
     let exec_metrics = crate::kubelet_api::stream::ExecMetrics::register(&mut registry);
+    let image_metrics = crate::images::metrics::ImageMetrics::register(&mut registry);
     let registry = Arc::new(registry);
 
     let listener = admin::bind(cfg.admin_addr)
@@ -439,6 +443,7 @@ pub async fn run<T: Tart>(
         node: node_rx,
         shutdown: node::fence::pod_shutdown(shutdown.clone(), &fence),
         served,
+        image_metrics,
     };
     tasks.push(tokio::spawn(
         pods::run(pod_side).instrument(info_span!("pods")),

@@ -342,6 +342,15 @@ impl Tart for TartCli {
         }
     }
 
+    async fn delete_image(&self, image: &str) -> Result<()> {
+        let d = self.inner.deadlines.delete;
+        let args = command::delete_image(image).map_err(|e| arg_error(Op::Delete, e))?;
+        match self.call(self.simple(Op::Delete, None, args, d)).await {
+            Err(e) if e.kind == ErrorKind::NotFound => Ok(()),
+            r => r.map(drop),
+        }
+    }
+
     async fn exec(&self, vm: &VmName, argv: &[String], deadline: Duration) -> Result<ExecOutput> {
         // Never retried: the guest command may not be idempotent.
         let call = Call {

@@ -165,6 +165,18 @@ pub(crate) fn delete(vm: &VmName) -> Vec<OsString> {
     argv(["delete", vm.as_str()])
 }
 
+/// `tart delete <remote name>`: one OCI cache entry, a tag or a digest (§2.9).
+///
+/// # Errors
+/// [`ArgError::InvalidImage`] when `image` is not a remote name (it could be a local VM's).
+pub(crate) fn delete_image(image: &str) -> Result<Vec<OsString>, ArgError> {
+    check_image(image)?;
+    if !is_remote(image) {
+        return Err(ArgError::InvalidImage(image.to_owned()));
+    }
+    Ok(argv(["delete", image]))
+}
+
 /// `tart ip <vm> --wait <secs> --resolver <r>`. `--wait` is a UInt16 in Tart, so it is capped
 /// at 65535 s (§2.11).
 pub(crate) fn ip(vm: &VmName, wait: Duration, resolver: IpResolver) -> Vec<OsString> {

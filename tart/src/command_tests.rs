@@ -283,3 +283,14 @@ fn streaming_exec_puts_its_flags_before_the_vm_name() {
         );
     }
 }
+
+#[test]
+fn delete_image_takes_only_remote_names() {
+    assert_eq!(
+        delete_image("ghcr.io/acme/macos:15").unwrap(),
+        ["delete", "ghcr.io/acme/macos:15"]
+    );
+    for bad in ["my-vm", "-rf", ""] {
+        assert!(delete_image(bad).is_err(), "{bad}");
+    }
+}

@@ -66,6 +66,9 @@ pub trait Tart: Send + Sync + 'static {
     ) -> impl Future<Output = Result<StopOutcome>> + Send;
     /// `tart delete <vm>`. A VM that does not exist counts as deleted.
     fn delete(&self, vm: &VmName) -> impl Future<Output = Result<()>> + Send;
+    /// `tart delete <remote name>`: remove one OCI cache entry (a tag or a digest); a missing
+    /// one is `Ok`.
+    fn delete_image(&self, image: &str) -> impl Future<Output = Result<()>> + Send;
     /// `tart exec <vm> <argv...>` with a deadline.
     fn exec(
         &self,

@@ -6,3 +6,4 @@ pub mod budget;
 pub mod golden;
 pub mod goldens;
 pub mod inventory;
+pub mod metrics;

@@ -27,7 +27,11 @@ use super::{
     sink::EventSink,
     worker::{Waker, WorkerConfig, WorkerContext},
 };
-use crate::{node::health::HostHealth, slots::VmSlots};
+use crate::{
+    images::{goldens::Goldens, metrics::ImageMetrics},
+    node::health::HostHealth,
+    slots::VmSlots,
+};
 
 pub const UID: &str = "3f2c1a9e-5b7d-4e21-9a0b-c1d2e3f4a5b6";
 
@@ -291,6 +295,8 @@ pub fn rig_with_client(tart: MemTart, slots: u32, client: kube::Client) -> Rig {
         metrics,
         events: EventSink::with_sender(tx),
         pulls: Default::default(),
+        goldens: Goldens::new(crate::VM_NAME_PREFIX),
+        image_metrics: ImageMetrics::default(),
         waker: Waker::new(wake_tx),
     });
     Rig {

@@ -61,6 +61,7 @@ use self::{
     worker::{Waker, WorkerConfig, WorkerContext},
 };
 use crate::{
+    images::{goldens::Goldens, metrics::ImageMetrics},
     backoff::{API_RETRY, WatchBackoff},
     config::{Config, PullCredentials},
     metrics::ApiErrors,
@@ -135,6 +136,8 @@ pub struct PodSide<T: Tart> {
     pub shutdown: watch::Receiver<bool>,
     /// Where the kubelet API finds the Pods this agent runs (set once the controller starts).
     pub served: served::ServedPods,
+    /// Image metrics (golden hits and misses).
+    pub image_metrics: ImageMetrics,
 }
 
 /// Run the Pod side until shutdown: restart recovery, then the Pod controller. Workers end with
@@ -171,6 +174,8 @@ pub async fn run<T: Tart>(deps: PodSide<T>) {
         ),
         metrics: deps.metrics.clone(),
         pulls: Default::default(),
+        goldens: Goldens::new(naming.prefix()),
+        image_metrics: deps.image_metrics.clone(),
         waker: Waker::new(wake_tx),
     });
     let shared = Arc::new(Shared {

@@ -189,6 +189,12 @@ impl Tart for MemTart {
         }
     }
 
+    async fn delete_image(&self, image: &str) -> Result<()> {
+        self.enter(Op::Delete, image).await?;
+        self.lock().cache.remove(image);
+        Ok(())
+    }
+
     async fn exec(&self, vm: &VmName, _argv: &[String], _deadline: Duration) -> Result<ExecOutput> {
         self.enter(Op::Exec, vm.as_str()).await?;
         let mut s = self.lock();

@@ -11,6 +11,7 @@ use kube::runtime::reflector::ObjectRef;
 use tart::{Tart, VmName};
 
 use crate::{
+    images::{goldens::Goldens, metrics::ImageMetrics},
     node::health::HostHealth,
     pods::{guest::prepare::GuestSettings, metrics::PodMetrics, pull::Pulls, sink::EventSink},
     slots::VmSlots,
@@ -87,6 +88,10 @@ pub struct WorkerContext<T: Tart> {
     pub events: EventSink,
     /// In-flight pulls, shared between workers.
     pub pulls: Pulls,
+    /// Golden base VMs per image digest, shared between workers.
+    pub goldens: Goldens,
+    /// Golden hits and misses.
+    pub image_metrics: ImageMetrics,
     /// Reconciles this worker's Pod when its state changes.
     pub waker: Waker,
 }

@@ -189,6 +189,8 @@ struct Worker<T: Tart> {
     pending_exit: Option<Terminated>,
     slot_waits: u32,
     creds: Option<tart::Credentials>,
+    /// This run's VM was cloned from a golden base (its serial is made fresh after the clone).
+    from_golden: bool,
     /// The agent's own time for this Pod before `tart run` (`pod_agent_overhead_seconds`).
     overhead: OverheadClock,
     /// The guest's `--dir` shares, once prepared.
@@ -245,6 +247,7 @@ impl<T: Tart> Worker<T> {
             pending_exit: None,
             slot_waits: 0,
             creds: None,
+            from_golden: false,
             overhead: OverheadClock::new(),
             shares: vec![],
             tokens: None,

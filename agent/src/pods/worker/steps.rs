@@ -9,7 +9,8 @@ use tart::{IpResolver, RunOpts, RunningVm, SetOpts, Source, Tart};
 use tokio::{sync::watch, time::Instant};
 use tracing::{info, warn};
 
-use super::{Worker, WorkerInput, WorkerState, outcomes::Failure, teardown};
+use super::{Worker, WorkerContext, WorkerInput, WorkerState, outcomes::Failure, teardown};
+use crate::images::goldens::GoldenResult;
 use crate::metrics::OutcomeLabels;
 use crate::pods::{
     events::Occurrence,
@@ -122,13 +123,19 @@ impl<T: Tart> Worker<T> {
         let vm = self.state.vm.clone();
         let started = Instant::now();
         let res = tokio::select! {
-            r = tart.clone_vm(input.image.as_str(), &vm, creds.as_ref()) => r,
+            r = async {
+                let source = clone_source(&self.ctx, &input.image, creds.clone()).await;
+                let from_golden = source.is_some();
+                let source = source.unwrap_or_else(|| input.image.as_str().to_owned());
+                tart.clone_vm(&source, &vm, creds.as_ref()).await.map(|()| from_golden)
+            } => r,
             () = teardown(&mut self.input) => return,
         };
         self.ctx.metrics.stage(Stage::Clone, started.elapsed());
         match res {
-            Ok(()) => {
-                info!("vm cloned");
+            Ok(from_golden) => {
+                info!(from_golden, "vm cloned");
+                self.from_golden = from_golden;
                 self.state.facts.cloned = true;
                 self.state.view = ContainerView::waiting(WaitingReason::ContainerCreating, None);
             }
@@ -141,6 +148,7 @@ impl<T: Tart> Worker<T> {
         let vm = self.state.vm.clone();
         let started = Instant::now();
         let r = input.resources;
+        let from_golden = self.from_golden;
         let res = tokio::select! {
             r = async {
                 // `--disk-size` must not shrink (§2.3): only grow past the image's disk.
@@ -156,9 +164,17 @@ impl<T: Tart> Worker<T> {
                     memory_mib: r.memory_mib,
                     disk_size_gb: disk,
                     random_mac: true,
-                    random_serial: false,
+                    // Clones of one golden share its ECID; a Tart without the flag refuses it
+                    // as a usage error, and the VM keeps the serial it has.
+                    random_serial: from_golden,
                 };
-                tart.set(&vm, &opts).await
+                match tart.set(&vm, &opts).await {
+                    Err(e) if opts.random_serial && e.kind() == tart::ErrorKind::Usage => {
+                        warn!(error = %e, "tart set refused --random-serial; keeping the clone's serial");
+                        tart.set(&vm, &SetOpts { random_serial: false, ..opts }).await
+                    }
+                    r => r,
+                }
             } => r,
             () = teardown(&mut self.input) => return,
         };
@@ -384,4 +400,36 @@ async fn image_id<T: Tart>(tart: &T, image: &ImageRef) -> Option<String> {
         }
     };
     Some(format!("{}/{}@{digest}", image.host, image.repository))
+}
+
+/// Where a Pod's VM is cloned from: the golden base of its image's digest (made now if this Mac
+/// has none), or `None` to clone from the image itself — when the digest is not known (the
+/// image is not in the cache under its tag) or the golden cannot be made. Either way the Pod
+/// gets the same image; the golden only saves the copy.
+async fn clone_source<T: Tart>(
+    ctx: &WorkerContext<T>,
+    image: &ImageRef,
+    creds: Option<tart::Credentials>,
+) -> Option<String> {
+    let digest = match &image.digest {
+        Some(d) => Some(d.clone()),
+        None => {
+            let tag = image.tag.as_deref().unwrap_or("latest");
+            ctx.tart
+                .cached_digest(&image.host, &image.repository, tag)
+                .await
+        }
+    }?;
+    let source = format!("{}/{}@{digest}", image.host, image.repository);
+    match ctx.goldens.ensure(ctx.tart.clone(), &source, &digest, creds).await {
+        Ok((golden, result)) => {
+            ctx.image_metrics.golden(result);
+            Some(golden.as_str().to_owned())
+        }
+        Err(failure) => {
+            ctx.image_metrics.golden(GoldenResult::Error);
+            warn!(kind = failure.kind.as_str(), message = %failure.message, "no golden base; cloning from the image");
+            None
+        }
+    }
 }
