@@ -6,4 +6,5 @@ pub mod budget;
 pub mod golden;
 pub mod goldens;
 pub mod inventory;
+pub mod keeper;
 pub mod metrics;
