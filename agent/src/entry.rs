@@ -36,6 +36,10 @@ use crate::{
 const EXIT_CONFIG: u8 = 2;
 /// How long tasks get to finish after the shutdown signal.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+/// Time between image budget passes.
+const IMAGE_PASS_PERIOD: Duration = Duration::from_secs(60);
+/// Deadline of one scan of the image cache.
+const IMAGE_SCAN_DEADLINE: Duration = Duration::from_secs(30);
 
 /// Why the agent stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -411,6 +415,19 @@ pub async fn run<T: Tart>(
         .run(shutdown.clone())
         .instrument(info_span!("node_lease")),
     ));
+    let (images_tx, _images_rx) = watch::channel(Vec::new());
+    tasks.push(tokio::spawn(
+        image_keeper(
+            &cfg,
+            tart.clone(),
+            host.clone(),
+            served.clone(),
+            image_metrics.clone(),
+            images_tx,
+        )
+        .run(shutdown.clone())
+        .instrument(info_span!("images")),
+    ));
     tasks.push(tokio::spawn(
         StatusLoop {
             client: client.clone(),
@@ -461,6 +478,47 @@ pub async fn run<T: Tart>(
     }
     info!("stopped");
     Ok(())
+}
+
+/// The image keeper: the disk budget over the cache and goldens, from the configuration, with
+/// the images of the Pods this agent serves protected.
+fn image_keeper<T: Tart>(
+    cfg: &Config,
+    tart: Arc<T>,
+    host: Arc<dyn HostInfo>,
+    served: pods::served::ServedPods,
+    metrics: crate::images::metrics::ImageMetrics,
+    inventory: watch::Sender<Vec<crate::images::inventory::Held>>,
+) -> crate::images::keeper::Keeper<
+    T,
+    crate::images::keeper::TartHomeView,
+    impl Fn() -> std::collections::BTreeSet<String> + Send + Sync + 'static,
+> {
+    use crate::images::{budget::Budget, keeper};
+    use crate::kubelet_api::PodSource;
+    let total = host.volume(&cfg.tart_home).map_or(0, |v| v.total_bytes);
+    keeper::Keeper {
+        tart,
+        view: Arc::new(keeper::TartHomeView {
+            tart_home: cfg.tart_home.clone(),
+            host,
+        }),
+        in_use: move || pods::image::cache_names(&served.pods()),
+        cfg: keeper::KeeperConfig {
+            period: IMAGE_PASS_PERIOD,
+            budget: Budget {
+                high_percent: cfg.image_gc_high_threshold,
+                low_percent: cfg.image_gc_low_threshold,
+                max_cache_bytes: cfg.image_cache_budget,
+                // Keep clear of DiskPressure: its threshold is the floor.
+                min_free_bytes: cfg.disk_pressure.min_free(total),
+            },
+            prefix: cfg.vm_name_prefix.clone(),
+            scan_deadline: IMAGE_SCAN_DEADLINE,
+        },
+        metrics,
+        inventory,
+    }
 }
 
 async fn kube_config(cfg: &Config) -> Result<kube::Config, RunError> {

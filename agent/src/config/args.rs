@@ -309,6 +309,29 @@ pub struct RunArgs {
     /// Pods reconciled concurrently. Default: 8.
     #[arg(long, env = "TART_KUBELET_POD_CONCURRENCY", value_name = "N")]
     pub(crate) pod_concurrency: Option<u16>,
+    /// Percent of the TART_HOME volume in use at which cached images are evicted. Default: 85.
+    #[arg(
+        long,
+        env = "TART_KUBELET_IMAGE_GC_HIGH_THRESHOLD",
+        value_name = "PERCENT"
+    )]
+    pub(crate) image_gc_high_threshold: Option<u8>,
+    /// Percent of the TART_HOME volume in use that image eviction frees down to. Default: 80.
+    #[arg(
+        long,
+        env = "TART_KUBELET_IMAGE_GC_LOW_THRESHOLD",
+        value_name = "PERCENT"
+    )]
+    pub(crate) image_gc_low_threshold: Option<u8>,
+    /// Most bytes the image cache and golden bases may take (e.g. 300Gi). Default: no limit.
+    #[arg(
+        long,
+        env = "TART_KUBELET_IMAGE_CACHE_BUDGET",
+        value_name = "QUANTITY",
+        value_parser = parse_bytes
+    )]
+    #[serde(default, deserialize_with = "de::bytes")]
+    pub(crate) image_cache_budget: Option<u64>,
 }
 
 macro_rules! merge {
@@ -332,7 +355,8 @@ impl RunArgs {
             node_status_report_interval, api_timeout, min_tart_version, tart_deadlines,
             tart_attempts, pull_stall_window, run_start_window, ip_wait,
             default_termination_grace, pull_credentials, vm_name_prefix, pod_concurrency,
-            identity, token_refresh_max,
+            identity, token_refresh_max, image_gc_high_threshold, image_gc_low_threshold,
+            image_cache_budget,
         )
     }
 }

@@ -149,6 +149,12 @@ pub struct Config {
     pub identity: Identity,
     /// Pod side: longest time between service-account token refreshes.
     pub token_refresh_max: Duration,
+    /// Images: volume use (percent) at which cached images are evicted.
+    pub image_gc_high_threshold: u8,
+    /// Images: volume use (percent) eviction frees down to.
+    pub image_gc_low_threshold: u8,
+    /// Images: most bytes the cache and goldens may take.
+    pub image_cache_budget: Option<u64>,
 }
 
 /// A configuration problem, with a message that names the setting.

@@ -106,6 +106,9 @@ fn with_defaults(a: RunArgs, host: &HostDefaults) -> Config {
         pod_concurrency: a.pod_concurrency.unwrap_or(8),
         identity: a.identity.unwrap_or_default(),
         token_refresh_max: a.token_refresh_max.unwrap_or(secs(24 * 3600)),
+        image_gc_high_threshold: a.image_gc_high_threshold.unwrap_or(85),
+        image_gc_low_threshold: a.image_gc_low_threshold.unwrap_or(80),
+        image_cache_budget: a.image_cache_budget,
     }
 }
 
@@ -223,5 +226,15 @@ fn check_pods(c: &Config) -> Result<(), ConfigError> {
         c.pod_concurrency > 0,
         "--pod-concurrency",
         "must be at least 1",
+    )?;
+    ensure(
+        c.image_gc_high_threshold <= 100,
+        "--image-gc-high-threshold",
+        "must be a percentage (0-100)",
+    )?;
+    ensure(
+        c.image_gc_low_threshold <= c.image_gc_high_threshold,
+        "--image-gc-low-threshold",
+        "must not be above --image-gc-high-threshold",
     )
 }

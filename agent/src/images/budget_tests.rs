@@ -88,14 +88,8 @@ fn the_budget_decides_what_goes() {
         },
     ];
     for c in cases {
-        let got = plan(&budget(), c.disk, &c.entries).map(|p| {
-            (
-                p.trigger,
-                p.need_bytes,
-                p.evict,
-                p.shortfall_bytes,
-            )
-        });
+        let got = plan(&budget(), c.disk, &c.entries)
+            .map(|p| (p.trigger, p.need_bytes, p.evict, p.shortfall_bytes));
         let want = c
             .want
             .map(|(t, n, e, s)| (t, n, e.iter().map(|k| (*k).to_owned()).collect(), s));

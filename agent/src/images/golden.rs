@@ -61,7 +61,13 @@ mod tests {
 
     #[test]
     fn only_sha256_digests_name_goldens() {
-        for bad in ["", "sha256:abc", "sha512:00", "latest", &D.replace('a', "g")] {
+        for bad in [
+            "",
+            "sha256:abc",
+            "sha512:00",
+            "latest",
+            &D.replace('a', "g"),
+        ] {
             assert_eq!(golden_name("tkl-", bad), None, "{bad}");
         }
     }

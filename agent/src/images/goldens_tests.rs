@@ -56,7 +56,11 @@ async fn a_failed_clone_leaves_no_golden_and_the_next_try_clones_again() {
         .await
         .unwrap_err();
     assert_eq!(err.kind, ErrorKind::NoSpace);
-    assert_eq!(tart.calls_of(Op::Delete).len(), 1, "the half-made golden is deleted");
+    assert_eq!(
+        tart.calls_of(Op::Delete).len(),
+        1,
+        "the half-made golden is deleted"
+    );
     assert!(tart.vm_names().is_empty());
     let (_, again) = goldens
         .ensure(tart.clone(), &source(), DIGEST, None)

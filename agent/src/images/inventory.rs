@@ -25,7 +25,11 @@ pub struct Held {
 /// The Node's `status.images`.
 pub fn node_images(held: &[Held]) -> Vec<ContainerImage> {
     let mut sorted: Vec<&Held> = held.iter().collect();
-    sorted.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.digest_name.cmp(&b.digest_name)));
+    sorted.sort_by(|a, b| {
+        b.bytes
+            .cmp(&a.bytes)
+            .then(a.digest_name.cmp(&b.digest_name))
+    });
     sorted
         .into_iter()
         .take(MAX_IMAGES)
@@ -48,7 +52,10 @@ mod tests {
     fn held(name: &str, tags: &[&str], bytes: u64) -> Held {
         Held {
             digest_name: format!("r.example/{name}@sha256:{}", "0".repeat(64)),
-            tag_names: tags.iter().map(|t| format!("r.example/{name}:{t}")).collect(),
+            tag_names: tags
+                .iter()
+                .map(|t| format!("r.example/{name}:{t}"))
+                .collect(),
             bytes,
         }
     }
@@ -57,7 +64,10 @@ mod tests {
     fn biggest_first_with_digest_then_tag_names() {
         let got = node_images(&[held("small", &["a"], 10), held("big", &["b", "c"], 30)]);
         let names: Vec<_> = got.iter().map(|i| i.names.clone().unwrap()).collect();
-        assert_eq!(names[0][0], format!("r.example/big@sha256:{}", "0".repeat(64)));
+        assert_eq!(
+            names[0][0],
+            format!("r.example/big@sha256:{}", "0".repeat(64))
+        );
         assert_eq!(&names[0][1..], ["r.example/big:b", "r.example/big:c"]);
         assert_eq!(got[0].size_bytes, Some(30));
         assert_eq!(names[1][1], "r.example/small:a");
@@ -74,6 +84,9 @@ mod tests {
         assert_eq!(got.len(), MAX_IMAGES);
         assert_eq!(got[0].size_bytes, Some(59), "the biggest are kept");
         assert_eq!(got[49].size_bytes, Some(10));
-        assert!(got.iter().all(|i| i.names.as_ref().unwrap().len() == MAX_NAMES));
+        assert!(
+            got.iter()
+                .all(|i| i.names.as_ref().unwrap().len() == MAX_NAMES)
+        );
     }
 }

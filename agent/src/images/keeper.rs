@@ -133,7 +133,10 @@ where
         loop {
             match self.pass().await {
                 Ok(r) if !r.evicted.is_empty() => {
-                    info!(evicted = r.evicted.len(), "image budget pass evicted digests");
+                    info!(
+                        evicted = r.evicted.len(),
+                        "image budget pass evicted digests"
+                    );
                 }
                 Ok(_) => {}
                 Err(error) => warn!(%error, "image budget pass failed"),
@@ -255,7 +258,10 @@ where
     /// failed (the rest is tried again next pass).
     async fn evict(&self, image: &CachedImage, goldens: &[Golden]) -> bool {
         let mut ok = true;
-        for g in goldens.iter().filter(|g| is_golden_of(&g.hex, &image.digest)) {
+        for g in goldens
+            .iter()
+            .filter(|g| is_golden_of(&g.hex, &image.digest))
+        {
             if let Err(error) = self.tart.delete(&g.name).await {
                 warn!(golden = %g.name, %error, "could not delete a golden base");
                 ok = false;

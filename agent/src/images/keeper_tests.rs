@@ -114,7 +114,10 @@ async fn past_high_the_oldest_unused_digest_goes_with_its_golden_and_tags() {
     let b = format!("r.example/b@{}", digest('b'));
     let c = format!("r.example/c@{}", digest('c'));
     assert_eq!(r.evicted, [b.clone(), c.clone()]);
-    assert!(!tart.vm_names().contains(&golden.as_str().to_owned()), "golden deleted");
+    assert!(
+        !tart.vm_names().contains(&golden.as_str().to_owned()),
+        "golden deleted"
+    );
     let deleted = tart.calls_of(Op::Delete);
     assert_eq!(
         deleted,
@@ -126,11 +129,16 @@ async fn past_high_the_oldest_unused_digest_goes_with_its_golden_and_tags() {
             c
         ]
     );
-    assert!(!deleted.iter().any(|d| d.contains("/a")), "in use: never evicted");
+    assert!(
+        !deleted.iter().any(|d| d.contains("/a")),
+        "in use: never evicted"
+    );
     assert_eq!(
         k.metrics
             .evictions
-            .get_or_create(&TriggerLabels { trigger: "disk_high" })
+            .get_or_create(&TriggerLabels {
+                trigger: "disk_high"
+            })
             .get(),
         2
     );
@@ -148,7 +156,12 @@ async fn a_digest_referenced_by_digest_name_is_protected_too() {
     assert_eq!(r.evicted.len(), 1, "unused: evicted");
 
     let name = format!("r.example/a@{}", digest('a'));
-    let (k, _) = keeper(MemTart::new(), vec![image("a", 'a', 200, 600)], 100, &[&name]);
+    let (k, _) = keeper(
+        MemTart::new(),
+        vec![image("a", 'a', 200, 600)],
+        100,
+        &[&name],
+    );
     let r = k.pass().await.unwrap();
     assert!(r.evicted.is_empty());
     assert_eq!(r.plan.unwrap().shortfall_bytes, 100 * GB);

@@ -55,7 +55,9 @@ impl ImageMetrics {
             let _ = m.golden.get_or_create(&ResultLabels { result: g.as_str() });
         }
         for t in Trigger::ALL {
-            let _ = m.evictions.get_or_create(&TriggerLabels { trigger: t.as_str() });
+            let _ = m.evictions.get_or_create(&TriggerLabels {
+                trigger: t.as_str(),
+            });
         }
         m
     }

@@ -156,6 +156,22 @@ impl fmt::Display for ImageRef {
     }
 }
 
+/// The cache names (`host/repo:tag`, `host/repo@sha256:…`) of every container image these
+/// Pods use: what the disk budget must never evict. Unparsable images name nothing cached.
+pub fn cache_names(pods: &[k8s_openapi::api::core::v1::Pod]) -> std::collections::BTreeSet<String> {
+    pods.iter()
+        .filter_map(|p| p.spec.as_ref())
+        .flat_map(|s| {
+            s.containers
+                .iter()
+                .chain(s.init_containers.iter().flatten())
+        })
+        .filter_map(|c| c.image.as_deref())
+        .filter_map(|i| ImageRef::parse(i).ok())
+        .map(|r| r.cache_name())
+        .collect()
+}
+
 /// `imagePullPolicy`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PullPolicy {

@@ -61,9 +61,9 @@ use self::{
     worker::{Waker, WorkerConfig, WorkerContext},
 };
 use crate::{
-    images::{goldens::Goldens, metrics::ImageMetrics},
     backoff::{API_RETRY, WatchBackoff},
     config::{Config, PullCredentials},
+    images::{goldens::Goldens, metrics::ImageMetrics},
     metrics::ApiErrors,
     node::health::HostHealth,
     node::watch::ObservedNode,

@@ -421,7 +421,11 @@ async fn clone_source<T: Tart>(
         }
     }?;
     let source = format!("{}/{}@{digest}", image.host, image.repository);
-    match ctx.goldens.ensure(ctx.tart.clone(), &source, &digest, creds).await {
+    match ctx
+        .goldens
+        .ensure(ctx.tart.clone(), &source, &digest, creds)
+        .await
+    {
         Ok((golden, result)) => {
             ctx.image_metrics.golden(result);
             Some(golden.as_str().to_owned())
