@@ -492,10 +492,9 @@ fn image_keeper<T: Tart>(
 ) -> crate::images::keeper::Keeper<
     T,
     crate::images::keeper::TartHomeView,
-    impl Fn() -> std::collections::BTreeSet<String> + Send + Sync + 'static,
+    impl Fn() -> Option<std::collections::BTreeSet<String>> + Send + Sync + 'static,
 > {
     use crate::images::{budget::Budget, keeper};
-    use crate::kubelet_api::PodSource;
     let total = host.volume(&cfg.tart_home).map_or(0, |v| v.total_bytes);
     keeper::Keeper {
         tart,
@@ -503,7 +502,7 @@ fn image_keeper<T: Tart>(
             tart_home: cfg.tart_home.clone(),
             host,
         }),
-        in_use: move || pods::image::cache_names(&served.pods()),
+        in_use: move || served.synced_pods().map(|p| pods::image::cache_names(&p)),
         cfg: keeper::KeeperConfig {
             period: IMAGE_PASS_PERIOD,
             budget: Budget {

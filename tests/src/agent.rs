@@ -143,6 +143,13 @@ impl Agent {
             admin_addr.to_string().into(),
             "--log-format".into(),
             "text".into(),
+            // TART_HOME sits on the build host's volume, whose use is not the simulated Mac's:
+            // the image budget would evict images between Pods on a full CI disk. Only a
+            // cache budget (`--image-cache-budget`) evicts in tests.
+            "--image-gc-high-threshold".into(),
+            "100".into(),
+            "--image-gc-low-threshold".into(),
+            "100".into(),
         ];
         a.extend(self.opts.extra_args.iter().map(OsString::from));
         a

@@ -24,6 +24,12 @@ pub use knobs::{
     DEFAULT_VERSION, EndpointState, FailAction, ImageKnob, Knobs, Rule, VmKnob, glob_match,
 };
 
+/// Whether a local VM name is one of the agent's golden base VMs (`<prefix>golden-<hex>`), which
+/// outlive their Pods by design.
+pub fn is_golden(vm: &str) -> bool {
+    vm.contains("golden-")
+}
+
 /// `knobs` with a small default image (1 GB compressed, 20 GB disk), so pulls in tests are
 /// quick at any latency scale.
 pub fn small_images(knobs: Knobs) -> Knobs {

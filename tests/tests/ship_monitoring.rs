@@ -44,6 +44,11 @@ const AGREED: &[(&str, &str)] = &[
     ("tart_kubelet_exec_sessions_total", "counter"),
     ("tart_kubelet_exec_session_seconds", "histogram"),
     ("tart_kubelet_exec_setup_seconds", "histogram"),
+    ("tart_kubelet_golden_bases_total", "counter"),
+    ("tart_kubelet_image_evictions_total", "counter"),
+    ("tart_kubelet_image_evicted_bytes_total", "counter"),
+    ("tart_kubelet_image_cache_bytes", "gauge"),
+    ("tart_kubelet_image_cache_digests", "gauge"),
 ];
 
 fn repo() -> PathBuf {

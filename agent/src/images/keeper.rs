@@ -99,7 +99,8 @@ pub enum PassError {
 }
 
 /// The keeper; `in_use` answers the cache names (`host/repo:tag`, `host/repo@sha256:…`) of the
-/// images the Pods on this node use.
+/// images the Pods on this node use, or `None` while that is not known yet (before the Pod
+/// watch's first list): nothing is evicted then.
 pub struct Keeper<T, V, U> {
     /// Tart driver.
     pub tart: Arc<T>,
@@ -125,7 +126,7 @@ impl<T, V, U> Keeper<T, V, U>
 where
     T: Tart,
     V: CacheView,
-    U: Fn() -> BTreeSet<String> + Send + Sync + 'static,
+    U: Fn() -> Option<BTreeSet<String>> + Send + Sync + 'static,
 {
     /// Pass every period until `shutdown` turns true; a failed pass is logged and retried next
     /// period.
@@ -195,11 +196,15 @@ where
                 key: h.digest_name.clone(),
                 bytes: h.bytes,
                 last_used: i.accessed.max(SystemTime::UNIX_EPOCH),
-                protected: in_use.contains(&h.digest_name)
-                    || h.tag_names.iter().any(|t| in_use.contains(t)),
+                protected: in_use.as_ref().is_none_or(|u| {
+                    u.contains(&h.digest_name) || h.tag_names.iter().any(|t| u.contains(t))
+                }),
             })
             .collect();
-        let plan = plan(&self.cfg.budget, disk, &entries);
+        let plan = match in_use {
+            Some(_) => plan(&self.cfg.budget, disk, &entries),
+            None => None,
+        };
         let mut evicted = Vec::new();
         if let Some(p) = &plan {
             for key in &p.evict {

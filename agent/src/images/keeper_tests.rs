@@ -50,9 +50,9 @@ fn keeper(
     tart: MemTart,
     images: Vec<CachedImage>,
     free_gb: u64,
-    in_use: &[&str],
+    in_use: Option<&[&str]>,
 ) -> (
-    Keeper<MemTart, Scripted, impl Fn() -> BTreeSet<String> + Send + Sync + 'static>,
+    Keeper<MemTart, Scripted, impl Fn() -> Option<BTreeSet<String>> + Send + Sync + 'static>,
     watch::Receiver<Vec<Held>>,
 ) {
     let (tx, rx) = watch::channel(Vec::new());
@@ -66,7 +66,8 @@ fn keeper(
             }),
         }),
         in_use: {
-            let set: BTreeSet<String> = in_use.iter().map(|s| (*s).to_owned()).collect();
+            let set: Option<BTreeSet<String>> =
+                in_use.map(|u| u.iter().map(|s| (*s).to_owned()).collect());
             move || set.clone()
         },
         cfg: KeeperConfig {
@@ -88,7 +89,7 @@ fn keeper(
 
 #[tokio::test]
 async fn within_budget_the_inventory_is_published_and_nothing_goes() {
-    let (k, rx) = keeper(MemTart::new(), vec![image("a", 'a', 40, 5)], 500, &[]);
+    let (k, rx) = keeper(MemTart::new(), vec![image("a", 'a', 40, 5)], 500, Some(&[]));
     let r = k.pass().await.unwrap();
     assert_eq!(r.plan, None);
     assert!(r.evicted.is_empty());
@@ -109,7 +110,7 @@ async fn past_high_the_oldest_unused_digest_goes_with_its_golden_and_tags() {
         image("b", 'b', 60, 300),
         image("c", 'c', 60, 10),
     ];
-    let (k, rx) = keeper(tart.clone(), images, 100, &["r.example/a:15"]);
+    let (k, rx) = keeper(tart.clone(), images, 100, Some(&["r.example/a:15"]));
     let r = k.pass().await.unwrap();
     let b = format!("r.example/b@{}", digest('b'));
     let c = format!("r.example/c@{}", digest('c'));
@@ -151,7 +152,7 @@ async fn past_high_the_oldest_unused_digest_goes_with_its_golden_and_tags() {
 #[tokio::test]
 async fn a_digest_referenced_by_digest_name_is_protected_too() {
     let images = vec![image("a", 'a', 200, 600)];
-    let (k, _) = keeper(MemTart::new(), images, 100, &[]);
+    let (k, _) = keeper(MemTart::new(), images, 100, Some(&[]));
     let r = k.pass().await.unwrap();
     assert_eq!(r.evicted.len(), 1, "unused: evicted");
 
@@ -160,9 +161,18 @@ async fn a_digest_referenced_by_digest_name_is_protected_too() {
         MemTart::new(),
         vec![image("a", 'a', 200, 600)],
         100,
-        &[&name],
+        Some(&[&name]),
     );
     let r = k.pass().await.unwrap();
     assert!(r.evicted.is_empty());
     assert_eq!(r.plan.unwrap().shortfall_bytes, 100 * GB);
+}
+
+#[tokio::test]
+async fn before_the_pods_are_known_nothing_is_evicted() {
+    let (k, rx) = keeper(MemTart::new(), vec![image("a", 'a', 200, 600)], 100, None);
+    let r = k.pass().await.unwrap();
+    assert_eq!(r.plan, None);
+    assert!(r.evicted.is_empty());
+    assert_eq!(rx.borrow().len(), 1, "the inventory is still published");
 }

@@ -19,6 +19,17 @@ impl ServedPods {
     }
 }
 
+impl ServedPods {
+    /// The Pods, once the controller's watch has listed them; `None` before (an empty answer
+    /// then would mean "no Pods" when it only means "not known yet").
+    pub fn synced_pods(&self) -> Option<Vec<Pod>> {
+        use futures::FutureExt;
+        let store = self.0.get()?;
+        store.wait_until_ready().now_or_never()?.ok()?;
+        Some(store.state().iter().map(|p| (**p).clone()).collect())
+    }
+}
+
 impl PodSource for ServedPods {
     fn pods(&self) -> Vec<Pod> {
         self.0

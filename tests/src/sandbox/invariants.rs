@@ -128,8 +128,12 @@ pub async fn teardown(admin: &Client, macs: &[SimMac], within: Duration) -> Vec<
     ]
 }
 
+/// The Pods' VM directories (golden bases outlive their Pods by design).
 fn vm_dirs(m: &SimMac) -> Vec<String> {
     entries(&m.agent.home().path().join("vms"))
+        .into_iter()
+        .filter(|n| !crate::fake::is_golden(n))
+        .collect()
 }
 
 /// What is left in the agent's guest directory (a VM's shares, or the agent's temporaries).

@@ -172,6 +172,14 @@ impl Env {
             // (it waits for the dead predecessor's Lease to expire).
             .args(["--lease-duration", "12s", "--lease-renew-interval", "3s"])
             .args(["--api-timeout", "5s"])
+            // TART_HOME sits on the build host's volume, whose use is not the Mac's: only a
+            // cache budget (`--image-cache-budget`) evicts images in tests.
+            .args([
+                "--image-gc-high-threshold",
+                "100",
+                "--image-gc-low-threshold",
+                "100",
+            ])
             .args(&self.extra_args)
             .env_remove("KUBECONFIG")
             .env("CI", "1")
@@ -416,7 +424,23 @@ impl Env {
     }
 
     /// Local VM names in the fake home.
+    /// The Pods' VMs in the fake home (golden bases left out: see [`Env::goldens`]).
     pub fn vms(&self) -> Vec<String> {
+        self.local_vms()
+            .into_iter()
+            .filter(|n| !tart_kubelet_tests::fake::is_golden(n))
+            .collect()
+    }
+
+    /// The golden base VMs in the fake home (one per image digest, kept after their Pods).
+    pub fn goldens(&self) -> Vec<String> {
+        self.local_vms()
+            .into_iter()
+            .filter(|n| tart_kubelet_tests::fake::is_golden(n))
+            .collect()
+    }
+
+    fn local_vms(&self) -> Vec<String> {
         std::fs::read_dir(self.home.path().join("vms"))
             .map(|d| {
                 d.filter_map(|e| e.ok())
