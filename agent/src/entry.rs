@@ -36,8 +36,6 @@ use crate::{
 const EXIT_CONFIG: u8 = 2;
 /// How long tasks get to finish after the shutdown signal.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
-/// Time between image budget passes.
-const IMAGE_PASS_PERIOD: Duration = Duration::from_secs(60);
 /// Deadline of one scan of the image cache.
 const IMAGE_SCAN_DEADLINE: Duration = Duration::from_secs(30);
 
@@ -504,7 +502,7 @@ fn image_keeper<T: Tart>(
         }),
         in_use: move || served.synced_pods().map(|p| pods::image::cache_names(&p)),
         cfg: keeper::KeeperConfig {
-            period: IMAGE_PASS_PERIOD,
+            period: cfg.image_gc_period,
             budget: Budget {
                 high_percent: cfg.image_gc_high_threshold,
                 low_percent: cfg.image_gc_low_threshold,

@@ -18,8 +18,8 @@
 //! before it.
 #![warn(missing_docs)]
 
-mod cli;
 pub mod cache;
+mod cli;
 mod command;
 mod deadlines;
 mod driver;

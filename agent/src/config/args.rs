@@ -332,6 +332,15 @@ pub struct RunArgs {
     )]
     #[serde(default, deserialize_with = "de::bytes")]
     pub(crate) image_cache_budget: Option<u64>,
+    /// Time between image budget passes (each measures the cache and evicts). Default: 1m.
+    #[arg(
+        long,
+        env = "TART_KUBELET_IMAGE_GC_PERIOD",
+        value_name = "DURATION",
+        value_parser = parse_duration
+    )]
+    #[serde(default, deserialize_with = "de::duration")]
+    pub(crate) image_gc_period: Option<Duration>,
 }
 
 macro_rules! merge {
@@ -356,7 +365,7 @@ impl RunArgs {
             tart_attempts, pull_stall_window, run_start_window, ip_wait,
             default_termination_grace, pull_credentials, vm_name_prefix, pod_concurrency,
             identity, token_refresh_max, image_gc_high_threshold, image_gc_low_threshold,
-            image_cache_budget,
+            image_cache_budget, image_gc_period,
         )
     }
 }

@@ -155,6 +155,8 @@ pub struct Config {
     pub image_gc_low_threshold: u8,
     /// Images: most bytes the cache and goldens may take.
     pub image_cache_budget: Option<u64>,
+    /// Images: time between budget passes.
+    pub image_gc_period: Duration,
 }
 
 /// A configuration problem, with a message that names the setting.

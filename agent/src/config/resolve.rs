@@ -109,6 +109,7 @@ fn with_defaults(a: RunArgs, host: &HostDefaults) -> Config {
         image_gc_high_threshold: a.image_gc_high_threshold.unwrap_or(85),
         image_gc_low_threshold: a.image_gc_low_threshold.unwrap_or(80),
         image_cache_budget: a.image_cache_budget,
+        image_gc_period: a.image_gc_period.unwrap_or(secs(60)),
     }
 }
 
@@ -231,6 +232,11 @@ fn check_pods(c: &Config) -> Result<(), ConfigError> {
         c.image_gc_high_threshold <= 100,
         "--image-gc-high-threshold",
         "must be a percentage (0-100)",
+    )?;
+    ensure(
+        !c.image_gc_period.is_zero(),
+        "--image-gc-period",
+        "must be positive",
     )?;
     ensure(
         c.image_gc_low_threshold <= c.image_gc_high_threshold,
