@@ -413,7 +413,7 @@ pub async fn run<T: Tart>(
         .run(shutdown.clone())
         .instrument(info_span!("node_lease")),
     ));
-    let (images_tx, _images_rx) = watch::channel(Vec::new());
+    let (images_tx, images_rx) = watch::channel(None);
     tasks.push(tokio::spawn(
         image_keeper(
             &cfg,
@@ -442,6 +442,7 @@ pub async fn run<T: Tart>(
             started: Default::default(),
             fence: fence.subscribe(),
             watch_live,
+            images: images_rx,
         }
         .run(shutdown.clone())
         .instrument(info_span!("node_status")),
@@ -486,7 +487,7 @@ fn image_keeper<T: Tart>(
     host: Arc<dyn HostInfo>,
     served: pods::served::ServedPods,
     metrics: crate::images::metrics::ImageMetrics,
-    inventory: watch::Sender<Vec<crate::images::inventory::Held>>,
+    inventory: watch::Sender<Option<Vec<crate::images::inventory::Held>>>,
 ) -> crate::images::keeper::Keeper<
     T,
     crate::images::keeper::TartHomeView,

@@ -113,13 +113,15 @@ pub struct Keeper<T, V, U> {
     /// Metrics.
     pub metrics: ImageMetrics,
     /// Where the inventory is published.
-    pub inventory: watch::Sender<Vec<Held>>,
+    pub inventory: watch::Sender<Option<Vec<Held>>>,
 }
 
 struct Golden {
     name: tart::VmName,
     hex: String,
     bytes: u64,
+    /// Last clone from it (Tart updates a VM's access time when it opens it).
+    accessed: Option<SystemTime>,
 }
 
 impl<T, V, U> Keeper<T, V, U>
@@ -187,7 +189,7 @@ where
         self.metrics
             .cached_digests
             .set(i64::try_from(images.len()).unwrap_or(i64::MAX));
-        self.inventory.send_replace(held.clone());
+        self.inventory.send_replace(Some(held.clone()));
 
         let entries: Vec<Entry> = images
             .iter()
@@ -195,7 +197,13 @@ where
             .map(|(i, h)| Entry {
                 key: h.digest_name.clone(),
                 bytes: h.bytes,
-                last_used: i.accessed.max(SystemTime::UNIX_EPOCH),
+                // Pods clone the golden, not the cache entry: the later of the two is the
+                // digest's last use.
+                last_used: goldens
+                    .iter()
+                    .filter(|g| is_golden_of(&g.hex, &i.digest))
+                    .filter_map(|g| g.accessed)
+                    .fold(i.accessed, SystemTime::max),
                 protected: in_use.as_ref().is_none_or(|u| {
                     u.contains(&h.digest_name) || h.tag_names.iter().any(|t| u.contains(t))
                 }),
@@ -254,7 +262,17 @@ where
                 // `Size` is what the VM takes on disk, in GB.
                 #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
                 let bytes = (v.size_gb.max(0.0) * 1e9) as u64;
-                Some(Golden { name, hex, bytes })
+                let accessed = v
+                    .accessed
+                    .as_deref()
+                    .and_then(|a| a.parse::<k8s_openapi::jiff::Timestamp>().ok())
+                    .map(SystemTime::from);
+                Some(Golden {
+                    name,
+                    hex,
+                    bytes,
+                    accessed,
+                })
             })
             .collect())
     }

@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::{
     api::core::v1::{
-        DaemonEndpoint, NodeAddress, NodeCondition, NodeDaemonEndpoints, NodeStatus, NodeSystemInfo,
+        ContainerImage, DaemonEndpoint, NodeAddress, NodeCondition, NodeDaemonEndpoints, NodeStatus,
+        NodeSystemInfo,
     },
     apimachinery::pkg::{api::resource::Quantity, apis::meta::v1::Time},
 };
@@ -37,6 +38,8 @@ pub struct StatusInput<'a> {
     pub previous: &'a [NodeCondition],
     /// Now.
     pub now: &'a Time,
+    /// The images this Mac holds (`status.images`), once measured.
+    pub images: Option<Vec<ContainerImage>>,
 }
 
 /// One condition's decision.
@@ -108,6 +111,7 @@ pub fn desired_status(i: StatusInput<'_>) -> NodeStatus {
             boot_id: i.facts.boot_id.clone(),
             ..NodeSystemInfo::default()
         }),
+        images: i.images,
         ..NodeStatus::default()
     }
 }

@@ -71,6 +71,7 @@ pub fn owned_differs(desired: &NodeStatus, server: &NodeStatus) -> bool {
         || (desired.daemon_endpoints.is_some()
             && desired.daemon_endpoints != server.daemon_endpoints)
         || (desired.node_info.is_some() && desired.node_info != server.node_info)
+        || (desired.images.is_some() && desired.images != server.images)
 }
 
 fn conditions_match(desired: Option<&[NodeCondition]>, server: Option<&[NodeCondition]>) -> bool {

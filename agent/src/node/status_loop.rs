@@ -38,6 +38,7 @@ use super::{
 };
 use crate::{
     admin::Readiness,
+    images::inventory::{Held, node_images},
     config::Config,
     host::{HostFacts, HostInfo},
     metrics::{ConditionLabels, NodeMetrics, OutcomeLabels},
@@ -73,6 +74,8 @@ pub struct StatusLoop<T: Tart> {
     pub started: std::sync::atomic::AtomicBool,
     /// Names the other holder once this agent is fenced.
     pub fence: watch::Receiver<Option<String>>,
+    /// The images this Mac holds, from the image keeper (`None` until its first pass).
+    pub images: watch::Receiver<Option<Vec<Held>>>,
 }
 
 /// A watch event may start a check early only this long after our last write, so a server
@@ -98,6 +101,7 @@ impl<T: Tart> StatusLoop<T> {
         let mut health_rx = self.health.subscribe();
         let mut observed = self.observed.clone();
         let mut fence = self.fence.clone();
+        let mut images = self.images.clone();
         let mut reg: Option<Registered> = None;
         let mut failures = 0u32;
         loop {
@@ -171,6 +175,14 @@ impl<T: Tart> StatusLoop<T> {
                         }
                     }
                     _ = fence.changed() => break,
+                    r = images.changed() => {
+                        if r.is_err() {
+                            // The keeper ended (shutdown): keep ticking on the timer.
+                            images = watch::channel(None).1;
+                            continue;
+                        }
+                        break;
+                    }
                     _ = shutdown.changed() => return,
                 }
             }
@@ -299,6 +311,7 @@ impl<T: Tart> StatusLoop<T> {
             internal_ip: &self.internal_ip,
             previous: &previous,
             now: &now,
+            images: self.images.borrow().as_deref().map(node_images),
         });
         for c in desired.conditions.iter().flatten() {
             if let Some(condition) = crate::metrics::CONDITIONS.iter().find(|n| **n == c.type_) {

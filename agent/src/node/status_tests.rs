@@ -54,6 +54,7 @@ fn status(
         internal_ip: "10.0.0.5",
         previous: prev,
         now: &t(now),
+        images: None,
     })
 }
 
