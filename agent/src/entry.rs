@@ -414,6 +414,7 @@ pub async fn run<T: Tart>(
         .instrument(info_span!("node_lease")),
     ));
     let (images_tx, images_rx) = watch::channel(None);
+    let goldens = crate::images::goldens::Goldens::new(cfg.vm_name_prefix.clone());
     tasks.push(tokio::spawn(
         image_keeper(
             &cfg,
@@ -422,6 +423,7 @@ pub async fn run<T: Tart>(
             served.clone(),
             image_metrics.clone(),
             images_tx,
+            goldens.made(),
         )
         .run(shutdown.clone())
         .instrument(info_span!("images")),
@@ -460,6 +462,7 @@ pub async fn run<T: Tart>(
         shutdown: node::fence::pod_shutdown(shutdown.clone(), &fence),
         served,
         image_metrics,
+        goldens,
     };
     tasks.push(tokio::spawn(
         pods::run(pod_side).instrument(info_span!("pods")),
@@ -488,6 +491,7 @@ fn image_keeper<T: Tart>(
     served: pods::served::ServedPods,
     metrics: crate::images::metrics::ImageMetrics,
     inventory: watch::Sender<Option<Vec<crate::images::inventory::Held>>>,
+    wake: Arc<tokio::sync::Notify>,
 ) -> crate::images::keeper::Keeper<
     T,
     crate::images::keeper::TartHomeView,
@@ -516,6 +520,7 @@ fn image_keeper<T: Tart>(
         },
         metrics,
         inventory,
+        wake,
     }
 }
 

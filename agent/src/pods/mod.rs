@@ -138,6 +138,8 @@ pub struct PodSide<T: Tart> {
     pub served: served::ServedPods,
     /// Image metrics (golden hits and misses).
     pub image_metrics: ImageMetrics,
+    /// Golden base VMs per digest (shared with the image keeper, which they wake).
+    pub goldens: Goldens,
 }
 
 /// Run the Pod side until shutdown: restart recovery, then the Pod controller. Workers end with
@@ -174,7 +176,7 @@ pub async fn run<T: Tart>(deps: PodSide<T>) {
         ),
         metrics: deps.metrics.clone(),
         pulls: Default::default(),
-        goldens: Goldens::new(naming.prefix()),
+        goldens: deps.goldens.clone(),
         image_metrics: deps.image_metrics.clone(),
         waker: Waker::new(wake_tx),
     });
