@@ -103,6 +103,21 @@ const fn lease(verb: &'static str, why: &'static str) -> Permission {
 
 /// Needed under either identity. A node has each from the Node authorizer's static rules;
 /// NodeRestriction confines its writes to its own Node, Lease and Pods.
+/// Namespace of the pre-pull declaration and the fleet's pull tokens (the default of
+/// `--prepull-config`; the shipped manifest grants it there).
+pub const PREPULL_NAMESPACE: &str = "tart-kubelet";
+
+const fn prepull(
+    group: &'static str,
+    resource: &'static str,
+    verb: &'static str,
+    why: &'static str,
+) -> Permission {
+    p(group, resource, "", verb, PREPULL_NAMESPACE, why)
+}
+
+const COORDINATION: &str = "coordination.k8s.io";
+
 pub const ALWAYS: &[Permission] = &[
     own(core("nodes", "get", "read its own Node")),
     core("nodes", "list", "watch its own Node (field selector)"),
@@ -155,6 +170,21 @@ pub const ALWAYS: &[Permission] = &[
     csr(
         "watch",
         "wait for the serving certificate request's approval",
+    ),
+    prepull("", "configmaps", "get", "read the pre-pull declaration"),
+    prepull(COORDINATION, "leases", "create", "take a fleet pull token"),
+    prepull(
+        COORDINATION,
+        "leases",
+        "patch",
+        "renew its pull token while the pull runs",
+    ),
+    prepull(COORDINATION, "leases", "delete", "give its pull token back"),
+    prepull(
+        COORDINATION,
+        "leases",
+        "list",
+        "count the pull tokens held for an image",
     ),
 ];
 
@@ -219,7 +249,7 @@ mod tests {
     #[test]
     fn a_node_identity_needs_nothing_the_node_authorizer_does_not_grant() {
         let node = required(Identity::Node);
-        for p in &node {
+        for p in node.iter().filter(|p| p.namespace != PREPULL_NAMESPACE) {
             assert!(
                 !matches!(p.resource, "secrets" | "configmaps" | "serviceaccounts"),
                 "{} is graph-limited for a node",
@@ -247,7 +277,7 @@ mod tests {
                 .filter(|p| p.resource == res)
                 .map(|p| p.verb)
                 .collect();
-            assert_eq!(verbs, ["get"], "{res}");
+            assert!(verbs.iter().all(|v| *v == "get"), "{res}: {verbs:?}");
         }
         assert!(
             agent
@@ -258,7 +288,10 @@ mod tests {
 
     #[test]
     fn lease_reads_and_renewals_name_the_own_lease() {
-        for p in ALWAYS.iter().filter(|p| p.resource == "leases") {
+        for p in ALWAYS
+            .iter()
+            .filter(|p| p.resource == "leases" && p.namespace == LEASE_NAMESPACE)
+        {
             assert_eq!(p.own_name, p.verb != "create", "{}", p.display());
         }
     }
