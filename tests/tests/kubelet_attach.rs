@@ -159,7 +159,10 @@ async fn attach_and_send(env: &Env, pod: &str, line: &str) {
 }
 
 async fn log_of(env: &Env, pod: &str) -> String {
-    let out = kubectl(env, &["logs", pod]).output().await.expect("kubectl");
+    let out = kubectl(env, &["logs", pod])
+        .output()
+        .await
+        .expect("kubectl");
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 

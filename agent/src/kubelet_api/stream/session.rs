@@ -1,6 +1,6 @@
 //! The transport-neutral core of an exec session (remotecommand, kubelet-api.md §5.3, §5.6):
-//! once the client's streams are open — SPDY streams or WebSocket channels, see
-//! [`super::transport`] — start the command, copy stdin in and stdout/stderr out, apply
+//! once the client's streams are open — SPDY streams or WebSocket channels, opened by the
+//! transport module — start the command, copy stdin in and stdout/stderr out, apply
 //! terminal sizes, and when the command exits: end the output, write the status on the error
 //! stream, and end the connection as its transport does.
 //!
