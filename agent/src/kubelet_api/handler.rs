@@ -29,7 +29,7 @@ use super::{
         metrics::{ExecMetrics, SessionClock},
         portforward, protocol,
         session::{self, IDLE, Starter, Timeouts},
-        transport, upgrade,
+        transport, upgrade, ws_forward, ws_frame,
     },
 };
 
@@ -141,7 +141,7 @@ pub async fn handle<B>(
             namespace,
             pod,
             uid,
-        } => port_forward(api.exec.as_ref(), namespace, pod, uid, &mut parts),
+        } => port_forward(api.exec.as_ref(), namespace, pod, uid, &query, &mut parts),
         Route::Streaming(s) => text(
             501,
             format!(
@@ -349,12 +349,14 @@ async fn attach(
     switching(switching_headers)
 }
 
-/// `/portForward`: the Pod must run and have an IP; then 101 and the pairs on their own task.
+/// `/portForward`: the Pod must run and have an IP; then 101 and the pairs (SPDY) or the
+/// query's ports (the legacy WebSocket) on their own task.
 fn port_forward(
     source: Option<&Arc<dyn ExecSource>>,
     namespace: &str,
     pod: &str,
     uid: Option<&str>,
+    query: &str,
     parts: &mut hyper::http::request::Parts,
 ) -> Response<Body> {
     let refuse = |code: u16, message: &str| refusal("port-forward", code, message);
@@ -368,6 +370,36 @@ fn port_forward(
         Ok(ip) => ip,
         Err(e) => return refuse(e.status(), &e.to_string()),
     };
+    let what = format!("{pod}, uid {}", uid.unwrap_or_default());
+    if upgrade::kind(&parts.headers) == upgrade::Upgrade::WebSocket {
+        let (protocol, accept) =
+            match transport::websocket(&parts.headers, &ws_frame::FORWARD_SERVED) {
+                Ok(t) => t,
+                Err(a) => return upgrade_refused(refuse(a.status, &a.body), a.headers),
+            };
+        let ports = match ws_forward::ports(query) {
+            Ok(p) => p,
+            Err(message) => return refuse(400, &message),
+        };
+        let Some(on_upgrade) = parts.extensions.remove::<hyper::upgrade::OnUpgrade>() else {
+            return refuse(500, "this connection cannot be upgraded");
+        };
+        let span = info_span!("port_forward", %namespace, %pod, transport = "websocket");
+        tokio::spawn(
+            async move {
+                match on_upgrade.await {
+                    Ok(upgraded) => {
+                        let io = TokioIo::new(upgraded);
+                        ws_forward::serve(io, protocol, ports, ip, what).await;
+                        info!("port-forward session ended");
+                    }
+                    Err(error) => debug!(%error, "port-forward upgrade failed"),
+                }
+            }
+            .instrument(span),
+        );
+        return switching(transport::ws_switching_headers(protocol, &accept));
+    }
     let version = match upgrade::decide_forward(&parts.headers) {
         Ok(v) => v,
         Err(a) => return upgrade_refused(refuse(a.status, &a.body), a.headers),
@@ -375,7 +407,6 @@ fn port_forward(
     let Some(on_upgrade) = parts.extensions.remove::<hyper::upgrade::OnUpgrade>() else {
         return refuse(500, "this connection cannot be upgraded");
     };
-    let what = format!("{pod}, uid {}", uid.unwrap_or_default());
     let span = info_span!("port_forward", %namespace, %pod);
     tokio::spawn(
         async move {

@@ -4,7 +4,8 @@
 //!
 //! Exec and attach are served over SPDY/3.1 and over WebSocket; both transports open the
 //! same session ([`session::Opened`]), so the session logic exists once. Port-forward is
-//! SPDY only: its WebSocket upgrades are refused so kubectl falls back to SPDY.
+//! served over SPDY and as the legacy WebSocket port-forward ([`ws_forward`]); kubectl's
+//! SPDY-over-WebSocket tunnel is refused so kubectl falls back to SPDY.
 //!
 //! Pure parts: [`frame`] (SPDY frames), [`zlib`] (header blocks), [`protocol`] (versions,
 //! query, stream roles, status, resize), [`upgrade`] (the SPDY handshake), [`ws_frame`]
@@ -31,6 +32,7 @@ pub mod session;
 pub mod transport;
 pub mod upgrade;
 pub mod ws_conn;
+pub mod ws_forward;
 pub mod ws_frame;
 pub mod zlib;
 

@@ -48,6 +48,19 @@ pub fn decide(headers: &HeaderMap) -> Result<Transport, Answer> {
     if upgrade::kind(headers) != Upgrade::WebSocket {
         return upgrade::decide(headers).map(Transport::Spdy);
     }
+    websocket(headers, &ws_frame::SERVED)
+        .map(|(protocol, accept)| Transport::WebSocket { protocol, accept })
+}
+
+/// PURE: the subprotocol (the first of `served` the client offered) and the accept key of a
+/// WebSocket upgrade.
+///
+/// # Errors
+/// 400 without a key or version 13; 403 when no served subprotocol is offered.
+pub fn websocket(
+    headers: &HeaderMap,
+    served: &[WsProtocol],
+) -> Result<(WsProtocol, String), Answer> {
     let text = |name| headers.get(name).and_then(|v| v.to_str().ok());
     let Some(key) = text(WS_KEY_HEADER).filter(|k| !k.trim().is_empty()) else {
         return Err(Answer::text(400, "missing Sec-WebSocket-Key"));
@@ -62,16 +75,23 @@ pub fn decide(headers: &HeaderMap) -> Result<Transport, Answer> {
         .get_all(WS_PROTOCOL_HEADER)
         .iter()
         .filter_map(|v| v.to_str().ok());
-    match ws_frame::negotiate(offers) {
-        Some(protocol) => Ok(Transport::WebSocket {
-            protocol,
-            accept: ws_frame::accept_key(key),
-        }),
+    match ws_frame::negotiate_among(served, offers) {
+        Some(protocol) => Ok((protocol, ws_frame::accept_key(key))),
         None => Err(Answer::text(
             403,
             "unable to upgrade: requested protocol(s) are not supported",
         )),
     }
+}
+
+/// The headers of a WebSocket 101.
+pub fn ws_switching_headers(protocol: WsProtocol, accept: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("connection", "Upgrade".into()),
+        ("upgrade", "websocket".into()),
+        (WS_ACCEPT_HEADER, accept.to_owned()),
+        (WS_PROTOCOL_HEADER, protocol.as_str().into()),
+    ]
 }
 
 impl Transport {
@@ -99,12 +119,7 @@ impl Transport {
                 ("upgrade", "SPDY/3.1".into()),
                 (upgrade::PROTOCOL_HEADER, p.as_str().into()),
             ],
-            Self::WebSocket { protocol, accept } => vec![
-                ("connection", "Upgrade".into()),
-                ("upgrade", "websocket".into()),
-                (WS_ACCEPT_HEADER, accept.clone()),
-                (WS_PROTOCOL_HEADER, protocol.as_str().into()),
-            ],
+            Self::WebSocket { protocol, accept } => ws_switching_headers(*protocol, accept),
         }
     }
 
@@ -132,7 +147,14 @@ async fn open_ws<IO>(io: IO, p: WsProtocol, o: &ExecOptions) -> Opened
 where
     IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let (conn, inbound) = WsConn::start(io, p, o.stdin, o.tty, IDLE).await;
+    let mut readable = Vec::new();
+    if o.stdin {
+        readable.push(ws_frame::STDIN);
+    }
+    if o.tty {
+        readable.push(ws_frame::RESIZE);
+    }
+    let (conn, mut inbound) = WsConn::start(io, p, &readable, IDLE).await;
     let first = if o.stdout {
         ws_frame::STDOUT
     } else if o.stderr {
@@ -144,10 +166,10 @@ where
     let on = |on: bool, channel| on.then(|| Sink::Ws(conn.tx(channel)));
     let streams = Streams {
         error: Some(Sink::Ws(conn.tx(ws_frame::ERROR))),
-        stdin: inbound.stdin,
+        stdin: inbound.remove(&ws_frame::STDIN),
         stdout: on(o.stdout, ws_frame::STDOUT),
         stderr: on(o.stderr, ws_frame::STDERR),
-        resize: inbound.resize,
+        resize: inbound.remove(&ws_frame::RESIZE),
     };
     Opened {
         streams,

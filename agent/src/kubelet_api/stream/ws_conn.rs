@@ -1,8 +1,9 @@
-//! One server-side WebSocket connection for exec or attach (kubelet-api.md §5.6), the
-//! WebSocket counterpart of [`super::conn`]: client messages are split by channel — stdin
-//! (channel 0) and terminal sizes (channel 4) each into a small queue, and when a queue is
-//! full the socket is not read (TCP is the backpressure, as with SPDY); a v5 close signal
-//! `[0xFF, 0]` ends stdin; messages for other channels are dropped. Pings are answered by the
+//! One server-side WebSocket connection for exec, attach or port-forward (kubelet-api.md
+//! §5.6–5.7), the WebSocket counterpart of [`super::conn`]: client messages are split by
+//! channel — for exec stdin (channel 0) and terminal sizes (channel 4), for port-forward each
+//! port's data channel — each into a small queue, and when a queue is full the socket is not
+//! read (TCP is the backpressure, as with SPDY); a v5 close signal `[0xFF, ch]` ends channel
+//! `ch`; messages for other channels are dropped. Pings are answered by the
 //! WebSocket layer as it reads. Writes go through one task in order.
 //!
 //! The connection is closed — and [`WsConn::closed`] resolves — when the client closes the
@@ -10,6 +11,7 @@
 //! timeout. What the channels mean is the session's business.
 
 use std::{
+    collections::HashMap,
     sync::{
         Arc,
         atomic::{AtomicU64, Ordering},
@@ -88,14 +90,9 @@ impl ChannelTx {
     }
 }
 
-/// The client → server channels a session reads; `None` for those it did not ask for.
-#[derive(Debug, Default)]
-pub struct Inbound {
-    /// Channel 0; ends at the v5 close signal or when the connection closes.
-    pub stdin: Option<mpsc::Receiver<Bytes>>,
-    /// Channel 4: the resize JSON objects.
-    pub resize: Option<mpsc::Receiver<Bytes>>,
-}
+/// The client → server channels a session reads, by channel number; each ends at the v5
+/// close signal or when the connection closes.
+pub type Inbound = HashMap<u8, mpsc::Receiver<Bytes>>;
 
 /// A served WebSocket connection.
 pub struct WsConn {
@@ -115,13 +112,12 @@ impl Drop for AbortOnDrop {
 }
 
 impl WsConn {
-    /// Starts serving `io` (the upgraded connection) with protocol `p`; `stdin` and `resize`
-    /// say which client channels the session reads.
+    /// Starts serving `io` (the upgraded connection) with protocol `p`; `readable` are the
+    /// client channels the session reads.
     pub async fn start<IO>(
         io: IO,
         p: WsProtocol,
-        stdin: bool,
-        resize: bool,
+        readable: &[u8],
         idle: Duration,
     ) -> (Self, Inbound)
     where
@@ -135,13 +131,17 @@ impl WsConn {
         let (out_tx, out_rx) = mpsc::channel(OUT_QUEUE);
         let (closed_tx, closed_rx) = watch::channel(false);
         let activity = Activity::new();
-        let (stdin_tx, stdin_rx) = queue(stdin);
-        let (resize_tx, resize_rx) = queue(resize);
+        let mut senders = HashMap::new();
+        let mut inbound = Inbound::new();
+        for &channel in readable {
+            let (tx, rx) = mpsc::channel(CHANNEL_QUEUE);
+            senders.insert(channel, tx);
+            inbound.insert(channel, rx);
+        }
         let writer = tokio::spawn(write_loop(sink, out_rx, p, activity.clone()));
         let reader = Reader {
             p,
-            stdin: stdin_tx,
-            resize: resize_tx,
+            channels: senders,
             activity,
             idle,
         };
@@ -151,10 +151,6 @@ impl WsConn {
             closed: closed_rx,
             reader: AbortOnDrop(reader),
             writer,
-        };
-        let inbound = Inbound {
-            stdin: stdin_rx,
-            resize: resize_rx,
         };
         (conn, inbound)
     }
@@ -193,15 +189,6 @@ impl WsConn {
     }
 }
 
-fn queue(on: bool) -> (Option<mpsc::Sender<Bytes>>, Option<mpsc::Receiver<Bytes>>) {
-    if on {
-        let (tx, rx) = mpsc::channel(CHANNEL_QUEUE);
-        (Some(tx), Some(rx))
-    } else {
-        (None, None)
-    }
-}
-
 // === impl Activity ===
 
 /// When a message last moved either way, for the idle timeout.
@@ -233,8 +220,7 @@ impl Activity {
 
 struct Reader {
     p: WsProtocol,
-    stdin: Option<mpsc::Sender<Bytes>>,
-    resize: Option<mpsc::Sender<Bytes>>,
+    channels: HashMap<u8, mpsc::Sender<Bytes>>,
     activity: Activity,
     idle: Duration,
 }
@@ -246,8 +232,7 @@ impl Reader {
     {
         let why = self.read_all(&mut stream).await;
         debug!(why, "websocket connection closed by the client side");
-        self.stdin = None;
-        self.resize = None;
+        self.channels.clear();
         let _ = closed.send(true);
     }
 
@@ -279,27 +264,25 @@ impl Reader {
                 return "close";
             }
             match ws_frame::decode(self.p, &msg) {
-                Ok(Incoming::Data(ws_frame::STDIN, data)) => forward(&mut self.stdin, data).await,
-                Ok(Incoming::Data(ws_frame::RESIZE, data)) => forward(&mut self.resize, data).await,
-                Ok(Incoming::Close(ws_frame::STDIN)) => self.stdin = None,
-                Ok(Incoming::Close(ws_frame::RESIZE)) => self.resize = None,
-                Ok(_) => {}
+                Ok(Incoming::Data(channel, data)) => {
+                    if let Some(tx) = self.channels.get(&channel)
+                        && !data.is_empty()
+                        && tx.send(data).await.is_err()
+                    {
+                        // The channel's reader went away: drop what comes for it.
+                        self.channels.remove(&channel);
+                    }
+                }
+                Ok(Incoming::Close(channel)) => {
+                    self.channels.remove(&channel);
+                }
+                Ok(Incoming::Nothing) => {}
                 Err(error) => {
                     debug!(%error, "websocket protocol error");
                     return "protocol";
                 }
             }
         }
-    }
-}
-
-/// Queues `data` for a channel's reader; a reader that went away stops the channel.
-async fn forward(tx: &mut Option<mpsc::Sender<Bytes>>, data: Bytes) {
-    if let Some(t) = tx
-        && !data.is_empty()
-        && t.send(data).await.is_err()
-    {
-        *tx = None;
     }
 }
 

@@ -13,7 +13,7 @@ async fn pair(
     idle: Duration,
 ) -> (WebSocketStream<tokio::io::DuplexStream>, WsConn, Inbound) {
     let (a, b) = tokio::io::duplex(1 << 16);
-    let (conn, inbound) = WsConn::start(b, p, true, true, idle).await;
+    let (conn, inbound) = WsConn::start(b, p, &[0, 4], idle).await;
     let client = WebSocketStream::from_raw_socket(a, Role::Client, None).await;
     (client, conn, inbound)
 }
@@ -26,10 +26,10 @@ async fn stdin_and_resize_are_split_out_and_other_channels_dropped() {
             .await
             .unwrap();
     }
-    let stdin = inbound.stdin.as_mut().unwrap();
+    let stdin = inbound.get_mut(&0).unwrap();
     assert_eq!(timeout(T, stdin.recv()).await.unwrap().unwrap(), "in");
     assert_eq!(timeout(T, stdin.recv()).await.unwrap().unwrap(), "put");
-    let resize = inbound.resize.as_mut().unwrap();
+    let resize = inbound.get_mut(&4).unwrap();
     assert_eq!(timeout(T, resize.recv()).await.unwrap().unwrap(), "{}");
 }
 
@@ -55,7 +55,7 @@ async fn a_malformed_close_signal_ends_the_connection() {
         .await
         .unwrap();
     timeout(T, conn.closed()).await.expect("closed");
-    let stdin = inbound.stdin.as_mut().unwrap();
+    let stdin = inbound.get_mut(&0).unwrap();
     assert_eq!(timeout(T, stdin.recv()).await.unwrap(), None);
 }
 

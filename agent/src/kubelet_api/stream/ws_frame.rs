@@ -71,16 +71,24 @@ impl WsProtocol {
     }
 }
 
+/// Subprotocols served for the legacy WebSocket port-forward (kubelet's v4 ones).
+pub const FORWARD_SERVED: [WsProtocol; 2] = [WsProtocol::V4, WsProtocol::V4Base64];
+
 /// The protocol to speak given the client's `Sec-WebSocket-Protocol` values (one header line
-/// each, or comma-separated); `None` when nothing served was offered.
-pub fn negotiate<'a>(offers: impl IntoIterator<Item = &'a str>) -> Option<WsProtocol> {
+/// each, or comma-separated): the first of `served` the client offered; `None` when nothing
+/// served was offered.
+pub fn negotiate_among<'a>(
+    served: &[WsProtocol],
+    offers: impl IntoIterator<Item = &'a str>,
+) -> Option<WsProtocol> {
     let offered: Vec<&str> = offers
         .into_iter()
         .flat_map(|l| l.split(','))
         .map(str::trim)
         .collect();
-    SERVED
-        .into_iter()
+    served
+        .iter()
+        .copied()
         .find(|p| offered.iter().any(|o| *o == p.as_str()))
 }
 

@@ -5,24 +5,33 @@ use super::*;
 #[test]
 fn the_server_order_prefers_v5_whatever_the_client_lists_first() {
     let kubectl = ["v5.channel.k8s.io", "v4.channel.k8s.io"];
-    assert_eq!(negotiate(kubectl), Some(WsProtocol::V5));
+    assert_eq!(negotiate_among(&SERVED, kubectl), Some(WsProtocol::V5));
     let reversed = ["v4.channel.k8s.io, v5.channel.k8s.io"];
-    assert_eq!(negotiate(reversed), Some(WsProtocol::V5));
+    assert_eq!(negotiate_among(&SERVED, reversed), Some(WsProtocol::V5));
     assert_eq!(
-        negotiate(["base64.channel.k8s.io", "channel.k8s.io"]),
+        negotiate_among(&SERVED, ["base64.channel.k8s.io", "channel.k8s.io"]),
         Some(WsProtocol::V1)
     );
     assert_eq!(
-        negotiate(["v4.base64.channel.k8s.io"]),
+        negotiate_among(&SERVED, ["v4.base64.channel.k8s.io"]),
         Some(WsProtocol::V4Base64)
     );
 }
 
 #[test]
 fn the_port_forward_tunnel_and_unknown_protocols_are_not_served() {
-    assert_eq!(negotiate(["SPDY/3.1+portforward.k8s.io"]), None);
-    assert_eq!(negotiate(["v6.channel.k8s.io", ""]), None);
-    assert_eq!(negotiate(std::iter::empty()), None);
+    assert_eq!(
+        negotiate_among(&SERVED, ["SPDY/3.1+portforward.k8s.io"]),
+        None
+    );
+    assert_eq!(negotiate_among(&SERVED, ["v6.channel.k8s.io", ""]), None);
+    assert_eq!(negotiate_among(&SERVED, std::iter::empty()), None);
+    let kube_rs = ["v5.channel.k8s.io", "v4.channel.k8s.io"];
+    assert_eq!(
+        negotiate_among(&FORWARD_SERVED, kube_rs),
+        Some(WsProtocol::V4),
+        "port-forward has no v5"
+    );
 }
 
 #[test]
