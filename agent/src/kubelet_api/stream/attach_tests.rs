@@ -142,3 +142,39 @@ async fn the_client_going_away_ends_a_session_whose_job_still_runs() {
         AttachEnd::ClientGone
     );
 }
+
+#[tokio::test]
+async fn stdin_goes_to_the_relay_which_ends_with_the_session() {
+    use std::sync::{Arc, atomic::Ordering};
+
+    use crate::kubelet_api::stream::{
+        fixtures::{Seen, eventually, scripted},
+        remotecommand,
+    };
+
+    let (mut c, io) = Client::pair();
+    let seen = Arc::new(Seen::default());
+    let relay = scripted("", "", None, 0, seen.clone());
+    let options = opts("input=1&output=1&error=1");
+    let session = tokio::spawn(async move {
+        let t = Timeouts::default();
+        let opened = remotecommand::open(Conn::start(io, IDLE), Protocol::V4, &options, t)
+            .await
+            .unwrap_or_else(|_| panic!("streams"));
+        run(opened, Box::pin(futures::stream::pending()), Some(relay), t).await
+    });
+    let ids = open_replied(&mut c, &["error", "stdin", "stdout", "stderr"]).await;
+    c.data(ids[1], b"hello\n", true).await;
+    let got = eventually(|| seen.stdin.lock().unwrap().as_slice() == b"hello\n").await;
+    assert!(got, "{:?}", seen.stdin.lock().unwrap());
+    assert!(!seen.killed.load(Ordering::SeqCst), "the relay runs");
+    drop(c);
+    assert_eq!(
+        timeout(T, session).await.unwrap().unwrap(),
+        AttachEnd::ClientGone
+    );
+    assert!(
+        seen.killed.load(Ordering::SeqCst),
+        "the relay was killed with the session"
+    );
+}
