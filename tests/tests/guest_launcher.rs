@@ -340,12 +340,18 @@ impl Guest {
     }
     /// Runs the launcher against this root; returns its exit code and stdout.
     async fn launch(&self) -> (Option<i32>, String) {
+        let (code, out, _) = self.launch_with(&[]).await;
+        (code, out)
+    }
+    /// Runs the launcher with `args`; returns its exit code, stdout and stderr.
+    async fn launch_with(&self, args: &[&str]) -> (Option<i32>, String, String) {
         let launcher =
             Path::new(env!("CARGO_MANIFEST_DIR")).join("../packaging/guest/tart-guest-launcher");
         let out = tokio::time::timeout(
             Duration::from_secs(20),
             tokio::process::Command::new("/bin/sh")
                 .arg(launcher)
+                .args(args)
                 .current_dir(self.dir.path())
                 .env("TART_GUEST_ROOT", self.root())
                 .env("TART_GUEST_ON_EXIT", "exit")
@@ -360,6 +366,7 @@ impl Guest {
         (
             out.status.code(),
             String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
         )
     }
 }
@@ -397,6 +404,12 @@ async fn a_malformed_control_share_fails_with_its_exit_code_and_no_command_runs(
             &[("mounts/0/share", b"absent"), ("mounts/0/path", b"/m")],
             69,
             "share absent did not appear within 0s",
+        ),
+        (
+            "unknown stdin mode",
+            &[("stdin", b"always")],
+            65,
+            "control/stdin is not open or once",
         ),
     ];
     for (what, files, code, log) in cases {
@@ -498,4 +511,18 @@ async fn the_job_marks_itself_busy_or_idle_in_the_file_the_launcher_names() {
         Some("idle\n"),
         "a new run does not inherit the last run's mark"
     );
+}
+
+#[tokio::test]
+async fn a_job_without_stdin_reads_dev_null_and_the_relay_says_so() {
+    let g = Guest::new();
+    g.put("command/0", b"/bin/sh");
+    g.put("args/0", b"-c");
+    g.put("args/1", b"cat; echo eof");
+    let (code, out) = g.launch().await;
+    assert_eq!((code, out.as_str()), (Some(0), "eof\n"));
+    assert!(!g.root().join("var/run/tart-guest").exists());
+    let (code, _, err) = g.launch_with(&["--stdin-relay"]).await;
+    assert_eq!(code, Some(69));
+    assert!(err.contains("the job has no stdin"), "{err}");
 }

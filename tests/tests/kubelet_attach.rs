@@ -1,7 +1,9 @@
 //! End to end: `kubectl attach` (v1.32) through the real API server (v1.20.2) to the agent's
 //! kubelet API, onto the job of a guest run by fake-tart with the real guest launcher: the
-//! job's output from the moment of attaching (none of what it printed before), and stdin
-//! refused with the reason.
+//! job's output from the moment of attaching (none of what it printed before), stdin refused
+//! with the reason when the container does not set `stdin: true`, and fed to the job through
+//! the launcher's relay when it does: open across attaches, or closed after the first with
+//! `stdinOnce`.
 //!
 //! Run: `cargo test -p tart-kubelet-tests --test kubelet_attach -- --nocapture`
 
@@ -15,7 +17,7 @@ use tart_kubelet_tests::{
     cluster::{ControlPlane, wait_for},
     fake::{Knobs, VmKnob},
 };
-use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 async fn env(label: &str) -> Env {
     let cp = tokio::task::spawn_blocking(ControlPlane::shared)
@@ -107,4 +109,96 @@ async fn kubectl_attach_follows_the_jobs_output_from_now_and_refuses_stdin() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "stdin refused: {err}");
     assert!(err.contains("stdin is not enabled"), "{err}");
+}
+
+/// A job that echoes each stdin line, and says when its stdin ends.
+const ECHO: &str = "while read -r line; do echo \"got $line\"; done; echo 'stdin closed'";
+
+async fn echo_pod(env: &Env, name: &str, once: bool) {
+    let mut pod = env.pod(name);
+    let c = &mut pod.spec.as_mut().unwrap().containers[0];
+    c.command = Some(vec!["/bin/sh".into(), "-c".into(), ECHO.into()]);
+    c.stdin = Some(true);
+    c.stdin_once = Some(once);
+    env.create(&pod).await;
+    env.wait_pod(name, "Running", |p| phase(p) == "Running")
+        .await;
+}
+
+/// `kubectl attach -i <pod>`: sends `line`, waits for the job's `got <line>`, then kills
+/// kubectl (the client goes away, as a user's Ctrl-C does).
+async fn attach_and_send(env: &Env, pod: &str, line: &str) {
+    let mut cmd = kubectl(env, &["attach", "-i", pod]);
+    cmd.stdin(Stdio::piped());
+    let mut child = cmd.spawn().expect("kubectl");
+    let mut input = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let want = format!("got {line}");
+    // Lines typed before the relay is in place would be lost: send until the echo comes back.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    let mut seen = Err(());
+    while seen.is_err() && tokio::time::Instant::now() < deadline {
+        let _ = input.write_all(format!("{line}\n").as_bytes()).await;
+        let next = tokio::time::timeout(Duration::from_secs(2), lines.next_line()).await;
+        if let Ok(Ok(Some(l))) = next
+            && l.trim() == want
+        {
+            seen = Ok(());
+        }
+    }
+    if seen.is_err() {
+        let _ = child.kill().await;
+        let out = child.wait_with_output().await.expect("kubectl");
+        panic!(
+            "{want:?} never came back: {}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            env.agent_log()
+        );
+    }
+    child.kill().await.expect("kill kubectl");
+}
+
+async fn log_of(env: &Env, pod: &str) -> String {
+    let out = kubectl(env, &["logs", pod])
+        .output()
+        .await
+        .expect("kubectl");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_attach_i_feeds_the_jobs_stdin_across_attaches() {
+    let env = env("attach-stdin").await;
+    echo_pod(&env, "echo", false).await;
+    attach_and_send(&env, "echo", "hello").await;
+    attach_and_send(&env, "echo", "again").await;
+    let log = log_of(&env, "echo").await;
+    assert!(
+        log.contains("got hello") && log.contains("got again"),
+        "{log}"
+    );
+    assert!(
+        !log.contains("stdin closed"),
+        "the job's stdin stays open between attaches: {log}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stdin_once_closes_the_jobs_stdin_when_the_first_attach_ends() {
+    let env = env("attach-once").await;
+    echo_pod(&env, "once", true).await;
+    attach_and_send(&env, "once", "one").await;
+    let closed = wait_for(Duration::from_secs(60), || async {
+        log_of(&env, "once")
+            .await
+            .contains("stdin closed")
+            .then_some(())
+    })
+    .await;
+    assert!(
+        closed.is_ok(),
+        "the job never read end of file: {}\n{}",
+        log_of(&env, "once").await,
+        env.agent_log()
+    );
 }

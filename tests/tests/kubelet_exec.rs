@@ -1,6 +1,7 @@
 //! End to end: `kubectl exec` (v1.32) through the real API server (v1.20.2) to the agent's
-//! kubelet API — kubectl's WebSocket attempt refused, then SPDY/3.1 with remotecommand v4 —
-//! into a guest run by fake-tart with the real guest launcher, where `tart exec` runs the
+//! kubelet API — over kubectl's first choice, a WebSocket with `v5.channel.k8s.io`
+//! (kubelet_websocket.rs covers both transports explicitly) — into a guest run by fake-tart
+//! with the real guest launcher, where `tart exec` runs the
 //! command as a real process: output and exit code come back, stdin reaches the command, a
 //! killed kubectl leaves no `tart exec` and no guest process behind, and a Pod that is not
 //! running gets a clear error at once.

@@ -1,7 +1,9 @@
 //! End to end: `kubectl port-forward` (v1.32) through the real API server (v1.20.2) to the
-//! agent's kubelet API over SPDY (`portforward.k8s.io`), to a guest port fake-tart serves on
-//! the VM's loopback address: an HTTP request reaches the guest twice over one session, and a
-//! port nothing listens on gets kubelet's error line.
+//! agent's kubelet API over SPDY (`portforward.k8s.io`; kubectl's first attempt, the
+//! SPDY-over-WebSocket tunnel, is refused), to a guest port fake-tart serves on the VM's
+//! loopback address: an HTTP request reaches the guest twice over one session, and a port
+//! nothing listens on gets kubelet's error line. Debian's python3-kubernetes `portforward()`
+//! reaches the same port over the legacy WebSocket port-forward.
 //!
 //! Run: `cargo test -p tart-kubelet-tests --test kubelet_port_forward -- --nocapture`
 
@@ -121,6 +123,79 @@ async fn kubectl_port_forward_reaches_the_guests_port() {
     assert!(
         err.contains("error forwarding port 9090 to pod job"),
         "{err}\n{}",
+        env.agent_log()
+    );
+}
+
+/// Debian's python3-kubernetes: `portforward()`, the legacy WebSocket port-forward
+/// (`?ports=`, `v4.channel.k8s.io`), one HTTP/1.0 GET through its socket.
+const PYTHON_FORWARD: &str = r#"
+import json, sys
+from kubernetes import client, config
+from kubernetes.stream import portforward
+config.load_kube_config(config_file=sys.argv[1])
+core = client.CoreV1Api()
+pf = portforward(core.connect_get_namespaced_pod_portforward, sys.argv[3], sys.argv[2],
+                 ports="8080")
+s = pf.socket(8080)
+s.settimeout(30)
+s.sendall(b"GET / HTTP/1.0\r\n\r\n")
+data = b""
+while True:
+    chunk = s.recv(4096)
+    if not chunk:
+        break
+    data += chunk
+s.close()
+print(json.dumps({"data": data.decode("utf-8", "replace"), "error": pf.error(8080)}))
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_kubernetes_portforward_reaches_the_guests_port_over_websocket() {
+    let env = env("forward-ws").await;
+    let mut pod = env.pod("job");
+    pod.spec.as_mut().unwrap().containers[0].command =
+        Some(vec!["/bin/sh".into(), "-c".into(), "sleep 600".into()]);
+    env.create(&pod).await;
+    env.wait_pod("job", "Running with an IP", |p| {
+        phase(p) == "Running" && p.status.as_ref().is_some_and(|s| s.pod_ip.is_some())
+    })
+    .await;
+
+    // Debian's interpreter, where python3-kubernetes is installed (tests/cluster/build.sh).
+    let out = tokio::time::timeout(
+        Duration::from_secs(60),
+        tokio::process::Command::new("/usr/bin/python3")
+            .arg("-c")
+            .arg(PYTHON_FORWARD)
+            .arg(env.cp.kubeconfig_path())
+            .arg(&env.ns)
+            .arg("job")
+            .stdin(Stdio::null())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("python finished within 60 s")
+    .expect("python");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}\n{}", env.agent_log());
+    let v: serde_json::Value =
+        serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{stdout:?}: {e}"));
+    let data = v["data"].as_str().unwrap_or_default();
+    assert!(
+        data.starts_with("HTTP/1.1 200 OK") && data.contains("healthy"),
+        "{v}\n{}",
+        env.agent_log()
+    );
+    let log = std::fs::read_to_string(&env.log_path).unwrap_or_default();
+    assert!(
+        log.lines()
+            .any(|l| l.contains("port-forward session ended") && l.contains("websocket")),
+        "{}",
         env.agent_log()
     );
 }

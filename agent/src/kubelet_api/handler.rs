@@ -1,8 +1,8 @@
 //! One request: admit it through the [`Gate`], then route it. Bodies are plain text as
 //! kubelet writes them, the Pod list is JSON, and a container log is streamed chunk by chunk
 //! (hyper sends each chunk as it arrives, which `kubectl logs -f` relies on). An exec is
-//! checked (query, Pod, container, upgrade) before it is switched to SPDY with a 101; the
-//! session then runs on its own task over the upgraded connection.
+//! checked (query, Pod, container, upgrade) before it is switched to SPDY or WebSocket with a
+//! 101; the session then runs on its own task over the upgraded connection.
 
 use std::{convert::Infallible, io, sync::Arc};
 
@@ -28,8 +28,8 @@ use super::{
         conn::Conn,
         metrics::{ExecMetrics, SessionClock},
         portforward, protocol,
-        remotecommand::{self, Starter, Timeouts},
-        upgrade,
+        session::{self, IDLE, Starter, Timeouts},
+        transport, upgrade, ws_forward, ws_frame,
     },
 };
 
@@ -141,7 +141,7 @@ pub async fn handle<B>(
             namespace,
             pod,
             uid,
-        } => port_forward(api.exec.as_ref(), namespace, pod, uid, &mut parts),
+        } => port_forward(api.exec.as_ref(), namespace, pod, uid, &query, &mut parts),
         Route::Streaming(s) => text(
             501,
             format!(
@@ -209,8 +209,8 @@ fn exec(
         Ok(vm) => vm,
         Err(e) => return refuse(e.status(), &e.to_string()),
     };
-    let version = match upgrade::decide(&parts.headers) {
-        Ok(p) => p,
+    let transport = match transport::decide(&parts.headers) {
+        Ok(t) => t,
         Err(a) => return upgrade_refused(refuse(a.status, &a.body), a.headers),
     };
     let Some(on_upgrade) = parts.extensions.remove::<hyper::upgrade::OnUpgrade>() else {
@@ -219,29 +219,30 @@ fn exec(
     let source = source.clone();
     let argv = options.command.clone();
     let start: Starter = Box::new(move |opts| source.start(vm, argv, opts));
+    let via = transport.as_str();
     let span = info_span!(
         "exec",
         namespace = %target.namespace,
         pod = %target.pod,
-        container = %target.container
+        container = %target.container,
+        transport = via,
+        protocol = transport.protocol(),
     );
+    let switching_headers = transport.switching_headers();
     tokio::spawn(
         async move {
             match on_upgrade.await {
                 Ok(upgraded) => {
-                    let conn = Conn::start(TokioIo::new(upgraded), remotecommand::IDLE);
                     let timeouts = Timeouts::default();
-                    let end = remotecommand::serve(
-                        conn,
-                        version,
-                        options,
-                        start,
-                        timeouts,
-                        clock.clone(),
-                    )
-                    .await;
+                    let opened = transport
+                        .open(TokioIo::new(upgraded), &options, timeouts)
+                        .await;
+                    let end = match opened {
+                        Ok(o) => session::exec(o, options, start, timeouts, clock.clone()).await,
+                        Err(end) => end,
+                    };
                     clock.ended(end.outcome());
-                    info!(?end, "exec session ended");
+                    info!(?end, transport = via, "exec session ended");
                 }
                 Err(error) => {
                     clock.upgrade_failed();
@@ -251,12 +252,13 @@ fn exec(
         }
         .instrument(span),
     );
-    switching(version.as_str())
+    switching(switching_headers)
 }
 
 /// `/attach`: the checks `/exec` makes (the container's VM must run), then stdin refused as
-/// [`attaching::refusal`] says; the job's output is followed from its current end, opened
-/// before the 101, and the session runs on its own task.
+/// [`attaching::refusal`] says, or fed to the job through the guest's relay; the job's output
+/// is followed from its current end, opened before the 101, and the session runs on its own
+/// task.
 async fn attach(
     api: &Api,
     target: ExecTarget,
@@ -274,9 +276,10 @@ async fn attach(
         Ok(o) => o,
         Err(message) => return refuse(400, message),
     };
-    if let Err(e) = source.running_vm(&target) {
-        return refuse(e.status(), &e.to_string());
-    }
+    let vm = match source.running_vm(&target) {
+        Ok(vm) => vm,
+        Err(e) => return refuse(e.status(), &e.to_string()),
+    };
     let pod = api.pods.pods().into_iter().find(|p| {
         p.metadata.namespace.as_deref() == Some(target.namespace.as_str())
             && p.metadata.name.as_deref() == Some(target.pod.as_str())
@@ -287,8 +290,8 @@ async fn attach(
     {
         return refuse(400, &message);
     }
-    let version = match upgrade::decide(&parts.headers) {
-        Ok(p) => p,
+    let transport = match transport::decide(&parts.headers) {
+        Ok(t) => t,
         Err(a) => return upgrade_refused(refuse(a.status, &a.body), a.headers),
     };
     let log = LogTarget {
@@ -308,35 +311,52 @@ async fn attach(
     let Some(on_upgrade) = parts.extensions.remove::<hyper::upgrade::OnUpgrade>() else {
         return refuse(500, "this connection cannot be upgraded");
     };
+    let relay = options.stdin.then(|| {
+        let source = source.clone();
+        let argv = attaching::RELAY.map(str::to_owned).to_vec();
+        Box::new(move |opts| source.start(vm, argv, opts)) as Starter
+    });
+    let via = transport.as_str();
     let span = info_span!(
         "attach",
         namespace = %target.namespace,
         pod = %target.pod,
-        container = %target.container
+        container = %target.container,
+        transport = via,
+        protocol = transport.protocol(),
     );
+    let switching_headers = transport.switching_headers();
     tokio::spawn(
         async move {
             match on_upgrade.await {
                 Ok(upgraded) => {
-                    let conn = Conn::start(TokioIo::new(upgraded), remotecommand::IDLE);
-                    let end =
-                        attaching::serve(conn, version, options, output, Timeouts::default()).await;
-                    info!(?end, "attach session ended");
+                    let timeouts = Timeouts::default();
+                    let opened = transport
+                        .open(TokioIo::new(upgraded), &options, timeouts)
+                        .await;
+                    let end = match opened {
+                        Ok(o) => attaching::run(o, output, relay, timeouts).await,
+                        Err(session::End::StreamsTimedOut) => attaching::AttachEnd::StreamsTimedOut,
+                        Err(_) => attaching::AttachEnd::ClientGone,
+                    };
+                    info!(?end, transport = via, "attach session ended");
                 }
                 Err(error) => debug!(%error, "attach upgrade failed"),
             }
         }
         .instrument(span),
     );
-    switching(version.as_str())
+    switching(switching_headers)
 }
 
-/// `/portForward`: the Pod must run and have an IP; then 101 and the pairs on their own task.
+/// `/portForward`: the Pod must run and have an IP; then 101 and the pairs (SPDY) or the
+/// query's ports (the legacy WebSocket) on their own task.
 fn port_forward(
     source: Option<&Arc<dyn ExecSource>>,
     namespace: &str,
     pod: &str,
     uid: Option<&str>,
+    query: &str,
     parts: &mut hyper::http::request::Parts,
 ) -> Response<Body> {
     let refuse = |code: u16, message: &str| refusal("port-forward", code, message);
@@ -350,6 +370,36 @@ fn port_forward(
         Ok(ip) => ip,
         Err(e) => return refuse(e.status(), &e.to_string()),
     };
+    let what = format!("{pod}, uid {}", uid.unwrap_or_default());
+    if upgrade::kind(&parts.headers) == upgrade::Upgrade::WebSocket {
+        let (protocol, accept) =
+            match transport::websocket(&parts.headers, &ws_frame::FORWARD_SERVED) {
+                Ok(t) => t,
+                Err(a) => return upgrade_refused(refuse(a.status, &a.body), a.headers),
+            };
+        let ports = match ws_forward::ports(query) {
+            Ok(p) => p,
+            Err(message) => return refuse(400, &message),
+        };
+        let Some(on_upgrade) = parts.extensions.remove::<hyper::upgrade::OnUpgrade>() else {
+            return refuse(500, "this connection cannot be upgraded");
+        };
+        let span = info_span!("port_forward", %namespace, %pod, transport = "websocket");
+        tokio::spawn(
+            async move {
+                match on_upgrade.await {
+                    Ok(upgraded) => {
+                        let io = TokioIo::new(upgraded);
+                        ws_forward::serve(io, protocol, ports, ip, what).await;
+                        info!("port-forward session ended");
+                    }
+                    Err(error) => debug!(%error, "port-forward upgrade failed"),
+                }
+            }
+            .instrument(span),
+        );
+        return switching(transport::ws_switching_headers(protocol, &accept));
+    }
     let version = match upgrade::decide_forward(&parts.headers) {
         Ok(v) => v,
         Err(a) => return upgrade_refused(refuse(a.status, &a.body), a.headers),
@@ -357,13 +407,12 @@ fn port_forward(
     let Some(on_upgrade) = parts.extensions.remove::<hyper::upgrade::OnUpgrade>() else {
         return refuse(500, "this connection cannot be upgraded");
     };
-    let what = format!("{pod}, uid {}", uid.unwrap_or_default());
     let span = info_span!("port_forward", %namespace, %pod);
     tokio::spawn(
         async move {
             match on_upgrade.await {
                 Ok(upgraded) => {
-                    let conn = Conn::start(TokioIo::new(upgraded), remotecommand::IDLE);
+                    let conn = Conn::start(TokioIo::new(upgraded), IDLE);
                     portforward::serve(conn, ip, what).await;
                     info!("port-forward session ended");
                 }
@@ -372,10 +421,13 @@ fn port_forward(
         }
         .instrument(span),
     );
-    switching(version)
+    switching(vec![
+        ("connection", "Upgrade".into()),
+        ("upgrade", "SPDY/3.1".into()),
+        (upgrade::PROTOCOL_HEADER, version.into()),
+    ])
 }
 
-/// The 101 that hands the connection to SPDY with the agreed `version`.
 /// A request to upgrade for `what` refused with `code`: kubelet's Status JSON body.
 fn refusal(what: &str, code: u16, message: &str) -> Response<Body> {
     debug!(status = code, message, "{what} refused");
@@ -399,16 +451,16 @@ fn upgrade_refused(
     refused
 }
 
-fn switching(version: &'static str) -> Response<Body> {
+/// The 101 that hands the connection over, with the agreed transport's `headers`.
+fn switching(headers: Vec<(&'static str, String)>) -> Response<Body> {
     let mut r = full(101, "text/plain", Bytes::new());
     let h = r.headers_mut();
     h.remove(CONTENT_TYPE);
-    h.insert(
-        hyper::header::CONNECTION,
-        HeaderValue::from_static("Upgrade"),
-    );
-    h.insert(hyper::header::UPGRADE, HeaderValue::from_static("SPDY/3.1"));
-    h.insert(upgrade::PROTOCOL_HEADER, HeaderValue::from_static(version));
+    for (name, value) in headers {
+        if let Ok(v) = HeaderValue::from_str(&value) {
+            h.insert(name, v);
+        }
+    }
     r
 }
 

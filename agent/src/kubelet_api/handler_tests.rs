@@ -208,10 +208,19 @@ const SPDY: [(&str, &str); 3] = [
     ("X-Stream-Protocol-Version", "v4.channel.k8s.io"),
 ];
 
+/// kubectl's WebSocket attempt; past every check it is upgraded (here: it cannot be, in memory).
+const WS: [(&str, &str); 5] = [
+    ("Connection", "Upgrade"),
+    ("Upgrade", "websocket"),
+    ("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="),
+    ("Sec-WebSocket-Version", "13"),
+    ("Sec-WebSocket-Protocol", "v5.channel.k8s.io"),
+];
+
 #[tokio::test]
 async fn exec_is_checked_before_any_upgrade_and_refused_as_a_status() {
     type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], u16, &'a str);
-    let table: [Case<'_>; 6] = [
+    let table: [Case<'_>; 8] = [
         (
             "/exec/ns/p1/c?output=1",
             &SPDY,
@@ -245,8 +254,26 @@ async fn exec_is_checked_before_any_upgrade_and_refused_as_a_status() {
         (
             "/exec/ns/p1/c?command=ls&output=1",
             &[("Connection", "Upgrade"), ("Upgrade", "websocket")],
+            400,
+            "missing Sec-WebSocket-Key",
+        ),
+        (
+            "/exec/ns/p1/c?command=ls&output=1",
+            &[
+                ("Connection", "Upgrade"),
+                ("Upgrade", "websocket"),
+                ("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="),
+                ("Sec-WebSocket-Version", "13"),
+                ("Sec-WebSocket-Protocol", "SPDY/3.1+portforward.k8s.io"),
+            ],
             403,
-            "websocket streaming is not supported by this node; use SPDY/3.1",
+            "unable to upgrade: requested protocol(s) are not supported",
+        ),
+        (
+            "/exec/ns/p1/c?command=ls&output=1",
+            &WS,
+            500,
+            "this connection cannot be upgraded",
         ),
     ];
     for (uri, headers, status, message) in table {

@@ -1,5 +1,6 @@
-//! One attach session over an accepted SPDY connection (remotecommand, kubelet-api.md §5.3):
-//! the guest launcher's job output, from the moment of attaching, to the client.
+//! One attach session (remotecommand, kubelet-api.md §5.3, §5.6), over SPDY or WebSocket:
+//! the guest launcher's job output, from the moment of attaching, to the client, and the
+//! client's stdin into the job when its container sets `stdin: true`.
 //!
 //! The launcher mirrors the job's stdout and stderr into the status share, and the Pod log
 //! collector records them; attach follows that record from its current end, so the client
@@ -7,21 +8,33 @@
 //! or the client goes away. The record does not keep stdout and stderr apart on the way
 //! out, so both arrive on the client's stdout (its stderr when it asked only for that).
 //!
-//! Stdin is never attached: the launcher runs the job with stdin from `/dev/null`, so
-//! [`refusal`] answers an `input=1` request before the upgrade, in words that say why.
+//! Stdin goes through the launcher's relay ([`RELAY`], docs/guest.md "Stdin"): `tart exec -i`
+//! runs it in the guest, and it copies what it reads into the FIFO the job reads. The relay
+//! is killed when the session ends, which is how `stdinOnce` closes the job's stdin after the
+//! first attach. A container without `stdin: true` gets no stdin: [`refusal`] answers an
+//! `input=1` request before the upgrade.
 
 use bytes::Bytes;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
-use tokio::{sync::mpsc, time::timeout};
+use tart::{ExecOpts, ExecReader, ExecSession};
+use tokio::{io::AsyncReadExt, sync::mpsc, time::timeout};
 use tracing::{debug, info, warn};
 
 use super::{
-    conn::Conn,
-    protocol::{self, ExecOptions, Outcome, Protocol},
-    remotecommand::{Aborting, Timeouts, collect, report},
+    protocol::{ExecOptions, Outcome},
+    session::{Aborting, Opened, Sink, Starter, Timeouts, copy_in, finish_outputs, report},
 };
 use crate::kubelet_api::logs::LogStream;
+
+/// The guest command that feeds the job's stdin: the launcher at its installed path, with
+/// the sub-command that copies its own stdin into the job's (docs/guest.md).
+pub const RELAY: [&str; 2] = [
+    "/usr/local/libexec/tart-guest/tart-guest-launcher",
+    "--stdin-relay",
+];
+/// Starting the relay is one `tart exec`; bounded all the same.
+const RELAY_START: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// How an attach session ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,46 +52,53 @@ pub enum AttachEnd {
 /// PURE: why an attach to `container` of `pod` with `options` is refused before the upgrade
 /// (a 400 with this message), or `None` to serve it.
 pub fn refusal(pod: &Pod, container: &str, options: &ExecOptions) -> Option<String> {
-    if !options.stdin {
+    if !options.stdin || has_stdin(pod, container) {
         return None;
     }
-    let wants_stdin = pod
-        .spec
+    Some(format!(
+        "stdin is not enabled for container {container:?} (the Pod does not set \
+         `stdin: true`); attach without -i to follow its output"
+    ))
+}
+
+/// PURE: whether `container` of `pod` sets `stdin: true`.
+pub fn has_stdin(pod: &Pod, container: &str) -> bool {
+    pod.spec
         .as_ref()
         .and_then(|s| s.containers.iter().find(|c| c.name == container))
         .and_then(|c| c.stdin)
-        .unwrap_or(false);
-    Some(if wants_stdin {
-        format!(
-            "attaching stdin is not supported by this node (tart-kubelet): the guest launcher \
-             runs container {container:?}'s job with stdin from /dev/null; attach without -i \
-             to follow its output"
-        )
-    } else {
-        format!(
-            "stdin is not enabled for container {container:?} (the Pod does not set \
-             `stdin: true`); attach without -i to follow its output"
-        )
-    })
+        .unwrap_or(false)
 }
 
-/// Serves one attach over `conn`, copying `output` to the client.
+/// Serves one attach over the SPDY `conn`, copying `output` to the client (no stdin).
+#[cfg(test)]
 pub async fn serve(
-    mut conn: Conn,
-    protocol: Protocol,
+    conn: super::conn::Conn,
+    protocol: super::protocol::Protocol,
     options: ExecOptions,
-    mut output: LogStream,
+    output: LogStream,
     t: Timeouts,
 ) -> AttachEnd {
-    let want = protocol::expected(&options, protocol);
-    let mut streams = match timeout(t.creation, collect(&mut conn, &want)).await {
-        Ok(Some(s)) => s,
-        Ok(None) => return AttachEnd::ClientGone,
-        Err(_) => {
-            warn!("timed out waiting for client to create streams");
-            return AttachEnd::StreamsTimedOut;
-        }
-    };
+    match super::remotecommand::open(conn, protocol, &options, t).await {
+        Ok(opened) => run(opened, output, None, t).await,
+        Err(super::session::End::StreamsTimedOut) => AttachEnd::StreamsTimedOut,
+        Err(_) => AttachEnd::ClientGone,
+    }
+}
+
+/// Serves one attach over `opened`: `output` to the client, and the client's stdin to the
+/// job through `relay` when there is one.
+pub async fn run(
+    opened: Opened,
+    mut output: LogStream,
+    relay: Option<Starter>,
+    t: Timeouts,
+) -> AttachEnd {
+    let Opened {
+        mut streams,
+        link,
+        status,
+    } = opened;
     let Some(error) = streams.error.take() else {
         return AttachEnd::ClientGone;
     };
@@ -87,9 +107,13 @@ pub async fn serve(
         .resize
         .take()
         .map(|rx| Aborting(tokio::spawn(drain(rx))));
+    let _stdin = match (streams.stdin.take(), relay) {
+        (Some(rx), Some(start)) => feed(rx, start, streams.stderr.clone()).await,
+        (Some(rx), None) => Some(Relay::new(None, tokio::spawn(drain(rx)))),
+        (None, _) => None,
+    };
     let out = streams.stdout.clone().or_else(|| streams.stderr.clone());
-    let closed = conn.closed();
-    tokio::pin!(closed);
+    let mut closed = link.closed();
     let end = loop {
         tokio::select! {
             chunk = output.next() => match chunk {
@@ -112,9 +136,7 @@ pub async fn serve(
             }
         }
     };
-    for s in [&streams.stdout, &streams.stderr].into_iter().flatten() {
-        let _ = s.finish().await;
-    }
+    finish_outputs(&streams).await;
     let outcome = match end {
         AttachEnd::ReadFailed => Outcome::Failed("reading the container's output failed".into()),
         _ => Outcome::Exited {
@@ -123,9 +145,64 @@ pub async fn serve(
         },
     };
     debug!(?end, "attach finished");
-    report(&error, &outcome, protocol).await;
-    conn.shutdown(t.drain).await;
+    report(&error, &outcome, status).await;
+    link.shutdown(t.drain).await;
     end
+}
+
+/// The stdin relay of a session: the guest command (dropping it kills it) and the copy.
+struct Relay {
+    _guest: Option<ExecSession>,
+    _copy: Aborting,
+}
+
+impl Relay {
+    fn new(guest: Option<ExecSession>, copy: tokio::task::JoinHandle<()>) -> Self {
+        Self {
+            _guest: guest,
+            _copy: Aborting(copy),
+        }
+    }
+}
+
+/// Starts the relay and copies the client's stdin into it; what the relay says on stderr
+/// (why it gave up) goes to the client's stderr.
+async fn feed(rx: mpsc::Receiver<Bytes>, start: Starter, stderr: Option<Sink>) -> Option<Relay> {
+    let opts = ExecOpts {
+        stdin: true,
+        tty: None,
+    };
+    let mut session = match timeout(RELAY_START, start(opts)).await {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => {
+            warn!(error = %crate::telemetry::error_chain(&e), "stdin relay could not start");
+            return Some(Relay::new(None, tokio::spawn(drain(rx))));
+        }
+        Err(_) => {
+            warn!("stdin relay did not start in time");
+            return Some(Relay::new(None, tokio::spawn(drain(rx))));
+        }
+    };
+    let Some(w) = session.stdin.take() else {
+        return Some(Relay::new(Some(session), tokio::spawn(drain(rx))));
+    };
+    if let Some(r) = session.stderr.take() {
+        tokio::spawn(relay_says(r, stderr));
+    }
+    Some(Relay::new(Some(session), tokio::spawn(copy_in(rx, w))))
+}
+
+/// Copies the relay's stderr to the client's stderr, without ending it.
+async fn relay_says(mut r: ExecReader, to: Option<Sink>) {
+    let mut buf = vec![0u8; 4096];
+    while let Ok(n @ 1..) = r.read(&mut buf).await {
+        debug!(said = %String::from_utf8_lossy(&buf[..n]).trim_end(), "stdin relay");
+        if let Some(s) = &to
+            && s.write(&buf[..n]).await.is_err()
+        {
+            return;
+        }
+    }
 }
 
 async fn drain(mut rx: mpsc::Receiver<Bytes>) {

@@ -10,7 +10,8 @@ use crate::kubelet_api::stream::{
     conn::Conn,
     fixtures::{Client, T, stream_data},
     frame::Frame,
-    remotecommand::IDLE,
+    protocol::{self, Protocol},
+    session::IDLE,
 };
 
 fn opts(q: &str) -> ExecOptions {
@@ -26,7 +27,7 @@ fn pod(stdin: Option<bool>) -> Pod {
 }
 
 #[test]
-fn stdin_is_refused_with_why_and_output_is_served() {
+fn stdin_is_refused_without_stdin_true_and_output_is_served() {
     let output = opts("output=1&error=1");
     assert_eq!(refusal(&pod(None), "c", &output), None);
     assert_eq!(refusal(&pod(Some(true)), "c", &output), None);
@@ -38,8 +39,11 @@ fn stdin_is_refused_with_why_and_output_is_served() {
     );
     let absent = refusal(&pod(None), "c", &input).unwrap();
     assert_eq!(absent, not_enabled);
-    let launcher = refusal(&pod(Some(true)), "c", &input).unwrap();
-    assert!(launcher.contains("/dev/null"), "{launcher}");
+    assert_eq!(
+        refusal(&pod(Some(true)), "c", &input),
+        None,
+        "stdin: true is fed through the relay"
+    );
 }
 
 #[test]
@@ -136,5 +140,41 @@ async fn the_client_going_away_ends_a_session_whose_job_still_runs() {
     assert_eq!(
         timeout(T, session).await.unwrap().unwrap(),
         AttachEnd::ClientGone
+    );
+}
+
+#[tokio::test]
+async fn stdin_goes_to_the_relay_which_ends_with_the_session() {
+    use std::sync::{Arc, atomic::Ordering};
+
+    use crate::kubelet_api::stream::{
+        fixtures::{Seen, eventually, scripted},
+        remotecommand,
+    };
+
+    let (mut c, io) = Client::pair();
+    let seen = Arc::new(Seen::default());
+    let relay = scripted("", "", None, 0, seen.clone());
+    let options = opts("input=1&output=1&error=1");
+    let session = tokio::spawn(async move {
+        let t = Timeouts::default();
+        let opened = remotecommand::open(Conn::start(io, IDLE), Protocol::V4, &options, t)
+            .await
+            .unwrap_or_else(|_| panic!("streams"));
+        run(opened, Box::pin(futures::stream::pending()), Some(relay), t).await
+    });
+    let ids = open_replied(&mut c, &["error", "stdin", "stdout", "stderr"]).await;
+    c.data(ids[1], b"hello\n", true).await;
+    let got = eventually(|| seen.stdin.lock().unwrap().as_slice() == b"hello\n").await;
+    assert!(got, "{:?}", seen.stdin.lock().unwrap());
+    assert!(!seen.killed.load(Ordering::SeqCst), "the relay runs");
+    drop(c);
+    assert_eq!(
+        timeout(T, session).await.unwrap().unwrap(),
+        AttachEnd::ClientGone
+    );
+    assert!(
+        seen.killed.load(Ordering::SeqCst),
+        "the relay was killed with the session"
     );
 }

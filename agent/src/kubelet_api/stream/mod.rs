@@ -2,12 +2,19 @@
 //! protocol, into the guest through `tart exec`, `kubectl attach` to the guest job's output,
 //! and `kubectl port-forward` to the guest's IP.
 //!
+//! Exec and attach are served over SPDY/3.1 and over WebSocket; both transports open the
+//! same session ([`session::Opened`]), so the session logic exists once. Port-forward is
+//! served over SPDY and as the legacy WebSocket port-forward ([`ws_forward`]); kubectl's
+//! SPDY-over-WebSocket tunnel is refused so kubectl falls back to SPDY.
+//!
 //! Pure parts: [`frame`] (SPDY frames), [`zlib`] (header blocks), [`protocol`] (versions,
-//! query, stream roles, status, resize), [`upgrade`] (the HTTP handshake). I/O: [`conn`] (one
-//! SPDY connection), [`remotecommand`] (one exec session over it), [`attach`] (one attach
-//! session), [`portforward`] (one port-forward session), [`guest`] (finding a Pod's running
-//! VM or IP and starting `tart exec` in it), [`metrics`] (exec session counts and times).
-//! WebSocket upgrades are refused so kubectl falls back to SPDY.
+//! query, stream roles, status, resize), [`upgrade`] (the SPDY handshake), [`ws_frame`]
+//! (WebSocket subprotocols and channel framing), [`transport`]'s `decide` (which transport a
+//! request gets). I/O: [`conn`] (one SPDY connection), [`ws_conn`] (one WebSocket
+//! connection), [`remotecommand`] (collecting an exec's SPDY streams), [`session`] (one exec
+//! session over either), [`attach`] (one attach session), [`portforward`] (one port-forward
+//! session), [`guest`] (finding a Pod's running VM or IP and starting `tart exec` in it),
+//! [`metrics`] (exec session counts and times).
 //!
 //! "kubelet-api.md §n" in these files is the project's research note on the kubelet API (wire
 //! facts checked against the 1.20 API server and kubectl 1.32), as "tart-cli.md §n" is for
@@ -21,7 +28,12 @@ pub mod metrics;
 pub mod portforward;
 pub mod protocol;
 pub mod remotecommand;
+pub mod session;
+pub mod transport;
 pub mod upgrade;
+pub mod ws_conn;
+pub mod ws_forward;
+pub mod ws_frame;
 pub mod zlib;
 
 #[cfg(test)]

@@ -25,7 +25,7 @@ use tracing::debug;
 use super::{
     conn::{Conn, MAX_DATA, NewStream, StreamTx},
     frame::RstStatus,
-    remotecommand::STREAM_CREATION,
+    session::STREAM_CREATION,
     zlib,
 };
 

@@ -1,73 +1,21 @@
 //! Sessions driven by a scripted client, with the command standing in as a scripted session
 //! (no API server, no process).
 
-use std::sync::{
-    Arc, Mutex,
-    atomic::{AtomicBool, Ordering},
+use std::{
+    sync::{Arc, atomic::Ordering},
+    time::Duration,
 };
 
 use futures::FutureExt;
-use tart::ExecControl;
+use tart::WindowSize;
+use tokio::time::timeout;
 
 use super::*;
 use crate::kubelet_api::stream::{
-    fixtures::{Client, T, stream_data},
+    fixtures::{Client, Seen, T, scripted, stream_data},
     frame::Frame,
+    metrics::SessionClock,
 };
-
-/// What the session did to the scripted command.
-#[derive(Default)]
-struct Seen {
-    killed: AtomicBool,
-    sizes: Mutex<Vec<WindowSize>>,
-    stdin: Mutex<Vec<u8>>,
-}
-
-struct Control(Arc<Seen>);
-
-impl ExecControl for Control {
-    fn kill(&self) {
-        self.0.killed.store(true, Ordering::SeqCst);
-    }
-    fn resize(&self, size: WindowSize) {
-        self.0.sizes.lock().unwrap().push(size);
-    }
-}
-
-/// A command that prints `out`/`err` and exits with `code` once `exit` fires (or at once).
-fn scripted(
-    out: &'static str,
-    err: &'static str,
-    exit: Option<tokio::sync::oneshot::Receiver<i32>>,
-    code: i32,
-    seen: Arc<Seen>,
-) -> Starter {
-    Box::new(move |opts: ExecOpts| {
-        async move {
-            let reader =
-                |s: &'static str| Box::new(std::io::Cursor::new(s.as_bytes())) as ExecReader;
-            let (stdin_w, mut stdin_r) = tokio::io::duplex(1024);
-            let keep = seen.clone();
-            tokio::spawn(async move {
-                let mut buf = Vec::new();
-                let _ = stdin_r.read_to_end(&mut buf).await;
-                keep.stdin.lock().unwrap().extend(buf);
-            });
-            let wait: tart::ExecWait = match exit {
-                Some(rx) => Box::pin(async move { Ok(rx.await.unwrap_or(-1)) }),
-                None => Box::pin(async move { Ok(code) }),
-            };
-            Ok(tart::ExecSession::from_parts(
-                opts.stdin.then(|| Box::new(stdin_w) as ExecWriter),
-                Some(reader(out)),
-                (opts.tty.is_none()).then(|| reader(err)),
-                wait,
-                Box::new(Control(seen)),
-            ))
-        }
-        .boxed()
-    })
-}
 
 fn opts(q: &str) -> ExecOptions {
     protocol::exec_options(q).unwrap()

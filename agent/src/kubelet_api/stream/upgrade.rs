@@ -55,7 +55,7 @@ pub struct Answer {
 }
 
 impl Answer {
-    fn text(status: u16, body: impl Into<String>) -> Self {
+    pub(super) fn text(status: u16, body: impl Into<String>) -> Self {
         Self {
             status,
             headers: vec![],

@@ -225,8 +225,6 @@ fn unhonoured_fields_are_reported_by_path() {
             vec![
                 "spec.containers[0].lifecycle.stopSignal",
                 "spec.containers[0].restartPolicy",
-                "spec.containers[0].stdin",
-                "spec.containers[0].stdinOnce",
                 "spec.containers[0].tty",
             ],
         ),

@@ -141,6 +141,9 @@ fn build(root: &Path, spec: &ControlSpec) -> io::Result<()> {
     if let Some(path) = &spec.termination_message_path {
         write(&root.join("termination_message_path"), path.as_bytes())?;
     }
+    if let Some(mode) = spec.stdin.as_str() {
+        write(&root.join("stdin"), mode.as_bytes())?;
+    }
     if !spec.mounts.is_empty() {
         make_dir(&root.join("mounts"))?;
     }

@@ -251,6 +251,38 @@ pub struct MountSpec {
     pub sub: Option<String>,
 }
 
+/// The job's stdin (`stdin`, `stdinOnce`): what `control/stdin` says (docs/guest.md, "Stdin").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum GuestStdin {
+    /// `/dev/null` (no `stdin: true`); the file is absent.
+    #[default]
+    Null,
+    /// A FIFO that stays open between attaches (`stdin: true`).
+    Open,
+    /// A FIFO closed when the first attach ends (`stdin: true`, `stdinOnce: true`).
+    Once,
+}
+
+impl GuestStdin {
+    /// PURE: the mode of a container's `stdin` and `stdinOnce`.
+    pub fn of(stdin: Option<bool>, stdin_once: Option<bool>) -> Self {
+        match (stdin.unwrap_or(false), stdin_once.unwrap_or(false)) {
+            (false, _) => Self::Null,
+            (true, false) => Self::Open,
+            (true, true) => Self::Once,
+        }
+    }
+
+    /// The file's content; `None`: no file.
+    pub fn as_str(self) -> Option<&'static str> {
+        match self {
+            Self::Null => None,
+            Self::Open => Some("open"),
+            Self::Once => Some("once"),
+        }
+    }
+}
+
 /// What the control share says (docs/guest.md).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ControlSpec {
@@ -269,4 +301,6 @@ pub struct ControlSpec {
     /// `terminationMessagePath` (a guest path; the launcher copies the file's first 4 KiB into
     /// the status share when the command ends).
     pub termination_message_path: Option<String>,
+    /// The job's stdin.
+    pub stdin: GuestStdin,
 }

@@ -23,7 +23,7 @@ use super::{
     fetch::fetch,
     layout::GuestLayout,
     model::{
-        ConfigError, ControlSpec, DownwardContext, FileData, ObjectKind, PlannedVolume,
+        ConfigError, ControlSpec, DownwardContext, FileData, GuestStdin, ObjectKind, PlannedVolume,
         ResolvedEnv, Sources, TokenSpec, VolumeContent,
     },
     token::{IssuedToken, is_valid, refresh_at, request_token},
@@ -185,6 +185,7 @@ pub async fn prepare(
                 .filter(|p| !p.is_empty())
                 .unwrap_or_else(|| "/dev/termination-log".into()),
         ),
+        stdin: GuestStdin::of(r.container.stdin, r.container.stdin_once),
     };
     let layout = s.layout.clone();
     let vm2 = vm.clone();

@@ -2,7 +2,9 @@
 //! the VM name are spawned on the host the way the Tart Guest Agent spawns them in the guest
 //! (`exec.CommandContext`, spec §2.10) — no shell, a `PATH` lookup, stdin only with `-i`
 //! (otherwise `/dev/null`), stdout and stderr straight through — in the VM's fake guest root
-//! `<vm dir>/guest`, and `exec` exits with the command's code.
+//! `<vm dir>/guest`, and `exec` exits with the command's code. The guest launcher's installed
+//! path runs this repository's launcher with the same `TART_GUEST_ROOT` as `run` gives it, as
+//! an image with the launcher baked in would.
 //!
 //! The command stays in `exec`'s process group, so a kill of that group ends both. It also gets
 //! SIGKILL when the `exec` process dies of anything (SIGINT, SIGTERM, a SIGKILL of the PID
@@ -20,6 +22,9 @@ use crate::Ctx;
 use crate::error::Failure;
 use crate::locks;
 
+/// Where an image installs the guest launcher (docs/guest.md).
+const INSTALLED_LAUNCHER: &str = "/usr/local/libexec/tart-guest/tart-guest-launcher";
+
 /// How often `exec` checks that the VM still runs.
 const VM_CHECK: Duration = Duration::from_millis(50);
 
@@ -30,7 +35,14 @@ pub async fn run(ctx: &Ctx, name: &str, argv: &[String], stdin: bool) -> Result<
     };
     let root = ctx.home.vm_dir(name).join("guest");
     std::fs::create_dir_all(&root)?;
-    let mut cmd = Command::new(prog);
+    let mut cmd = if prog == INSTALLED_LAUNCHER {
+        let mut c = Command::new("/bin/sh");
+        c.arg(crate::guest_mode::launcher_path())
+            .env("TART_GUEST_ROOT", &root);
+        c
+    } else {
+        Command::new(prog)
+    };
     cmd.args(args)
         .current_dir(&root)
         .stdin(if stdin {

@@ -50,6 +50,7 @@ fn spec() -> ControlSpec {
         workdir: Some("/work dir".into()),
         user: None,
         termination_message_path: Some("/work dir/termination-message".into()),
+        stdin: Default::default(),
         mounts: vec![
             MountSpec {
                 share: "vol-0".into(),
