@@ -123,13 +123,26 @@ impl Pacer {
         let key = image_key(image);
         let name = lease_name(&key, &self.node);
         let lease = self.lease(&name, image, PullSource::Prepull);
+        let lp = ListParams::default().labels(&format!("{IMAGE_LABEL}={key}"));
+        if let Some(cap) = cap {
+            // Full already: wait without writing a token at all.
+            let live = self.tokens(&lp).await?;
+            let now = Timestamp::now();
+            if live
+                .iter()
+                .filter(|t| t.live(now) && t.name != name)
+                .count()
+                >= cap as usize
+            {
+                debug!(image, cap, "pre-pull waits for a token");
+                self.metrics.token_waits.inc();
+                return Ok(None);
+            }
+        }
         put(&self.api, &lease, self.timeout).await?;
         if let Some(cap) = cap {
-            let lp = ListParams::default().labels(&format!("{IMAGE_LABEL}={key}"));
-            let listed = tokio::time::timeout(self.timeout, self.api.list(&lp))
-                .await
-                .map_err(|_| PacerError::Timeout(self.timeout))??;
-            let tokens: Vec<Token> = listed.items.iter().filter_map(Token::of).collect();
+            // Another agent may have taken a token at the same moment: the later gives it back.
+            let tokens = self.tokens(&lp).await?;
             if !admitted(&name, &tokens, cap, Timestamp::now()) {
                 debug!(
                     image,
@@ -145,6 +158,13 @@ impl Pacer {
         let (api, timeout, held) = (self.api.clone(), self.timeout, name.clone());
         let renew = tokio::spawn(hold(api, held, timeout));
         Ok(Some(self.guard(name, PullSource::Prepull, Some(renew))))
+    }
+
+    async fn tokens(&self, lp: &ListParams) -> Result<Vec<Token>, PacerError> {
+        let listed = tokio::time::timeout(self.timeout, self.api.list(lp))
+            .await
+            .map_err(|_| PacerError::Timeout(self.timeout))??;
+        Ok(listed.items.iter().filter_map(Token::of).collect())
     }
 
     fn guard(&self, name: String, source: PullSource, renew: Option<JoinHandle<()>>) -> TokenGuard {
