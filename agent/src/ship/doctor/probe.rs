@@ -233,9 +233,7 @@ async fn review(
     }
 }
 
-/// Owner uid and mode of a file.
+/// Owner uid and mode of a file (the live host checks read it the same way).
 pub fn owner_and_mode(path: &Path) -> Result<(u32, u32), String> {
-    use std::os::unix::fs::MetadataExt as _;
-    let m = std::fs::metadata(path).map_err(|e| e.to_string())?;
-    Ok((m.uid(), m.mode()))
+    crate::hostcheck::source::owner_and_mode(path)
 }
