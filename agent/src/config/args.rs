@@ -195,7 +195,7 @@ pub struct RunArgs {
     #[serde(default, deserialize_with = "de::duration")]
     pub(crate) node_status_check_interval: Option<Duration>,
     /// How often the host checks run (GUI session, login keychain, DHCP lease table, softnet):
-    /// a failing one keeps new Pods off the Node until it passes. Default: 30s.
+    /// a failing one keeps new Pods off the Node until it passes. Default: 10s.
     #[arg(
         long,
         env = "TART_KUBELET_HOST_CHECK_INTERVAL",

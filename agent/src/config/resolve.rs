@@ -98,7 +98,7 @@ fn with_defaults(a: RunArgs, host: &HostDefaults) -> Config {
         lease_renew_interval: a.lease_renew_interval.unwrap_or(secs(10)),
         node_status_check_interval: a.node_status_check_interval.unwrap_or(secs(10)),
         node_status_report_interval: a.node_status_report_interval.unwrap_or(secs(300)),
-        host_check_interval: a.host_check_interval.unwrap_or(secs(30)),
+        host_check_interval: a.host_check_interval.unwrap_or(secs(10)),
         host_checks_file: a.host_checks_file,
         softnet_program: a.softnet_program,
         quarantine_faults: a.quarantine_faults.unwrap_or(3),
