@@ -5,7 +5,7 @@
 
 use std::{path::Path, time::Duration};
 
-use super::{Observed, leases, source::owner_and_mode};
+use super::{Observed, leases, owner_and_mode};
 use crate::macos::shell::{self, ShellError};
 
 /// bootpd's lease table.

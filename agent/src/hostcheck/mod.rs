@@ -82,6 +82,16 @@ pub struct Observed {
     pub softnet: Option<(String, OwnerAndMode)>,
 }
 
+/// Owner uid and mode of a file.
+///
+/// # Errors
+/// The file cannot be read (its message).
+pub fn owner_and_mode(path: &std::path::Path) -> OwnerAndMode {
+    use std::os::unix::fs::MetadataExt as _;
+    let m = std::fs::metadata(path).map_err(|e| e.to_string())?;
+    Ok((m.uid(), m.mode()))
+}
+
 /// The failing checks in [`HostCheck::ALL`] order. `min_free_leases` is the headroom the
 /// lease table must keep (one address per VM slot).
 pub fn evaluate(obs: &Observed, min_free_leases: u32) -> Vec<Failure> {

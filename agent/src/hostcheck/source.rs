@@ -50,16 +50,6 @@ impl Source {
     }
 }
 
-/// Owner uid and mode of a file.
-///
-/// # Errors
-/// The file cannot be read (its message).
-pub fn owner_and_mode(path: &std::path::Path) -> Result<(u32, u32), String> {
-    use std::os::unix::fs::MetadataExt as _;
-    let m = std::fs::metadata(path).map_err(|e| e.to_string())?;
-    Ok((m.uid(), m.mode()))
-}
-
 /// PURE: the stand-in file, `key=value` lines (`#` starts a comment):
 /// `gui_session=Aqua|Background|none`, `keychain=ok|<why not>`, `dhcp_leases_used=<n>`,
 /// `softnet=ok|<why not>`. A key not given is not checked.

@@ -1,5 +1,5 @@
 //! PURE: the quarantine decision. `faults` host-caused VM start failures within `window`
-//! quarantine the Node for `cooldown`: it takes no new Pods (see [`super::gate`]), while the VMs
+//! quarantine the Node for `cooldown`: it takes no new Pods (the gate module), while the VMs
 //! already running are left alone. A further host fault while quarantined extends it to
 //! `cooldown` from that fault (the host still fails); a VM that starts lifts it (the host
 //! evidently works). Time is passed in, so the decision needs no clock.

@@ -121,7 +121,10 @@ pub async fn run_checks(args: &DoctorArgs, cfg: &Config) -> Vec<Check> {
     out.extend(macos_checks(deadline).await);
     out.push(match &args.softnet {
         None => Check::new("softnet", Status::Skipped, "skipped: no --softnet given"),
-        Some(p) => checks::softnet_check(&p.display().to_string(), probe::owner_and_mode(p)),
+        Some(p) => checks::softnet_check(
+            &p.display().to_string(),
+            crate::hostcheck::owner_and_mode(p),
+        ),
     });
     out
 }

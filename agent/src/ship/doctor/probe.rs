@@ -232,8 +232,3 @@ async fn review(
         Ok(Ok(r)) => Ok(r.status.map(|s| s.allowed).unwrap_or(false)),
     }
 }
-
-/// Owner uid and mode of a file (the live host checks read it the same way).
-pub fn owner_and_mode(path: &Path) -> Result<(u32, u32), String> {
-    crate::hostcheck::source::owner_and_mode(path)
-}
