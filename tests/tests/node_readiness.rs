@@ -59,17 +59,25 @@ fn taint_effects(n: &Node) -> Vec<(String, String)> {
         .collect()
 }
 
-/// A Pod the scheduler places: it tolerates only the virtual-kubelet taint (not the
+/// A Pod the scheduler places: it tolerates the virtual-kubelet and pressure taints (not the
 /// unschedulable one) and selects nodes by `selector`.
 fn scheduled_pod(env: &Env, name: &str, selector: (&str, &str)) -> Pod {
     let mut p = env.pod(name);
     let spec = p.spec.as_mut().unwrap();
     spec.node_name = None;
-    spec.tolerations = Some(vec![Toleration {
-        key: Some("virtual-kubelet.io/provider".into()),
+    // The pressure taints depend on the machine the tests run on (a nearly full disk gives
+    // every Node `disk-pressure`), so they are tolerated too; `unschedulable` is not.
+    let tolerate = |key: &str| Toleration {
+        key: Some(key.into()),
         operator: Some("Exists".into()),
         ..Default::default()
-    }]);
+    };
+    spec.tolerations = Some(vec![
+        tolerate("virtual-kubelet.io/provider"),
+        tolerate("node.kubernetes.io/disk-pressure"),
+        tolerate("node.kubernetes.io/memory-pressure"),
+        tolerate("node.kubernetes.io/pid-pressure"),
+    ]);
     spec.node_selector = Some(BTreeMap::from([(
         selector.0.to_string(),
         selector.1.to_string(),
