@@ -142,6 +142,7 @@ mod tests {
                     message: "found".into(),
                 })
                 .collect(),
+            checked: true,
         }
     }
 

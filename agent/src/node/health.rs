@@ -107,6 +107,9 @@ pub struct HealthSnapshot {
     pub fault: Option<HostFault>,
     /// Failing host checks ([`crate::hostcheck`]), in check order.
     pub checks: Vec<Failure>,
+    /// The host checks have finished a round since start-up (until then the cordon is left
+    /// as it is: a restarted agent does not lift its cordon before it has looked).
+    pub checked: bool,
 }
 
 impl HealthSnapshot {
@@ -134,6 +137,7 @@ struct State {
     probe: TartProbe,
     quarantine: Quarantine,
     checks: Vec<Failure>,
+    checked: bool,
 }
 
 impl Default for HostHealth {
@@ -161,6 +165,7 @@ impl HostHealth {
             probe: TartProbe::Unknown,
             fault: None,
             checks: Vec::new(),
+            checked: false,
         });
         Self {
             inner: Arc::new(Inner {
@@ -168,6 +173,7 @@ impl HostHealth {
                     probe: TartProbe::Unknown,
                     quarantine: Quarantine::new(policy),
                     checks: Vec::new(),
+                    checked: false,
                 }),
                 tx,
             }),
@@ -203,6 +209,7 @@ impl HostHealth {
     pub fn set_checks(&self, checks: Vec<Failure>) {
         let mut st = self.lock();
         st.checks = checks;
+        st.checked = true;
         self.publish(&mut st);
     }
 
@@ -230,6 +237,7 @@ impl HostHealth {
             probe: st.probe.clone(),
             fault: st.quarantine.current(Instant::now()).map(HostFault::from),
             checks: st.checks.clone(),
+            checked: st.checked,
         };
         self.inner.tx.send_if_modified(|cur| {
             if *cur == snap {
@@ -301,11 +309,13 @@ mod tests {
         h.set_probe(ok_probe());
         let mut rx = h.subscribe();
         rx.borrow_and_update();
+        assert!(!h.snapshot().checked, "no round of host checks yet");
         h.set_checks(vec![Failure {
             check: crate::hostcheck::HostCheck::GuiSession,
             message: "no GUI session".into(),
         }]);
         assert!(rx.has_changed().unwrap());
+        assert!(h.snapshot().checked);
         assert!(!h.snapshot().tart_usable());
         h.set_checks(Vec::new());
         assert!(h.snapshot().tart_usable());

@@ -89,6 +89,7 @@ impl HostChecks {
         mut shutdown: watch::Receiver<bool>,
     ) {
         if self.source == Source::None {
+            health.set_checks(Vec::new());
             return;
         }
         let mut failing: Vec<HostCheck> = Vec::new();
@@ -210,7 +211,7 @@ impl Gatekeeper {
         self.metrics
             .node_quarantined
             .set(i64::from(snap.fault.is_some()));
-        if let Some(node) = node {
+        if let (Some(node), true) = (node, snap.checked) {
             let block = gate::block(snap);
             match apply_cordon(client, node, block.as_ref(), timeout, access).await {
                 Ok(action) => out.extend(cordon_event(events.node(), action)),
@@ -321,6 +322,7 @@ mod tests {
                 })
                 .into_iter()
                 .collect(),
+            checked: true,
         }
     }
 

@@ -35,6 +35,7 @@ fn healthy() -> HealthSnapshot {
         },
         fault: None,
         checks: Vec::new(),
+        checked: true,
     }
 }
 
@@ -189,6 +190,7 @@ fn unusable_tart_makes_the_node_not_ready_with_the_reason() {
             probe,
             fault: None,
             checks: Vec::new(),
+            checked: true,
         };
         let s = status(&cfg(&[]), &facts(), &h, &[], 1);
         assert_eq!(cond(&s, "TartReady").reason.as_deref(), Some(reason));
@@ -300,6 +302,7 @@ fn transition_time_is_kept_while_status_is_unchanged_and_unknown_is_not_copied()
         },
         fault: None,
         checks: Vec::new(),
+        checked: true,
     };
     assert!(differs(&second, &status(&c, &facts(), &broken, &prev, 300)));
 }
