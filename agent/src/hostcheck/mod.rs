@@ -8,7 +8,8 @@
 
 #[cfg_attr(not(target_os = "macos"), allow(dead_code))]
 pub mod leases;
-#[cfg(target_os = "macos")]
+// Compiled everywhere (so it is type-checked on Linux too), used on macOS only.
+#[cfg_attr(not(target_os = "macos"), allow(dead_code))]
 mod macos;
 pub mod source;
 pub mod verdict;

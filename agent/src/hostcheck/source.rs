@@ -42,10 +42,7 @@ impl Source {
                     _ => Observed::default(),
                 }
             }
-            #[cfg(target_os = "macos")]
             Source::MacOs { softnet } => super::macos::observe(softnet.as_deref(), deadline).await,
-            #[cfg(not(target_os = "macos"))]
-            Source::MacOs { .. } => Observed::default(),
         }
     }
 }
