@@ -275,12 +275,17 @@ pub async fn run<T: Tart>(
 
     metrics.vm_slots.set(i64::from(cfg.vm_slots));
     let slots = VmSlots::new(cfg.vm_slots, metrics.vm_slots_used.clone());
-    let health = HostHealth::default();
+    let health = HostHealth::with_policy(node::quarantine::Policy {
+        faults: cfg.quarantine_faults as usize,
+        window: cfg.quarantine_window,
+        cooldown: cfg.quarantine_cooldown,
+    });
     let readiness = Readiness::new(cfg.lease_renew_interval);
     let access = ApiAccess::default();
     let mut registry = registry;
     let exec_metrics = crate::kubelet_api::stream::ExecMetrics::register(&mut registry);
     let image_metrics = crate::images::metrics::ImageMetrics::register(&mut registry);
+    let readiness_metrics = node::readiness::ReadinessMetrics::register(&mut registry);
     let registry = Arc::new(registry);
 
     let listener = admin::bind(cfg.admin_addr)
@@ -424,6 +429,19 @@ pub async fn run<T: Tart>(
     tasks.extend(images.tasks);
     let images_rx = images.inventory;
     tasks.push(tokio::spawn(
+        node::readiness::HostChecks {
+            source: crate::hostcheck::source::Source::new(
+                cfg.host_checks_file.clone(),
+                cfg.softnet_program.clone(),
+            ),
+            interval: cfg.host_check_interval,
+            deadline: cfg.api_timeout,
+            min_free_leases: cfg.vm_slots,
+        }
+        .run(health.clone(), readiness_metrics.clone(), shutdown.clone())
+        .instrument(info_span!("host_checks")),
+    ));
+    tasks.push(tokio::spawn(
         StatusLoop {
             client: client.clone(),
             cfg: cfg.clone(),
@@ -431,6 +449,7 @@ pub async fn run<T: Tart>(
             host,
             health: health.clone(),
             metrics: metrics.clone(),
+            readiness_metrics,
             readiness,
             access,
             owner: owner_tx,

@@ -16,6 +16,7 @@ mod cli;
 mod config;
 mod entry;
 mod host;
+mod hostcheck;
 mod images;
 mod kubelet_api;
 mod macos;

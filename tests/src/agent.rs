@@ -432,6 +432,90 @@ fn dechunk(mut s: &str) -> String {
     out
 }
 
+/// Metric names the dashboard and the alert rules already use for VM vitals and deaths, which
+/// the agent does not export yet (they come with the vitals work on another branch). The
+/// monitoring tests accept them; remove this list once that branch is merged.
+pub const PENDING_VITALS_METRICS: &[&str] = &[
+    "tart_kubelet_vm_deaths_total",
+    "tart_kubelet_host_memory_pressure_level",
+    "tart_kubelet_host_memory_free_percent",
+    "tart_kubelet_host_swap_used_bytes",
+    "tart_kubelet_vms_cpu_usage_cores",
+    "tart_kubelet_vms_memory_resident_bytes",
+    "tart_kubelet_vitals_samples_total",
+];
+
+/// The host-check facts the agent reads instead of the macOS commands
+/// (`--host-checks-file`), which a test changes while the agent runs: take the GUI session
+/// away, lock the keychain, fill the DHCP lease table. Starts healthy.
+#[derive(Debug)]
+pub struct HostChecksFile {
+    dir: TempDir,
+}
+
+/// One set of host-check facts (see docs/node.md, "Host readiness").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostFacts {
+    /// The user has an Aqua session.
+    pub gui_session: bool,
+    /// The login keychain is usable.
+    pub keychain: bool,
+    /// Active DHCP leases in Tart's NAT subnet.
+    pub dhcp_leases_used: u32,
+}
+
+impl HostFacts {
+    /// A host that can start VMs.
+    pub const HEALTHY: HostFacts = HostFacts {
+        gui_session: true,
+        keychain: true,
+        dhcp_leases_used: 3,
+    };
+}
+
+impl HostChecksFile {
+    /// A file with healthy facts in a temp dir of its own.
+    ///
+    /// # Errors
+    /// Temp dir or write failures.
+    pub fn new() -> std::io::Result<Self> {
+        let f = Self {
+            dir: tempfile::Builder::new().prefix("host-checks-").tempdir()?,
+        };
+        f.set(HostFacts::HEALTHY)?;
+        Ok(f)
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> PathBuf {
+        self.dir.path().join("host-checks")
+    }
+
+    /// `--host-checks-file <path>`.
+    pub fn args(&self) -> [String; 2] {
+        [
+            "--host-checks-file".into(),
+            self.path().display().to_string(),
+        ]
+    }
+
+    /// Replace the facts (written whole and renamed, so the agent never reads half a file).
+    ///
+    /// # Errors
+    /// Write failures.
+    pub fn set(&self, facts: HostFacts) -> std::io::Result<()> {
+        let text = format!(
+            "gui_session={}\nkeychain={}\ndhcp_leases_used={}\n",
+            if facts.gui_session { "Aqua" } else { "none" },
+            if facts.keychain { "ok" } else { "locked" },
+            facts.dhcp_leases_used
+        );
+        let tmp = self.dir.path().join("host-checks.tmp");
+        std::fs::write(&tmp, text)?;
+        std::fs::rename(tmp, self.path())
+    }
+}
+
 /// Path of `packaging/kubernetes/rbac.yaml`.
 pub fn rbac_yaml() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -1,9 +1,12 @@
 //! monitoring/: the alert rules pass `promtool check rules` and their unit tests
 //! (`promtool test rules`), the Grafana dashboard parses and every query in it is valid
 //! PromQL, and every metric named in the rules, the dashboard and docs/metrics.md is one of
-//! the agreed metric names the agent exports.
+//! the agreed metric names the agent exports (or one of [`PENDING_VITALS_METRICS`], which
+//! another branch adds).
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+use tart_kubelet_tests::agent::PENDING_VITALS_METRICS;
 
 /// The agreed metric names (common brief, "Agreed metric names"), with their types.
 const AGREED: &[(&str, &str)] = &[
@@ -49,6 +52,14 @@ const AGREED: &[(&str, &str)] = &[
     ("tart_kubelet_image_evicted_bytes_total", "counter"),
     ("tart_kubelet_image_cache_bytes", "gauge"),
     ("tart_kubelet_image_cache_digests", "gauge"),
+    ("tart_kubelet_image_pulls_in_flight", "gauge"),
+    ("tart_kubelet_image_pull_duration_seconds", "histogram"),
+    ("tart_kubelet_image_pull_bytes_total", "counter"),
+    ("tart_kubelet_prepull_token_waits_total", "counter"),
+    ("tart_kubelet_prepull_images", "gauge"),
+    ("tart_kubelet_host_check_failing", "gauge"),
+    ("tart_kubelet_node_quarantined", "gauge"),
+    ("tart_kubelet_node_quarantines_total", "counter"),
 ];
 
 fn repo() -> PathBuf {
@@ -106,6 +117,7 @@ fn assert_all_agreed(what: &str, names: &[String]) {
     let unknown: Vec<_> = names
         .iter()
         .filter(|n| !AGREED.iter().any(|(a, _)| a == n))
+        .filter(|n| !PENDING_VITALS_METRICS.contains(&n.as_str()))
         .collect();
     assert!(
         unknown.is_empty(),
@@ -150,6 +162,10 @@ fn alert_rules_cover_every_required_situation() {
         r#"tart_kubelet_host_faults_total{kind="vm_limit"}"#,
         r#"condition="DiskPressure""#,
         r#"up{job="tart-kubelet"} == 0"#,
+        "tart_kubelet_node_quarantined == 1",
+        "tart_kubelet_host_check_failing",
+        r#"tart_kubelet_vm_deaths_total{cause=~"host_memory_pressure|host_fault"}"#,
+        "tart_kubelet_host_memory_pressure_level) == 4",
     ] {
         assert!(rules.contains(needle), "alerts.yaml lacks {needle}");
     }
@@ -243,6 +259,21 @@ fn metrics_reference_documents_every_agreed_metric_with_its_type() {
         );
     }
     assert_all_agreed("docs/metrics.md", &metric_names(&doc));
+}
+
+#[test]
+fn dashboard_has_the_host_readiness_and_vitals_rows() {
+    let names = metric_names(&dashboard_exprs().join("\n"));
+    for must in [
+        "tart_kubelet_host_check_failing",
+        "tart_kubelet_node_quarantined",
+        "tart_kubelet_node_quarantines_total",
+    ]
+    .iter()
+    .chain(PENDING_VITALS_METRICS)
+    {
+        assert!(names.iter().any(|n| n == must), "dashboard lacks {must}");
+    }
 }
 
 #[test]

@@ -194,6 +194,48 @@ pub struct RunArgs {
     )]
     #[serde(default, deserialize_with = "de::duration")]
     pub(crate) node_status_check_interval: Option<Duration>,
+    /// How often the host checks run (GUI session, login keychain, DHCP lease table, softnet):
+    /// a failing one keeps new Pods off the Node until it passes. Default: 10s.
+    #[arg(
+        long,
+        env = "TART_KUBELET_HOST_CHECK_INTERVAL",
+        value_name = "DURATION",
+        value_parser = parse_duration
+    )]
+    #[serde(default, deserialize_with = "de::duration")]
+    pub(crate) host_check_interval: Option<Duration>,
+    /// Read the host-check facts from this file instead of the macOS commands (a stand-in for
+    /// tests and for hosts other than macOS; `key=value` lines, see docs/node.md).
+    /// Default: the macOS commands on macOS, no host checks elsewhere.
+    #[arg(long, env = "TART_KUBELET_HOST_CHECKS_FILE", value_name = "PATH")]
+    pub(crate) host_checks_file: Option<PathBuf>,
+    /// The softnet program the host checks verify is root-owned and setuid.
+    /// Default: softnet is not checked.
+    #[arg(long, env = "TART_KUBELET_SOFTNET_PROGRAM", value_name = "PATH")]
+    pub(crate) softnet_program: Option<PathBuf>,
+    /// Host-caused VM start failures within --quarantine-window that quarantine the Node
+    /// (no new Pods for --quarantine-cooldown; running VMs stay). Default: 3.
+    #[arg(long, env = "TART_KUBELET_QUARANTINE_FAULTS", value_name = "N")]
+    pub(crate) quarantine_faults: Option<u32>,
+    /// The window the quarantine's faults are counted in. Default: 10m.
+    #[arg(
+        long,
+        env = "TART_KUBELET_QUARANTINE_WINDOW",
+        value_name = "DURATION",
+        value_parser = parse_duration
+    )]
+    #[serde(default, deserialize_with = "de::duration")]
+    pub(crate) quarantine_window: Option<Duration>,
+    /// How long a quarantine lasts after its last fault (a VM that starts ends it).
+    /// Default: 15m.
+    #[arg(
+        long,
+        env = "TART_KUBELET_QUARANTINE_COOLDOWN",
+        value_name = "DURATION",
+        value_parser = parse_duration
+    )]
+    #[serde(default, deserialize_with = "de::duration")]
+    pub(crate) quarantine_cooldown: Option<Duration>,
     /// Node status heartbeat when nothing changed (the Lease is the liveness signal).
     /// Default: 5m.
     #[arg(
@@ -378,7 +420,8 @@ impl RunArgs {
             memory_reserve, cpu, memory, ephemeral_storage, disk_pressure_free,
             memory_pressure_available,
             lease_duration, lease_renew_interval, node_status_check_interval,
-            node_status_report_interval, api_timeout, min_tart_version, tart_deadlines,
+            node_status_report_interval, host_check_interval, host_checks_file, softnet_program,
+            quarantine_faults, quarantine_window, quarantine_cooldown, api_timeout, min_tart_version, tart_deadlines,
             tart_attempts, pull_stall_window, run_start_window, ip_wait,
             default_termination_grace, pull_credentials, vm_name_prefix, pod_concurrency,
             identity, token_refresh_max, image_gc_high_threshold, image_gc_low_threshold,

@@ -121,6 +121,18 @@ pub struct Config {
     pub lease_renew_interval: Duration,
     /// How often host facts and tart health are re-checked (a change is written at once).
     pub node_status_check_interval: Duration,
+    /// How often the host checks run.
+    pub host_check_interval: Duration,
+    /// Stand-in file for the host-check facts (else the macOS commands).
+    pub host_checks_file: Option<PathBuf>,
+    /// The softnet program to check, if any.
+    pub softnet_program: Option<PathBuf>,
+    /// Host faults within `quarantine_window` that quarantine the Node.
+    pub quarantine_faults: u32,
+    /// The window quarantine faults are counted in.
+    pub quarantine_window: Duration,
+    /// How long a quarantine lasts after its last fault.
+    pub quarantine_cooldown: Duration,
     /// Heartbeat write of the Node status when nothing changed.
     pub node_status_report_interval: Duration,
     /// Deadline of each Kubernetes API request made by the node side.

@@ -104,6 +104,12 @@ fn with_defaults(a: RunArgs, host: &HostDefaults) -> Config {
         lease_renew_interval: a.lease_renew_interval.unwrap_or(secs(10)),
         node_status_check_interval: a.node_status_check_interval.unwrap_or(secs(10)),
         node_status_report_interval: a.node_status_report_interval.unwrap_or(secs(300)),
+        host_check_interval: a.host_check_interval.unwrap_or(secs(10)),
+        host_checks_file: a.host_checks_file,
+        softnet_program: a.softnet_program,
+        quarantine_faults: a.quarantine_faults.unwrap_or(3),
+        quarantine_window: a.quarantine_window.unwrap_or(secs(600)),
+        quarantine_cooldown: a.quarantine_cooldown.unwrap_or(secs(900)),
         api_timeout: a.api_timeout.unwrap_or(secs(10)),
         // Pods.
         default_termination_grace: a.default_termination_grace.unwrap_or(secs(30)),
@@ -188,6 +194,16 @@ fn check_heartbeat(c: &Config) -> Result<(), ConfigError> {
         !check.is_zero(),
         "--node-status-check-interval",
         "must be positive",
+    )?;
+    ensure(
+        !c.host_check_interval.is_zero(),
+        "--host-check-interval",
+        "must be positive",
+    )?;
+    ensure(
+        c.quarantine_faults >= 1,
+        "--quarantine-faults",
+        "must be at least 1",
     )?;
     ensure(
         c.node_status_report_interval >= check,

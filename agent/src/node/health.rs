@@ -1,20 +1,19 @@
 //! Tart and host health as the node sees it: the node side's own probe of `tart` (found,
-//! version supported, `TART_HOME` writable) and host faults reported by the Pod side.
+//! version supported, `TART_HOME` writable), the host checks ([`crate::hostcheck`]) and host
+//! faults reported by the Pod side.
 //!
 //! [`HostHealth`] is a cheap cloneable handle. The Pod side calls
 //! [`HostHealth::record_host_fault`] when a tart operation fails for a host reason (VM limit,
 //! auxiliary-storage lock, full disk, tart missing) and [`HostHealth::record_vm_start_ok`] when
-//! a VM starts. `threshold` faults within `window` make the node's `TartReady` condition False
-//! with a specific reason until a VM starts again or the faults age out. Every change is
+//! a VM starts; repeated faults quarantine the Node ([`super::quarantine`]). Every change is
 //! published on a watch channel so the status loop writes it promptly.
 
-use std::{
-    collections::VecDeque,
-    sync::{Arc, Mutex},
-    time::Duration,
-};
+use std::sync::{Arc, Mutex};
 
 use tokio::{sync::watch, time::Instant};
+
+use super::quarantine::{Active, Policy, Quarantine};
+use crate::hostcheck::Failure;
 
 /// Result of the node side's own tart probe.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,13 +61,17 @@ impl TartProbe {
     }
 }
 
-/// Repeated host faults seen by the Pod side.
+/// A quarantine in force: repeated host faults seen by the Pod side.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HostFault {
     /// The latest fault's kind.
     pub kind: tart::ErrorKind,
-    /// Faults within the window.
+    /// Faults that started (and extended) the quarantine.
     pub count: usize,
+    /// When the quarantine started (a new value means a new quarantine).
+    pub since: Instant,
+    /// When it ends unless another fault comes.
+    pub until: Instant,
 }
 
 impl HostFault {
@@ -84,20 +87,36 @@ impl HostFault {
     }
 }
 
-/// What the status loop needs: the probe and the current fault, if any.
+impl From<Active> for HostFault {
+    fn from(a: Active) -> Self {
+        Self {
+            kind: a.kind,
+            count: a.count,
+            since: a.since,
+            until: a.until,
+        }
+    }
+}
+
+/// What the status loop needs: the probe, the quarantine and the failing host checks.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HealthSnapshot {
     /// Node side probe.
     pub probe: TartProbe,
-    /// Repeated host faults, if over the threshold.
+    /// The quarantine in force, if any.
     pub fault: Option<HostFault>,
+    /// Failing host checks ([`crate::hostcheck`]), in check order.
+    pub checks: Vec<Failure>,
+    /// The host checks have finished a round since start-up (until then the cordon is left
+    /// as it is: a restarted agent does not lift its cordon before it has looked).
+    pub checked: bool,
 }
 
 impl HealthSnapshot {
-    /// Whether tart is usable (probe ok, no repeated host fault).
+    /// Whether tart is usable (probe ok, no quarantine, no failing host check).
     #[cfg(test)]
     pub fn tart_usable(&self) -> bool {
-        matches!(self.probe, TartProbe::Ok { .. }) && self.fault.is_none()
+        matches!(self.probe, TartProbe::Ok { .. }) && self.fault.is_none() && self.checks.is_empty()
     }
 }
 
@@ -109,8 +128,6 @@ pub struct HostHealth {
 
 #[derive(Debug)]
 struct Inner {
-    threshold: usize,
-    window: Duration,
     state: Mutex<State>,
     tx: watch::Sender<HealthSnapshot>,
 }
@@ -118,30 +135,45 @@ struct Inner {
 #[derive(Debug)]
 struct State {
     probe: TartProbe,
-    faults: VecDeque<(Instant, tart::ErrorKind)>,
+    quarantine: Quarantine,
+    checks: Vec<Failure>,
+    checked: bool,
 }
 
 impl Default for HostHealth {
-    /// Two host faults within ten minutes mark tart not ready.
+    /// [`Policy::default`].
     fn default() -> Self {
-        Self::new(2, Duration::from_secs(600))
+        Self::with_policy(Policy::default())
     }
 }
 
 impl HostHealth {
-    /// `threshold` (≥ 1) host faults within `window` make tart not ready.
-    pub fn new(threshold: usize, window: Duration) -> Self {
+    /// `threshold` (≥ 1) host faults within `window` quarantine the Node for the default
+    /// cool-down.
+    #[cfg(test)]
+    pub fn new(threshold: usize, window: std::time::Duration) -> Self {
+        Self::with_policy(Policy {
+            faults: threshold,
+            window,
+            ..Policy::default()
+        })
+    }
+
+    /// Quarantine by `policy`.
+    pub fn with_policy(policy: Policy) -> Self {
         let (tx, _) = watch::channel(HealthSnapshot {
             probe: TartProbe::Unknown,
             fault: None,
+            checks: Vec::new(),
+            checked: false,
         });
         Self {
             inner: Arc::new(Inner {
-                threshold: threshold.max(1),
-                window,
                 state: Mutex::new(State {
                     probe: TartProbe::Unknown,
-                    faults: VecDeque::new(),
+                    quarantine: Quarantine::new(policy),
+                    checks: Vec::new(),
+                    checked: false,
                 }),
                 tx,
             }),
@@ -155,14 +187,14 @@ impl HostHealth {
             return;
         }
         let mut st = self.lock();
-        st.faults.push_back((Instant::now(), kind));
+        st.quarantine.fault(Instant::now(), kind);
         self.publish(&mut st);
     }
 
     /// Pod side: a VM started; the host evidently works, forget earlier faults.
     pub fn record_vm_start_ok(&self) {
         let mut st = self.lock();
-        st.faults.clear();
+        st.quarantine.vm_started();
         self.publish(&mut st);
     }
 
@@ -173,7 +205,15 @@ impl HostHealth {
         self.publish(&mut st);
     }
 
-    /// The current snapshot, with faults older than the window dropped.
+    /// Node side: the host checks failing now.
+    pub fn set_checks(&self, checks: Vec<Failure>) {
+        let mut st = self.lock();
+        st.checks = checks;
+        st.checked = true;
+        self.publish(&mut st);
+    }
+
+    /// The current snapshot, with an expired quarantine lifted.
     pub fn snapshot(&self) -> HealthSnapshot {
         let mut st = self.lock();
         self.publish(&mut st);
@@ -193,25 +233,11 @@ impl HostHealth {
     }
 
     fn publish(&self, st: &mut State) {
-        let now = Instant::now();
-        while st
-            .faults
-            .front()
-            .is_some_and(|(t, _)| now.duration_since(*t) > self.inner.window)
-        {
-            st.faults.pop_front();
-        }
-        let fault = (st.faults.len() >= self.inner.threshold).then(|| HostFault {
-            kind: st
-                .faults
-                .back()
-                .map(|f| f.1)
-                .unwrap_or(tart::ErrorKind::Other),
-            count: st.faults.len(),
-        });
         let snap = HealthSnapshot {
             probe: st.probe.clone(),
-            fault,
+            fault: st.quarantine.current(Instant::now()).map(HostFault::from),
+            checks: st.checks.clone(),
+            checked: st.checked,
         };
         self.inner.tx.send_if_modified(|cur| {
             if *cur == snap {
@@ -226,6 +252,8 @@ impl HostHealth {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
     use tart::ErrorKind;
 
@@ -256,8 +284,12 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn faults_age_out_of_the_window() {
-        let h = HostHealth::new(2, Duration::from_secs(60));
+    async fn the_quarantine_lifts_after_its_cooldown() {
+        let h = HostHealth::with_policy(Policy {
+            faults: 2,
+            window: Duration::from_secs(60),
+            cooldown: Duration::from_secs(300),
+        });
         h.set_probe(ok_probe());
         h.record_host_fault(ErrorKind::AuxStorageLocked);
         h.record_host_fault(ErrorKind::AuxStorageLocked);
@@ -265,8 +297,28 @@ mod tests {
             h.snapshot().fault.map(|f| f.reason()),
             Some("AuxiliaryStorageLocked")
         );
-        tokio::time::advance(Duration::from_secs(61)).await;
+        tokio::time::advance(Duration::from_secs(299)).await;
+        assert!(h.snapshot().fault.is_some());
+        tokio::time::advance(Duration::from_secs(1)).await;
         assert_eq!(h.snapshot().fault, None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn failing_host_checks_show_in_the_snapshot_and_wake_the_loop() {
+        let h = HostHealth::default();
+        h.set_probe(ok_probe());
+        let mut rx = h.subscribe();
+        rx.borrow_and_update();
+        assert!(!h.snapshot().checked, "no round of host checks yet");
+        h.set_checks(vec![Failure {
+            check: crate::hostcheck::HostCheck::GuiSession,
+            message: "no GUI session".into(),
+        }]);
+        assert!(rx.has_changed().unwrap());
+        assert!(h.snapshot().checked);
+        assert!(!h.snapshot().tart_usable());
+        h.set_checks(Vec::new());
+        assert!(h.snapshot().tart_usable());
     }
 
     #[tokio::test(start_paused = true)]

@@ -7,16 +7,20 @@
 //! [`lease`] (heartbeat task), [`fence`] (stop acting when another instance holds the Lease),
 //! [`status_loop`] (registration + status task), [`status_due`] (pure: is a status write due),
 //! [`access`] (quiet transient 403s), [`watch`] (one watch on our own Node, shared with the
-//! Pod side).
+//! Pod side), [`quarantine`] (pure: repeated host faults), [`gate`] (pure: keep new Pods away
+//! without evicting), [`readiness`] (the host-check task, the cordon and their metrics).
 
 pub mod access;
 pub mod claim;
 pub mod events;
 pub mod fence;
+pub mod gate;
 pub mod health;
 pub mod holder;
 pub mod lease;
 pub mod probe;
+pub mod quarantine;
+pub mod readiness;
 pub mod spec;
 pub mod status;
 pub mod status_due;

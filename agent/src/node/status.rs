@@ -3,7 +3,8 @@
 //! The desired status is always built from our own snapshot, never from what the API server
 //! holds, so a controller-set `Ready=Unknown` is never copied back. `lastTransitionTime` is kept
 //! from `previous` when a condition's status did not change; `lastHeartbeatTime` is `now`.
-//! `Ready` is the last condition (kubelet convention, kubernetes#16961).
+//! `Ready` is the last condition (kubelet convention, kubernetes#16961). A failing host check
+//! or a quarantine sets `TartReady=False` but leaves `Ready=True` (see [`super::gate`]).
 
 use std::collections::BTreeMap;
 
@@ -15,7 +16,10 @@ use k8s_openapi::{
     apimachinery::pkg::{api::resource::Quantity, apis::meta::v1::Time},
 };
 
-use super::health::{HealthSnapshot, TartProbe};
+use super::{
+    gate::block,
+    health::{HealthSnapshot, TartProbe},
+};
 use crate::{config::Config, config::VM_SLOTS_RESOURCE, host::HostFacts};
 
 /// `kubeletVersion`: semver-like, as tools parse it; the API level we build against plus ours.
@@ -53,13 +57,15 @@ struct Cond {
 /// The desired `NodeStatus`.
 pub fn desired_status(i: StatusInput<'_>) -> NodeStatus {
     let (capacity, allocatable) = resources(i.cfg, i.facts);
-    let tart_ready = tart_condition(i.health);
+    let (tart_ready, tart_usable) = tart_condition(i.health);
     let mut conds = vec![
         memory_condition(i.cfg, i.facts),
         disk_condition(i.cfg, i.facts),
         pid_condition(i.facts),
     ];
-    let ready = if tart_ready.status {
+    // A blocked host (failing check, quarantine) keeps `Ready=True`: only tart itself being
+    // unusable makes the Node not ready (see `gate` for why).
+    let ready = if tart_usable {
         Cond {
             type_: "Ready",
             status: true,
@@ -231,45 +237,43 @@ fn pid_condition(f: &HostFacts) -> Cond {
     }
 }
 
-fn tart_condition(h: &HealthSnapshot) -> Cond {
+/// `TartReady`, and whether tart itself is usable (a blocked host still is).
+fn tart_condition(h: &HealthSnapshot) -> (Cond, bool) {
     let not_ready = |reason, message| Cond {
         type_: "TartReady",
         status: false,
         reason,
         message,
     };
-    match (&h.probe, &h.fault) {
-        (TartProbe::Unknown, _) => {
-            not_ready("TartNotProbed", "tart has not been probed yet".into())
+    let unusable = |reason, message| (not_ready(reason, message), false);
+    match &h.probe {
+        TartProbe::Unknown => unusable("TartNotProbed", "tart has not been probed yet".into()),
+        TartProbe::NotFound { message } => {
+            unusable("TartNotFound", format!("tart cannot be started: {message}"))
         }
-        (TartProbe::NotFound { message }, _) => {
-            not_ready("TartNotFound", format!("tart cannot be started: {message}"))
-        }
-        (TartProbe::VersionUnsupported { version, minimum }, _) => not_ready(
+        TartProbe::VersionUnsupported { version, minimum } => unusable(
             "TartVersionUnsupported",
             format!("tart {version} is older than the supported minimum {minimum}"),
         ),
-        (TartProbe::Failing { message }, _) => not_ready(
+        TartProbe::Failing { message } => unusable(
             "TartNotWorking",
             format!("tart --version failed: {message}"),
         ),
-        (TartProbe::HomeNotWritable { message }, _) => not_ready(
+        TartProbe::HomeNotWritable { message } => unusable(
             "TartHomeNotWritable",
             format!("TART_HOME is not writable: {message}"),
         ),
-        (TartProbe::Ok { .. }, Some(fault)) => not_ready(
-            fault.reason(),
-            format!(
-                "{} recent VM start failures caused by the host ({}); Pods wait until it recovers",
-                fault.count,
-                fault.kind.as_str()
+        TartProbe::Ok { version } => match block(h) {
+            Some(b) => (not_ready(b.reason, b.message), true),
+            None => (
+                Cond {
+                    type_: "TartReady",
+                    status: true,
+                    reason: "TartReady",
+                    message: format!("tart {version} is usable"),
+                },
+                true,
             ),
-        ),
-        (TartProbe::Ok { version }, None) => Cond {
-            type_: "TartReady",
-            status: true,
-            reason: "TartReady",
-            message: format!("tart {version} is usable"),
         },
     }
 }

@@ -1,7 +1,8 @@
 //! Registration and the node status task.
 //!
 //! Every `node_status_check_interval` (or at once when [`HostHealth`] changes) it probes tart,
-//! reads host facts and computes the desired status ([`super::status::desired_status`]). It
+//! reads host facts, keeps the cordon in line with the host checks and the quarantine
+//! ([`super::readiness::Gatekeeper`]) and computes the desired status ([`super::status::desired_status`]). It
 //! writes `nodes/status` (strategic merge patch, conditions merge by type) when the server's
 //! copy of our Node, as the Node watch shows it, differs from the desired status in anything
 //! the agent owns ([`super::status_due`]), otherwise every `node_status_report_interval` as a
@@ -31,7 +32,9 @@ use super::{
     ApiAccess,
     events::{NodeEvent, NodeEvents, transition_events},
     health::HostHealth,
-    probe, spec,
+    probe,
+    readiness::{Gatekeeper, ReadinessMetrics},
+    spec,
     status::{self, StatusInput},
     status_due::{owned_differs, write_due},
     watch::{ObservedNode, WatchLive},
@@ -58,6 +61,8 @@ pub struct StatusLoop<T: Tart> {
     pub health: HostHealth,
     /// Metrics.
     pub metrics: NodeMetrics,
+    /// Host readiness metrics.
+    pub readiness_metrics: ReadinessMetrics,
     /// `/readyz` bookkeeping.
     pub readiness: Readiness,
     /// Forbidden-error logging.
@@ -104,6 +109,7 @@ impl<T: Tart> StatusLoop<T> {
         let mut images = self.images.clone();
         let mut reg: Option<Registered> = None;
         let mut failures = 0u32;
+        let mut gatekeeper = Gatekeeper::new(self.readiness_metrics.clone());
         loop {
             if fence.borrow_and_update().is_some() {
                 info!("fenced: no more Node status writes");
@@ -135,6 +141,17 @@ impl<T: Tart> StatusLoop<T> {
                 }
             };
             if let (true, Some(r)) = (ok, reg.as_mut()) {
+                let node = self.current_node(r).await;
+                gatekeeper
+                    .step(
+                        &snap,
+                        node.as_ref().map(|n| n.as_ref()),
+                        &self.client,
+                        self.cfg.api_timeout,
+                        &self.access,
+                        &r.events,
+                    )
+                    .await;
                 match self.write_status(r, &facts, &snap).await {
                     WriteOutcome::Written | WriteOutcome::Unchanged => failures = 0,
                     WriteOutcome::Failed => failures += 1,
@@ -405,6 +422,20 @@ impl<T: Tart> StatusLoop<T> {
 }
 
 impl<T: Tart> StatusLoop<T> {
+    /// Our registered Node as the watch shows it, or as read when the watch is not live.
+    async fn current_node(&self, r: &Registered) -> Option<Arc<Node>> {
+        let watched = self.observed.borrow().clone();
+        let obs = if self.watch_live.get() {
+            watched
+        } else {
+            self.read_node().await
+        };
+        match obs {
+            ObservedNode::Present(n) if n.metadata.uid == r.uid => Some(n),
+            _ => None,
+        }
+    }
+
     /// Our Node as the server has it now; [`ObservedNode::Unknown`] when the read failed.
     async fn read_node(&self) -> ObservedNode {
         let api: Api<Node> = Api::all(self.client.clone());
@@ -467,45 +498,5 @@ fn server_conditions(node: &Node) -> Vec<NodeCondition> {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::sync::Arc;
-
-    use kube::api::ObjectMeta;
-
-    use super::*;
-
-    fn present(uid: &str) -> ObservedNode {
-        ObservedNode::Present(Arc::new(Node {
-            metadata: ObjectMeta {
-                uid: Some(uid.into()),
-                ..ObjectMeta::default()
-            },
-            ..Node::default()
-        }))
-    }
-
-    #[test]
-    fn a_stale_absent_before_our_node_was_seen_is_not_a_deletion() {
-        let mut seen = false;
-        assert!(!node_replaced(&mut seen, Some("u1"), &ObservedNode::Absent));
-        assert!(!node_replaced(&mut seen, Some("u1"), &present("u1")));
-        assert!(seen);
-        assert!(node_replaced(&mut seen, Some("u1"), &ObservedNode::Absent));
-    }
-
-    #[test]
-    fn a_node_with_another_uid_replaces_ours_once_ours_was_seen() {
-        let mut seen = false;
-        assert!(
-            !node_replaced(&mut seen, Some("u1"), &present("u0")),
-            "old object, not yet seen ours"
-        );
-        assert!(!node_replaced(&mut seen, Some("u1"), &present("u1")));
-        assert!(node_replaced(&mut seen, Some("u1"), &present("u2")));
-        assert!(!node_replaced(
-            &mut seen,
-            Some("u1"),
-            &ObservedNode::Unknown
-        ));
-    }
-}
+#[path = "status_loop_tests.rs"]
+mod tests;

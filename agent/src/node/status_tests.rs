@@ -6,6 +6,7 @@ use crate::{
     cli::Cli,
     config::HostDefaults,
     host::{FixedHost, PidStats, VolumeStats},
+    hostcheck::{Failure, HostCheck},
     node::health::HostFault,
 };
 
@@ -33,6 +34,8 @@ fn healthy() -> HealthSnapshot {
             version: "2.35.0".into(),
         },
         fault: None,
+        checks: Vec::new(),
+        checked: true,
     }
 }
 
@@ -184,7 +187,12 @@ fn unusable_tart_makes_the_node_not_ready_with_the_reason() {
         ),
     ];
     for (probe, reason) in cases {
-        let h = HealthSnapshot { probe, fault: None };
+        let h = HealthSnapshot {
+            probe,
+            fault: None,
+            checks: Vec::new(),
+            checked: true,
+        };
         let s = status(&cfg(&[]), &facts(), &h, &[], 1);
         assert_eq!(cond(&s, "TartReady").reason.as_deref(), Some(reason));
         let ready = cond(&s, "Ready");
@@ -197,21 +205,34 @@ fn unusable_tart_makes_the_node_not_ready_with_the_reason() {
 }
 
 #[test]
-fn repeated_host_faults_show_on_tart_ready() {
-    let h = HealthSnapshot {
+fn a_quarantine_or_a_failing_host_check_shows_on_tart_ready_but_keeps_the_node_ready() {
+    let now = tokio::time::Instant::now();
+    let quarantined = HealthSnapshot {
         fault: Some(HostFault {
             kind: tart::ErrorKind::VmLimit,
             count: 3,
+            since: now,
+            until: now,
         }),
         ..healthy()
     };
-    let s = status(&cfg(&[]), &facts(), &h, &[], 1);
-    let c = cond(&s, "TartReady");
-    assert_eq!(
-        (c.status.as_str(), c.reason.as_deref()),
-        ("False", Some("VMLimitReached"))
-    );
-    assert_eq!(cond(&s, "Ready").status, "False");
+    let no_gui = HealthSnapshot {
+        checks: vec![Failure {
+            check: HostCheck::GuiSession,
+            message: "no GUI session".into(),
+        }],
+        ..healthy()
+    };
+    for (h, reason) in [(quarantined, "VMLimitReached"), (no_gui, "NoGUISession")] {
+        let s = status(&cfg(&[]), &facts(), &h, &[], 1);
+        let c = cond(&s, "TartReady");
+        assert_eq!(
+            (c.status.as_str(), c.reason.as_deref()),
+            ("False", Some(reason))
+        );
+        // Ready=False would bring the not-ready NoExecute taint and evict the running VMs.
+        assert_eq!(cond(&s, "Ready").status, "True", "{reason}");
+    }
 }
 
 #[test]
@@ -281,6 +302,8 @@ fn transition_time_is_kept_while_status_is_unchanged_and_unknown_is_not_copied()
             message: "x".into(),
         },
         fault: None,
+        checks: Vec::new(),
+        checked: true,
     };
     assert!(differs(&second, &status(&c, &facts(), &broken, &prev, 300)));
 }

@@ -121,7 +121,10 @@ pub async fn run_checks(args: &DoctorArgs, cfg: &Config) -> Vec<Check> {
     out.extend(macos_checks(deadline).await);
     out.push(match &args.softnet {
         None => Check::new("softnet", Status::Skipped, "skipped: no --softnet given"),
-        Some(p) => checks::softnet_check(&p.display().to_string(), probe::owner_and_mode(p)),
+        Some(p) => checks::softnet_check(
+            &p.display().to_string(),
+            crate::hostcheck::owner_and_mode(p),
+        ),
     });
     out
 }
@@ -207,24 +210,14 @@ async fn macos_checks(deadline: Duration) -> Vec<Check> {
     .ok()
     .and_then(|t| parse::defaults_dict_value(&t, "DHCPLeaseTimeSecs"))
     .and_then(|v| v.parse().ok());
-    let keychain = match run(
-        "/usr/bin/security",
-        vec!["show-keychain-info".into(), "login.keychain".into()],
-    )
-    .await
-    {
-        Ok(_) => Check::new(
-            "keychain",
-            Status::Ok,
-            "login keychain exists and is unlocked",
-        ),
-        Err(e) => Check::new(
-            "keychain",
-            Status::Warn,
-            format!("login keychain not usable ({e}): macOS 15+ cannot start VMs without it"),
+    let keychain = checks::keychain_check(
+        run(
+            "/usr/bin/security",
+            vec!["show-keychain-info".into(), "login.keychain".into()],
         )
-        .fix("log in once in the GUI (creates it); auto-login unlocks it at boot"),
-    };
+        .await
+        .map(|_| ()),
+    );
     vec![
         checks::gui_session_check(session.as_deref(), &user),
         checks::auto_login_check(auto.as_deref(), &user),

@@ -1,6 +1,6 @@
 //! Doctor verdicts (pure): gathered facts -> [`Check`] with an actionable fix.
 use super::super::rbac::Permission;
-use crate::config::Identity;
+use crate::{config::Identity, hostcheck::verdict};
 
 /// Outcome of one check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -299,17 +299,32 @@ pub fn vm_slots_check(slots: u32, foreign_running: &[String]) -> Check {
     )
 }
 
-/// Verdict on the console user's GUI session (`launchctl print gui/<uid>`).
+/// Verdict on the console user's GUI session (`launchctl print gui/<uid>`); the decision is
+/// the one the node's live host check makes ([`crate::hostcheck::verdict`]).
 #[cfg_attr(not(target_os = "macos"), allow(dead_code))]
 pub fn gui_session_check(session: Option<&str>, user: &str) -> Check {
-    match session {
-        Some("Aqua") => Check::new("gui-session", Status::Ok, format!("{user} has a GUI (Aqua) session")),
-        other => Check::new(
+    match verdict::gui_session_failure(session) {
+        None => Check::new("gui-session", Status::Ok, format!("{user} has a GUI (Aqua) session")),
+        Some(_) => Check::new(
             "gui-session",
             Status::Fail,
-            format!("{user} has no GUI session (found {other:?}): Virtualization.framework will not start macOS guests"),
+            format!("{user} has no GUI session (found {session:?}): Virtualization.framework will not start macOS guests"),
         )
         .fix("enable auto-login for this user, then `sudo launchctl kickstart -k system/com.apple.loginwindow` (a headless Mac mini may need a display or dummy plug)"),
+    }
+}
+
+/// Verdict on the login keychain (`security show-keychain-info login.keychain`).
+#[cfg_attr(not(target_os = "macos"), allow(dead_code))]
+pub fn keychain_check(state: Result<(), String>) -> Check {
+    match verdict::keychain_failure(state.as_ref()) {
+        None => Check::new(
+            "keychain",
+            Status::Ok,
+            "login keychain exists and is unlocked",
+        ),
+        Some(m) => Check::new("keychain", Status::Warn, m)
+            .fix("log in once in the GUI (creates it); auto-login unlocks it at boot"),
     }
 }
 
@@ -351,20 +366,18 @@ pub fn dhcp_lease_check(secs: Option<u64>) -> Check {
 
 /// Verdict on the softnet binary: it must be owned by root and setuid.
 pub fn softnet_check(path: &str, stat: Result<(u32, u32), String>) -> Check {
-    match stat {
-        Err(e) => Check::new("softnet", Status::Fail, format!("{path}: {e}"))
-            .fix("brew install cirruslabs/cli/softnet"),
-        Ok((uid, mode)) if uid == 0 && mode & 0o4000 != 0 => Check::new(
+    let missing = stat.is_err();
+    match verdict::softnet_failure(path, stat) {
+        None => Check::new(
             "softnet",
             Status::Ok,
             format!("{path} is root-owned and setuid"),
         ),
-        Ok(_) => Check::new(
-            "softnet",
-            Status::Fail,
-            format!("{path} is not root-owned and setuid: `tart run --net-softnet` will fail"),
-        )
-        .fix(format!("sudo chown root {path} && sudo chmod u+s {path}")),
+        Some(m) if missing => {
+            Check::new("softnet", Status::Fail, m).fix("brew install cirruslabs/cli/softnet")
+        }
+        Some(m) => Check::new("softnet", Status::Fail, m)
+            .fix(format!("sudo chown root {path} && sudo chmod u+s {path}")),
     }
 }
 

@@ -232,10 +232,3 @@ async fn review(
         Ok(Ok(r)) => Ok(r.status.map(|s| s.allowed).unwrap_or(false)),
     }
 }
-
-/// Owner uid and mode of a file.
-pub fn owner_and_mode(path: &Path) -> Result<(u32, u32), String> {
-    use std::os::unix::fs::MetadataExt as _;
-    let m = std::fs::metadata(path).map_err(|e| e.to_string())?;
-    Ok((m.uid(), m.mode()))
-}

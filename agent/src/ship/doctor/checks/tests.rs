@@ -100,6 +100,27 @@ fn gui_session_and_auto_login_verdicts() {
 }
 
 #[test]
+fn an_unusable_keychain_warns_with_the_live_checks_message() {
+    assert_eq!(keychain_check(Ok(())).status, Status::Ok);
+    let c = keychain_check(Err("User interaction is not allowed.".into()));
+    assert_eq!(c.status, Status::Warn);
+    assert!(
+        c.message.contains("User interaction is not allowed."),
+        "{}",
+        c.message
+    );
+    assert!(c.fix.is_some());
+}
+
+#[test]
+fn softnet_fixes_name_the_cause() {
+    let missing = softnet_check("/s", Err("not found".into()));
+    assert!(missing.fix.unwrap().contains("brew install"));
+    let not_setuid = softnet_check("/s", Ok((0, 0o100755)));
+    assert!(not_setuid.fix.unwrap().contains("chmod u+s /s"));
+}
+
+#[test]
 fn long_or_default_dhcp_leases_warn() {
     assert_eq!(dhcp_lease_check(Some(600)).status, Status::Ok);
     assert_eq!(dhcp_lease_check(Some(86400)).status, Status::Warn);
