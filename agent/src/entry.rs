@@ -459,6 +459,7 @@ pub async fn run<T: Tart>(
             fence: fence.subscribe(),
             watch_live,
             images: images_rx,
+            prepull: images.prepull.clone(),
         }
         .run(shutdown.clone())
         .instrument(info_span!("node_status")),

@@ -23,7 +23,7 @@ use crate::{
         metrics::ImageMetrics,
         prepull::{
             pacer::Pacer,
-            runner::{PrepullConfig, Prepuller},
+            runner::{PrepullConfig, Prepuller, Progress},
         },
         reference::cache_names,
     },
@@ -64,6 +64,8 @@ pub struct ImageSide {
     pub goldens: Goldens,
     /// Pull tokens, for the Pod side.
     pub pacer: Pacer,
+    /// Pre-pull progress, for the Node's `ImagesPrepulled` condition.
+    pub prepull: watch::Receiver<Option<Progress>>,
 }
 
 /// Start the keeper and the pre-pull task.
@@ -81,7 +83,7 @@ pub fn start<T: Tart>(d: ImageDeps<T>) -> ImageSide {
     let (inventory_tx, inventory) = watch::channel(None);
     let (wanted_tx, wanted) = watch::channel(BTreeSet::new());
     let (labels_tx, labels) = watch::channel(BTreeMap::new());
-    let (progress_tx, _progress) = watch::channel(Vec::new());
+    let (progress_tx, progress) = watch::channel(None);
 
     let total = d.host.volume(&cfg.tart_home).map_or(0, |v| v.total_bytes);
     let served = d.served.clone();
@@ -162,5 +164,6 @@ pub fn start<T: Tart>(d: ImageDeps<T>) -> ImageSide {
         inventory,
         goldens,
         pacer,
+        prepull: progress,
     }
 }

@@ -116,6 +116,23 @@ async fn a_declared_image_is_pulled_before_any_pod_and_its_pod_starts_without_a_
         "one pre-pull; the image for another selector is not pulled here"
     );
 
+    // The Node says so.
+    let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(env.admin.clone());
+    let cond = wait_for(Duration::from_secs(30), || async {
+        let n = nodes.get(&env.node).await.ok()?;
+        n.status?
+            .conditions?
+            .into_iter()
+            .find(|c| c.type_ == "ImagesPrepulled" && c.status == "True")
+    })
+    .await
+    .expect("the Node never said its images are pre-pulled");
+    assert_eq!(cond.reason.as_deref(), Some("AllImagesReady"));
+    assert_eq!(
+        cond.message.as_deref(),
+        Some("1 of 1 declared images ready")
+    );
+
     let mut pod = env.pod("runner");
     pod.spec.as_mut().unwrap().containers[0].image = Some(image.clone());
     env.create(&pod).await;

@@ -8,6 +8,10 @@
 
 use std::collections::BTreeMap;
 
+use crate::images::prepull::{
+    progress::{CONDITION as PREPULL_CONDITION, summary as prepull_summary},
+    runner::Progress,
+};
 use k8s_openapi::{
     api::core::v1::{
         ContainerImage, DaemonEndpoint, NodeAddress, NodeCondition, NodeDaemonEndpoints,
@@ -44,6 +48,8 @@ pub struct StatusInput<'a> {
     pub now: &'a Time,
     /// The images this Mac holds (`status.images`), once measured.
     pub images: Option<&'a [ContainerImage]>,
+    /// Where the images declared for pre-pull stand, once the declaration was read.
+    pub prepull: Option<&'a Progress>,
 }
 
 /// One condition's decision.
@@ -85,6 +91,15 @@ pub fn desired_status(i: StatusInput<'_>) -> NodeStatus {
     };
     conds.push(tart_ready);
     conds.push(ready);
+    if let Some(p) = i.prepull {
+        let (status, reason, message) = prepull_summary(p);
+        conds.push(Cond {
+            type_: PREPULL_CONDITION,
+            status,
+            reason,
+            message,
+        });
+    }
 
     let tart_version = i.health.probe.version().unwrap_or("unknown");
     NodeStatus {

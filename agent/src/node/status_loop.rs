@@ -43,7 +43,10 @@ use crate::{
     admin::Readiness,
     config::Config,
     host::{HostFacts, HostInfo},
-    images::inventory::{Held, node_images},
+    images::{
+        inventory::{Held, node_images},
+        prepull::runner::Progress,
+    },
     metrics::{ConditionLabels, NodeMetrics, OutcomeLabels},
 };
 
@@ -81,6 +84,8 @@ pub struct StatusLoop<T: Tart> {
     pub fence: watch::Receiver<Option<String>>,
     /// The images this Mac holds, from the image keeper (`None` until its first pass).
     pub images: watch::Receiver<Option<Vec<Held>>>,
+    /// Pre-pull progress (`None` until the declaration was first read).
+    pub prepull: watch::Receiver<Option<Progress>>,
 }
 
 /// A watch event may start a check early only this long after our last write, so a server
@@ -107,6 +112,7 @@ impl<T: Tart> StatusLoop<T> {
         let mut observed = self.observed.clone();
         let mut fence = self.fence.clone();
         let mut images = self.images.clone();
+        let mut prepull = self.prepull.clone();
         let mut reg: Option<Registered> = None;
         let mut failures = 0u32;
         let mut gatekeeper = Gatekeeper::new(self.readiness_metrics.clone());
@@ -196,6 +202,13 @@ impl<T: Tart> StatusLoop<T> {
                         if r.is_err() {
                             // The keeper ended (shutdown): keep ticking on the timer.
                             images = watch::channel(None).1;
+                            continue;
+                        }
+                        break;
+                    }
+                    r = prepull.changed() => {
+                        if r.is_err() {
+                            prepull = watch::channel(None).1;
                             continue;
                         }
                         break;
@@ -322,6 +335,7 @@ impl<T: Tart> StatusLoop<T> {
         let server_conditions = server.and_then(|s| s.conditions.clone());
         let previous = server_conditions.unwrap_or_else(|| r.previous.clone());
         let images = self.images.borrow().as_deref().map(node_images);
+        let prepull = self.prepull.borrow().clone();
         let desired = status::desired_status(StatusInput {
             cfg: &self.cfg,
             facts,
@@ -330,6 +344,7 @@ impl<T: Tart> StatusLoop<T> {
             previous: &previous,
             now: &now,
             images: images.as_deref(),
+            prepull: prepull.as_ref(),
         });
         for c in desired.conditions.iter().flatten() {
             if let Some(condition) = crate::metrics::CONDITIONS.iter().find(|n| **n == c.type_) {

@@ -58,6 +58,7 @@ fn status(
         previous: prev,
         now: &t(now),
         images: None,
+        prepull: None,
     })
 }
 

@@ -3,5 +3,6 @@
 
 pub mod declaration;
 pub mod pacer;
+pub mod progress;
 pub mod runner;
 pub mod tokens;

@@ -83,8 +83,8 @@ pub struct Prepuller<T> {
     pub node_labels: watch::Receiver<BTreeMap<String, String>>,
     /// Cache names of the images wanted here (the disk budget keeps them).
     pub wanted: watch::Sender<BTreeSet<String>>,
-    /// Progress, for the Node's status.
-    pub progress: watch::Sender<Progress>,
+    /// Progress, for the Node's status (`None` until the declaration was first read).
+    pub progress: watch::Sender<Option<Progress>>,
     /// Metrics.
     pub metrics: ImageMetrics,
 }
@@ -190,7 +190,7 @@ impl<T: Tart> Prepuller<T> {
                 .get_or_create(&StateLabels { state: s })
                 .set(i64::try_from(n).unwrap_or(i64::MAX));
         }
-        self.progress.send_replace(progress.clone());
+        self.progress.send_replace(Some(progress.clone()));
     }
 
     /// Bring one image to Ready if this Mac may now.

@@ -1,0 +1,106 @@
+//! The pre-pull progress of one Node in words, for its `ImagesPrepulled` condition. Pure.
+
+use super::runner::{PrepullState, Progress};
+
+/// Type of the Node condition.
+pub const CONDITION: &str = "ImagesPrepulled";
+
+/// `(status, reason, message)` of the condition: True when every image declared for this Node
+/// is cached with its golden base (or none is declared).
+pub fn summary(progress: &Progress) -> (bool, &'static str, String) {
+    if progress.is_empty() {
+        return (
+            true,
+            "NoImagesDeclared",
+            "no image is declared for this Node".into(),
+        );
+    }
+    let count = |s: PrepullState| progress.iter().filter(|(_, p)| *p == s).count();
+    let ready = count(PrepullState::Ready);
+    let total = progress.len();
+    let names = |s: PrepullState| {
+        progress
+            .iter()
+            .filter(|(_, p)| *p == s)
+            .map(|(i, _)| i.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let (status, reason, detail) = if ready == total {
+        (true, "AllImagesReady", String::new())
+    } else if count(PrepullState::Failed) > 0 {
+        (
+            false,
+            "PrepullFailed",
+            format!("; failed: {}", names(PrepullState::Failed)),
+        )
+    } else if count(PrepullState::Pulling) > 0 {
+        (
+            false,
+            "Pulling",
+            format!("; pulling: {}", names(PrepullState::Pulling)),
+        )
+    } else {
+        (
+            false,
+            "WaitingForToken",
+            format!("; waiting: {}", names(PrepullState::Waiting)),
+        )
+    };
+    (
+        status,
+        reason,
+        format!("{ready} of {total} declared images ready{detail}"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(v: &[(&str, PrepullState)]) -> Progress {
+        v.iter().map(|(i, s)| ((*i).to_owned(), *s)).collect()
+    }
+
+    #[test]
+    fn the_condition_says_where_the_declared_images_stand() {
+        use PrepullState::*;
+        let cases: [(Progress, (bool, &str, &str)); 5] = [
+            (
+                p(&[]),
+                (
+                    true,
+                    "NoImagesDeclared",
+                    "no image is declared for this Node",
+                ),
+            ),
+            (
+                p(&[("a", Ready)]),
+                (true, "AllImagesReady", "1 of 1 declared images ready"),
+            ),
+            (
+                p(&[("a", Ready), ("b", Waiting)]),
+                (
+                    false,
+                    "WaitingForToken",
+                    "1 of 2 declared images ready; waiting: b",
+                ),
+            ),
+            (
+                p(&[("a", Pulling), ("b", Waiting)]),
+                (false, "Pulling", "0 of 2 declared images ready; pulling: a"),
+            ),
+            (
+                p(&[("a", Failed), ("b", Pulling)]),
+                (
+                    false,
+                    "PrepullFailed",
+                    "0 of 2 declared images ready; failed: a",
+                ),
+            ),
+        ];
+        for (progress, (status, reason, message)) in cases {
+            assert_eq!(summary(&progress), (status, reason, message.to_owned()));
+        }
+    }
+}
