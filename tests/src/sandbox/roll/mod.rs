@@ -63,7 +63,7 @@ pub fn pool(opts: &Opts) -> usize {
 /// How long a roll may last before the run moves on: twice the time the pre-pull needs at its
 /// cap with every pull at the Mac's own speed, plus 30 s, and at least a minute.
 pub fn roll_bound(opts: &Opts, cap: u32) -> Duration {
-    let mb_per_s = opts.registry_mb_per_s.min(DEFAULT_PULL_MB_PER_S).max(0.001);
+    let mb_per_s = opts.registry_mb_per_s.clamp(0.001, DEFAULT_PULL_MB_PER_S);
     let one_pull = IMAGE_GB * 1000.0 / mb_per_s * opts.latency_scale;
     let rounds = opts.nodes.div_ceil(cap.max(1));
     Duration::from_secs_f64((2.0 * f64::from(rounds) * one_pull + 30.0).max(60.0))
