@@ -224,7 +224,7 @@ async fn run(opts: Opts) -> anyhow::Result<bool> {
         Some(dir) => {
             anyhow::ensure!(opts.pods >= 6, "image-roll needs --pods 6 or more");
             progress.line("image roll: every Mac pulls the first image (not measured)");
-            roll::preseed(&macs, &bins.fake_tart).await?;
+            roll::preseed(&opts, &macs, &bins.fake_tart).await?;
             Some(roll::Roll::new(&opts, &macs, dir.path()))
         }
         None => None,

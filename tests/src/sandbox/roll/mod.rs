@@ -13,6 +13,7 @@ pub mod stage;
 use std::{
     collections::BTreeMap,
     path::{Path, PathBuf},
+    process::Stdio,
     time::{Duration, Instant},
 };
 
@@ -70,19 +71,36 @@ pub fn roll_bound(opts: &Opts, cap: u32) -> Duration {
 }
 
 /// Pulls the first image onto every Mac before the workload, as a fleet in service holds its
-/// current image; those pulls are not part of any strategy's figures.
-pub async fn preseed(macs: &[SimMac], fake_tart: &Path) -> anyhow::Result<()> {
-    let pulls = macs
-        .iter()
-        .map(|m| m.agent.home().tart(fake_tart, &["pull", stage::IMAGES[0]]));
+/// current image; those pulls are not part of any strategy's figures. They share the
+/// registry, so the deadline allows every Mac's pull at an equal share, twice over.
+pub async fn preseed(opts: &Opts, macs: &[SimMac], fake_tart: &Path) -> anyhow::Result<()> {
+    let all_at_once = IMAGE_GB * 1000.0 * f64::from(opts.nodes)
+        / opts
+            .registry_mb_per_s
+            .clamp(0.001, f64::from(opts.nodes) * DEFAULT_PULL_MB_PER_S)
+        * opts.latency_scale;
+    let deadline = Duration::from_secs_f64(2.0 * all_at_once + 60.0);
+    let pulls = macs.iter().map(|m| {
+        let mut cmd = m.agent.home().command(fake_tart);
+        cmd.args(["pull", stage::IMAGES[0]])
+            .stdin(Stdio::null())
+            .kill_on_drop(true);
+        async move { tokio::time::timeout(deadline, cmd.output()).await }
+    });
     for (m, out) in macs.iter().zip(futures::future::join_all(pulls).await) {
-        let out = out?;
+        let out = out.map_err(|_| {
+            anyhow::anyhow!(
+                "pre-seeding {} on {}: no end within {deadline:?}",
+                stage::IMAGES[0],
+                m.node
+            )
+        })??;
         anyhow::ensure!(
-            out.code == Some(0),
+            out.status.success(),
             "pre-seeding {} on {}: {}",
             stage::IMAGES[0],
             m.node,
-            out.stderr.trim()
+            String::from_utf8_lossy(&out.stderr).trim()
         );
     }
     Ok(())
