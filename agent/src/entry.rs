@@ -36,8 +36,6 @@ use crate::{
 const EXIT_CONFIG: u8 = 2;
 /// How long tasks get to finish after the shutdown signal.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
-/// Deadline of one scan of the image cache.
-const IMAGE_SCAN_DEADLINE: Duration = Duration::from_secs(30);
 
 /// Why the agent stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -413,19 +411,18 @@ pub async fn run<T: Tart>(
         .run(shutdown.clone())
         .instrument(info_span!("node_lease")),
     ));
-    let (images_tx, images_rx) = watch::channel(None);
-    tasks.push(tokio::spawn(
-        image_keeper(
-            &cfg,
-            tart.clone(),
-            host.clone(),
-            served.clone(),
-            image_metrics.clone(),
-            images_tx,
-        )
-        .run(shutdown.clone())
-        .instrument(info_span!("images")),
-    ));
+    let images = crate::start_images::start(crate::start_images::ImageDeps {
+        cfg: cfg.clone(),
+        tart: tart.clone(),
+        host: host.clone(),
+        client: client.clone(),
+        served: served.clone(),
+        metrics: image_metrics.clone(),
+        node: node_rx.clone(),
+        shutdown: shutdown.clone(),
+    });
+    tasks.extend(images.tasks);
+    let images_rx = images.inventory;
     tasks.push(tokio::spawn(
         StatusLoop {
             client: client.clone(),
@@ -460,6 +457,8 @@ pub async fn run<T: Tart>(
         shutdown: node::fence::pod_shutdown(shutdown.clone(), &fence),
         served,
         image_metrics,
+        goldens: images.goldens,
+        pacer: images.pacer,
     };
     tasks.push(tokio::spawn(
         pods::run(pod_side).instrument(info_span!("pods")),
@@ -477,46 +476,6 @@ pub async fn run<T: Tart>(
     }
     info!("stopped");
     Ok(())
-}
-
-/// The image keeper: the disk budget over the cache and goldens, from the configuration, with
-/// the images of the Pods this agent serves protected.
-fn image_keeper<T: Tart>(
-    cfg: &Config,
-    tart: Arc<T>,
-    host: Arc<dyn HostInfo>,
-    served: pods::served::ServedPods,
-    metrics: crate::images::metrics::ImageMetrics,
-    inventory: watch::Sender<Option<Vec<crate::images::inventory::Held>>>,
-) -> crate::images::keeper::Keeper<
-    T,
-    crate::images::keeper::TartHomeView,
-    impl Fn() -> Option<std::collections::BTreeSet<String>> + Send + Sync + 'static,
-> {
-    use crate::images::{budget::Budget, keeper};
-    let total = host.volume(&cfg.tart_home).map_or(0, |v| v.total_bytes);
-    keeper::Keeper {
-        tart,
-        view: Arc::new(keeper::TartHomeView {
-            tart_home: cfg.tart_home.clone(),
-            host,
-        }),
-        in_use: move || served.synced_pods().map(|p| pods::image::cache_names(&p)),
-        cfg: keeper::KeeperConfig {
-            period: cfg.image_gc_period,
-            budget: Budget {
-                high_percent: cfg.image_gc_high_threshold,
-                low_percent: cfg.image_gc_low_threshold,
-                max_cache_bytes: cfg.image_cache_budget,
-                // Keep clear of DiskPressure: its threshold is the floor.
-                min_free_bytes: cfg.disk_pressure.min_free(total),
-            },
-            prefix: cfg.vm_name_prefix.clone(),
-            scan_deadline: IMAGE_SCAN_DEADLINE,
-        },
-        metrics,
-        inventory,
-    }
 }
 
 async fn kube_config(cfg: &Config) -> Result<kube::Config, RunError> {

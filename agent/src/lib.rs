@@ -25,6 +25,7 @@ mod pods;
 mod quantity;
 pub mod ship;
 mod slots;
+mod start_images;
 mod telemetry;
 
 pub use entry::cli_main;

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use pod_support::{Env, phase, ready};
 use tart_kubelet_tests::{
-    cluster::wait_for,
+    cluster::{testing::run_program, wait_for},
     fake::{ImageKnob, Knobs},
 };
 
@@ -72,6 +72,39 @@ async fn a_golden_base_is_made_once_per_digest_and_outlives_pods_and_agent_resta
     assert_eq!(env.goldens(), goldens);
     let log = full_log(&env);
     assert!(log.contains("golden base made"), "{}", env.agent_log());
+
+    // The Node lists the image with its size, as `kubectl get node` shows it.
+    let kc = env.cp.kubeconfig_path().display().to_string();
+    let listed = wait_for(Duration::from_secs(30), || async {
+        let (ok, out, _) = run_program(
+            "kubectl",
+            &[
+                "--kubeconfig",
+                &kc,
+                "get",
+                "node",
+                &env.node,
+                "-o",
+                "jsonpath={.status.images}",
+            ],
+        )
+        .await;
+        (ok && out.contains(IMAGE)).then_some(out)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("status.images never listed {IMAGE}: {e}"));
+    let images: serde_json::Value = serde_json::from_str(&listed).expect("json");
+    let entry = images
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["names"].as_array().unwrap().iter().any(|n| n == IMAGE))
+        .unwrap();
+    assert!(
+        entry["names"][0].as_str().unwrap().contains("@sha256:"),
+        "the digest name comes first: {entry}"
+    );
+    assert!(entry["sizeBytes"].as_i64().unwrap() > 0, "{entry}");
 
     // A restarted agent finds the golden it made.
     env.kill_agent().await;

@@ -341,6 +341,23 @@ pub struct RunArgs {
     )]
     #[serde(default, deserialize_with = "de::duration")]
     pub(crate) image_gc_period: Option<Duration>,
+    /// The pre-pull declaration, `<namespace>/<name>` of a ConfigMap; its namespace also holds
+    /// the fleet's pull tokens. Default: tart-kubelet/tart-kubelet-prepull.
+    #[arg(
+        long,
+        env = "TART_KUBELET_PREPULL_CONFIG",
+        value_name = "NAMESPACE/NAME"
+    )]
+    pub(crate) prepull_config: Option<String>,
+    /// Time between reads of the pre-pull declaration. Default: 30s.
+    #[arg(
+        long,
+        env = "TART_KUBELET_PREPULL_PERIOD",
+        value_name = "DURATION",
+        value_parser = parse_duration
+    )]
+    #[serde(default, deserialize_with = "de::duration")]
+    pub(crate) prepull_period: Option<Duration>,
 }
 
 macro_rules! merge {
@@ -365,7 +382,7 @@ impl RunArgs {
             tart_attempts, pull_stall_window, run_start_window, ip_wait,
             default_termination_grace, pull_credentials, vm_name_prefix, pod_concurrency,
             identity, token_refresh_max, image_gc_high_threshold, image_gc_low_threshold,
-            image_cache_budget, image_gc_period,
+            image_cache_budget, image_gc_period, prepull_config, prepull_period,
         )
     }
 }

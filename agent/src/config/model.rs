@@ -157,6 +157,12 @@ pub struct Config {
     pub image_cache_budget: Option<u64>,
     /// Images: time between budget passes.
     pub image_gc_period: Duration,
+    /// Images: namespace of the pre-pull declaration and the pull tokens.
+    pub prepull_namespace: String,
+    /// Images: the pre-pull declaration ConfigMap's name.
+    pub prepull_name: String,
+    /// Images: time between reads of the declaration.
+    pub prepull_period: Duration,
 }
 
 /// A configuration problem, with a message that names the setting.

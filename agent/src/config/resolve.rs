@@ -32,6 +32,12 @@ impl Config {
 /// `a`'s values where given, else the built-in defaults (the ones `--help` states).
 fn with_defaults(a: RunArgs, host: &HostDefaults) -> Config {
     let secs = Duration::from_secs;
+    // A value without exactly one '/' leaves the namespace empty, which the checks refuse.
+    let prepull = match a.prepull_config.as_deref().map(|v| v.split_once('/')) {
+        None => ("tart-kubelet".to_owned(), "tart-kubelet-prepull".to_owned()),
+        Some(Some((ns, name))) if !name.contains('/') => (ns.to_owned(), name.to_owned()),
+        Some(_) => (String::new(), a.prepull_config.clone().unwrap_or_default()),
+    };
     Config {
         // Node identity.
         kubeconfig: a.kubeconfig,
@@ -110,6 +116,9 @@ fn with_defaults(a: RunArgs, host: &HostDefaults) -> Config {
         image_gc_low_threshold: a.image_gc_low_threshold.unwrap_or(80),
         image_cache_budget: a.image_cache_budget,
         image_gc_period: a.image_gc_period.unwrap_or(secs(60)),
+        prepull_namespace: prepull.0,
+        prepull_name: prepull.1,
+        prepull_period: a.prepull_period.unwrap_or(secs(30)),
     }
 }
 
@@ -232,6 +241,22 @@ fn check_pods(c: &Config) -> Result<(), ConfigError> {
         c.image_gc_high_threshold <= 100,
         "--image-gc-high-threshold",
         "must be a percentage (0-100)",
+    )?;
+    let dns = |s: &str| {
+        !s.is_empty()
+            && s.len() <= 253
+            && s.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+    };
+    ensure(
+        dns(&c.prepull_namespace) && dns(&c.prepull_name),
+        "--prepull-config",
+        "must be <namespace>/<name> of a ConfigMap",
+    )?;
+    ensure(
+        !c.prepull_period.is_zero(),
+        "--prepull-period",
+        "must be positive",
     )?;
     ensure(
         !c.image_gc_period.is_zero(),

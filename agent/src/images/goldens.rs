@@ -10,6 +10,7 @@ use std::{
 
 use futures::{FutureExt, future::Shared};
 use tart::{Credentials, ErrorKind, Source, Tart, VmName};
+use tokio::sync::Notify;
 use tracing::{info, warn};
 
 use super::golden::golden_name;
@@ -55,6 +56,7 @@ type Making = Shared<futures::future::BoxFuture<'static, Result<GoldenResult, Go
 pub struct Goldens {
     prefix: String,
     inflight: Arc<Mutex<HashMap<VmName, Making>>>,
+    made: Arc<Notify>,
 }
 
 impl Goldens {
@@ -63,7 +65,14 @@ impl Goldens {
         Self {
             prefix: prefix.into(),
             inflight: Arc::default(),
+            made: Arc::default(),
         }
+    }
+
+    /// Notified each time a golden is made (the image keeper measures again at once, so
+    /// `status.images` lists a new image without waiting for its period).
+    pub fn made(&self) -> Arc<Notify> {
+        self.made.clone()
     }
 
     /// The golden VM for `digest`, made from `source` (the image's digest name,
@@ -93,8 +102,12 @@ impl Goldens {
                 .or_insert_with(|| {
                     let (name, source) = (name.clone(), source.to_owned());
                     let inflight = self.inflight.clone();
+                    let made = self.made.clone();
                     let task = tokio::spawn(async move {
                         let r = make(tart.as_ref(), &name, &source, creds.as_ref()).await;
+                        if r == Ok(GoldenResult::Miss) {
+                            made.notify_one();
+                        }
                         inflight
                             .lock()
                             .unwrap_or_else(std::sync::PoisonError::into_inner)

@@ -14,7 +14,7 @@ use std::{
 };
 
 use tart::{Source, Tart, cache::CachedImage};
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 use tracing::{info, warn};
 
 use super::{
@@ -114,6 +114,8 @@ pub struct Keeper<T, V, U> {
     pub metrics: ImageMetrics,
     /// Where the inventory is published.
     pub inventory: watch::Sender<Option<Vec<Held>>>,
+    /// Wakes a pass before the period ends (a golden was made).
+    pub wake: Arc<Notify>,
 }
 
 struct Golden {
@@ -146,6 +148,7 @@ where
             }
             tokio::select! {
                 () = tokio::time::sleep(self.cfg.period) => {}
+                () = self.wake.notified() => {}
                 _ = shutdown.wait_for(|s| *s) => return,
             }
         }

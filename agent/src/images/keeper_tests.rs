@@ -83,6 +83,7 @@ fn keeper(
         },
         metrics: ImageMetrics::default(),
         inventory: tx,
+        wake: Arc::default(),
     };
     (k, rx)
 }

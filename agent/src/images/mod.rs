@@ -8,3 +8,5 @@ pub mod goldens;
 pub mod inventory;
 pub mod keeper;
 pub mod metrics;
+pub mod prepull;
+pub mod reference;

@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::{
     api::core::v1::{
-        ContainerImage, DaemonEndpoint, NodeAddress, NodeCondition, NodeDaemonEndpoints, NodeStatus,
-        NodeSystemInfo,
+        ContainerImage, DaemonEndpoint, NodeAddress, NodeCondition, NodeDaemonEndpoints,
+        NodeStatus, NodeSystemInfo,
     },
     apimachinery::pkg::{api::resource::Quantity, apis::meta::v1::Time},
 };
@@ -39,7 +39,7 @@ pub struct StatusInput<'a> {
     /// Now.
     pub now: &'a Time,
     /// The images this Mac holds (`status.images`), once measured.
-    pub images: Option<Vec<ContainerImage>>,
+    pub images: Option<&'a [ContainerImage]>,
 }
 
 /// One condition's decision.
@@ -111,7 +111,7 @@ pub fn desired_status(i: StatusInput<'_>) -> NodeStatus {
             boot_id: i.facts.boot_id.clone(),
             ..NodeSystemInfo::default()
         }),
-        images: i.images,
+        images: i.images.map(<[ContainerImage]>::to_vec),
         ..NodeStatus::default()
     }
 }

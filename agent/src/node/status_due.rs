@@ -168,6 +168,23 @@ mod tests {
     }
 
     #[test]
+    fn a_changed_image_inventory_is_written() {
+        use k8s_openapi::api::core::v1::ContainerImage;
+        let img = |n: &str| ContainerImage {
+            names: Some(vec![n.into()]),
+            size_bytes: Some(1),
+        };
+        let mut d = desired();
+        d.images = Some(vec![img("a")]);
+        let same = with(|s| s.images = Some(vec![img("a")]));
+        let other = with(|s| s.images = Some(vec![img("b")]));
+        assert!(!owned_differs(&d, &same));
+        assert!(owned_differs(&d, &other));
+        // Before the image keeper's first pass the agent has no inventory to enforce.
+        assert!(!owned_differs(&desired(), &other));
+    }
+
+    #[test]
     fn write_decisions() {
         let d = desired();
         let unknown = with(|s| {

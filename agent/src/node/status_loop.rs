@@ -38,9 +38,9 @@ use super::{
 };
 use crate::{
     admin::Readiness,
-    images::inventory::{Held, node_images},
     config::Config,
     host::{HostFacts, HostInfo},
+    images::inventory::{Held, node_images},
     metrics::{ConditionLabels, NodeMetrics, OutcomeLabels},
 };
 
@@ -304,6 +304,7 @@ impl<T: Tart> StatusLoop<T> {
         // outage), falling back to our own last write before the watch has shown the Node.
         let server_conditions = server.and_then(|s| s.conditions.clone());
         let previous = server_conditions.unwrap_or_else(|| r.previous.clone());
+        let images = self.images.borrow().as_deref().map(node_images);
         let desired = status::desired_status(StatusInput {
             cfg: &self.cfg,
             facts,
@@ -311,7 +312,7 @@ impl<T: Tart> StatusLoop<T> {
             internal_ip: &self.internal_ip,
             previous: &previous,
             now: &now,
-            images: self.images.borrow().as_deref().map(node_images),
+            images: images.as_deref(),
         });
         for c in desired.conditions.iter().flatten() {
             if let Some(condition) = crate::metrics::CONDITIONS.iter().find(|n| **n == c.type_) {

@@ -297,6 +297,7 @@ pub fn rig_with_client(tart: MemTart, slots: u32, client: kube::Client) -> Rig {
         pulls: Default::default(),
         goldens: Goldens::new(crate::VM_NAME_PREFIX),
         image_metrics: ImageMetrics::default(),
+        pacer: None,
         waker: Waker::new(wake_tx),
     });
     Rig {

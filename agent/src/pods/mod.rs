@@ -16,7 +16,7 @@ pub mod events;
 pub mod fields;
 pub mod guest;
 pub mod hooks;
-pub mod image;
+pub use crate::images::reference as image;
 pub mod input;
 pub mod logs;
 pub mod metrics;
@@ -63,7 +63,7 @@ use self::{
 use crate::{
     backoff::{API_RETRY, WatchBackoff},
     config::{Config, PullCredentials},
-    images::{goldens::Goldens, metrics::ImageMetrics},
+    images::{goldens::Goldens, metrics::ImageMetrics, prepull::pacer::Pacer},
     metrics::ApiErrors,
     node::health::HostHealth,
     node::watch::ObservedNode,
@@ -138,6 +138,10 @@ pub struct PodSide<T: Tart> {
     pub served: served::ServedPods,
     /// Image metrics (golden hits and misses).
     pub image_metrics: ImageMetrics,
+    /// Golden base VMs per digest (shared with the image keeper, which they wake).
+    pub goldens: Goldens,
+    /// The fleet's pull tokens.
+    pub pacer: Pacer,
 }
 
 /// Run the Pod side until shutdown: restart recovery, then the Pod controller. Workers end with
@@ -174,8 +178,9 @@ pub async fn run<T: Tart>(deps: PodSide<T>) {
         ),
         metrics: deps.metrics.clone(),
         pulls: Default::default(),
-        goldens: Goldens::new(naming.prefix()),
+        goldens: deps.goldens.clone(),
         image_metrics: deps.image_metrics.clone(),
+        pacer: Some(deps.pacer.clone()),
         waker: Waker::new(wake_tx),
     });
     let shared = Arc::new(Shared {

@@ -172,13 +172,16 @@ impl Env {
             // (it waits for the dead predecessor's Lease to expire).
             .args(["--lease-duration", "12s", "--lease-renew-interval", "3s"])
             .args(["--api-timeout", "5s"])
-            // TART_HOME sits on the build host's volume, whose use is not the Mac's: only a
-            // cache budget (`--image-cache-budget`) evicts images in tests.
+            // TART_HOME sits on the build host's volume, whose use and free space are not the
+            // Mac's (a full CI disk would evict images between Pods, and report DiskPressure):
+            // only a cache budget (`--image-cache-budget`) evicts images in tests.
             .args([
                 "--image-gc-high-threshold",
                 "100",
                 "--image-gc-low-threshold",
                 "100",
+                "--disk-pressure-free",
+                "100Mi",
             ])
             .args(&self.extra_args)
             .env_remove("KUBECONFIG")

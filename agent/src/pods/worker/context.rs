@@ -11,7 +11,7 @@ use kube::runtime::reflector::ObjectRef;
 use tart::{Tart, VmName};
 
 use crate::{
-    images::{goldens::Goldens, metrics::ImageMetrics},
+    images::{goldens::Goldens, metrics::ImageMetrics, prepull::pacer::Pacer},
     node::health::HostHealth,
     pods::{guest::prepare::GuestSettings, metrics::PodMetrics, pull::Pulls, sink::EventSink},
     slots::VmSlots,
@@ -92,6 +92,8 @@ pub struct WorkerContext<T: Tart> {
     pub goldens: Goldens,
     /// Golden hits and misses.
     pub image_metrics: ImageMetrics,
+    /// The fleet's pull tokens (a Pod's pull takes one without waiting).
+    pub pacer: Option<Pacer>,
     /// Reconciles this worker's Pod when its state changes.
     pub waker: Waker,
 }

@@ -95,10 +95,19 @@ impl<T: Tart> Worker<T> {
                 let creds = self.credentials(input).await;
                 let started = Instant::now();
                 let pulls = self.ctx.pulls.clone();
+                // The fleet's pull token: never waited for, but pre-pulls count it.
+                let token = self
+                    .ctx
+                    .pacer
+                    .as_ref()
+                    .map(|p| p.pod_pull(input.image.as_str()));
                 let res = tokio::select! {
                     r = pulls.pull(tart, input.image.as_str(), creds) => r,
                     () = teardown(&mut self.input) => return,
                 };
+                if let (Some(t), Ok(())) = (token, &res) {
+                    t.finish(started.elapsed(), input.image.cache_name());
+                }
                 self.ctx.metrics.stage(Stage::Pull, started.elapsed());
                 match res {
                     Ok(()) => {
