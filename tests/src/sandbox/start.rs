@@ -79,6 +79,12 @@ pub async fn start(
         if opts.scenario == Scenario::Chaos {
             args.extend(chaos::agent_args());
         }
+        if opts.scenario == Scenario::ImageRoll {
+            // The pre-pull declaration is read every 30 s by default; scaled like every other
+            // latency (at least 1 s), so that the sandbox's roll is not mostly that wait.
+            let ms = ((30_000.0 * opts.latency_scale) as u64).max(1000);
+            args.extend(["--prepull-period".to_string(), format!("{ms}ms")]);
+        }
         // Each Mac serves the kubelet API on its own loopback port with a serving certificate
         // it requests through the CSR API; the sandbox approves the requests below (the
         // operator's act) and the controller-manager signs them with the cluster CA, so
