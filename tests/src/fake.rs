@@ -15,6 +15,10 @@ use std::time::Duration;
 use nix::fcntl::{FcntlArg, fcntl};
 use tempfile::TempDir;
 
+/// The shared registry bandwidth's bookkeeping, as fake-tart does it: count the pulls active in
+/// a `registry_dir`, or hold a place there as another Mac's pull would.
+#[path = "bin/fake_tart/bandwidth.rs"]
+pub mod bandwidth;
 mod guest;
 #[path = "bin/fake_tart/knobs.rs"]
 mod knobs;
@@ -339,6 +343,13 @@ impl Knobs {
     /// Simulated download speed before scaling.
     pub fn with_pull_mb_per_s(mut self, mb: f64) -> Knobs {
         self.pull_mb_per_s = Some(mb);
+        self
+    }
+    /// Pulls of every home naming `dir` share `mb_per_s` of registry bandwidth (before
+    /// scaling), each capped by its own `pull_mb_per_s`.
+    pub fn with_shared_registry(mut self, dir: &Path, mb_per_s: f64) -> Knobs {
+        self.registry_dir = Some(dir.to_path_buf());
+        self.registry_mb_per_s = Some(mb_per_s);
         self
     }
     /// Simulated clone time before scaling.

@@ -63,6 +63,63 @@ async fn a_small_steady_sandbox_run_holds_every_invariant_and_writes_the_report(
     assert!(r["agents"][0]["rss_bytes"].as_u64().unwrap() > 0);
 }
 
+/// `image-roll`, small: two Macs on one registry, six Pods. On demand, Pods wait on the new
+/// image's pull; with pre-pull the fleet holds it before the Pods switch, so none waits and
+/// the pulls at once stay within the cap. Every invariant holds.
+#[tokio::test]
+async fn image_roll_measures_both_strategies_and_pre_pull_spares_the_pods_a_pull() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report.json");
+    let run = tokio::process::Command::new(env!("CARGO_BIN_EXE_sandbox"))
+        .args(["--scenario", "image-roll", "--nodes", "2", "--pods", "6"])
+        .args(["--latency-scale", "0.01", "--max-concurrent-pulls", "1"])
+        .arg("--report")
+        .arg(&report)
+        .kill_on_drop(true)
+        .output();
+    let out = timeout(Duration::from_secs(300), run)
+        .await
+        .expect("sandbox did not finish within 300 s")
+        .expect("spawn sandbox");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "sandbox failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let s = r["image_roll"]["strategies"].as_array().unwrap();
+    assert_eq!(s.len(), 2, "{stdout}");
+    let (on_demand, prepull) = (&s[0], &s[1]);
+    assert_eq!(on_demand["strategy"], "on_demand");
+    assert_eq!(prepull["strategy"], "prepull");
+    assert_eq!(on_demand["roll_completed"], true, "{stdout}");
+    assert!(
+        on_demand["pods_waited_on_pull"].as_u64().unwrap() >= 1,
+        "{stdout}"
+    );
+    assert!(on_demand["peak_concurrent_pulls"].as_u64().unwrap() >= 1);
+    assert!(
+        on_demand["provision_delay_seconds"]["during"]["count"]
+            .as_u64()
+            .unwrap()
+            >= 1
+    );
+    assert_eq!(prepull["roll_completed"], true, "{stdout}");
+    assert_eq!(prepull["pull_cap"], 1);
+    assert_eq!(prepull["pods_after_roll_began"], 2, "{stdout}");
+    assert_eq!(prepull["pods_waited_on_pull"], 0, "{stdout}");
+    assert!(
+        prepull["peak_concurrent_pulls"].as_u64().unwrap() <= 1,
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("pre-pull + pacing (v2 -> v3): 0/2 Pods waited"),
+        "{stdout}"
+    );
+}
+
 /// The secret check can fail: with a token in the Secret other than the one the jobs expect,
 /// every job exits non-zero in the guest, `jobs_saw_their_secret` fails (and, the Pods ending
 /// Failed with the job's code, the terminal-state check) and so does the run, while the

@@ -89,9 +89,20 @@ impl Census {
     }
 }
 
-/// The Pod UID a VM name carries, if it is one of the agents' VMs.
+/// The Pod UID a VM name carries, if it is one of the agents' Pod VMs. A golden base VM's name
+/// (`<prefix>golden-<29 hex>`) is as long on purpose, so the UID's shape (8-4-4-4-12, hyphens
+/// at those places) is what tells them apart; every Mac keeps its own golden of a digest.
 pub fn pod_uid(vm: &str) -> Option<&str> {
-    vm.strip_prefix(VM_PREFIX).filter(|uid| uid.len() == 36)
+    vm.strip_prefix(VM_PREFIX).filter(|uid| {
+        uid.len() == 36
+            && uid.char_indices().all(|(i, c)| {
+                if matches!(i, 8 | 13 | 18 | 23) {
+                    c == '-'
+                } else {
+                    c.is_ascii_hexdigit()
+                }
+            })
+    })
 }
 
 /// Pod UIDs seen with more than one VM directory or more than one `tart run` process.
@@ -157,6 +168,7 @@ mod tests {
     fn only_the_agents_vm_names_carry_a_pod_uid() {
         assert_eq!(pod_uid(&format!("tkl-{UID}")), Some(UID));
         assert_eq!(pod_uid("tkl-short"), None);
+        assert_eq!(pod_uid("tkl-golden-150587d8a80285cd1535b85be77d8"), None);
         assert_eq!(pod_uid(&format!("other-{UID}")), None);
     }
 

@@ -14,6 +14,7 @@ pub mod metrics;
 pub mod probe;
 pub mod progress;
 pub mod report;
+pub mod roll;
 mod start;
 mod teardown;
 pub mod workload;
@@ -39,7 +40,8 @@ use report::Report;
 pub enum Scenario {
     /// A pool of ephemeral CI-runner Pods that boot, run a job and shut down.
     Steady,
-    /// Like steady, but the pool's image changes half-way.
+    /// Like steady with one free slot per Mac, while the runner image rolls twice on a
+    /// registry of shared bandwidth: pulled on demand, then pre-pulled with pacing.
     ImageRoll,
     /// Like steady, with random faults: hangs, crashes, VM-limit hits, agent SIGKILL+restart,
     /// API server restarts, duplicate agents.
@@ -98,6 +100,16 @@ pub struct Opts {
     /// Give up on the workload after this long.
     #[arg(long, default_value_t = 900)]
     pub timeout_seconds: u64,
+    /// The registry bandwidth every simulated Mac shares in `image-roll`, MB/s before
+    /// scaling (each Mac alone pulls at 100).
+    #[arg(long, default_value_t = 200.0)]
+    pub registry_mb_per_s: f64,
+    /// `image-roll`'s pre-pull: `maxConcurrentPulls` of the pre-pull ConfigMap.
+    #[arg(long, default_value_t = 2)]
+    pub max_concurrent_pulls: u32,
+    /// `image-roll`'s pre-pull: `maxConcurrentPercent` of the pre-pull ConfigMap.
+    #[arg(long, default_value_t = 50)]
+    pub max_concurrent_percent: u32,
     /// Random seed for chaos.
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
@@ -186,6 +198,7 @@ async fn run(opts: Opts) -> anyhow::Result<bool> {
         cp,
         admin,
         mut macs,
+        registry,
     }) = started
     else {
         // The start-up future was dropped: what it had started went with it.
@@ -207,6 +220,15 @@ async fn run(opts: Opts) -> anyhow::Result<bool> {
         job,
         guest_dirs: guest::GuestDirs(macs.iter().map(|m| m.guest_dir().to_path_buf()).collect()),
     };
+    let mut roll = match &registry {
+        Some(dir) => {
+            anyhow::ensure!(opts.pods >= 6, "image-roll needs --pods 6 or more");
+            progress.line("image roll: every Mac pulls the first image (not measured)");
+            roll::preseed(&opts, &macs, &bins.fake_tart).await?;
+            Some(roll::Roll::new(&opts, &macs, dir.path()))
+        }
+        None => None,
+    };
     let audit_start = probe::now_rfc3339();
     let workload_start = Instant::now();
 
@@ -217,7 +239,7 @@ async fn run(opts: Opts) -> anyhow::Result<bool> {
             .collect(),
     );
     let outcome = tokio::select! {
-        r = drive(&opts, &cp, &admin, &runners, &mut macs, &mut chaos, &mut census, &mut progress) => Some(r),
+        r = drive(&opts, &cp, &admin, &runners, &mut macs, &mut chaos, &mut census, roll.as_mut(), &mut progress) => Some(r),
         () = interrupts.reached(1) => None,
     };
     // The API server must be up for the teardown, whatever ended the workload.
@@ -272,6 +294,9 @@ async fn run(opts: Opts) -> anyhow::Result<bool> {
             }
         }
         rep.add_scrapes(&scrapes);
+        if let Some(r) = roll {
+            rep.image_roll = Some(r.finish(&admin, NAMESPACE, &pool, &scrapes).await);
+        }
         for m in &macs {
             rep.agents.push(invariants::usage(m));
         }
@@ -347,6 +372,7 @@ async fn drive(
     macs: &mut [SimMac],
     chaos: &mut chaos::Chaos,
     census: &mut census::Census,
+    mut roll: Option<&mut roll::Roll>,
     progress: &mut progress::Progress,
 ) -> anyhow::Result<workload::PoolState> {
     let mut state = workload::PoolState::default();
@@ -361,20 +387,25 @@ async fn drive(
         }
         return Ok(state);
     }
-    let pool = (opts.nodes * opts.slots) as usize;
+    let pool = match roll {
+        Some(_) => roll::pool(opts),
+        None => (opts.nodes * opts.slots) as usize,
+    };
     let deadline = Instant::now() + Duration::from_secs(opts.timeout_seconds);
     let tick = Duration::from_millis(500);
     loop {
         census.sample();
         // While the API server is down there is nothing to observe or create.
         if !chaos.api_down() {
-            let image =
-                workload::image_for(opts.scenario == Scenario::ImageRoll, &state, opts.pods);
+            let (image, total) = match &roll {
+                Some(r) => (r.pod_image(), r.creation_cap().min(opts.pods)),
+                None => (workload::IMAGE, opts.pods),
+            };
             let round = workload::Round {
                 ns: NAMESPACE,
                 pool,
-                total: opts.pods,
-                image: &image,
+                total,
+                image,
                 runners,
                 api_deadline: Duration::from_secs(10),
             };
@@ -392,6 +423,9 @@ async fn drive(
         }
         if opts.scenario == Scenario::Chaos {
             chaos.tick(opts, cp, admin, macs, progress).await?;
+        }
+        if let Some(r) = roll.as_deref_mut() {
+            r.tick(admin, macs, &state, progress).await?;
         }
         progress.status(&format!(
             "{}: created {}/{}  active {}  ran {}  ended {}{}",

@@ -7,6 +7,7 @@ use super::{
     chaos::ChaosReport,
     guest::CheckCounts,
     metrics::{Histogram, Sample, sum},
+    roll::ImageRollReport,
 };
 
 /// Percentiles of one latency, in seconds, estimated from the agents' histograms.
@@ -121,6 +122,8 @@ pub struct Report {
     pub guest_checks: Option<CheckCounts>,
     /// Faults and their outcomes (`chaos` only; `null` otherwise).
     pub chaos: Option<ChaosReport>,
+    /// Both strategies' figures (`image-roll` only; `null` otherwise).
+    pub image_roll: Option<ImageRollReport>,
     /// End-of-run invariants.
     pub invariants: Vec<Invariant>,
     /// All invariants held.
@@ -241,6 +244,9 @@ impl Report {
         }
         if let Some(c) = &self.chaos {
             render_chaos(&mut o, c);
+        }
+        if let Some(r) = &self.image_roll {
+            super::roll::render(&mut o, r);
         }
         for i in &self.invariants {
             let _ = writeln!(

@@ -4,11 +4,12 @@
 use std::time::Duration;
 
 use kube::Client;
+use tempfile::TempDir;
 
 use super::{
     Opts, Scenario,
     agents::{self, Binaries, SimMac},
-    approve, chaos, invariants, mac_knobs, progress, save_logs,
+    approve, chaos, invariants, mac_knobs, progress, roll, save_logs,
 };
 use crate::cluster::ControlPlane;
 
@@ -18,6 +19,8 @@ pub struct Started {
     pub cp: ControlPlane,
     pub admin: Client,
     pub macs: Vec<SimMac>,
+    /// `image-roll`: the registry directory every Mac's fake-tart pulls through.
+    pub registry: Option<TempDir>,
 }
 
 /// Start the control plane and one agent per simulated Mac, and wait for their Nodes.
@@ -35,6 +38,17 @@ pub async fn start(
     ));
     let admin = cp.admin_client().await;
     apply_rbac(&cp)?;
+    // What the agents' pre-pull needs, whatever the scenario: they all watch its ConfigMap.
+    roll::prepull::grant(&admin, Duration::from_secs(30)).await?;
+    let registry = if opts.scenario == Scenario::ImageRoll {
+        Some(
+            tempfile::Builder::new()
+                .prefix("sandbox-registry-")
+                .tempdir()?,
+        )
+    } else {
+        None
+    };
     let agent_kc = cp.mint_kubeconfig("tart-kubelet-sandbox", &["tart-kubelets"]);
     let mut macs = Vec::new();
     for i in 1..=opts.nodes {
@@ -65,6 +79,12 @@ pub async fn start(
         if opts.scenario == Scenario::Chaos {
             args.extend(chaos::agent_args());
         }
+        if opts.scenario == Scenario::ImageRoll {
+            // The pre-pull declaration is read every 30 s by default; scaled like every other
+            // latency (at least 1 s), so that the sandbox's roll is not mostly that wait.
+            let ms = ((30_000.0 * opts.latency_scale) as u64).max(1000);
+            args.extend(["--prepull-period".to_string(), format!("{ms}ms")]);
+        }
         // Each Mac serves the kubelet API on its own loopback port with a serving certificate
         // it requests through the CSR API; the sandbox approves the requests below (the
         // operator's act) and the controller-manager signs them with the cluster CA, so
@@ -81,7 +101,11 @@ pub async fn start(
             cp.ca_cert_path().display().to_string(),
         ]);
         let node = format!("mac-mini-{i}");
-        macs.push(SimMac::start(&node, bins, &agent_kc, mac_knobs(opts), args).await?);
+        let knobs = match &registry {
+            Some(dir) => mac_knobs(opts).with_shared_registry(dir.path(), opts.registry_mb_per_s),
+            None => mac_knobs(opts),
+        };
+        macs.push(SimMac::start(&node, bins, &agent_kc, knobs, args).await?);
     }
     progress.line(&format!(
         "{} agents started (logs: {}; metrics: {})",
@@ -111,7 +135,12 @@ pub async fn start(
         save_logs(&cp, &macs);
         return Err(e);
     }
-    Ok(Started { cp, admin, macs })
+    Ok(Started {
+        cp,
+        admin,
+        macs,
+        registry,
+    })
 }
 
 fn apply_rbac(cp: &ControlPlane) -> anyhow::Result<()> {

@@ -37,6 +37,8 @@ pub struct PoolState {
     pub ran: BTreeSet<String>,
     /// Pods currently present (any phase), by name -> phase.
     pub present: BTreeMap<String, String>,
+    /// The node each Pod was seen bound to, by name.
+    pub nodes: BTreeMap<String, String>,
     /// Finished runners' secret checks, by name (only when the guest runs their job).
     pub checks: BTreeMap<String, Check>,
 }
@@ -89,16 +91,8 @@ impl PoolState {
     }
 }
 
-/// The image the pool uses: `:v1` throughout, or `:v2` for Pods created after half the
-/// total when the image rolls.
-pub fn image_for(roll: bool, state: &PoolState, total: u64) -> String {
-    let tag = if roll && state.created >= total / 2 {
-        "v2"
-    } else {
-        "v1"
-    };
-    format!("ghcr.io/cirruslabs/macos-tahoe-base:{tag}")
-}
+/// The runner image of every scenario but `image-roll` (which rolls it, [`super::roll`]).
+pub const IMAGE: &str = "ghcr.io/cirruslabs/macos-tahoe-base:v1";
 
 /// The Pod a CI runner is: one container whose image is a Tart VM image, tolerating our taint;
 /// with a `job`, the container runs it with the token from the runner Secret in its env.
@@ -156,6 +150,9 @@ pub async fn step(
             .unwrap_or_else(|| "Pending".into());
         if phase == "Running" {
             state.ran.insert(name.clone());
+        }
+        if let Some(node) = p.spec.as_ref().and_then(|s| s.node_name.clone()) {
+            state.nodes.insert(name.clone(), node);
         }
         let ending = match phase.as_str() {
             "Succeeded" => Some(Ending::Succeeded),
@@ -225,15 +222,6 @@ mod tests {
         assert!(!s.done(2));
         s.present.clear();
         assert!(s.done(2));
-    }
-
-    #[test]
-    fn image_rolls_to_v2_half_way_only_when_asked() {
-        let mut s = PoolState::default();
-        assert!(image_for(true, &s, 10).ends_with(":v1"));
-        s.created = 5;
-        assert!(image_for(true, &s, 10).ends_with(":v2"));
-        assert!(image_for(false, &s, 10).ends_with(":v1"));
     }
 
     #[test]

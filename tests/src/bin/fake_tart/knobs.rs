@@ -32,6 +32,14 @@ pub struct Knobs {
     /// Simulated download speed before scaling (default 100 MB/s).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pull_mb_per_s: Option<f64>,
+    /// A directory shared by several homes: their pulls share `registry_mb_per_s` (see
+    /// `bandwidth.rs`), and each downloading pull keeps an entry there (absent = not shared).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub registry_dir: Option<std::path::PathBuf>,
+    /// The registry's bandwidth before scaling, MB/s, split evenly among the pulls active in
+    /// `registry_dir` (absent = unlimited: each pull gets its own `pull_mb_per_s`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub registry_mb_per_s: Option<f64>,
     /// Simulated clone (copy) duration before scaling (default 1000 ms).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub clone_ms: Option<u64>,

@@ -12,6 +12,7 @@ use std::time::Duration;
 use tokio::signal::unix::{SignalKind, signal};
 
 use crate::Ctx;
+use crate::bandwidth;
 use crate::cli::Parsed;
 use crate::error::Failure;
 use crate::home::{self, GB, VmConfig};
@@ -168,9 +169,6 @@ fn relink(link: &Path, hex: &str) -> std::io::Result<()> {
     fs::rename(&tmp_link, link)
 }
 
-/// Simulated download: one step per simulated second, a line whenever the integer percentage
-/// changes (at most once per simulated second, spec §2.1); resumes from a killed pull's
-/// `.fake-progress`; grows `disk.img` by 4 KiB per percent so a size watchdog sees progress.
 /// How a simulated download ends early.
 #[derive(Clone, Copy)]
 enum Stop {
@@ -180,18 +178,22 @@ enum Stop {
     TimedOut(u32),
 }
 
+/// Simulated download: one step per simulated second, a line whenever the integer percentage
+/// changes (at most once per simulated second, spec §2.1); resumes from a killed pull's
+/// `.fake-progress`; grows `disk.img` by 4 KiB per percent so a size watchdog sees progress.
+/// With a `registry_dir`, each step's rate is the pull's share of the registry bandwidth.
 async fn progress(
     ctx: &Ctx,
     tmp: &Path,
     compressed_gb: f64,
     stop: Option<Stop>,
 ) -> Result<(), Failure> {
-    let speed = ctx
+    let per_mac = ctx
         .knobs
         .pull_mb_per_s
         .unwrap_or(DEFAULT_PULL_MB_PER_S)
         .max(0.001);
-    let total_secs = (compressed_gb * 1000.0 / speed).max(0.0);
+    let total_mb = (compressed_gb * 1000.0).max(0.0);
     let tick = Duration::from_secs_f64(ctx.knobs.scale());
     let progress_file = tmp.join(".fake-progress");
     let resume: u32 = fs::read_to_string(&progress_file)
@@ -203,14 +205,19 @@ async fn progress(
         .create(true)
         .truncate(false)
         .open(tmp.join("disk.img"))?;
-    let mut t = (resume as f64 / 100.0 * total_secs).ceil();
+    // Held while downloading: a stalled or failed pull stops taking a share of the registry.
+    let mut shared = match &ctx.knobs.registry_dir {
+        Some(dir) => Some(bandwidth::register(dir)?),
+        None => None,
+    };
+    let mut done_mb = f64::from(resume) / 100.0 * total_mb;
     let mut last: Option<u32> = None;
     let mut first = true;
     loop {
-        let pct = if total_secs <= 0.0 {
+        let pct = if total_mb <= 0.0 {
             100
         } else {
-            ((100.0 * t / total_secs) as u32).min(100)
+            ((100.0 * done_mb / total_mb) as u32).min(100)
         };
         if last != Some(pct) {
             if ctx.ci || first {
@@ -224,7 +231,10 @@ async fn progress(
             disk.write_all_at(&[0xAB; 4096], u64::from(pct) * 4096)?;
             fs::write(&progress_file, pct.to_string())?;
             match stop {
-                Some(Stop::Stall(s)) if pct >= s => std::future::pending::<()>().await,
+                Some(Stop::Stall(s)) if pct >= s => {
+                    shared.take();
+                    std::future::pending::<()>().await
+                }
                 Some(Stop::TimedOut(s)) if pct >= s => {
                     // Only URLErrors are retried, 5 attempts per layer (spec §2.1); the partial
                     // download stays in tmp for a later resume.
@@ -241,7 +251,13 @@ async fn progress(
         if pct >= 100 {
             return Ok(());
         }
-        t += 1.0;
+        // One simulated second at this second's rate: the registry's share is recounted at
+        // every step, so a wave of pulls slows each of them as it starts and ends.
+        let active = match (&shared, &ctx.knobs.registry_dir) {
+            (Some(_), Some(dir)) => bandwidth::active_pulls(dir),
+            _ => 0,
+        };
+        done_mb += bandwidth::rate_mb_per_s(per_mac, ctx.knobs.registry_mb_per_s, active);
         if !tick.is_zero() {
             tokio::time::sleep(tick).await;
         }
