@@ -72,7 +72,7 @@ pub fn scan(tart_home: &Path) -> io::Result<Vec<CachedImage>> {
         let name = host.file_name().to_string_lossy().replace("%3A", ":");
         walk(&host.path(), &name, "", &mut found)?;
     }
-    found.sort_by(|a, b| a.digest_name().cmp(&b.digest_name()));
+    found.sort_by_key(CachedImage::digest_name);
     Ok(found)
 }
 

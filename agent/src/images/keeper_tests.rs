@@ -15,6 +15,9 @@ use crate::images::golden::golden_name;
 
 const GB: u64 = 1_000_000_000;
 
+type Inventory = watch::Receiver<Option<Vec<Held>>>;
+type InUse = Box<dyn Fn() -> Option<BTreeSet<String>> + Send + Sync>;
+
 struct Scripted {
     images: Vec<CachedImage>,
     disk: Mutex<Disk>,
@@ -51,10 +54,7 @@ fn keeper(
     images: Vec<CachedImage>,
     free_gb: u64,
     in_use: Option<&[&str]>,
-) -> (
-    Keeper<MemTart, Scripted, impl Fn() -> Option<BTreeSet<String>> + Send + Sync + 'static>,
-    watch::Receiver<Option<Vec<Held>>>,
-) {
+) -> (Keeper<MemTart, Scripted, InUse>, Inventory) {
     let (tx, rx) = watch::channel(None);
     let k = Keeper {
         tart: Arc::new(tart),
@@ -68,7 +68,8 @@ fn keeper(
         in_use: {
             let set: Option<BTreeSet<String>> =
                 in_use.map(|u| u.iter().map(|s| (*s).to_owned()).collect());
-            move || set.clone()
+            let f: InUse = Box::new(move || set.clone());
+            f
         },
         cfg: KeeperConfig {
             period: Duration::from_secs(60),
