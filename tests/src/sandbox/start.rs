@@ -9,7 +9,7 @@ use tempfile::TempDir;
 use super::{
     Opts, Scenario,
     agents::{self, Binaries, SimMac},
-    approve, chaos, invariants, mac_knobs, progress, roll, save_logs,
+    approve, chaos, invariants, mac_knobs, progress, save_logs,
 };
 use crate::cluster::ControlPlane;
 
@@ -39,7 +39,6 @@ pub async fn start(
     let admin = cp.admin_client().await;
     apply_rbac(&cp)?;
     // What the agents' pre-pull needs, whatever the scenario: they all watch its ConfigMap.
-    roll::prepull::grant(&admin, Duration::from_secs(30)).await?;
     let registry = if opts.scenario == Scenario::ImageRoll {
         Some(
             tempfile::Builder::new()

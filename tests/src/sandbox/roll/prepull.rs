@@ -1,13 +1,11 @@
-//! The sandbox's side of the agents' pre-pull: the `tart-kubelet` namespace with the rights the
-//! agents need there (read the pre-pull ConfigMap, hold pull Leases), and the ConfigMap that
-//! names the next image. The ConfigMap's content and the cap it implies are pure.
+//! The sandbox's side of the agents' pre-pull: the ConfigMap that names the next image, in the
+//! `tart-kubelet` namespace (the shipped RBAC manifest, which the sandbox applies, creates it and
+//! grants the agents what they need there). The ConfigMap's content and the cap it implies are
+//! pure.
 
 use std::time::Duration;
 
-use k8s_openapi::api::{
-    core::v1::{ConfigMap, Namespace},
-    rbac::v1::{Role, RoleBinding},
-};
+use k8s_openapi::api::core::v1::ConfigMap;
 use kube::{
     Api, Client,
     api::{Patch, PatchParams},
@@ -20,8 +18,6 @@ pub const NAMESPACE: &str = "tart-kubelet";
 pub const CONFIG_MAP: &str = "tart-kubelet-prepull";
 /// Its data key.
 pub const DATA_KEY: &str = "prepull.json";
-/// The group every simulated Mac's user is in.
-const AGENT_GROUP: &str = "tart-kubelets";
 /// The Nodes the runner Pods select, and so the ones that pre-pull.
 const NODE_SELECTOR: (&str, &str) = ("type", "virtual-kubelet");
 
@@ -49,53 +45,6 @@ pub fn config(image: &str, pacing: &Pacing) -> serde_json::Value {
         "maxConcurrentPulls": pacing.max_pulls,
         "maxConcurrentPercent": pacing.max_percent,
     })
-}
-
-/// Creates the namespace (if the shipped RBAC has not) and lets the agents' group read the
-/// pre-pull ConfigMap and manage pull Leases there.
-pub async fn grant(admin: &Client, deadline: Duration) -> anyhow::Result<()> {
-    let ns: Namespace = serde_json::from_value(json!({
-        "apiVersion": "v1", "kind": "Namespace", "metadata": { "name": NAMESPACE }
-    }))?;
-    let role: Role = serde_json::from_value(json!({
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "Role",
-        "metadata": { "name": "tart-kubelet-sandbox-prepull", "namespace": NAMESPACE },
-        "rules": [
-            { "apiGroups": [""], "resources": ["configmaps"], "resourceNames": [CONFIG_MAP],
-              "verbs": ["get", "list", "watch"] },
-            { "apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
-              "verbs": ["get", "list", "watch", "create", "update", "delete"] }
-        ]
-    }))?;
-    let binding: RoleBinding = serde_json::from_value(json!({
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "RoleBinding",
-        "metadata": { "name": "tart-kubelet-sandbox-prepull", "namespace": NAMESPACE },
-        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
-                     "name": "tart-kubelet-sandbox-prepull" },
-        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": AGENT_GROUP }]
-    }))?;
-    let pp = PatchParams::apply("tart-kubelet-sandbox").force();
-    let namespaces: Api<Namespace> = Api::all(admin.clone());
-    tokio::time::timeout(
-        deadline,
-        namespaces.patch(NAMESPACE, &pp, &Patch::Apply(&ns)),
-    )
-    .await??;
-    let roles: Api<Role> = Api::namespaced(admin.clone(), NAMESPACE);
-    tokio::time::timeout(
-        deadline,
-        roles.patch("tart-kubelet-sandbox-prepull", &pp, &Patch::Apply(&role)),
-    )
-    .await??;
-    let bindings: Api<RoleBinding> = Api::namespaced(admin.clone(), NAMESPACE);
-    tokio::time::timeout(
-        deadline,
-        bindings.patch("tart-kubelet-sandbox-prepull", &pp, &Patch::Apply(&binding)),
-    )
-    .await??;
-    Ok(())
 }
 
 /// Writes (or replaces) the pre-pull ConfigMap so that it names `image`.
