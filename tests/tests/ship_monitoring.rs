@@ -222,6 +222,30 @@ fn dashboard_uses_only_agreed_metrics() {
 }
 
 #[test]
+fn every_dashboard_query_is_scoped_to_one_cluster() {
+    let text =
+        std::fs::read_to_string(repo().join("monitoring/grafana/tart-kubelet.json")).unwrap();
+    let dash: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let vars = dash["templating"]["list"].as_array().unwrap();
+    let cluster = vars.iter().find(|v| v["name"] == "cluster");
+    assert!(cluster.is_some(), "no cluster variable: fleets would alias");
+    let instance = vars.iter().find(|v| v["name"] == "instance").unwrap();
+    assert!(
+        instance["query"]["query"]
+            .as_str()
+            .unwrap()
+            .contains(r#"cluster=~"$cluster""#),
+        "the Mac list is not scoped to the cluster"
+    );
+    for e in dashboard_exprs() {
+        // Every selector of a tart-kubelet series carries the cluster matcher.
+        let selectors = e.matches("tart_kubelet_").count();
+        let scoped = e.matches(r#"cluster=~"$cluster""#).count();
+        assert_eq!(selectors, scoped, "a selector without the cluster: {e}");
+    }
+}
+
+#[test]
 fn dashboard_queries_are_valid_promql() {
     // promtool has no offline expression checker, so wrap every query in a recording rule
     // (Grafana's variables replaced by concrete values) and let `check rules` parse them.
@@ -231,6 +255,7 @@ fn dashboard_queries_are_valid_promql() {
         let e = e
             .replace("$__rate_interval", "5m")
             .replace("$instance", ".*")
+            .replace("$cluster", ".*")
             .replace('\'', "''");
         rules.push_str(&format!(
             "      - record: dashboard:q{i}\n        expr: '{e}'\n"

@@ -4,7 +4,7 @@
 //!
 //! ```json
 //! {"images": [{"image": "ghcr.io/acme/macos-runner:v2",
-//!              "nodeSelector": {"tart.run/chip": "M2"}}],
+//!              "nodeSelector": {"tart.run/chip": "Apple-M2"}}],
 //!  "maxConcurrentPulls": 2, "maxConcurrentPercent": 25}
 //! ```
 

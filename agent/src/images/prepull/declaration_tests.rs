@@ -88,3 +88,20 @@ fn the_cap_is_the_smaller_of_count_and_percentage_and_at_least_one() {
     assert_eq!(d(Some(30), Some(25)).cap(40), Some(10));
     assert_eq!(d(None, Some(10)).cap(0), Some(1), "at least one");
 }
+
+#[test]
+fn the_shipped_example_is_a_valid_declaration() {
+    let yaml = include_str!("../../../../packaging/kubernetes/prepull.yaml");
+    // The JSON block under `prepull.json: |`, unindented.
+    let json: String = yaml
+        .split_once("prepull.json: |\n")
+        .unwrap()
+        .1
+        .lines()
+        .map(|l| l.strip_prefix("    ").unwrap_or(l))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let d = Declaration::parse(&data(&json)).unwrap();
+    assert_eq!(d.images.len(), 2);
+    assert_eq!(d.cap(40), Some(4));
+}
