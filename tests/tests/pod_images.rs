@@ -172,3 +172,60 @@ async fn the_budget_evicts_an_unused_digest_with_its_golden_and_never_one_in_use
         .await;
     assert!(ready(&p));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_least_recently_used_unused_digest_goes_first_and_disk_pressure_never_takes_one_in_use()
+ {
+    const THIRD: &str = "ghcr.io/acme/macos-tester:15";
+    let mut env = Env::new("lru", knobs(), &["--image-gc-period", "1s"]).await;
+    env.start_agent();
+    run(&env, "keeper", IMAGE).await;
+    for (name, image) in [("older", OTHER), ("newer", THIRD)] {
+        run(&env, name, image).await;
+        env.delete(name, 0).await;
+        env.wait_gone(name).await;
+    }
+    assert_eq!(env.goldens().len(), 3);
+    let total = wait_for(Duration::from_secs(30), || async {
+        env.metric("tart_kubelet_image_cache_digests")
+            .await
+            .filter(|n| *n == 3.0)?;
+        env.metric("tart_kubelet_image_cache_bytes").await
+    })
+    .await
+    .expect("the cache was never measured");
+
+    // A budget one byte short: one digest must go, the least recently used one not in use.
+    let budget = format!("{}", total as u64 - 1);
+    env.kill_agent().await;
+    env.set_extra_args(&["--image-gc-period", "1s", "--image-cache-budget", &budget]);
+    env.start_agent();
+    let oci = env.home.path().join("cache/OCIs/ghcr.io/acme");
+    let gone = wait_for(Duration::from_secs(30), || async {
+        (!oci.join("macos-builder/15").exists()).then_some(())
+    })
+    .await;
+    assert!(gone.is_ok(), "the older digest stayed\n{}", env.agent_log());
+    assert!(oci.join("macos-tester/15").exists(), "the newer one went too");
+    assert!(oci.join("macos-runner/15").exists());
+    assert_eq!(env.goldens().len(), 2);
+
+    // Disk pressure (a floor no disk meets) evicts every unused digest, never the one in use.
+    env.kill_agent().await;
+    env.set_extra_args(&["--image-gc-period", "1s", "--disk-pressure-free", "99%"]);
+    env.start_agent();
+    let gone = wait_for(Duration::from_secs(30), || async {
+        (!oci.join("macos-tester/15").exists()).then_some(())
+    })
+    .await;
+    assert!(gone.is_ok(), "the unused digest stayed\n{}", env.agent_log());
+    assert!(
+        oci.join("macos-runner/15").exists(),
+        "DiskPressure evicted the image in use"
+    );
+    assert_eq!(env.goldens().len(), 1);
+    let p = env
+        .wait_pod("keeper", "still Running", |p| phase(p) == "Running")
+        .await;
+    assert!(ready(&p));
+}

@@ -175,14 +175,16 @@ impl Env {
             // TART_HOME sits on the build host's volume, whose use and free space are not the
             // Mac's (a full CI disk would evict images between Pods, and report DiskPressure):
             // only a cache budget (`--image-cache-budget`) evicts images in tests.
-            .args([
-                "--image-gc-high-threshold",
-                "100",
-                "--image-gc-low-threshold",
-                "100",
-                "--disk-pressure-free",
-                "100Mi",
-            ])
+            .args(
+                [
+                    ["--image-gc-high-threshold", "100"],
+                    ["--image-gc-low-threshold", "100"],
+                    ["--disk-pressure-free", "100Mi"],
+                ]
+                .into_iter()
+                .filter(|[flag, _]| !self.extra_args.iter().any(|a| a == flag))
+                .flatten(),
+            )
             .args(&self.extra_args)
             .env_remove("KUBECONFIG")
             .env("CI", "1")
@@ -191,6 +193,11 @@ impl Env {
             .stderr(log)
             .kill_on_drop(true);
         self.agent = Some(cmd.spawn().expect("spawn agent"));
+    }
+
+    /// Replace the extra command-line arguments the next [`Env::start_agent`] passes.
+    pub fn set_extra_args(&mut self, args: &[&str]) {
+        self.extra_args = args.iter().map(|s| s.to_string()).collect();
     }
 
     /// SIGKILL the agent (its VMs keep running: they are in their own sessions).
