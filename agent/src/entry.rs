@@ -277,6 +277,7 @@ pub async fn run<T: Tart>(
     let access = ApiAccess::default();
     let mut registry = registry;
     let exec_metrics = crate::kubelet_api::stream::ExecMetrics::register(&mut registry);
+    let vitals_metrics = crate::vitals::metrics::VitalsMetrics::register(&mut registry);
     let registry = Arc::new(registry);
 
     let listener = admin::bind(cfg.admin_addr)
@@ -309,6 +310,11 @@ pub async fn run<T: Tart>(
                 crate::kubelet_api::stream::GuestExec::new(pods.clone(), naming, tart.clone());
             Arc::new(exec) as Arc<dyn crate::kubelet_api::stream::ExecSource>
         });
+    let (vitals, vitals_task) = crate::vitals::start(
+        vitals_start(&cfg, pods.clone(), vitals_metrics),
+        shutdown.clone(),
+    );
+    tasks_early.extend(vitals_task);
     let services = crate::kubelet_api::Services {
         reviewer,
         pods,
@@ -439,6 +445,7 @@ pub async fn run<T: Tart>(
         node: node_rx,
         shutdown: node::fence::pod_shutdown(shutdown.clone(), &fence),
         served,
+        vitals,
     };
     tasks.push(tokio::spawn(
         pods::run(pod_side).instrument(info_span!("pods")),
@@ -456,6 +463,34 @@ pub async fn run<T: Tart>(
     }
     info!("stopped");
     Ok(())
+}
+
+/// What the vitals sampler needs: the VMs of the Pods bound here and their status shares.
+fn vitals_start(
+    cfg: &Config,
+    pods: Arc<dyn crate::kubelet_api::PodSource>,
+    metrics: crate::vitals::metrics::VitalsMetrics,
+) -> crate::vitals::Start {
+    let naming = pods::naming::VmNaming::new(cfg.vm_name_prefix.clone()).ok();
+    let layout = pods::guest::layout::GuestLayout::new(cfg.guest_dir.clone());
+    crate::vitals::Start {
+        interval: cfg.vitals_interval,
+        host_overrides: cfg.vitals_host_file.clone(),
+        tart_home: cfg.tart_home.clone(),
+        wanted: Arc::new(move || {
+            let Some(naming) = &naming else {
+                return Default::default();
+            };
+            pods.pods()
+                .iter()
+                .filter_map(|p| p.metadata.uid.as_deref())
+                .filter_map(|uid| naming.vm_name(uid).ok())
+                .map(|vm| vm.to_string())
+                .collect()
+        }),
+        status_dir: Arc::new(move |vm| tart::VmName::new(vm).ok().map(|vm| layout.status(&vm))),
+        metrics,
+    }
 }
 
 async fn kube_config(cfg: &Config) -> Result<kube::Config, RunError> {

@@ -25,6 +25,7 @@ mod quantity;
 pub mod ship;
 mod slots;
 mod telemetry;
+mod vitals;
 
 pub use entry::cli_main;
 pub use pods::naming::DEFAULT_PREFIX as VM_NAME_PREFIX;

@@ -309,6 +309,20 @@ pub struct RunArgs {
     /// Pods reconciled concurrently. Default: 8.
     #[arg(long, env = "TART_KUBELET_POD_CONCURRENCY", value_name = "N")]
     pub(crate) pod_concurrency: Option<u16>,
+    /// How often the host's memory, each VM's CPU and memory and the guests' vitals are
+    /// sampled; 0 turns sampling off. Default: 10s.
+    #[arg(
+        long,
+        env = "TART_KUBELET_VITALS_INTERVAL",
+        value_name = "DURATION",
+        value_parser = parse_duration
+    )]
+    #[serde(default, deserialize_with = "de::duration")]
+    pub(crate) vitals_interval: Option<Duration>,
+    /// Linux only: a file whose `vitals key=value …` line overrides the host's memory
+    /// readings (pressure, free_percent, swap_used), so tests can drive them. Default: none.
+    #[arg(long, env = "TART_KUBELET_VITALS_HOST_FILE", value_name = "FILE")]
+    pub(crate) vitals_host_file: Option<PathBuf>,
 }
 
 macro_rules! merge {
@@ -332,7 +346,7 @@ impl RunArgs {
             node_status_report_interval, api_timeout, min_tart_version, tart_deadlines,
             tart_attempts, pull_stall_window, run_start_window, ip_wait,
             default_termination_grace, pull_credentials, vm_name_prefix, pod_concurrency,
-            identity, token_refresh_max,
+            identity, token_refresh_max, vitals_interval, vitals_host_file,
         )
     }
 }

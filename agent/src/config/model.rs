@@ -149,6 +149,10 @@ pub struct Config {
     pub identity: Identity,
     /// Pod side: longest time between service-account token refreshes.
     pub token_refresh_max: Duration,
+    /// How often vitals are sampled; zero = off.
+    pub vitals_interval: Duration,
+    /// Linux: the file overriding the host's memory readings.
+    pub vitals_host_file: Option<PathBuf>,
 }
 
 /// A configuration problem, with a message that names the setting.

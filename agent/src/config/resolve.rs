@@ -106,6 +106,8 @@ fn with_defaults(a: RunArgs, host: &HostDefaults) -> Config {
         pod_concurrency: a.pod_concurrency.unwrap_or(8),
         identity: a.identity.unwrap_or_default(),
         token_refresh_max: a.token_refresh_max.unwrap_or(secs(24 * 3600)),
+        vitals_interval: a.vitals_interval.unwrap_or(secs(10)),
+        vitals_host_file: a.vitals_host_file,
     }
 }
 

@@ -292,6 +292,7 @@ pub fn rig_with_client(tart: MemTart, slots: u32, client: kube::Client) -> Rig {
         events: EventSink::with_sender(tx),
         pulls: Default::default(),
         waker: Waker::new(wake_tx),
+        vitals: crate::vitals::Vitals::off(Default::default()),
     });
     Rig {
         worker,

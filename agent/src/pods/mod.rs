@@ -135,6 +135,8 @@ pub struct PodSide<T: Tart> {
     pub shutdown: watch::Receiver<bool>,
     /// Where the kubelet API finds the Pods this agent runs (set once the controller starts).
     pub served: served::ServedPods,
+    /// The VMs' vitals (a death's explanation).
+    pub vitals: crate::vitals::Vitals,
 }
 
 /// Run the Pod side until shutdown: restart recovery, then the Pod controller. Workers end with
@@ -172,6 +174,7 @@ pub async fn run<T: Tart>(deps: PodSide<T>) {
         metrics: deps.metrics.clone(),
         pulls: Default::default(),
         waker: Waker::new(wake_tx),
+        vitals: deps.vitals.clone(),
     });
     let shared = Arc::new(Shared {
         client: deps.client.clone(),

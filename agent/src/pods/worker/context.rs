@@ -14,6 +14,7 @@ use crate::{
     node::health::HostHealth,
     pods::{guest::prepare::GuestSettings, metrics::PodMetrics, pull::Pulls, sink::EventSink},
     slots::VmSlots,
+    vitals::Vitals,
 };
 
 /// The worker's settings.
@@ -89,4 +90,6 @@ pub struct WorkerContext<T: Tart> {
     pub pulls: Pulls,
     /// Reconciles this worker's Pod when its state changes.
     pub waker: Waker,
+    /// The VMs' vitals: what explains a death.
+    pub vitals: Vitals,
 }
