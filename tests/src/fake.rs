@@ -21,7 +21,8 @@ mod knobs;
 
 pub use knobs::{
     Action, Auth, DEFAULT_BOOT_MS, DEFAULT_CLONE_MS, DEFAULT_PULL_MB_PER_S, DEFAULT_SHUTDOWN_MS,
-    DEFAULT_VERSION, EndpointState, FailAction, ImageKnob, Knobs, Rule, VmKnob, glob_match,
+    DEFAULT_VERSION, EndpointState, FailAction, GuestVitals, ImageKnob, Knobs, Rule, VmKnob,
+    glob_match,
 };
 
 /// `knobs` with a small default image (1 GB compressed, 20 GB disk), so pulls in tests are
