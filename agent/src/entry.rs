@@ -315,12 +315,24 @@ pub async fn run<T: Tart>(
         shutdown.clone(),
     );
     tasks_early.extend(vitals_task);
+    let stats = pods::naming::VmNaming::new(cfg.vm_name_prefix.clone())
+        .ok()
+        .map(|naming| {
+            Arc::new(crate::vitals::stats::VitalsStats {
+                vitals: vitals.clone(),
+                pods: pods.clone(),
+                naming,
+                node_name: cfg.node_name.clone(),
+                started: k8s_openapi::jiff::Timestamp::now(),
+            }) as Arc<dyn crate::kubelet_api::stats::StatsSource>
+        });
     let services = crate::kubelet_api::Services {
         reviewer,
         pods,
         logs: Some(logs),
         exec,
         exec_metrics,
+        stats,
     };
     match crate::kubelet_api::settings(&cfg) {
         Some(settings) => {

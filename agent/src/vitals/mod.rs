@@ -14,6 +14,7 @@ pub mod metrics;
 pub mod model;
 pub mod procs;
 pub mod sampler;
+pub mod stats;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

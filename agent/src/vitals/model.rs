@@ -130,6 +130,7 @@ impl<S> Series<S> {
         self.0.iter()
     }
 
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.0.len()
     }
