@@ -44,6 +44,13 @@ const AGREED: &[(&str, &str)] = &[
     ("tart_kubelet_exec_sessions_total", "counter"),
     ("tart_kubelet_exec_session_seconds", "histogram"),
     ("tart_kubelet_exec_setup_seconds", "histogram"),
+    ("tart_kubelet_host_memory_pressure_level", "gauge"),
+    ("tart_kubelet_host_memory_free_percent", "gauge"),
+    ("tart_kubelet_host_swap_used_bytes", "gauge"),
+    ("tart_kubelet_vms_cpu_usage_cores", "gauge"),
+    ("tart_kubelet_vms_memory_resident_bytes", "gauge"),
+    ("tart_kubelet_vitals_samples_total", "counter"),
+    ("tart_kubelet_vm_deaths_total", "counter"),
 ];
 
 fn repo() -> PathBuf {

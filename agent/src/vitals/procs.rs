@@ -68,17 +68,21 @@ pub fn tart_run_vm(argv: &[String]) -> Option<&str> {
     }
 }
 
-/// PURE: `/proc/<pid>/stat` -> (ppid, utime + stime in ticks, rss in pages). The command name
-/// is in parentheses and may hold spaces, so fields are counted after the last `)`.
+/// PURE: `/proc/<pid>/stat` -> (ppid, CPU ticks, rss in pages). The CPU time includes the
+/// process's exited children (`cutime`, `cstime`): short-lived processes of a VM count too.
+/// The command name is in parentheses and may hold spaces, so fields are counted after the
+/// last `)`.
 pub fn proc_stat(text: &str) -> Option<(i32, u64, u64)> {
     let rest = &text[text.rfind(')')? + 1..];
     let f: Vec<&str> = rest.split_whitespace().collect();
-    // After the name: state(0) ppid(1) … utime(11) stime(12) … rss(21).
+    // After the name: state(0) ppid(1) … utime(11) stime(12) cutime(13) cstime(14) … rss(21).
     let ppid = f.get(1)?.parse().ok()?;
-    let utime: u64 = f.get(11)?.parse().ok()?;
-    let stime: u64 = f.get(12)?.parse().ok()?;
+    let mut ticks = 0u64;
+    for i in 11..=14 {
+        ticks += f.get(i)?.parse::<i64>().ok()?.max(0) as u64;
+    }
     let rss = f.get(21)?.parse().ok()?;
-    Some((ppid, utime + stime, rss))
+    Some((ppid, ticks, rss))
 }
 
 /// Linux: every process, and the roots of the VMs in `wanted`.
@@ -220,8 +224,8 @@ mod tests {
 
     #[test]
     fn proc_stat_fields_are_counted_after_the_name() {
-        let t = "4242 (fake tart) S 4000 4242 4000 0 -1 4194304 500 0 0 0 150 50 0 0 20 0 3 0 12345 123456789 2048 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0";
-        assert_eq!(proc_stat(t), Some((4000, 200, 2048)));
+        let t = "4242 (fake tart) S 4000 4242 4000 0 -1 4194304 500 0 0 0 150 50 7 3 20 0 3 0 12345 123456789 2048 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0";
+        assert_eq!(proc_stat(t), Some((4000, 210, 2048)));
         assert_eq!(proc_stat("garbage"), None);
     }
 }
