@@ -30,6 +30,12 @@ fn ending() -> Ending {
     }
 }
 
+/// The cause and the `DisruptionTarget` reason expected; `None` for a clean end.
+type Want = Option<(DeathCause, Option<&'static str>)>;
+
+/// Name, how the run ended, guest samples, host samples, expectation.
+type Row<'a> = (&'a str, Ending, &'a [GuestSample], Vec<HostSample>, Want);
+
 #[test]
 fn deaths_are_classified_by_how_they_ended_and_the_last_samples() {
     let exited = |c| Ending {
@@ -50,7 +56,7 @@ fn deaths_are_classified_by_how_they_ended_and_the_last_samples() {
     let critical_no_kill = [guest(4, 2, 0)];
     use DeathCause::*;
     #[rustfmt::skip]
-    let table: Vec<(&str, Ending, &[GuestSample], Vec<HostSample>, Option<(DeathCause, Option<&str>)>)> = vec![
+    let table: Vec<Row<'_>> = vec![
         ("clean exit", exited(0), &ok, vec![host(1)], None),
         ("idle guest, tart 0", Ending { command_ran: false, ..ending() }, &ok, vec![host(1)], None),
         ("job fails on its own", exited(3), &ok, vec![host(1)], Some((JobError, None))),
