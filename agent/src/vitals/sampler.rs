@@ -1,6 +1,6 @@
 //! The one sampler task: every interval it takes a host sample, sums each wanted VM's
 //! processes and reads each VM's guest vitals, then publishes a new [`Snapshot`] through a
-//! `watch` channel and updates the gauges. It owns the state; readers hold a [`super::Vitals`].
+//! `watch` channel and updates the gauges. It owns the state; readers hold a `Vitals` handle.
 //! A tick that overruns its deadline is dropped (its blocking work finishes on its own).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
