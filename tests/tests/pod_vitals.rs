@@ -410,3 +410,66 @@ async fn the_launchers_vitals_fail_open_and_never_touch_the_job() {
         );
     }
 }
+
+/// CPU seconds (user + system) and resident bytes of process `pid`.
+fn cpu_and_rss(pid: u32) -> (f64, u64) {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let f: Vec<&str> = stat[stat.rfind(')').unwrap() + 1..]
+        .split_whitespace()
+        .collect();
+    let ticks: u64 = f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap();
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let rss_kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap();
+    (ticks as f64 / 100.0, rss_kib * 1024)
+}
+
+/// The agent's CPU (percent of a core) and RSS with two running VMs over `secs`, with
+/// vitals sampled every `interval` (`0s`: off).
+async fn agent_cost(interval: &str, secs: u64) -> (f64, u64) {
+    let args = ["--vitals-interval", interval];
+    let mut env = Env::new("cost", guest(GuestVitals::default()), &args).await;
+    env.start_agent();
+    for name in ["a", "b"] {
+        env.create(&job(&env, name, "sleep 3600")).await;
+    }
+    for name in ["a", "b"] {
+        env.wait_pod(name, "Running", |p| phase(p) == "Running")
+            .await;
+    }
+    let pid = env.agent_pid().unwrap();
+    // Settle: the start-up work is not the steady cost.
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let (cpu0, _) = cpu_and_rss(pid);
+    let t0 = std::time::Instant::now();
+    tokio::time::sleep(Duration::from_secs(secs)).await;
+    let (cpu1, rss) = cpu_and_rss(pid);
+    let pct = (cpu1 - cpu0) / t0.elapsed().as_secs_f64() * 100.0;
+    (pct, rss)
+}
+
+/// The sampler's cost: agent CPU and RSS with two running VMs, vitals every 10 s vs off.
+/// Run: `cargo test --release -p tart-kubelet-tests --test pod_vitals -- --ignored --nocapture`
+/// (`BENCH_VITALS_SECS` sets the window, default 120 s per setting).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a benchmark: about five minutes"]
+async fn bench_vitals_sampler_cost_with_two_running_vms() {
+    let secs = std::env::var("BENCH_VITALS_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(120);
+    let (off_cpu, off_rss) = agent_cost("0s", secs).await;
+    let (on_cpu, on_rss) = agent_cost("10s", secs).await;
+    println!(
+        "vitals off: agent CPU {off_cpu:.3} % of a core, RSS {:.1} MiB",
+        off_rss as f64 / 1048576.0
+    );
+    println!(
+        "vitals on (10s): agent CPU {on_cpu:.3} % of a core, RSS {:.1} MiB",
+        on_rss as f64 / 1048576.0
+    );
+    println!("added: {:.3} % of a core", on_cpu - off_cpu);
+}

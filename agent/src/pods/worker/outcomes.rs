@@ -20,7 +20,7 @@ use crate::pods::{
     status::{ContainerView, Disruption, Terminated},
 };
 use crate::vitals::{
-    death::{Ending, Verdict, host_fault_in},
+    death::{DeathCause, Ending, Verdict, host_fault_in},
     guest::read_last,
 };
 
@@ -270,7 +270,9 @@ const RUN_LOG_TAIL: u64 = 4096;
 
 /// The container's end with a death's verdict applied: `OOMKilled` for a guest out of memory,
 /// the summary in front of the message, the host's part as a [`Disruption`], and a non-zero
-/// code for a death whose exit code read 0 (a VM stopped under a running command).
+/// code for a death whose exit code read 0 (a VM stopped under a running command). A job that
+/// failed on its own and left its own termination message keeps that message alone: it is
+/// the job's account of its end (the event and the log still carry the summary).
 pub fn with_verdict(
     code: i32,
     message: Option<String>,
@@ -286,6 +288,7 @@ pub fn with_verdict(
         TerminatedReason::for_exit(code)
     };
     let text = match message {
+        Some(m) if v.cause == DeathCause::JobError => m,
         Some(m) => format!("{}\n{m}", v.summary),
         None => v.summary.clone(),
     };
@@ -330,6 +333,41 @@ mod tests {
         let (code, msg) = job_exit(137, end(None, "running", None));
         assert_eq!(code, 137);
         assert!(msg.unwrap().contains("tart run"));
+    }
+
+    #[test]
+    fn a_verdict_sets_the_reason_the_message_and_the_disruption() {
+        let v = |cause, disruption| Verdict {
+            cause,
+            disruption,
+            summary: "why".into(),
+        };
+        let (code, reason, msg, d) = with_verdict(
+            137,
+            Some("own".into()),
+            Some(&v(DeathCause::OomKilled, None)),
+        );
+        assert_eq!(
+            (code, reason.as_str(), msg.as_deref(), d),
+            (137, "OOMKilled", Some("why\nown"), None)
+        );
+        let host = v(DeathCause::HostMemoryPressure, Some("HostMemoryPressure"));
+        let (code, reason, msg, d) = with_verdict(0, None, Some(&host));
+        assert_eq!(
+            (code, reason.as_str(), msg.as_deref()),
+            (1, "Error", Some("why"))
+        );
+        assert_eq!(d.unwrap().reason, "HostMemoryPressure");
+        let job = v(DeathCause::JobError, None);
+        let (_, _, msg, _) = with_verdict(3, Some("tests failed".into()), Some(&job));
+        assert_eq!(msg.as_deref(), Some("tests failed"));
+        let (_, _, msg, _) = with_verdict(3, None, Some(&job));
+        assert_eq!(msg.as_deref(), Some("why"));
+        let (code, reason, msg, d) = with_verdict(0, None, None);
+        assert_eq!(
+            (code, reason.as_str(), msg, d),
+            (0, "Completed", None, None)
+        );
     }
 
     #[test]
