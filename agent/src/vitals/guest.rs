@@ -1,6 +1,6 @@
 //! The guest's own vitals: the logfmt lines the guest launcher appends to `status/vitals`
 //! (docs/guest.md, "Vitals") and reading the newest of them from the host. Parsing is pure;
-//! [`read_tail`] reads at most [`TAIL_BYTES`] from the end of the file.
+//! [`read_tail`] reads at most the given number of bytes from the end of the file.
 
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
@@ -10,8 +10,13 @@ use super::model::{GuestSample, PressureLevel};
 /// The file in the status share.
 pub const FILE: &str = "vitals";
 
-/// How much of the file's end is read: well over [`super::model::HISTORY`] lines.
+/// How much of the file's end a death's explanation reads: well over
+/// [`super::model::HISTORY`] lines.
 pub const TAIL_BYTES: u64 = 16 * 1024;
+
+/// How much the sampler reads each tick: the lines written since the last tick and a few more
+/// (a line is about 200 bytes, one per guest interval).
+pub const TICK_BYTES: u64 = 4 * 1024;
 
 /// One line: `vitals ts=… pressure=… …`. `None` for a line that is not a vitals line; a field
 /// that is empty or unreadable is `None` in the sample (the launcher leaves a field empty when
@@ -75,12 +80,13 @@ pub fn parse_tail(text: &str, cut_at_start: bool) -> Vec<GuestSample> {
         .collect()
 }
 
-/// The newest samples in `<status>/vitals`; empty when there is no such file.
+/// The newest samples in the last `max` bytes of `<status>/vitals`; empty when there is no
+/// such file.
 ///
 /// # Errors
 /// A read error other than not-found.
-pub fn read_tail(status_dir: &Path) -> std::io::Result<Vec<GuestSample>> {
-    match read_last(&status_dir.join(FILE), TAIL_BYTES) {
+pub fn read_tail(status_dir: &Path, max: u64) -> std::io::Result<Vec<GuestSample>> {
+    match read_last(&status_dir.join(FILE), max) {
         Ok((text, cut)) => Ok(parse_tail(&text, cut)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
         Err(e) => Err(e),
@@ -151,9 +157,13 @@ mod tests {
             text.push_str(&format!("vitals ts={i} pressure=1 free_percent=50\n"));
         }
         std::fs::write(dir.path().join(FILE), &text).unwrap();
-        let got = read_tail(dir.path()).unwrap();
+        let got = read_tail(dir.path(), TAIL_BYTES).unwrap();
         assert_eq!(got.last().unwrap().ts, Some(1999));
         assert!(got.len() < 2000 && got.len() > 300);
-        assert!(read_tail(&dir.path().join("absent")).unwrap().is_empty());
+        assert!(
+            read_tail(&dir.path().join("absent"), TICK_BYTES)
+                .unwrap()
+                .is_empty()
+        );
     }
 }

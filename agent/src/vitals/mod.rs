@@ -73,7 +73,7 @@ impl Vitals {
         let snap = self.snapshot();
         let known = snap.vms.get(vm).cloned().unwrap_or_default();
         let fresh = status_dir
-            .and_then(|d| guest::read_tail(d).ok())
+            .and_then(|d| guest::read_tail(d, guest::TAIL_BYTES).ok())
             .unwrap_or_default();
         let guest: Vec<GuestSample> = if fresh.is_empty() {
             known.guest.tail(model::HISTORY)

@@ -68,25 +68,32 @@ pub fn tart_run_vm(argv: &[String]) -> Option<&str> {
     }
 }
 
-/// PURE: `/proc/<pid>/stat` -> (ppid, CPU ticks, rss in pages). The CPU time includes the
+/// Which VM each process roots, by pid, with the process's start time (a reused pid is a new
+/// process): the argv is read once per process, not once per tick.
+pub type Roots = HashMap<i32, (u64, Option<String>)>;
+
+/// PURE: `/proc/<pid>/stat` -> (ppid, CPU ticks, rss in pages, start time). The CPU time includes the
 /// process's exited children (`cutime`, `cstime`): short-lived processes of a VM count too.
 /// The command name is in parentheses and may hold spaces, so fields are counted after the
 /// last `)`.
-pub fn proc_stat(text: &str) -> Option<(i32, u64, u64)> {
+pub fn proc_stat(text: &str) -> Option<(i32, u64, u64, u64)> {
     let rest = &text[text.rfind(')')? + 1..];
     let f: Vec<&str> = rest.split_whitespace().collect();
-    // After the name: state(0) ppid(1) … utime(11) stime(12) cutime(13) cstime(14) … rss(21).
+    // After the name: state(0) ppid(1) … utime(11) stime(12) cutime(13) cstime(14) …
+    // starttime(19) … rss(21).
     let ppid = f.get(1)?.parse().ok()?;
     let mut ticks = 0u64;
     for i in 11..=14 {
         ticks += f.get(i)?.parse::<i64>().ok()?.max(0) as u64;
     }
+    let start = f.get(19)?.parse().ok()?;
     let rss = f.get(21)?.parse().ok()?;
-    Some((ppid, ticks, rss))
+    Some((ppid, ticks, rss, start))
 }
 
-/// Linux: every process, and the roots of the VMs in `wanted`.
-pub fn linux_usage(wanted: &BTreeSet<String>) -> BTreeMap<String, VmUsage> {
+/// Linux: every process, and the roots of the VMs in `wanted`. `seen` caches each process's
+/// root-ness across ticks.
+pub fn linux_usage(wanted: &BTreeSet<String>, seen: &mut Roots) -> BTreeMap<String, VmUsage> {
     let ticks = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
         .ok()
         .flatten()
@@ -100,6 +107,7 @@ pub fn linux_usage(wanted: &BTreeSet<String>) -> BTreeMap<String, VmUsage> {
     };
     let mut procs = Vec::new();
     let mut roots = HashMap::new();
+    let mut live = BTreeSet::new();
     for e in dir.filter_map(Result::ok) {
         let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
             continue;
@@ -107,7 +115,7 @@ pub fn linux_usage(wanted: &BTreeSet<String>) -> BTreeMap<String, VmUsage> {
         let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
             continue;
         };
-        let Some((ppid, t, rss)) = proc_stat(&stat) else {
+        let Some((ppid, t, rss, start)) = proc_stat(&stat) else {
             continue;
         };
         procs.push(Proc {
@@ -116,17 +124,29 @@ pub fn linux_usage(wanted: &BTreeSet<String>) -> BTreeMap<String, VmUsage> {
             cpu_seconds: t as f64 / ticks,
             rss_bytes: rss * page,
         });
-        if let Ok(cmd) = std::fs::read(e.path().join("cmdline")) {
-            let argv: Vec<String> = cmd
-                .split(|b| *b == 0)
-                .filter(|a| !a.is_empty())
-                .map(|a| String::from_utf8_lossy(a).into_owned())
-                .collect();
-            if let Some(vm) = tart_run_vm(&argv).filter(|vm| wanted.contains(*vm)) {
-                roots.insert(pid, vm.to_owned());
+        live.insert(pid);
+        let vm = match seen.get(&pid) {
+            Some((s, vm)) if *s == start => vm.clone(),
+            _ => {
+                let vm = std::fs::read(e.path().join("cmdline"))
+                    .ok()
+                    .and_then(|cmd| {
+                        let argv: Vec<String> = cmd
+                            .split(|b| *b == 0)
+                            .filter(|a| !a.is_empty())
+                            .map(|a| String::from_utf8_lossy(a).into_owned())
+                            .collect();
+                        tart_run_vm(&argv).map(str::to_owned)
+                    });
+                seen.insert(pid, (start, vm.clone()));
+                vm
             }
+        };
+        if let Some(vm) = vm.filter(|vm| wanted.contains(vm)) {
+            roots.insert(pid, vm);
         }
     }
+    seen.retain(|pid, _| live.contains(pid));
     usage_by_vm(&procs, &roots)
 }
 
@@ -134,7 +154,7 @@ pub fn linux_usage(wanted: &BTreeSet<String>) -> BTreeMap<String, VmUsage> {
 /// `lsof` runs once per new VM process.
 pub fn mac_usage(
     wanted: &BTreeSet<String>,
-    owners: &mut HashMap<i32, Option<String>>,
+    owners: &mut Roots,
     deadline: Duration,
 ) -> Result<BTreeMap<String, VmUsage>, shell::ShellError> {
     let out = shell::run(
@@ -154,10 +174,12 @@ pub fn mac_usage(
             .entry(r.pid)
             .or_insert_with(|| {
                 let pid = r.pid.to_string();
-                shell::run("/usr/sbin/lsof", &["-Fn", "-p", &pid], deadline)
+                let vm = shell::run("/usr/sbin/lsof", &["-Fn", "-p", &pid], deadline)
                     .ok()
-                    .and_then(|t| mac::lsof_tart_vm(&t))
+                    .and_then(|t| mac::lsof_tart_vm(&t));
+                (0, vm)
             })
+            .1
             .clone();
         if let Some(vm) = vm.filter(|v| wanted.contains(v)) {
             roots.insert(r.pid, vm);
@@ -225,7 +247,7 @@ mod tests {
     #[test]
     fn proc_stat_fields_are_counted_after_the_name() {
         let t = "4242 (fake tart) S 4000 4242 4000 0 -1 4194304 500 0 0 0 150 50 7 3 20 0 3 0 12345 123456789 2048 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0";
-        assert_eq!(proc_stat(t), Some((4000, 210, 2048)));
+        assert_eq!(proc_stat(t), Some((4000, 210, 2048, 12345)));
         assert_eq!(proc_stat("garbage"), None);
     }
 }

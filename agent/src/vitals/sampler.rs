@@ -120,22 +120,25 @@ fn read(
     home: &std::path::Path,
     wanted: &BTreeSet<String>,
     dirs: &[(String, Option<PathBuf>)],
-    owners: &std::sync::Mutex<HashMap<i32, Option<String>>>,
+    owners: &std::sync::Mutex<procs::Roots>,
 ) -> Reading {
     let host_sample = host.sample(home);
+    let mut o = owners
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let vms = match host {
         HostSource::Mac => {
-            let mut o = owners
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
             procs::mac_usage(wanted, &mut o, Duration::from_secs(5)).unwrap_or_default()
         }
-        HostSource::Linux { .. } => procs::linux_usage(wanted),
+        HostSource::Linux { .. } => procs::linux_usage(wanted, &mut o),
     };
+    drop(o);
     let guest = dirs
         .iter()
         .map(|(vm, dir)| {
-            let samples = dir.as_deref().and_then(|d| guest::read_tail(d).ok());
+            let samples = dir
+                .as_deref()
+                .and_then(|d| guest::read_tail(d, guest::TICK_BYTES).ok());
             (vm.clone(), samples)
         })
         .collect();
@@ -186,9 +189,11 @@ pub fn fold(prev: &Snapshot, r: Reading, now: Timestamp) -> (Snapshot, Counts) {
             });
         }
         if let Some(samples) = guest {
+            // Only lines newer than the last one kept are added: the series outlives the
+            // few lines one tick reads.
             let last_ts = v.guest.last().and_then(|s| s.ts);
             for s in samples
-                .iter()
+                .into_iter()
                 .filter(|s| s.ts > last_ts || last_ts.is_none())
             {
                 if s.is_empty() {
@@ -196,9 +201,7 @@ pub fn fold(prev: &Snapshot, r: Reading, now: Timestamp) -> (Snapshot, Counts) {
                 } else {
                     counts.guest_ok += 1;
                 }
-            }
-            if !samples.is_empty() {
-                v.guest = samples.into_iter().collect();
+                v.guest.push(s);
             }
         }
         next.vms.insert(vm, v);
