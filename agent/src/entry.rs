@@ -286,6 +286,7 @@ pub async fn run<T: Tart>(
     let exec_metrics = crate::kubelet_api::stream::ExecMetrics::register(&mut registry);
     let image_metrics = crate::images::metrics::ImageMetrics::register(&mut registry);
     let readiness_metrics = node::readiness::ReadinessMetrics::register(&mut registry);
+    let vitals_metrics = crate::vitals::metrics::VitalsMetrics::register(&mut registry);
     let registry = Arc::new(registry);
 
     let listener = admin::bind(cfg.admin_addr)
@@ -318,12 +319,29 @@ pub async fn run<T: Tart>(
                 crate::kubelet_api::stream::GuestExec::new(pods.clone(), naming, tart.clone());
             Arc::new(exec) as Arc<dyn crate::kubelet_api::stream::ExecSource>
         });
+    let (vitals, vitals_task) = crate::vitals::start(
+        vitals_start(&cfg, pods.clone(), vitals_metrics),
+        shutdown.clone(),
+    );
+    tasks_early.extend(vitals_task);
+    let stats = pods::naming::VmNaming::new(cfg.vm_name_prefix.clone())
+        .ok()
+        .map(|naming| {
+            Arc::new(crate::vitals::stats::VitalsStats {
+                vitals: vitals.clone(),
+                pods: pods.clone(),
+                naming,
+                node_name: cfg.node_name.clone(),
+                started: k8s_openapi::jiff::Timestamp::now(),
+            }) as Arc<dyn crate::kubelet_api::stats::StatsSource>
+        });
     let services = crate::kubelet_api::Services {
         reviewer,
         pods,
         logs: Some(logs),
         exec,
         exec_metrics,
+        stats,
     };
     match crate::kubelet_api::settings(&cfg) {
         Some(settings) => {
@@ -479,6 +497,7 @@ pub async fn run<T: Tart>(
         image_metrics,
         goldens: images.goldens,
         pacer: images.pacer,
+        vitals,
     };
     tasks.push(tokio::spawn(
         pods::run(pod_side).instrument(info_span!("pods")),
@@ -496,6 +515,34 @@ pub async fn run<T: Tart>(
     }
     info!("stopped");
     Ok(())
+}
+
+/// What the vitals sampler needs: the VMs of the Pods bound here and their status shares.
+fn vitals_start(
+    cfg: &Config,
+    pods: Arc<dyn crate::kubelet_api::PodSource>,
+    metrics: crate::vitals::metrics::VitalsMetrics,
+) -> crate::vitals::Start {
+    let naming = pods::naming::VmNaming::new(cfg.vm_name_prefix.clone()).ok();
+    let layout = pods::guest::layout::GuestLayout::new(cfg.guest_dir.clone());
+    crate::vitals::Start {
+        interval: cfg.vitals_interval,
+        host_overrides: cfg.vitals_host_file.clone(),
+        tart_home: cfg.tart_home.clone(),
+        wanted: Arc::new(move || {
+            let Some(naming) = &naming else {
+                return Default::default();
+            };
+            pods.pods()
+                .iter()
+                .filter_map(|p| p.metadata.uid.as_deref())
+                .filter_map(|uid| naming.vm_name(uid).ok())
+                .map(|vm| vm.to_string())
+                .collect()
+        }),
+        status_dir: Arc::new(move |vm| tart::VmName::new(vm).ok().map(|vm| layout.status(&vm))),
+        metrics,
+    }
 }
 
 async fn kube_config(cfg: &Config) -> Result<kube::Config, RunError> {

@@ -28,6 +28,7 @@ pub mod ship;
 mod slots;
 mod start_images;
 mod telemetry;
+mod vitals;
 
 pub use entry::cli_main;
 pub use pods::naming::DEFAULT_PREFIX as VM_NAME_PREFIX;

@@ -432,19 +432,6 @@ fn dechunk(mut s: &str) -> String {
     out
 }
 
-/// Metric names the dashboard and the alert rules already use for VM vitals and deaths, which
-/// the agent does not export yet (they come with the vitals work on another branch). The
-/// monitoring tests accept them; remove this list once that branch is merged.
-pub const PENDING_VITALS_METRICS: &[&str] = &[
-    "tart_kubelet_vm_deaths_total",
-    "tart_kubelet_host_memory_pressure_level",
-    "tart_kubelet_host_memory_free_percent",
-    "tart_kubelet_host_swap_used_bytes",
-    "tart_kubelet_vms_cpu_usage_cores",
-    "tart_kubelet_vms_memory_resident_bytes",
-    "tart_kubelet_vitals_samples_total",
-];
-
 /// The host-check facts the agent reads instead of the macOS commands
 /// (`--host-checks-file`), which a test changes while the agent runs: take the GUI session
 /// away, lock the keychain, fill the DHCP lease table. Starts healthy.

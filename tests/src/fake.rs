@@ -25,7 +25,8 @@ mod knobs;
 
 pub use knobs::{
     Action, Auth, DEFAULT_BOOT_MS, DEFAULT_CLONE_MS, DEFAULT_PULL_MB_PER_S, DEFAULT_SHUTDOWN_MS,
-    DEFAULT_VERSION, EndpointState, FailAction, ImageKnob, Knobs, Rule, VmKnob, glob_match,
+    DEFAULT_VERSION, EndpointState, FailAction, GuestVitals, ImageKnob, Knobs, Rule, VmKnob,
+    glob_match,
 };
 
 /// Whether a local VM name is one of the agent's golden base VMs (`<prefix>golden-<hex>`), which

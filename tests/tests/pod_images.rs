@@ -175,7 +175,7 @@ async fn the_budget_evicts_an_unused_digest_with_its_golden_and_never_one_in_use
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_least_recently_used_unused_digest_goes_first_and_disk_pressure_never_takes_one_in_use()
- {
+{
     const THIRD: &str = "ghcr.io/acme/macos-tester:15";
     let mut env = Env::new("lru", knobs(), &["--image-gc-period", "1s"]).await;
     env.start_agent();
@@ -206,7 +206,10 @@ async fn the_least_recently_used_unused_digest_goes_first_and_disk_pressure_neve
     })
     .await;
     assert!(gone.is_ok(), "the older digest stayed\n{}", env.agent_log());
-    assert!(oci.join("macos-tester/15").exists(), "the newer one went too");
+    assert!(
+        oci.join("macos-tester/15").exists(),
+        "the newer one went too"
+    );
     assert!(oci.join("macos-runner/15").exists());
     assert_eq!(env.goldens().len(), 2);
 
@@ -218,7 +221,11 @@ async fn the_least_recently_used_unused_digest_goes_first_and_disk_pressure_neve
         (!oci.join("macos-tester/15").exists()).then_some(())
     })
     .await;
-    assert!(gone.is_ok(), "the unused digest stayed\n{}", env.agent_log());
+    assert!(
+        gone.is_ok(),
+        "the unused digest stayed\n{}",
+        env.agent_log()
+    );
     assert!(
         oci.join("macos-runner/15").exists(),
         "DiskPressure evicted the image in use"

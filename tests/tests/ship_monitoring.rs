@@ -1,12 +1,9 @@
 //! monitoring/: the alert rules pass `promtool check rules` and their unit tests
 //! (`promtool test rules`), the Grafana dashboard parses and every query in it is valid
 //! PromQL, and every metric named in the rules, the dashboard and docs/metrics.md is one of
-//! the agreed metric names the agent exports (or one of [`PENDING_VITALS_METRICS`], which
-//! another branch adds).
+//! the agreed metric names the agent exports.
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-use tart_kubelet_tests::agent::PENDING_VITALS_METRICS;
 
 /// The agreed metric names (common brief, "Agreed metric names"), with their types.
 const AGREED: &[(&str, &str)] = &[
@@ -60,6 +57,13 @@ const AGREED: &[(&str, &str)] = &[
     ("tart_kubelet_host_check_failing", "gauge"),
     ("tart_kubelet_node_quarantined", "gauge"),
     ("tart_kubelet_node_quarantines_total", "counter"),
+    ("tart_kubelet_host_memory_pressure_level", "gauge"),
+    ("tart_kubelet_host_memory_free_percent", "gauge"),
+    ("tart_kubelet_host_swap_used_bytes", "gauge"),
+    ("tart_kubelet_vms_cpu_usage_cores", "gauge"),
+    ("tart_kubelet_vms_memory_resident_bytes", "gauge"),
+    ("tart_kubelet_vitals_samples_total", "counter"),
+    ("tart_kubelet_vm_deaths_total", "counter"),
 ];
 
 fn repo() -> PathBuf {
@@ -117,7 +121,6 @@ fn assert_all_agreed(what: &str, names: &[String]) {
     let unknown: Vec<_> = names
         .iter()
         .filter(|n| !AGREED.iter().any(|(a, _)| a == n))
-        .filter(|n| !PENDING_VITALS_METRICS.contains(&n.as_str()))
         .collect();
     assert!(
         unknown.is_empty(),
@@ -293,10 +296,14 @@ fn dashboard_has_the_host_readiness_and_vitals_rows() {
         "tart_kubelet_host_check_failing",
         "tart_kubelet_node_quarantined",
         "tart_kubelet_node_quarantines_total",
-    ]
-    .iter()
-    .chain(PENDING_VITALS_METRICS)
-    {
+        "tart_kubelet_vm_deaths_total",
+        "tart_kubelet_host_memory_pressure_level",
+        "tart_kubelet_host_memory_free_percent",
+        "tart_kubelet_host_swap_used_bytes",
+        "tart_kubelet_vms_cpu_usage_cores",
+        "tart_kubelet_vms_memory_resident_bytes",
+        "tart_kubelet_vitals_samples_total",
+    ] {
         assert!(names.iter().any(|n| n == must), "dashboard lacks {must}");
     }
 }

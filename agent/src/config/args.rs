@@ -400,6 +400,20 @@ pub struct RunArgs {
     )]
     #[serde(default, deserialize_with = "de::duration")]
     pub(crate) prepull_period: Option<Duration>,
+    /// How often the host's memory, each VM's CPU and memory and the guests' vitals are
+    /// sampled; 0 turns sampling off. Default: 10s.
+    #[arg(
+        long,
+        env = "TART_KUBELET_VITALS_INTERVAL",
+        value_name = "DURATION",
+        value_parser = parse_duration
+    )]
+    #[serde(default, deserialize_with = "de::duration")]
+    pub(crate) vitals_interval: Option<Duration>,
+    /// Linux only: a file whose `vitals key=value …` line overrides the host's memory
+    /// readings (pressure, free_percent, swap_used), so tests can drive them. Default: none.
+    #[arg(long, env = "TART_KUBELET_VITALS_HOST_FILE", value_name = "FILE")]
+    pub(crate) vitals_host_file: Option<PathBuf>,
 }
 
 macro_rules! merge {
@@ -425,7 +439,8 @@ impl RunArgs {
             tart_attempts, pull_stall_window, run_start_window, ip_wait,
             default_termination_grace, pull_credentials, vm_name_prefix, pod_concurrency,
             identity, token_refresh_max, image_gc_high_threshold, image_gc_low_threshold,
-            image_cache_budget, image_gc_period, prepull_config, prepull_period,
+            image_cache_budget, image_gc_period, prepull_config, prepull_period, vitals_interval,
+            vitals_host_file,
         )
     }
 }

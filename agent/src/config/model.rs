@@ -175,6 +175,10 @@ pub struct Config {
     pub prepull_name: String,
     /// Images: time between reads of the declaration.
     pub prepull_period: Duration,
+    /// How often vitals are sampled; zero = off.
+    pub vitals_interval: Duration,
+    /// Linux: the file overriding the host's memory readings.
+    pub vitals_host_file: Option<PathBuf>,
 }
 
 /// A configuration problem, with a message that names the setting.

@@ -23,6 +23,7 @@ use super::{
     pods::PodSource,
     review::UserInfo,
     routes::{self, Route},
+    stats::{self, StatsSource},
     stream::{
         ExecSource, ExecTarget, attach as attaching,
         conn::Conn,
@@ -48,6 +49,8 @@ pub struct Api {
     pub exec: Option<Arc<dyn ExecSource>>,
     /// Exec session metrics.
     pub exec_metrics: ExecMetrics,
+    /// CPU and memory for `/stats/summary` and `/metrics/resource`.
+    pub stats: Option<Arc<dyn StatsSource>>,
 }
 
 fn full(status: u16, content_type: &'static str, body: impl Into<Bytes>) -> Response<Body> {
@@ -149,6 +152,22 @@ pub async fn handle<B>(
                 s.as_str()
             ),
         ),
+        Route::StatsSummary => match &api.stats {
+            Some(s) => full(
+                200,
+                "application/json",
+                stats::summary(&s.stats()).to_string(),
+            ),
+            None => text(404, "404 page not found"),
+        },
+        Route::MetricsResource => match &api.stats {
+            Some(s) => full(
+                200,
+                "text/plain; version=0.0.4; charset=utf-8",
+                stats::resource_metrics(&s.stats()),
+            ),
+            None => text(404, "404 page not found"),
+        },
         Route::MethodNotAllowed => text(405, "405: Method Not Allowed"),
         Route::NotFound => text(404, "404 page not found"),
     }

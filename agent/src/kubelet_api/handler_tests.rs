@@ -40,6 +40,7 @@ fn api() -> Arc<Api> {
         logs: Arc::new(MemoryLogs::default().with("ns", "p1", "c", &["one", "two", "three"])),
         exec: None,
         exec_metrics: Default::default(),
+        stats: None,
     })
 }
 

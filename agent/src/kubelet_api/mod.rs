@@ -23,6 +23,7 @@ mod pods;
 mod review;
 mod routes;
 mod server;
+pub mod stats;
 pub mod stream;
 pub(crate) mod tls;
 mod x509;
@@ -136,6 +137,8 @@ pub struct Services {
     pub exec: Option<Arc<dyn stream::ExecSource>>,
     /// Exec session metrics.
     pub exec_metrics: stream::ExecMetrics,
+    /// CPU and memory for `/stats/summary` and `/metrics/resource`; `None`: 404.
+    pub stats: Option<Arc<dyn stats::StatsSource>>,
 }
 
 /// A started server.
@@ -202,6 +205,7 @@ pub async fn start_with_cert(
         logs,
         exec,
         exec_metrics,
+        stats,
     } = services;
     let config = tls::server_config(cert, listen.client_ca.as_deref(), provider)?;
     let listener = TcpListener::bind(listen.addr)
@@ -218,6 +222,7 @@ pub async fn start_with_cert(
         logs,
         exec,
         exec_metrics,
+        stats,
     });
     let server = tokio::spawn(
         server::serve(listener, Arc::new(config), api, shutdown)

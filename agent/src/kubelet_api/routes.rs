@@ -2,9 +2,10 @@
 //!
 //! Served: `/healthz`, `/pods`, `/containerLogs/{namespace}/{pod}/{container}`,
 //! `/exec/{namespace}/{pod}[/{uid}]/{container}`, `/attach/{namespace}/{pod}[/{uid}]/{container}`
-//! and `/portForward/{namespace}/{pod}[/{uid}]` (GET and POST). `/run` is recognised so it can
-//! answer "not implemented yet" rather than 404; kubelet's other paths (`/stats`, `/metrics`, `/logs`,
-//! `/spec`, ...) are not served and get 404, which kubelet clients accept.
+//! and `/portForward/{namespace}/{pod}[/{uid}]` (GET and POST), `/stats/summary` and
+//! `/metrics/resource`. `/run` is recognised so it can answer "not implemented yet" rather than
+//! 404; kubelet's other paths (`/metrics/cadvisor`, `/logs`, `/spec`, ...) are not served and get
+//! 404, which kubelet clients accept.
 
 use hyper::Method;
 
@@ -80,6 +81,10 @@ pub enum Route<'a> {
         /// Pod UID, when the path has three segments.
         uid: Option<&'a str>,
     },
+    /// `GET /stats/summary` (and `/stats/summary/`).
+    StatsSummary,
+    /// `GET /metrics/resource`.
+    MetricsResource,
     /// A streaming path.
     Streaming(Streaming),
     /// A served path with a method it does not accept.
@@ -100,6 +105,8 @@ pub fn route<'a>(method: &Method, path: &'a str) -> Route<'a> {
     match path {
         "/healthz" => return get_only(Route::Healthz),
         "/pods" | "/pods/" => return get_only(Route::Pods),
+        "/stats/summary" | "/stats/summary/" => return get_only(Route::StatsSummary),
+        "/metrics/resource" => return get_only(Route::MetricsResource),
         _ => {}
     }
     let mut segments = path.trim_start_matches('/').split('/');
@@ -189,6 +196,11 @@ mod tests {
             (Method::GET, "/healthz", Route::Healthz),
             (Method::GET, "/pods", Route::Pods),
             (Method::GET, "/pods/", Route::Pods),
+            (Method::GET, "/stats/summary", Route::StatsSummary),
+            (Method::GET, "/stats/summary/", Route::StatsSummary),
+            (Method::GET, "/metrics/resource", Route::MetricsResource),
+            (Method::POST, "/metrics/resource", Route::MethodNotAllowed),
+            (Method::GET, "/metrics/cadvisor", Route::NotFound),
             (Method::GET, "/containerLogs/ns/p/c", logs),
             (Method::GET, "/containerLogs/ns/p", Route::NotFound),
             (Method::GET, "/containerLogs/ns//c", Route::NotFound),
@@ -265,8 +277,6 @@ mod tests {
                 Route::Streaming(Streaming::Run),
             ),
             (Method::GET, "/exec/ns", Route::NotFound),
-            (Method::GET, "/stats/summary", Route::NotFound),
-            (Method::GET, "/metrics/resource", Route::NotFound),
             (Method::GET, "/", Route::NotFound),
             (Method::POST, "/healthz", Route::MethodNotAllowed),
             (Method::DELETE, "/pods", Route::MethodNotAllowed),

@@ -52,6 +52,7 @@ fn services(reviewer: Arc<Recorder>) -> Services {
         logs: None,
         exec: None,
         exec_metrics: Default::default(),
+        stats: None,
     }
 }
 

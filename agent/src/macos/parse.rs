@@ -2,6 +2,8 @@
 //! Tested on Linux against those formats; no I/O here.
 use std::collections::BTreeMap;
 
+pub mod vitals;
+
 /// `sysctl a.b c.d` output: one `name: value` per line (SYSCMDS `show_var`).
 pub fn sysctl_lines(text: &str) -> BTreeMap<String, String> {
     text.lines()

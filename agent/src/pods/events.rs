@@ -147,6 +147,13 @@ pub enum Occurrence {
         /// The Pod's grace period.
         grace: Duration,
     },
+    /// The job's VM ended abnormally; the vitals say why.
+    VmDied {
+        /// `OOMKilled`, the `DisruptionTarget` reason, or `JobFailed`.
+        reason: &'static str,
+        /// The classification's summary of the last samples.
+        summary: String,
+    },
 }
 
 /// The kind of an occurrence: with a sequence number, what the sink dedupes on.
@@ -202,6 +209,8 @@ pub enum EventKind {
     WaitingForJob,
     /// [`Occurrence::GracePeriodExpired`].
     GracePeriodExpired,
+    /// [`Occurrence::VmDied`].
+    VmDied,
 }
 
 impl Occurrence {
@@ -237,6 +246,7 @@ impl Occurrence {
             } => EventKind::PreStopHookFailed,
             Self::WaitingForJob { .. } => EventKind::WaitingForJob,
             Self::GracePeriodExpired { .. } => EventKind::GracePeriodExpired,
+            Self::VmDied { .. } => EventKind::VmDied,
         }
     }
 }
@@ -461,6 +471,9 @@ pub fn spec(o: &Occurrence) -> EventSpec {
             ),
             "Kill",
         ),
+        Occurrence::VmDied { reason, summary } => {
+            (Warning, *reason, format!("The VM died: {summary}"), "Kill")
+        }
     };
     EventSpec {
         type_,

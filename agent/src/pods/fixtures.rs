@@ -299,6 +299,7 @@ pub fn rig_with_client(tart: MemTart, slots: u32, client: kube::Client) -> Rig {
         image_metrics: ImageMetrics::default(),
         pacer: None,
         waker: Waker::new(wake_tx),
+        vitals: crate::vitals::Vitals::off(Default::default()),
     });
     Rig {
         worker,

@@ -142,6 +142,8 @@ pub struct PodSide<T: Tart> {
     pub goldens: Goldens,
     /// The fleet's pull tokens.
     pub pacer: Pacer,
+    /// The VMs' vitals (a death's explanation).
+    pub vitals: crate::vitals::Vitals,
 }
 
 /// Run the Pod side until shutdown: restart recovery, then the Pod controller. Workers end with
@@ -182,6 +184,7 @@ pub async fn run<T: Tart>(deps: PodSide<T>) {
         image_metrics: deps.image_metrics.clone(),
         pacer: Some(deps.pacer.clone()),
         waker: Waker::new(wake_tx),
+        vitals: deps.vitals.clone(),
     });
     let shared = Arc::new(Shared {
         client: deps.client.clone(),

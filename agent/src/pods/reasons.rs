@@ -61,6 +61,8 @@ pub enum TerminatedReason {
     Completed,
     /// Any other exit code.
     Error,
+    /// The job ran its guest out of memory (the vitals said so).
+    OomKilled,
     /// The VM stopped while no agent watched it: the exit code is unknown.
     ContainerStatusUnknown,
 }
@@ -80,6 +82,7 @@ impl TerminatedReason {
         match self {
             Self::Completed => "Completed",
             Self::Error => "Error",
+            Self::OomKilled => "OOMKilled",
             Self::ContainerStatusUnknown => "ContainerStatusUnknown",
         }
     }
@@ -102,5 +105,6 @@ mod tests {
         );
         assert_eq!(TerminatedReason::for_exit(0).as_str(), "Completed");
         assert_eq!(TerminatedReason::for_exit(3).as_str(), "Error");
+        assert_eq!(TerminatedReason::OomKilled.as_str(), "OOMKilled");
     }
 }

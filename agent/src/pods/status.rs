@@ -40,7 +40,21 @@ pub struct Terminated {
     pub started_at: Timestamp,
     /// When it ended.
     pub finished_at: Timestamp,
+    /// The host ended the run (docs/pods.md, "When a VM dies"): the Pod gets
+    /// `DisruptionTarget=True` with this reason and message once the run is its last.
+    pub disruption: Option<Disruption>,
 }
+
+/// Why the host, not the job, ended a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Disruption {
+    /// Kubelet-style word, e.g. `HostMemoryPressure`.
+    pub reason: &'static str,
+    pub message: String,
+}
+
+/// The condition a host-caused end sets, as kubelet's (1.26+) for Pods it disrupts.
+pub const DISRUPTION_CONDITION: &str = "DisruptionTarget";
 
 /// The one container's state.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -307,6 +321,17 @@ fn observed_status(o: &Observation, current: Option<&PodStatus>, now: Timestamp)
     if let Some(job) = o.job {
         conditions.push(job_condition(current, job, now));
     }
+    if let ContainerView::Terminated(Terminated {
+        disruption: Some(d),
+        ..
+    }) = &o.state
+    {
+        conditions.push(PodCondition {
+            reason: Some(d.reason.into()),
+            message: Some(d.message.clone()),
+            ..condition(current, DISRUPTION_CONDITION, true, None, now)
+        });
+    }
     PodStatus {
         phase: Some(phase.as_str().into()),
         start_time: Some(start),
@@ -339,7 +364,8 @@ pub fn patch_body(status: &PodStatus) -> Value {
     let mut v = serde_json::to_value(status).unwrap_or(Value::Null);
     if let Some(conds) = v.get_mut("conditions").and_then(Value::as_array_mut) {
         for c in conds {
-            if c["status"] == "True" && c["type"] != JOB_BUSY_CONDITION {
+            let own = c["type"] == JOB_BUSY_CONDITION || c["type"] == DISRUPTION_CONDITION;
+            if c["status"] == "True" && !own {
                 c["reason"] = Value::Null;
                 c["message"] = Value::Null;
             }

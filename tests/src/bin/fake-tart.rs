@@ -21,6 +21,8 @@ mod guest;
 mod guest_exec;
 #[path = "fake_tart/guest_mode.rs"]
 mod guest_mode;
+#[path = "fake_tart/guest_tools.rs"]
+mod guest_tools;
 #[path = "fake_tart/home.rs"]
 mod home;
 #[path = "fake_tart/info.rs"]
@@ -154,6 +156,9 @@ async fn dispatch(args: Vec<String>) -> Result<(), Failure> {
         std::future::pending::<()>().await;
     }
     let rest = &args[1..];
+    if sub == guest_tools::GUEST_TOOL {
+        return guest_tools::run(rest);
+    }
     if sub == "--help" || sub == "-h" || sub == "help" {
         print!("{ROOT_HELP}");
         return Ok(());

@@ -92,6 +92,7 @@ fn exit_zero_is_succeeded_completed_and_non_zero_failed_error() {
             message: None,
             started_at: t(10),
             finished_at: t(20),
+            disruption: None,
         })
     };
     let v = build(&Desired::from(obs(term(0))), None, t(30));
@@ -121,6 +122,7 @@ fn crash_loop_keeps_running_phase_with_last_state_and_restart_count() {
         message: None,
         started_at: t(10),
         finished_at: t(20),
+        disruption: None,
     });
     let v = build(&Desired::from(o), None, t(30));
     assert_eq!(v["phase"], "Running");
@@ -284,4 +286,43 @@ fn the_job_busy_condition_keeps_its_reason_in_both_states_and_only_once_known() 
         t(1_700_000_300),
     );
     assert!(!needs_patch(&same, Some(&current)), "no change, no patch");
+}
+
+#[test]
+fn a_host_caused_end_sets_disruption_target_with_its_reason_and_an_oom_is_oomkilled() {
+    let term = |reason, disruption| {
+        ContainerView::Terminated(Terminated {
+            exit_code: 137,
+            reason,
+            message: Some("the VM was killed from outside the agent".into()),
+            started_at: t(10),
+            finished_at: t(20),
+            disruption,
+        })
+    };
+    let d = Disruption {
+        reason: "HostMemoryPressure",
+        message: "host pressure critical".into(),
+    };
+    let v = build(
+        &Desired::from(obs(term(TerminatedReason::Error, Some(d)))),
+        None,
+        t(30),
+    );
+    assert_eq!(v["phase"], "Failed");
+    let c = cond(&v, DISRUPTION_CONDITION);
+    assert_eq!(c["status"], "True");
+    assert_eq!(c["reason"], "HostMemoryPressure");
+    assert_eq!(c["message"], "host pressure critical");
+    let v = build(
+        &Desired::from(obs(term(TerminatedReason::OomKilled, None))),
+        None,
+        t(30),
+    );
+    assert_eq!(
+        v["containerStatuses"][0]["state"]["terminated"]["reason"],
+        "OOMKilled"
+    );
+    let conds = v["conditions"].as_array().unwrap();
+    assert!(conds.iter().all(|c| c["type"] != DISRUPTION_CONDITION));
 }

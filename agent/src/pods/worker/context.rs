@@ -15,6 +15,7 @@ use crate::{
     node::health::HostHealth,
     pods::{guest::prepare::GuestSettings, metrics::PodMetrics, pull::Pulls, sink::EventSink},
     slots::VmSlots,
+    vitals::Vitals,
 };
 
 /// The worker's settings.
@@ -96,4 +97,6 @@ pub struct WorkerContext<T: Tart> {
     pub pacer: Option<Pacer>,
     /// Reconciles this worker's Pod when its state changes.
     pub waker: Waker,
+    /// The VMs' vitals: what explains a death.
+    pub vitals: Vitals,
 }

@@ -291,6 +291,7 @@ impl<T: Tart> Worker<T> {
                     message: Some("The VM stopped while the agent was not running".into()),
                     started_at: now,
                     finished_at: now,
+                    disruption: None,
                 });
                 self.once = PodOnce::adopted();
             }

@@ -17,7 +17,11 @@ use crate::pods::{
     metrics::ReasonLabels,
     plan::{Process, crash_backoff},
     reasons::{TerminatedReason, WaitingReason},
-    status::{ContainerView, Terminated},
+    status::{ContainerView, Disruption, Terminated},
+};
+use crate::vitals::{
+    death::{DeathCause, Ending, Verdict, host_fault_in},
+    guest::read_last,
 };
 
 /// The exit code a container runtime would report: the code, or 128 + signal.
@@ -44,7 +48,19 @@ pub(super) enum Failure {
 impl<T: Tart> Worker<T> {
     /// The `tart run` process ended.
     pub(super) fn on_exit(&mut self, info: ExitInfo) {
-        let (code, message) = self.job_exit(exit_code(&info));
+        let tart_code = exit_code(&info);
+        let (code, message, end) = self.job_exit(tart_code);
+        let verdict = self.explain_death(&info, tart_code, end.as_ref());
+        let (code, term_reason, message, disruption) =
+            with_verdict(code, message, verdict.as_ref());
+        if let Some(v) = verdict {
+            let input = self.input.borrow().clone();
+            let occ = Occurrence::VmDied {
+                reason: v.event_reason(),
+                summary: v.summary,
+            };
+            self.emit(&input, self.state.facts.restarts, occ);
+        }
         let reason = match info.reason {
             ExitReason::Completed => "completed",
             ExitReason::Failed => "failed",
@@ -65,10 +81,11 @@ impl<T: Tart> Worker<T> {
         self.once.run_ended();
         self.pending_exit = Some(Terminated {
             exit_code: code,
-            reason: TerminatedReason::for_exit(code),
+            reason: term_reason,
             message,
             started_at,
             finished_at: Timestamp::now(),
+            disruption,
         });
         self.state.facts.process = Process::Exited { code };
         self.state.facts.slot_held = false;
@@ -88,10 +105,11 @@ impl<T: Tart> Worker<T> {
     }
 
     /// The job's exit code and termination message: what the guest launcher reported, else
-    /// `tart run`'s code, saying so when a command ran without reporting its end.
-    fn job_exit(&self, tart_code: i32) -> (i32, Option<String>) {
+    /// `tart run`'s code, saying so when a command ran without reporting its end; and what the
+    /// status share said, when the VM has one.
+    fn job_exit(&self, tart_code: i32) -> (i32, Option<String>, Option<GuestEnd>) {
         if self.shares.is_empty() {
-            return (tart_code, None);
+            return (tart_code, None, None);
         }
         let input = self.input.borrow();
         let fallback = input
@@ -103,7 +121,40 @@ impl<T: Tart> Worker<T> {
             .and_then(|c| c.termination_message_policy.as_deref())
             == Some("FallbackToLogsOnError");
         let status = self.ctx.cfg.guest.layout.status(&self.state.vm);
-        job_exit(tart_code, read_end(&status, fallback))
+        let end = read_end(&status, fallback);
+        let (code, message) = job_exit(tart_code, end.clone());
+        (code, message, Some(end))
+    }
+
+    /// Why the run ended abnormally, from the vitals; `None` for a clean end or one the agent
+    /// caused (deletion, deadline, a failed probe or hook).
+    fn explain_death(
+        &self,
+        info: &ExitInfo,
+        tart_code: i32,
+        end: Option<&GuestEnd>,
+    ) -> Option<Verdict> {
+        let f = self.input.borrow().facts.clone();
+        if self.state.facts.agent_killed || f.deleting || f.deadline_exceeded || f.node_gone {
+            return None;
+        }
+        let vm = &self.state.vm;
+        let status = end.map(|_| self.ctx.cfg.guest.layout.status(vm));
+        let log = self.ctx.cfg.vm_log_dir.join(format!("{vm}.log"));
+        let fault = read_last(&log, RUN_LOG_TAIL)
+            .ok()
+            .and_then(|(t, _)| host_fault_in(&t));
+        let ending = Ending {
+            guest_exit: end.and_then(|e| e.exit_code),
+            command_ran: end.is_some_and(|e| e.state.as_deref() == Some("running")),
+            tart_code,
+            tart_signaled: info.reason == ExitReason::Signaled,
+            fault,
+            guest_silent: false,
+        };
+        self.ctx
+            .vitals
+            .explain(vm.as_str(), status.as_deref(), ending)
     }
 
     pub(super) fn restart(&mut self, input: &WorkerInput, backoff: Duration) {
@@ -214,6 +265,40 @@ impl<T: Tart> Worker<T> {
     }
 }
 
+/// How much of the end of `tart run`'s output is searched for a host fault.
+const RUN_LOG_TAIL: u64 = 4096;
+
+/// The container's end with a death's verdict applied: `OOMKilled` for a guest out of memory,
+/// the summary in front of the message, the host's part as a [`Disruption`], and a non-zero
+/// code for a death whose exit code read 0 (a VM stopped under a running command). A job that
+/// failed on its own and left its own termination message keeps that message alone: it is
+/// the job's account of its end (the event and the log still carry the summary).
+pub fn with_verdict(
+    code: i32,
+    message: Option<String>,
+    verdict: Option<&Verdict>,
+) -> (i32, TerminatedReason, Option<String>, Option<Disruption>) {
+    let Some(v) = verdict else {
+        return (code, TerminatedReason::for_exit(code), message, None);
+    };
+    let code = if code == 0 { 1 } else { code };
+    let reason = if v.oom() {
+        TerminatedReason::OomKilled
+    } else {
+        TerminatedReason::for_exit(code)
+    };
+    let text = match message {
+        Some(m) if v.cause == DeathCause::JobError => m,
+        Some(m) => format!("{}\n{m}", v.summary),
+        None => v.summary.clone(),
+    };
+    let disruption = v.disruption.map(|reason| Disruption {
+        reason,
+        message: v.summary.clone(),
+    });
+    (code, reason, Some(text), disruption)
+}
+
 /// The exit code and message of a run whose guest reported `end` and whose `tart run` exited
 /// with `tart_code`.
 pub fn job_exit(tart_code: i32, end: GuestEnd) -> (i32, Option<String>) {
@@ -248,6 +333,41 @@ mod tests {
         let (code, msg) = job_exit(137, end(None, "running", None));
         assert_eq!(code, 137);
         assert!(msg.unwrap().contains("tart run"));
+    }
+
+    #[test]
+    fn a_verdict_sets_the_reason_the_message_and_the_disruption() {
+        let v = |cause, disruption| Verdict {
+            cause,
+            disruption,
+            summary: "why".into(),
+        };
+        let (code, reason, msg, d) = with_verdict(
+            137,
+            Some("own".into()),
+            Some(&v(DeathCause::OomKilled, None)),
+        );
+        assert_eq!(
+            (code, reason.as_str(), msg.as_deref(), d),
+            (137, "OOMKilled", Some("why\nown"), None)
+        );
+        let host = v(DeathCause::HostMemoryPressure, Some("HostMemoryPressure"));
+        let (code, reason, msg, d) = with_verdict(0, None, Some(&host));
+        assert_eq!(
+            (code, reason.as_str(), msg.as_deref()),
+            (1, "Error", Some("why"))
+        );
+        assert_eq!(d.unwrap().reason, "HostMemoryPressure");
+        let job = v(DeathCause::JobError, None);
+        let (_, _, msg, _) = with_verdict(3, Some("tests failed".into()), Some(&job));
+        assert_eq!(msg.as_deref(), Some("tests failed"));
+        let (_, _, msg, _) = with_verdict(3, None, Some(&job));
+        assert_eq!(msg.as_deref(), Some("why"));
+        let (code, reason, msg, d) = with_verdict(0, None, None);
+        assert_eq!(
+            (code, reason.as_str(), msg, d),
+            (0, "Completed", None, None)
+        );
     }
 
     #[test]

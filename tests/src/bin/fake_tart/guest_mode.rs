@@ -28,6 +28,9 @@ pub fn launcher_path() -> PathBuf {
 /// bounds a test whose share is missing on purpose.
 const SHARE_TIMEOUT_SECS: &str = "30";
 
+/// The guest's vitals interval: short, so tests see samples quickly.
+const VITALS_INTERVAL_SECS: &str = "1";
+
 /// The running guest: dropping it (or the process exiting) ends the reaper's pipe.
 pub struct Guest {
     pub launcher: Child,
@@ -35,10 +38,20 @@ pub struct Guest {
     _lifeline: ChildStdin,
 }
 
-/// Lays out `<vm dir>/guest` for `shares` and starts the launcher.
-pub fn start(vm_dir: &Path, shares: &[Share]) -> io::Result<Guest> {
+/// Lays out `<vm dir>/guest` for `shares` and starts the launcher, with the macOS tool
+/// stand-ins ([`crate::guest_tools`]) first on its `PATH`.
+pub fn start(home: &Path, vm_dir: &Path, vm: &str, shares: &[Share]) -> io::Result<Guest> {
     let root = vm_dir.join("guest");
     layout(&root, shares)?;
+    let tools = crate::guest_tools::install(home, vm_dir, vm)?;
+    let path = match std::env::var_os("PATH") {
+        Some(p) => {
+            let mut dirs = vec![tools];
+            dirs.extend(std::env::split_paths(&p));
+            std::env::join_paths(dirs).map_err(io::Error::other)?
+        }
+        None => tools.into_os_string(),
+    };
     let mut reaper = Command::new("/bin/sh")
         .args(["-c", "cat >/dev/null; kill -KILL 0"])
         .stdin(Stdio::piped())
@@ -59,6 +72,8 @@ pub fn start(vm_dir: &Path, shares: &[Share]) -> io::Result<Guest> {
         .env("TART_GUEST_ROOT", &root)
         .env("TART_GUEST_ON_EXIT", "exit")
         .env("TART_GUEST_SHARE_TIMEOUT", SHARE_TIMEOUT_SECS)
+        .env("TART_GUEST_VITALS_INTERVAL", VITALS_INTERVAL_SECS)
+        .env("PATH", path)
         .stdin(Stdio::null())
         .process_group(i32::try_from(group).map_err(io::Error::other)?)
         .spawn()?;

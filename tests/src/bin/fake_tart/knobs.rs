@@ -215,6 +215,47 @@ pub struct VmKnob {
     /// TCP ports the booted guest serves on its loopback address, and how each answers.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub endpoints: Option<BTreeMap<u16, EndpointState>>,
+    /// What the guest's `vm_stat`, `memory_pressure`, `sysctl` and `df` stand-ins report
+    /// (under `guest_launcher`); read at every call, so a test can change it mid-run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub guest_vitals: Option<GuestVitals>,
+}
+
+/// The guest's memory, load and disk as its macOS tools print them (knob `guest_vitals`).
+/// Unset fields take a healthy default.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GuestVitals {
+    /// `kern.memorystatus_vm_pressure_level`: 1, 2 or 4 (default 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pressure_level: Option<u32>,
+    /// `memory_pressure -Q`'s free percentage (default 60).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub free_percent: Option<u8>,
+    /// `vm_stat`'s `Pages free` (default 120000).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub free_pages: Option<u64>,
+    /// `vm_stat`'s `Pages active` (default 300000).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub active_pages: Option<u64>,
+    /// `vm_stat`'s `Pages wired down` (default 90000).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wired_pages: Option<u64>,
+    /// `vm_stat`'s `Pages occupied by compressor` (default 10000).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compressed_pages: Option<u64>,
+    /// `vm.swapusage`'s used MiB (default 0).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub swap_used_mib: Option<f64>,
+    /// `df -k /`'s capacity percentage (default 40).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disk_used_percent: Option<u8>,
+    /// Jetsam reports (`JetsamEvent-*.ips`) present in the guest (default 0).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jetsam_kills: Option<u64>,
+    /// Tools that fail (exit 1, no output), e.g. `["vm_stat"]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failing: Option<Vec<String>>,
 }
 
 /// How a guest endpoint answers (knob `endpoints`).
@@ -271,7 +312,8 @@ impl VmKnob {
             guest_launcher,
             real_exec,
             exec_delay_ms,
-            endpoints
+            endpoints,
+            guest_vitals
         );
     }
 }

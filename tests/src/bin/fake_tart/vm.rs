@@ -230,9 +230,9 @@ async fn supervise(
     }
     let record = read_record(ctx, name);
     let mut guest = match &record {
-        Some(r) if ctx.knobs.vm(name).guest_launcher.unwrap_or(false) => {
-            Some(crate::guest_mode::start(&dir, &r.shares)?)
-        }
+        Some(r) if ctx.knobs.vm(name).guest_launcher.unwrap_or(false) => Some(
+            crate::guest_mode::start(&ctx.home.root, &dir, name, &r.shares)?,
+        ),
         _ => None,
     };
     let record_shares = record.as_ref().map(|r| r.shares.clone());

@@ -1,0 +1,169 @@
+//! The guest's own vitals: the logfmt lines the guest launcher appends to `status/vitals`
+//! (docs/guest.md, "Vitals") and reading the newest of them from the host. Parsing is pure;
+//! [`read_tail`] reads at most the given number of bytes from the end of the file.
+
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+
+use super::model::{GuestSample, PressureLevel};
+
+/// The file in the status share.
+pub const FILE: &str = "vitals";
+
+/// How much of the file's end a death's explanation reads: well over
+/// [`super::model::HISTORY`] lines.
+pub const TAIL_BYTES: u64 = 16 * 1024;
+
+/// How much the sampler reads each tick: the lines written since the last tick and a few more
+/// (a line is about 200 bytes, one per guest interval).
+pub const TICK_BYTES: u64 = 4 * 1024;
+
+/// One line: `vitals ts=… pressure=… …`. `None` for a line that is not a vitals line; a field
+/// that is empty or unreadable is `None` in the sample (the launcher leaves a field empty when
+/// its source failed).
+pub fn parse_line(line: &str) -> Option<GuestSample> {
+    let mut words = line.split_whitespace();
+    if words.next()? != "vitals" {
+        return None;
+    }
+    let mut s = GuestSample::default();
+    for w in words {
+        let Some((k, v)) = w.split_once('=') else {
+            continue;
+        };
+        if v.is_empty() {
+            continue;
+        }
+        match k {
+            "ts" => s.ts = v.parse().ok(),
+            "pressure" => s.pressure = v.parse().ok().and_then(PressureLevel::from_level),
+            "free_percent" => s.free_percent = v.parse().ok().filter(|p| *p <= 100),
+            "page_size" => s.page_size = v.parse().ok(),
+            "free_pages" => s.free_pages = v.parse().ok(),
+            "active_pages" => s.active_pages = v.parse().ok(),
+            "wired_pages" => s.wired_pages = v.parse().ok(),
+            "compressed_pages" => s.compressed_pages = v.parse().ok(),
+            "swap_used" => s.swap_used_bytes = with_unit(v),
+            "load1" => s.load_1m = v.parse().ok().filter(|l: &f64| l.is_finite()),
+            "disk_used_percent" => s.disk_used_percent = v.parse().ok().filter(|p| *p <= 100),
+            "jetsam_kills" => s.jetsam_kills = v.parse().ok(),
+            _ => {}
+        }
+    }
+    Some(s)
+}
+
+/// `1017.50M` (as `sysctl vm.swapusage` prints it) -> bytes.
+fn with_unit(v: &str) -> Option<u64> {
+    let shift = match v.chars().last()? {
+        'K' => 10,
+        'M' => 20,
+        'G' => 30,
+        'T' => 40,
+        _ => return v.parse().ok(),
+    };
+    let n: f64 = v[..v.len() - 1].parse().ok()?;
+    (n >= 0.0 && n.is_finite()).then(|| (n * f64::from(1u32 << shift)).round() as u64)
+}
+
+/// Every vitals line of `text`, oldest first. A partial first line (the tail cut it) and a
+/// partial last line (the launcher is writing it) are skipped.
+pub fn parse_tail(text: &str, cut_at_start: bool) -> Vec<GuestSample> {
+    let mut lines: Vec<&str> = text.split('\n').collect();
+    // The text after the last newline is a line still being written.
+    lines.pop();
+    let skip = usize::from(cut_at_start);
+    lines
+        .into_iter()
+        .skip(skip)
+        .filter_map(parse_line)
+        .collect()
+}
+
+/// The newest samples in the last `max` bytes of `<status>/vitals`; empty when there is no
+/// such file.
+///
+/// # Errors
+/// A read error other than not-found.
+pub fn read_tail(status_dir: &Path, max: u64) -> std::io::Result<Vec<GuestSample>> {
+    match read_last(&status_dir.join(FILE), max) {
+        Ok((text, cut)) => Ok(parse_tail(&text, cut)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(e),
+    }
+}
+
+/// The last `max` bytes of `path`, lossily decoded, and whether the file was longer.
+///
+/// # Errors
+/// The open or read error.
+pub fn read_last(path: &Path, max: u64) -> std::io::Result<(String, bool)> {
+    let mut f = std::fs::File::open(path)?;
+    let len = f.metadata()?.len();
+    let start = len.saturating_sub(max);
+    f.seek(SeekFrom::Start(start))?;
+    let mut buf = Vec::with_capacity((len - start) as usize);
+    f.take(max).read_to_end(&mut buf)?;
+    Ok((String::from_utf8_lossy(&buf).into_owned(), start > 0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LINE: &str = "vitals ts=1732440000 pressure=4 free_percent=3 page_size=16384 free_pages=812 active_pages=453210 wired_pages=180233 compressed_pages=98765 swap_used=1017.50M load1=3.25 disk_used_percent=41 jetsam_kills=2";
+
+    #[test]
+    fn a_full_line_gives_every_field() {
+        let s = parse_line(LINE).unwrap();
+        assert_eq!(s.ts, Some(1732440000));
+        assert_eq!(s.pressure, Some(PressureLevel::Critical));
+        assert_eq!(s.free_percent, Some(3));
+        assert_eq!(s.page_size, Some(16384));
+        assert_eq!(s.free_pages, Some(812));
+        assert_eq!(s.active_pages, Some(453210));
+        assert_eq!(s.wired_pages, Some(180233));
+        assert_eq!(s.compressed_pages, Some(98765));
+        assert_eq!(s.swap_used_bytes, Some((1017.5 * 1048576.0) as u64));
+        assert_eq!(s.load_1m, Some(3.25));
+        assert_eq!(s.disk_used_percent, Some(41));
+        assert_eq!(s.jetsam_kills, Some(2));
+    }
+
+    #[test]
+    fn empty_and_bad_fields_are_unknown_and_other_lines_are_not_samples() {
+        let s = parse_line("vitals ts=5 pressure= free_percent=140 load1=x jetsam_kills=").unwrap();
+        assert!(s.is_empty());
+        assert_eq!(s.ts, Some(5));
+        assert_eq!(parse_line("share status did not appear"), None);
+        assert_eq!(parse_line(""), None);
+    }
+
+    #[test]
+    fn a_tail_skips_the_cut_first_line_and_the_unfinished_last_one() {
+        let text = format!("s ts=1 pressure=1\n{LINE}\nvitals ts=2 pressure=2\nvitals ts=3 pre");
+        let all = parse_tail(&text, true);
+        assert_eq!(all.len(), 2);
+        assert_eq!(all[1].ts, Some(2));
+        let uncut = parse_tail("vitals ts=1\nvitals ts=2\n", false);
+        assert_eq!(uncut.len(), 2);
+    }
+
+    #[test]
+    fn read_tail_reads_only_the_end_of_a_long_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut text = String::new();
+        for i in 0..2000 {
+            text.push_str(&format!("vitals ts={i} pressure=1 free_percent=50\n"));
+        }
+        std::fs::write(dir.path().join(FILE), &text).unwrap();
+        let got = read_tail(dir.path(), TAIL_BYTES).unwrap();
+        assert_eq!(got.last().unwrap().ts, Some(1999));
+        assert!(got.len() < 2000 && got.len() > 300);
+        assert!(
+            read_tail(&dir.path().join("absent"), TICK_BYTES)
+                .unwrap()
+                .is_empty()
+        );
+    }
+}

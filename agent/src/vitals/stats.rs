@@ -1,0 +1,177 @@
+//! The vitals as the kubelet API's `/stats/summary` and `/metrics/resource` see them: each
+//! bound Pod's VM as one container, the host as the node. The node's CPU is the host's own
+//! counter where the platform has one (`/proc/stat`), else the sum over the VMs.
+
+use std::sync::Arc;
+
+use k8s_openapi::{api::core::v1::Pod, jiff::Timestamp};
+
+use super::{Vitals, model::Snapshot};
+use crate::kubelet_api::{
+    PodSource,
+    stats::{PodUsage, StatsSource, StatsView, Usage},
+};
+use crate::pods::naming::VmNaming;
+
+/// A [`StatsSource`] over the sampler's snapshot and the Pods bound here.
+pub struct VitalsStats {
+    pub vitals: Vitals,
+    pub pods: Arc<dyn PodSource>,
+    pub naming: VmNaming,
+    pub node_name: String,
+    pub started: Timestamp,
+}
+
+impl StatsSource for VitalsStats {
+    fn stats(&self) -> StatsView {
+        view(
+            &self.vitals.snapshot(),
+            &self.pods.pods(),
+            &self.naming,
+            &self.node_name,
+            self.started,
+        )
+    }
+}
+
+/// PURE: the view of `snap` for `pods`. Only VMs sampled at the newest tick count as running.
+pub fn view(
+    snap: &Snapshot,
+    pods: &[Pod],
+    naming: &VmNaming,
+    node_name: &str,
+    started: Timestamp,
+) -> StatsView {
+    let tick = snap.host.last().and_then(|h| h.at);
+    let mut out = Vec::new();
+    for p in pods {
+        let Some(uid) = p.metadata.uid.as_deref() else {
+            continue;
+        };
+        let Ok(vm) = naming.vm_name(uid) else {
+            continue;
+        };
+        let Some(v) = snap.vms.get(vm.as_str()) else {
+            continue;
+        };
+        let Some(s) = v.host.last().filter(|s| Some(s.at) == tick) else {
+            continue;
+        };
+        let container = p
+            .spec
+            .as_ref()
+            .and_then(|s| s.containers.first())
+            .map(|c| c.name.clone())
+            .unwrap_or_default();
+        out.push(PodUsage {
+            namespace: p.metadata.namespace.clone().unwrap_or_default(),
+            name: p.metadata.name.clone().unwrap_or_default(),
+            uid: uid.to_owned(),
+            container,
+            start: v.first_seen.unwrap_or(s.at),
+            usage: Usage {
+                at: s.at,
+                cpu_seconds_total: s.cpu_seconds_total,
+                cpu_cores: s.cpu_cores,
+                working_set_bytes: s.rss_bytes,
+            },
+        });
+    }
+    let node = snap.host.last().and_then(|h| {
+        let at = h.at?;
+        let vm_cpu: f64 = out.iter().map(|p| p.usage.cpu_seconds_total).sum();
+        let vm_mem: u64 = out.iter().map(|p| p.usage.working_set_bytes).sum();
+        let cpu_total = h.cpu_seconds_total.unwrap_or(vm_cpu);
+        let prev = snap.host.iter().rev().nth(1);
+        let cpu_cores = match (
+            h.cpu_seconds_total,
+            prev.and_then(|p| Some((p.at?, p.cpu_seconds_total?))),
+        ) {
+            (Some(now), Some((then_at, then))) => {
+                let dt = (at.as_millisecond() - then_at.as_millisecond()) as f64 / 1000.0;
+                (dt > 0.0).then(|| ((now - then) / dt).max(0.0))
+            }
+            (None, _) => Some(out.iter().filter_map(|p| p.usage.cpu_cores).sum()),
+            _ => None,
+        };
+        Some(Usage {
+            at,
+            cpu_seconds_total: cpu_total,
+            cpu_cores,
+            working_set_bytes: h.memory_used_bytes.unwrap_or(vm_mem),
+        })
+    });
+    StatsView {
+        node_name: node_name.to_owned(),
+        node_start: started,
+        node,
+        pods: out,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vitals::model::{HostSample, VmSample, VmVitals};
+
+    fn t(s: i64) -> Timestamp {
+        Timestamp::from_second(s).unwrap()
+    }
+
+    fn pod(uid: &str, name: &str) -> Pod {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name, "namespace": "ci", "uid": uid},
+            "spec": {"containers": [{"name": "runner", "image": "img"}]}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn running_vms_become_their_pods_and_the_host_the_node() {
+        let naming = VmNaming::new("tkl-").unwrap();
+        let mut snap = Snapshot::default();
+        for (s, cpu) in [(100, 1000.0), (110, 1010.0)] {
+            snap.host.push(HostSample {
+                at: Some(t(s)),
+                cpu_seconds_total: Some(cpu),
+                memory_used_bytes: Some(6 << 30),
+                ..HostSample::default()
+            });
+        }
+        let sample = |at| VmSample {
+            at: t(at),
+            cpu_seconds_total: 42.0,
+            cpu_cores: Some(0.5),
+            rss_bytes: 4 << 30,
+        };
+        let vm = |at| VmVitals {
+            first_seen: Some(t(50)),
+            host: [sample(at)].into_iter().collect(),
+            guest: Default::default(),
+        };
+        let a = naming
+            .vm_name("00000000-0000-0000-0000-00000000000a")
+            .unwrap()
+            .to_string();
+        let b = naming
+            .vm_name("00000000-0000-0000-0000-00000000000b")
+            .unwrap()
+            .to_string();
+        snap.vms.insert(a, vm(110));
+        snap.vms.insert(b, vm(100));
+        let pods = [
+            pod("00000000-0000-0000-0000-00000000000a", "a"),
+            pod("00000000-0000-0000-0000-00000000000b", "b"),
+            pod("00000000-0000-0000-0000-00000000000c", "c"),
+        ];
+        let v = view(&snap, &pods, &naming, "mac-1", t(10));
+        assert_eq!(v.pods.len(), 1, "b is not running, c has no VM");
+        assert_eq!(v.pods[0].name, "a");
+        assert_eq!(v.pods[0].container, "runner");
+        assert_eq!(v.pods[0].start, t(50));
+        assert_eq!(v.pods[0].usage.working_set_bytes, 4 << 30);
+        let n = v.node.unwrap();
+        assert_eq!(n.cpu_seconds_total, 1010.0);
+        assert_eq!(n.cpu_cores, Some(1.0));
+    }
+}
