@@ -247,3 +247,56 @@ async fn more_macs_than_tokens_hold_the_cap_and_a_killed_holders_token_frees_its
     }
     assert!(waits >= 1.0, "no Mac ever waited for the token");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn as_its_node_an_agent_reads_the_declaration_and_holds_a_token() {
+    let image = format!("ghcr.io/acme/node-prepull-{}:15", unique("img"));
+    let config = unique("nodeprepull");
+    let label = unique("fleet");
+    let args = [
+        "--prepull-config".to_owned(),
+        format!("{NS}/{config}"),
+        "--prepull-period".to_owned(),
+        "1s".to_owned(),
+        "--node-label".to_owned(),
+        format!("prepull-fleet={label}"),
+    ];
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    // A pull long enough to see its token (about 4 s).
+    let mut env = Env::new_as_node("nodeprepull", knobs(&image, 4.0), &args).await;
+    env.start_agent();
+    declare(
+        &env,
+        &config,
+        &format!(
+            r#"{{"images": [{{"image": "{image}", "nodeSelector": {{"prepull-fleet": "{label}"}}}}],
+                "maxConcurrentPercent": 50}}"#
+        ),
+    )
+    .await;
+    // Under system:nodes the shipped Role lets it take a token (and count the Nodes for the cap).
+    let me = std::slice::from_ref(&env.node);
+    let held = wait_for(Duration::from_secs(60), || async {
+        (!holders(&env, me).await.is_empty()).then_some(())
+    })
+    .await;
+    assert!(
+        held.is_ok(),
+        "no token under the node identity\n{}",
+        env.agent_log()
+    );
+    let done = wait_for(Duration::from_secs(60), || async {
+        (golden_count(&env) == 1).then_some(())
+    })
+    .await;
+    assert!(done.is_ok(), "never pre-pulled\n{}", env.agent_log());
+    let log = std::fs::read_to_string(&env.log_path).unwrap_or_default();
+    let refused: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("pre-pull") && l.to_lowercase().contains("forbidden"))
+        .collect();
+    assert!(
+        refused.is_empty(),
+        "the node identity was refused: {refused:?}"
+    );
+}
