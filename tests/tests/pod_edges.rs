@@ -89,7 +89,8 @@ async fn a_pod_past_its_active_deadline_fails_and_its_vm_is_stopped() {
     let mut env = Env::new("deadline", knobs(), &[]).await;
     env.start_agent();
     let mut pod = env.pod("deadline");
-    pod.spec.as_mut().unwrap().active_deadline_seconds = Some(4);
+    // Long enough for the VM to start first on a loaded machine (pull, golden, clone, run).
+    pod.spec.as_mut().unwrap().active_deadline_seconds = Some(8);
     let created = env.create(&pod).await;
     let p = env
         .wait_pod("deadline", "Failed", |p| phase(p) == "Failed")
