@@ -368,6 +368,11 @@ impl Knobs {
         self.max_running_vms = Some(n);
         self
     }
+    /// The volume's free space auto-prune sees, GB (default unlimited: it never prunes).
+    pub fn with_volume_available_gb(mut self, gb: f64) -> Knobs {
+        self.volume_available_gb = Some(gb);
+        self
+    }
     /// Adds (or replaces) a remote image; `"default"` applies to every other name.
     pub fn with_image(mut self, name: &str, image: ImageKnob) -> Knobs {
         self.images.insert(name.to_string(), image);

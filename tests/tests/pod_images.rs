@@ -236,3 +236,29 @@ async fn the_least_recently_used_unused_digest_goes_first_and_disk_pressure_neve
         .await;
     assert!(ready(&p));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tart_auto_prune_is_off_so_a_full_volume_keeps_the_first_image_through_the_next_pull() {
+    // No free space at all, and the runner image (20 GB) alone would cover what the builder's
+    // pull asks for (10 GB + 128 MiB): with auto-prune on, that pull evicts the runner
+    // (fake_tart_prune.rs shows it). The agent runs tart with TART_NO_AUTO_PRUNE.
+    let knobs = knobs()
+        .with_image(OTHER, ImageKnob::sized(1.0, 10))
+        .with_volume_available_gb(0.0);
+    let mut env = Env::new("noautoprune", knobs, &[]).await;
+    env.start_agent();
+    run(&env, "first", IMAGE).await;
+    env.delete("first", 0).await;
+    env.wait_gone("first").await;
+    run(&env, "second", OTHER).await;
+    let oci = env.home.path().join("cache/OCIs/ghcr.io/acme");
+    assert!(
+        oci.join("macos-builder/15/config.json").is_file(),
+        "the second image is cached"
+    );
+    assert!(
+        oci.join("macos-runner/15/config.json").is_file(),
+        "tart's auto-prune evicted the first image\n{}",
+        env.agent_log()
+    );
+}

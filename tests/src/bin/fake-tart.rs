@@ -5,6 +5,8 @@
 //! This file owns dispatch: argv -> subcommand, knob rules, tmp GC, exit code. The commands
 //! live in `fake_tart/`.
 
+#[path = "fake_tart/autoprune.rs"]
+mod autoprune;
 #[path = "fake_tart/bandwidth.rs"]
 mod bandwidth;
 #[path = "fake_tart/cli.rs"]

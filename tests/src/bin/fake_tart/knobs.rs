@@ -54,6 +54,10 @@ pub struct Knobs {
     /// instead of its `192.168.64.x` lease, so the host can reach the guest endpoints.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub loopback_ips: Option<bool>,
+    /// Free space of the volume holding the cache, GB, as auto-prune sees it (absent =
+    /// unlimited: auto-prune never deletes anything).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub volume_available_gb: Option<f64>,
     /// Remote images the fake registry knows: exact remote name, or "default" for the rest.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub images: BTreeMap<String, ImageKnob>,

@@ -12,6 +12,7 @@ use std::time::Duration;
 use tokio::signal::unix::{SignalKind, signal};
 
 use crate::Ctx;
+use crate::autoprune;
 use crate::bandwidth;
 use crate::cli::Parsed;
 use crate::error::Failure;
@@ -113,6 +114,11 @@ async fn download(
         home::touch_accessed(&digest_dir)?;
         return Ok(());
     }
+    autoprune::reclaim_if_needed(
+        ctx,
+        autoprune::pull_required(img.disk_gb.unwrap_or(50)),
+        None,
+    )?;
     fs::create_dir_all(tmp)?;
     let _tmp_lock = locks::flock(tmp).await?;
     owns_tmp.set(true);
@@ -272,6 +278,9 @@ pub async fn clone(ctx: &Ctx, p: &Parsed, action: Option<Action>) -> Result<(), 
             format!("{dst} should be a local name"),
         ));
     }
+    let prune_limit = p
+        .num("clone", "prune-limit")?
+        .unwrap_or(autoprune::DEFAULT_PRUNE_LIMIT_GIB);
     if p.flag("stacked") {
         if !is_remote(src) {
             return Err(Failure::usage("clone", "--stacked requires a remote image"));
@@ -305,7 +314,8 @@ pub async fn clone(ctx: &Ctx, p: &Parsed, action: Option<Action>) -> Result<(), 
             let _ = fs::remove_dir_all(&work);
             Err(Failure::other("cancelled"))
         }
-    }
+    }?;
+    reserve_after_clone(ctx, prune_limit, &source_dir)
 }
 
 async fn copy_in(
@@ -360,5 +370,16 @@ async fn copy_in(
         fs::rename(work, &target)?;
     }
     let _ = home::touch_accessed(source_dir);
+    Ok(())
+}
+
+/// After the copy, auto-prune makes room for the source's still-unallocated part (spec §4);
+/// the source is the initiator and is never deleted.
+fn reserve_after_clone(ctx: &Ctx, limit_gib: u64, source_dir: &Path) -> Result<(), Failure> {
+    let (logical, allocated) = home::dir_sizes(source_dir);
+    let required = autoprune::clone_required(logical, allocated, limit_gib);
+    if required > 0 {
+        autoprune::reclaim_if_needed(ctx, required, Some(source_dir))?;
+    }
     Ok(())
 }
