@@ -412,12 +412,14 @@ pub async fn run<T: Tart>(
         }
         .instrument(info_span!("admin"))
     }));
+    let (tokens_tx, tokens_rx) = watch::channel(Default::default());
     let mut lease_cfg = kube_config.clone();
     // The Lease client has its own pool and a response deadline of its own.
     lease_cfg.read_timeout = Some(cfg.api_timeout);
     lease_cfg.reset_reader_on_write = true;
     tasks.push(tokio::spawn(
         LeaseTask {
+            tokens: tokens_rx,
             kube_config: lease_cfg,
             node_name: cfg.node_name.clone(),
             identity: claimed.identity,
@@ -443,6 +445,7 @@ pub async fn run<T: Tart>(
         metrics: image_metrics.clone(),
         node: node_rx.clone(),
         shutdown: shutdown.clone(),
+        tokens: tokens_tx,
     });
     tasks.extend(images.tasks);
     let images_rx = images.inventory;

@@ -22,7 +22,7 @@ use crate::{
         keeper::{Keeper, KeeperConfig, TartHomeView},
         metrics::ImageMetrics,
         prepull::{
-            pacer::Pacer,
+            pacer::{HeldTokens, Pacer},
             runner::{PrepullConfig, Prepuller, Progress},
         },
         reference::cache_names,
@@ -52,6 +52,8 @@ pub struct ImageDeps<T> {
     pub node: watch::Receiver<ObservedNode>,
     /// Turns true on shutdown.
     pub shutdown: watch::Receiver<bool>,
+    /// Where the pull tokens this Mac holds are published (the Node Lease task writes them).
+    pub tokens: watch::Sender<HeldTokens>,
 }
 
 /// What the image side hands back.
@@ -75,10 +77,10 @@ pub fn start<T: Tart>(d: ImageDeps<T>) -> ImageSide {
     let pacer = Pacer::new(
         cfg.tart_home.clone(),
         d.client.clone(),
-        &cfg.prepull_namespace,
         &cfg.node_name,
         cfg.api_timeout,
         d.metrics.clone(),
+        d.tokens,
     );
     let (inventory_tx, inventory) = watch::channel(None);
     let (wanted_tx, wanted) = watch::channel(BTreeSet::new());

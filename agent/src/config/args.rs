@@ -383,8 +383,8 @@ pub struct RunArgs {
     )]
     #[serde(default, deserialize_with = "de::duration")]
     pub(crate) image_gc_period: Option<Duration>,
-    /// The pre-pull declaration, `<namespace>/<name>` of a ConfigMap; its namespace also holds
-    /// the fleet's pull tokens. Default: tart-kubelet/tart-kubelet-prepull.
+    /// The pre-pull declaration, `<namespace>/<name>` of a ConfigMap. Default:
+    /// tart-kubelet/tart-kubelet-prepull.
     #[arg(
         long,
         env = "TART_KUBELET_PREPULL_CONFIG",

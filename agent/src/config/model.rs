@@ -169,7 +169,7 @@ pub struct Config {
     pub image_cache_budget: Option<u64>,
     /// Images: time between budget passes.
     pub image_gc_period: Duration,
-    /// Images: namespace of the pre-pull declaration and the pull tokens.
+    /// Images: namespace of the pre-pull declaration.
     pub prepull_namespace: String,
     /// Images: the pre-pull declaration ConfigMap's name.
     pub prepull_name: String,

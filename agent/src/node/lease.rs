@@ -34,7 +34,12 @@ use super::{
     fence::Fence,
     holder::{Reading, held_by_another},
 };
-use crate::{admin::Readiness, backoff::API_RETRY, metrics::NodeMetrics};
+use crate::{
+    admin::Readiness,
+    backoff::API_RETRY,
+    images::prepull::{pacer::HeldTokens, tokens::TOKEN_PREFIX},
+    metrics::NodeMetrics,
+};
 
 /// Namespace of node Leases.
 pub const NAMESPACE: &str = "kube-node-lease";
@@ -68,6 +73,8 @@ pub struct LeaseTask {
     pub owner: watch::Receiver<Option<OwnerReference>>,
     /// Raised when another instance is seen holding the Lease.
     pub fence: Fence,
+    /// The image-pull tokens this Mac holds, written onto the Lease with each renewal.
+    pub tokens: watch::Receiver<HeldTokens>,
 }
 
 /// `lease` renewed by `holder` at `now`: holder, duration and renew time set, owned by
@@ -100,6 +107,16 @@ pub fn renewed(
         l.metadata.owner_references = Some(vec![o.clone()]);
     }
     l
+}
+
+/// `lease` carrying exactly the pull tokens `held` (annotations under
+/// [`TOKEN_PREFIX`]; other annotations are kept).
+pub fn with_tokens(mut lease: Lease, held: &HeldTokens) -> Lease {
+    let mut a = lease.metadata.annotations.take().unwrap_or_default();
+    a.retain(|k, _| !k.starts_with(TOKEN_PREFIX));
+    a.extend(held.iter().map(|(k, v)| (k.clone(), v.clone())));
+    lease.metadata.annotations = (!a.is_empty()).then_some(a);
+    lease
 }
 
 /// A new Lease for `node`, held by `holder`.
@@ -144,6 +161,7 @@ impl LeaseTask {
         let mut client = self.client();
         let mut failures = 0u32;
         let mut owner_open = true;
+        let mut tokens_open = true;
         loop {
             let started = Instant::now();
             let outcome = match client {
@@ -172,6 +190,10 @@ impl LeaseTask {
                 r = self.owner.changed(), if owner_open => {
                     // Registered (or re-created) Node: own the Lease by it now.
                     owner_open = r.is_ok();
+                }
+                r = self.tokens.changed(), if tokens_open => {
+                    // A pull took or gave back a token: other agents count it from the Lease.
+                    tokens_open = r.is_ok();
                 }
                 _ = shutdown.changed() => {
                     if let Some(c) = client {
@@ -226,12 +248,15 @@ impl LeaseTask {
         let api = self.api(client);
         for _ in 0..2 {
             let owner = self.owner.borrow().clone();
-            let want = renewed(
-                &self.lease,
-                &self.identity,
-                self.duration,
-                owner.as_ref(),
-                Timestamp::now(),
+            let want = with_tokens(
+                renewed(
+                    &self.lease,
+                    &self.identity,
+                    self.duration,
+                    owner.as_ref(),
+                    Timestamp::now(),
+                ),
+                &self.tokens.borrow(),
             );
             let pp = PostParams::default();
             let res =
@@ -337,7 +362,8 @@ impl LeaseTask {
     /// Clear the holder so a successor need not wait for the Lease to expire.
     async fn release(&self, client: Client) {
         let api = self.api(client);
-        let want = released(&self.lease);
+        // Giving the Lease up gives every pull token back too.
+        let want = with_tokens(released(&self.lease), &HeldTokens::new());
         let deadline = self.timeout.min(RELEASE_DEADLINE);
         let pp = PostParams::default();
         match tokio::time::timeout(deadline, api.replace(&self.node_name, &pp, &want)).await {
@@ -416,6 +442,33 @@ mod tests {
             Timestamp::UNIX_EPOCH,
         );
         assert_eq!(again.spec.unwrap().lease_transitions, Some(1));
+    }
+
+    #[test]
+    fn renewals_carry_exactly_the_held_tokens_and_keep_other_annotations() {
+        let mut l = new_lease(
+            "mac-1",
+            "mac-1_a",
+            Duration::from_secs(40),
+            Timestamp::now(),
+        );
+        l.metadata.annotations = Some(
+            [
+                ("keep".to_owned(), "me".to_owned()),
+                (format!("{TOKEN_PREFIX}old"), "pod x".to_owned()),
+            ]
+            .into(),
+        );
+        let held: HeldTokens = [(format!("{TOKEN_PREFIX}new"), "prepull y".to_owned())].into();
+        let a = with_tokens(l.clone(), &held).metadata.annotations.unwrap();
+        assert_eq!(a.len(), 2);
+        assert_eq!(a["keep"], "me");
+        assert_eq!(a[&format!("{TOKEN_PREFIX}new")], "prepull y");
+        let none = with_tokens(l, &HeldTokens::new())
+            .metadata
+            .annotations
+            .unwrap();
+        assert_eq!(none.len(), 1, "a token given back leaves the Lease");
     }
 
     #[test]

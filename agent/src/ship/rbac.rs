@@ -116,8 +116,6 @@ const fn prepull(
     p(group, resource, "", verb, PREPULL_NAMESPACE, why)
 }
 
-const COORDINATION: &str = "coordination.k8s.io";
-
 pub const ALWAYS: &[Permission] = &[
     own(core("nodes", "get", "read its own Node")),
     core("nodes", "list", "watch its own Node (field selector)"),
@@ -172,19 +170,9 @@ pub const ALWAYS: &[Permission] = &[
         "wait for the serving certificate request's approval",
     ),
     prepull("", "configmaps", "get", "read the pre-pull declaration"),
-    prepull(COORDINATION, "leases", "create", "take a fleet pull token"),
-    prepull(
-        COORDINATION,
-        "leases",
-        "patch",
-        "renew its pull token while the pull runs",
-    ),
-    prepull(COORDINATION, "leases", "delete", "give its pull token back"),
-    prepull(
-        COORDINATION,
-        "leases",
+    lease(
         "list",
-        "count the pull tokens held for an image",
+        "count the image-pull tokens on the Node Leases (fleet-wide pull pacing)",
     ),
 ];
 
@@ -292,7 +280,12 @@ mod tests {
             .iter()
             .filter(|p| p.resource == "leases" && p.namespace == LEASE_NAMESPACE)
         {
-            assert_eq!(p.own_name, p.verb != "create", "{}", p.display());
+            assert_eq!(
+                p.own_name,
+                !matches!(p.verb, "create" | "list"),
+                "{}",
+                p.display()
+            );
         }
     }
 

@@ -1,40 +1,37 @@
-//! Taking and giving back pull tokens (`coordination.k8s.io` Leases in the agent's namespace;
-//! the rules are in [`super::tokens`]). A token is renewed while its pull runs and deleted when
-//! its guard drops; every API call has a deadline. A Pod's pull never waits on a token; a
-//! failure to write one is logged and the pull goes on.
+//! Taking and giving back pull tokens. The tokens this Mac holds are kept here and published
+//! on a watch channel; the Node Lease task writes them onto the Node Lease with its next
+//! renewal (at once when they change), and drops them when the agent stops (the rules are in
+//! [`super::tokens`]). A Pod's pull never waits on a token; every API call has a deadline.
 
 use std::{
+    collections::BTreeMap,
     path::PathBuf,
     sync::{
-        Arc,
+        Arc, Mutex,
         atomic::{AtomicUsize, Ordering},
     },
     time::Duration,
 };
 
-use k8s_openapi::{
-    api::coordination::v1::{Lease, LeaseSpec},
-    apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta},
-    jiff::Timestamp,
-};
-use kube::{
-    Api,
-    api::{DeleteParams, ListParams, PostParams},
-};
-use tokio::task::JoinHandle;
-use tracing::{debug, warn};
+use k8s_openapi::{api::coordination::v1::Lease, jiff::Timestamp};
+use kube::{Api, api::ListParams};
+use tokio::sync::watch;
+use tracing::debug;
 
 use super::tokens::{
-    IMAGE_LABEL, PullSource, SOURCE_LABEL, Token, admitted, image_key, lease_name,
+    PullSource, Token, admitted, annotation, annotation_value, image_key, others_live,
 };
 use crate::images::metrics::ImageMetrics;
 
-/// Seconds a token lives after its last renewal: how long a crashed holder blocks others.
-pub const TOKEN_SECONDS: i32 = 30;
+/// Namespace of the Node Leases.
+const NODE_LEASES: &str = "kube-node-lease";
 /// Deadline of measuring a pulled image's size.
 const MEASURE_DEADLINE: Duration = Duration::from_secs(10);
-/// How often a held token is renewed.
-const RENEW_EVERY: Duration = Duration::from_secs(10);
+/// How often a taken token is looked for on the Node Lease before its rank is checked.
+const WRITTEN_POLL: Duration = Duration::from_millis(200);
+
+/// Token annotations for the Node Lease (annotation key → value).
+pub type HeldTokens = BTreeMap<String, String>;
 
 /// Why a pre-pull token could not be taken this time.
 #[derive(Debug, thiserror::Error)]
@@ -42,8 +39,8 @@ pub enum PacerError {
     /// The API refused or failed.
     #[error("pull token: {0}")]
     Api(#[from] kube::Error),
-    /// The API did not answer in time.
-    #[error("pull token: the API did not answer within {0:?}")]
+    /// The API did not answer in time, or the Lease did not show the token in time.
+    #[error("pull token: no answer within {0:?}")]
     Timeout(Duration),
 }
 
@@ -56,37 +53,38 @@ pub struct Pacer {
     timeout: Duration,
     metrics: ImageMetrics,
     pod_pulls: Arc<AtomicUsize>,
+    /// Held tokens by annotation key, with how many pulls hold each.
+    held: Arc<Mutex<BTreeMap<String, (String, usize)>>>,
+    publish: Arc<watch::Sender<HeldTokens>>,
 }
 
-/// A held token: renewed until dropped, then deleted. Also counts the pull in flight.
+/// A held token: given back (and the pull's in-flight count ended) when dropped.
 pub struct TokenGuard {
-    tart_home: PathBuf,
-    renew: Option<JoinHandle<()>>,
-    api: Api<Lease>,
-    name: String,
-    timeout: Duration,
+    pacer: Pacer,
+    key: String,
     source: PullSource,
-    metrics: ImageMetrics,
-    pod_pulls: Arc<AtomicUsize>,
 }
 
 impl Pacer {
-    /// Tokens in `namespace`, held in this Node's name; pulled bytes measured in `tart_home`.
+    /// Tokens of `node`, published on `publish` for its Node Lease; pulled bytes measured in
+    /// `tart_home`.
     pub fn new(
         tart_home: PathBuf,
         client: kube::Client,
-        namespace: &str,
         node: &str,
         timeout: Duration,
         metrics: ImageMetrics,
+        publish: watch::Sender<HeldTokens>,
     ) -> Self {
         Self {
             tart_home,
-            api: Api::namespaced(client, namespace),
+            api: Api::namespaced(client, NODE_LEASES),
             node: node.to_owned(),
             timeout,
             metrics,
             pod_pulls: Arc::default(),
+            held: Arc::default(),
+            publish: Arc::new(publish),
         }
     }
 
@@ -95,114 +93,91 @@ impl Pacer {
         self.pod_pulls.load(Ordering::Relaxed)
     }
 
-    /// A Pod's pull of `image`: its token is written in the background; nothing waits.
+    /// A Pod's pull of `image`: its token goes onto the Node Lease; nothing waits.
     pub fn pod_pull(&self, image: &str) -> TokenGuard {
         self.pod_pulls.fetch_add(1, Ordering::Relaxed);
-        let name = lease_name(&image_key(image), &self.node);
-        let lease = self.lease(&name, image, PullSource::Pod);
-        let (api, timeout) = (self.api.clone(), self.timeout);
-        let renew = tokio::spawn(async move {
-            if let Err(error) = put(&api, &lease, timeout).await {
-                warn!(%error, "could not write a Pod pull's token; the pull goes on");
-            }
-            hold(api, lease.metadata.name.unwrap_or_default(), timeout).await;
-        });
-        self.guard(name, PullSource::Pod, Some(renew))
+        self.take(image, PullSource::Pod)
     }
 
     /// A pre-pull of `image`: `Some(guard)` when its token ranks within `cap` (no cap: at once),
-    /// `None` when the fleet is at the cap now (the token is given back; try again later).
+    /// `None` when the fleet is at the cap now (nothing is held; try again later).
     ///
     /// # Errors
-    /// The token could not be written or the tokens not listed.
+    /// The Node Leases could not be listed, or ours did not show the token in time.
     pub async fn try_prepull(
         &self,
         image: &str,
         cap: Option<u32>,
     ) -> Result<Option<TokenGuard>, PacerError> {
         let key = image_key(image);
-        let name = lease_name(&key, &self.node);
-        let lease = self.lease(&name, image, PullSource::Prepull);
-        let lp = ListParams::default().labels(&format!("{IMAGE_LABEL}={key}"));
-        if let Some(cap) = cap {
-            // Full already: wait without writing a token at all.
-            let live = self.tokens(&lp).await?;
-            let now = Timestamp::now();
-            if live
-                .iter()
-                .filter(|t| t.live(now) && t.name != name)
-                .count()
-                >= cap as usize
-            {
-                debug!(image, cap, "pre-pull waits for a token");
-                self.metrics.token_waits.inc();
-                return Ok(None);
-            }
+        let Some(cap) = cap else {
+            return Ok(Some(self.take(image, PullSource::Prepull)));
+        };
+        // Full already: wait without taking a token at all.
+        if others_live(&self.node, &self.tokens(&key).await?, Timestamp::now()) >= cap as usize {
+            debug!(image, cap, "pre-pull waits for a token");
+            self.metrics.token_waits.inc();
+            return Ok(None);
         }
-        put(&self.api, &lease, self.timeout).await?;
-        if let Some(cap) = cap {
-            // Another agent may have taken a token at the same moment: the later gives it back.
-            let tokens = self.tokens(&lp).await?;
-            if !admitted(&name, &tokens, cap, Timestamp::now()) {
-                debug!(
-                    image,
-                    cap,
-                    holders = tokens.len(),
-                    "pre-pull waits for a token"
-                );
-                self.metrics.token_waits.inc();
-                delete(&self.api, &name, self.timeout).await;
-                return Ok(None);
+        let guard = self.take(image, PullSource::Prepull);
+        // Another agent may have taken a token at the same moment: once ours is on our Lease,
+        // rank them; the later one gives its token back.
+        let deadline = tokio::time::Instant::now() + self.timeout * 2;
+        let tokens = loop {
+            let tokens = self.tokens(&key).await?;
+            if tokens.iter().any(|t| t.node == self.node) {
+                break tokens;
             }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(PacerError::Timeout(self.timeout * 2));
+            }
+            tokio::time::sleep(WRITTEN_POLL).await;
+        };
+        if admitted(&self.node, &tokens, cap, Timestamp::now()) {
+            Ok(Some(guard))
+        } else {
+            debug!(image, cap, "pre-pull gives its token back");
+            self.metrics.token_waits.inc();
+            Ok(None)
         }
-        let (api, timeout, held) = (self.api.clone(), self.timeout, name.clone());
-        let renew = tokio::spawn(hold(api, held, timeout));
-        Ok(Some(self.guard(name, PullSource::Prepull, Some(renew))))
     }
 
-    async fn tokens(&self, lp: &ListParams) -> Result<Vec<Token>, PacerError> {
-        let listed = tokio::time::timeout(self.timeout, self.api.list(lp))
+    /// Live or not, every token for `key` on the Node Leases.
+    async fn tokens(&self, key: &str) -> Result<Vec<Token>, PacerError> {
+        let listed = tokio::time::timeout(self.timeout, self.api.list(&ListParams::default()))
             .await
             .map_err(|_| PacerError::Timeout(self.timeout))??;
-        Ok(listed.items.iter().filter_map(Token::of).collect())
+        Ok(listed
+            .items
+            .iter()
+            .filter_map(|l| Token::of(l, key))
+            .collect())
     }
 
-    fn guard(&self, name: String, source: PullSource, renew: Option<JoinHandle<()>>) -> TokenGuard {
+    fn take(&self, image: &str, source: PullSource) -> TokenGuard {
+        let key = annotation(&image_key(image));
+        {
+            let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+            let e = held
+                .entry(key.clone())
+                .or_insert_with(|| (annotation_value(source, Timestamp::now()), 0));
+            e.1 += 1;
+            self.publish_held(&held);
+        }
         self.metrics.pull_started(source);
         TokenGuard {
-            tart_home: self.tart_home.clone(),
-            renew,
-            api: self.api.clone(),
-            name,
-            timeout: self.timeout,
+            pacer: self.clone(),
+            key,
             source,
-            metrics: self.metrics.clone(),
-            pod_pulls: self.pod_pulls.clone(),
         }
     }
 
-    fn lease(&self, name: &str, image: &str, source: PullSource) -> Lease {
-        let now = MicroTime(Timestamp::now());
-        Lease {
-            metadata: ObjectMeta {
-                name: Some(name.to_owned()),
-                labels: Some(
-                    [
-                        (IMAGE_LABEL.to_owned(), image_key(image)),
-                        (SOURCE_LABEL.to_owned(), source.as_str().to_owned()),
-                    ]
-                    .into(),
-                ),
-                ..ObjectMeta::default()
-            },
-            spec: Some(LeaseSpec {
-                holder_identity: Some(self.node.clone()),
-                lease_duration_seconds: Some(TOKEN_SECONDS),
-                acquire_time: Some(now.clone()),
-                renew_time: Some(now),
-                ..LeaseSpec::default()
-            }),
-        }
+    fn publish_held(&self, held: &BTreeMap<String, (String, usize)>) {
+        self.publish.send_replace(
+            held.iter()
+                .map(|(k, (v, _))| (k.clone(), v.clone()))
+                .collect(),
+        );
     }
 }
 
@@ -211,8 +186,9 @@ impl TokenGuard {
     /// `took`: its duration is observed and the bytes its image takes on disk counted (measured
     /// in the background, bounded).
     pub fn finish(self, took: Duration, cache_name: String) {
-        self.metrics.pull_took(self.source, took);
-        let (home, metrics, source) = (self.tart_home.clone(), self.metrics.clone(), self.source);
+        let metrics = self.pacer.metrics.clone();
+        let (home, source) = (self.pacer.tart_home.clone(), self.source);
+        metrics.pull_took(source, took);
         tokio::spawn(async move {
             let scan = tokio::task::spawn_blocking(move || tart::cache::scan(&home));
             let Ok(Ok(Ok(images))) = tokio::time::timeout(MEASURE_DEADLINE, scan).await else {
@@ -230,63 +206,18 @@ impl TokenGuard {
 
 impl Drop for TokenGuard {
     fn drop(&mut self) {
-        if let Some(r) = self.renew.take() {
-            r.abort();
-        }
+        let p = &self.pacer;
         if self.source == PullSource::Pod {
-            self.pod_pulls.fetch_sub(1, Ordering::Relaxed);
+            p.pod_pulls.fetch_sub(1, Ordering::Relaxed);
         }
-        self.metrics.pull_ended(self.source);
-        let (api, name, timeout) = (self.api.clone(), self.name.clone(), self.timeout);
-        if tokio::runtime::Handle::try_current().is_ok() {
-            tokio::spawn(async move { delete(&api, &name, timeout).await });
+        p.metrics.pull_ended(self.source);
+        let mut held = p.held.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(e) = held.get_mut(&self.key) {
+            e.1 = e.1.saturating_sub(1);
+            if e.1 == 0 {
+                held.remove(&self.key);
+            }
         }
-    }
-}
-
-/// Write the token, replacing one a crashed incarnation of this agent left.
-async fn put(api: &Api<Lease>, lease: &Lease, timeout: Duration) -> Result<(), PacerError> {
-    let create = tokio::time::timeout(timeout, api.create(&PostParams::default(), lease))
-        .await
-        .map_err(|_| PacerError::Timeout(timeout))?;
-    match create {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(e)) if e.code == 409 => {
-            let name = lease.metadata.name.clone().unwrap_or_default();
-            delete(api, &name, timeout).await;
-            tokio::time::timeout(timeout, api.create(&PostParams::default(), lease))
-                .await
-                .map_err(|_| PacerError::Timeout(timeout))??;
-            Ok(())
-        }
-        Err(e) => Err(e.into()),
-    }
-}
-
-/// Renew the token every [`RENEW_EVERY`] until aborted.
-async fn hold(api: Api<Lease>, name: String, timeout: Duration) {
-    loop {
-        tokio::time::sleep(RENEW_EVERY).await;
-        let patch = serde_json::json!({ "spec": { "renewTime": MicroTime(Timestamp::now()) } });
-        let r = tokio::time::timeout(
-            timeout,
-            api.patch(
-                &name,
-                &kube::api::PatchParams::default(),
-                &kube::api::Patch::Merge(&patch),
-            ),
-        )
-        .await;
-        if !matches!(r, Ok(Ok(_))) {
-            debug!(token = %name, "could not renew a pull token; trying again");
-        }
-    }
-}
-
-async fn delete(api: &Api<Lease>, name: &str, timeout: Duration) {
-    let r = tokio::time::timeout(timeout, api.delete(name, &DeleteParams::default())).await;
-    match r {
-        Ok(Ok(_)) | Ok(Err(kube::Error::Api(_))) => {}
-        _ => debug!(token = %name, "could not delete a pull token; it expires by itself"),
+        p.publish_held(&held);
     }
 }

@@ -12,7 +12,7 @@ use kube::{
 };
 use serde_json::json;
 
-/// The agents' namespace, where the pre-pull ConfigMap and the pull Leases live.
+/// The agents' namespace, where the pre-pull ConfigMap lives.
 pub const NAMESPACE: &str = "tart-kubelet";
 /// The ConfigMap the agents read by default (`--prepull-config`).
 pub const CONFIG_MAP: &str = "tart-kubelet-prepull";
