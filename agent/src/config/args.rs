@@ -391,7 +391,7 @@ pub struct RunArgs {
         value_name = "NAMESPACE/NAME"
     )]
     pub(crate) prepull_config: Option<String>,
-    /// Time between reads of the pre-pull declaration. Default: 30s.
+    /// Time between reads of the pre-pull declaration. Default: 1m.
     #[arg(
         long,
         env = "TART_KUBELET_PREPULL_PERIOD",

@@ -124,7 +124,7 @@ fn with_defaults(a: RunArgs, host: &HostDefaults) -> Config {
         image_gc_period: a.image_gc_period.unwrap_or(secs(60)),
         prepull_namespace: prepull.0,
         prepull_name: prepull.1,
-        prepull_period: a.prepull_period.unwrap_or(secs(30)),
+        prepull_period: a.prepull_period.unwrap_or(secs(60)),
         vitals_interval: a.vitals_interval.unwrap_or(secs(10)),
         vitals_host_file: a.vitals_host_file,
     }
