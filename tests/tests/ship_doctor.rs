@@ -111,19 +111,31 @@ async fn grant(client: &kube::Client, user: &str, perms: &[Permission]) {
 
 /// Polls a SubjectAccessReview (as admin) until `user` may `get nodes`: the binding is live.
 async fn wait_until_authorized(client: &kube::Client, user: &str, groups: &[&str]) {
+    let get_nodes = ResourceAttributes {
+        resource: Some("nodes".into()),
+        verb: Some("get".into()),
+        ..Default::default()
+    };
+    wait_until_allowed(client, user, groups, get_nodes).await;
+}
+
+/// Waits until `user` in `groups` may do `what` (an RBAC binding takes a moment to apply).
+async fn wait_until_allowed(
+    client: &kube::Client,
+    user: &str,
+    groups: &[&str],
+    what: ResourceAttributes,
+) {
     let api: Api<SubjectAccessReview> = Api::all(client.clone());
     wait_for(Duration::from_secs(30), || {
         let api = api.clone();
+        let what = what.clone();
         async move {
             let sar = SubjectAccessReview {
                 spec: SubjectAccessReviewSpec {
                     user: Some(user.into()),
                     groups: Some(groups.iter().map(|g| g.to_string()).collect()),
-                    resource_attributes: Some(ResourceAttributes {
-                        resource: Some("nodes".into()),
-                        verb: Some("get".into()),
-                        ..Default::default()
-                    }),
+                    resource_attributes: Some(what),
                     ..Default::default()
                 },
                 ..Default::default()
@@ -195,9 +207,8 @@ async fn doctor_with_no_grants_lists_every_missing_permission_and_json_says_fail
     }
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn shipped_rbac_manifest_satisfies_every_check_doctor_makes() {
-    let cp = ControlPlane::shared();
+/// `kubectl apply` the shipped RBAC manifest.
+async fn apply_shipped_rbac(cp: &ControlPlane) {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../packaging/kubernetes/rbac.yaml");
     // kubectl is an independent client (Debian's kubernetes-client); apply is idempotent, so
     // other tests applying the same manifest do not conflict.
@@ -215,6 +226,12 @@ async fn shipped_rbac_manifest_satisfies_every_check_doctor_makes() {
     .expect("kubectl apply within 60 s")
     .expect("kubectl runs (installed by tests/cluster/build.sh)");
     assert!(apply.status.success(), "{}", text(&apply));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn shipped_rbac_manifest_satisfies_every_check_doctor_makes() {
+    let cp = ControlPlane::shared();
+    apply_shipped_rbac(cp).await;
 
     let user = unique("mac-shipped-rbac");
     let admin = cp.admin_client().await;
@@ -272,10 +289,28 @@ async fn unreachable_api_server_fails_the_kubeconfig_check_with_a_fix() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn as_its_node_doctor_needs_no_rbac_and_knows_another_node_s_credentials() {
+async fn as_its_node_doctor_needs_only_the_pre_pull_rbac_and_knows_another_node_s_credentials() {
     let cp = ControlPlane::shared();
     let home = FakeHome::new().unwrap();
-    // The Node authorizer answers for system:nodes: nothing is granted here.
+    // The Node authorizer answers for system:nodes, except the two pre-pull grants (the
+    // declaration's ConfigMap, listing Node Leases), which the shipped manifest binds to
+    // system:nodes.
+    apply_shipped_rbac(cp).await;
+    let list_leases = ResourceAttributes {
+        group: Some("coordination.k8s.io".into()),
+        resource: Some("leases".into()),
+        verb: Some("list".into()),
+        namespace: Some("kube-node-lease".into()),
+        ..Default::default()
+    };
+    let admin = cp.admin_client().await;
+    wait_until_allowed(
+        &admin,
+        "system:node:doctor-test",
+        &["system:nodes"],
+        list_leases,
+    )
+    .await;
     let own = cp.mint_kubeconfig("system:node:doctor-test", &["system:nodes"]);
     // A small disk threshold: the shared test machine's free space is not under test here.
     let args = ["--identity", "node", "--disk-pressure-free", "1Mi"];

@@ -250,7 +250,7 @@ pub fn rbac_check(
         )
         .fix(match identity {
             Identity::Agent => "kubectl apply -f packaging/kubernetes/rbac.yaml and bind the agent's identity to its ClusterRole (docs/install.md#kubeconfig-and-rbac)",
-            Identity::Node => "the API server must run --authorization-mode=Node,... and the credentials must be system:node:<node> in system:nodes (docs/install.md#node-identity)",
+            Identity::Node => "the API server must run --authorization-mode=Node,... and the credentials must be system:node:<node> in system:nodes (docs/install.md#node-identity); pre-pull needs the last two Roles of packaging/kubernetes/rbac.yaml (docs/images.md)",
         });
     }
     if !errors.is_empty() {
