@@ -31,6 +31,19 @@ fn knobs(image: &str, secs: f64) -> Knobs {
         .with_image("default", ImageKnob::sized(1.0, 20))
 }
 
+/// The agent's flags: its own declaration `config`, read every second, and a Node label
+/// `prepull-fleet=<label>` the declaration selects.
+fn agent_args(config: &str, label: &str) -> [String; 6] {
+    [
+        "--prepull-config".to_owned(),
+        format!("{NS}/{config}"),
+        "--prepull-period".to_owned(),
+        "1s".to_owned(),
+        "--node-label".to_owned(),
+        format!("prepull-fleet={label}"),
+    ]
+}
+
 async fn declare(env: &Env, name: &str, json: &str) {
     let api: Api<ConfigMap> = Api::namespaced(env.admin.clone(), NS);
     let cm = ConfigMap {
@@ -81,14 +94,7 @@ async fn a_declared_image_is_pulled_before_any_pod_and_its_pod_starts_without_a_
     let image = format!("ghcr.io/acme/prepull-{}:15", unique("img"));
     let config = unique("prepull");
     let label = unique("fleet");
-    let args = [
-        "--prepull-config".to_owned(),
-        format!("{NS}/{config}"),
-        "--prepull-period".to_owned(),
-        "1s".to_owned(),
-        "--node-label".to_owned(),
-        format!("prepull-fleet={label}"),
-    ];
+    let args = agent_args(&config, &label);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let mut env = Env::new("prepull", knobs(&image, 0.5), &args).await;
     env.start_agent();
@@ -169,14 +175,7 @@ async fn more_macs_than_tokens_hold_the_cap_and_a_killed_holders_token_frees_its
     let image = format!("ghcr.io/acme/paced-{}:15", unique("img"));
     let config = unique("paced");
     let label = unique("fleet");
-    let args = [
-        "--prepull-config".to_owned(),
-        format!("{NS}/{config}"),
-        "--prepull-period".to_owned(),
-        "1s".to_owned(),
-        "--node-label".to_owned(),
-        format!("prepull-fleet={label}"),
-    ];
+    let args = agent_args(&config, &label);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     // Three Macs, one token; each pull takes about 8 s.
     let mut macs = Vec::new();
@@ -261,14 +260,7 @@ async fn as_its_node_an_agent_reads_the_declaration_and_holds_a_token() {
     let image = format!("ghcr.io/acme/node-prepull-{}:15", unique("img"));
     let config = unique("nodeprepull");
     let label = unique("fleet");
-    let args = [
-        "--prepull-config".to_owned(),
-        format!("{NS}/{config}"),
-        "--prepull-period".to_owned(),
-        "1s".to_owned(),
-        "--node-label".to_owned(),
-        format!("prepull-fleet={label}"),
-    ];
+    let args = agent_args(&config, &label);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     // A pull long enough to see its token (about 4 s).
     let mut env = Env::new_as_node("nodeprepull", knobs(&image, 4.0), &args).await;

@@ -28,6 +28,7 @@ use tokio::{
 use tracing::{debug, trace};
 
 use super::{
+    activity::Activity,
     frame::{self, FLAG_FIN, Frame, RstStatus},
     zlib::{Deflater, Headers, Inflater},
 };
@@ -205,33 +206,6 @@ impl Conn {
     }
 }
 
-// === impl Activity ===
-
-/// When a frame last moved either way, for the idle timeout.
-#[derive(Clone)]
-struct Activity {
-    base: Instant,
-    last_ms: Arc<AtomicU64>,
-}
-
-impl Activity {
-    fn new() -> Self {
-        Self {
-            base: Instant::now(),
-            last_ms: Arc::new(AtomicU64::new(0)),
-        }
-    }
-
-    fn touch(&self) {
-        let ms = u64::try_from(self.base.elapsed().as_millis()).unwrap_or(u64::MAX);
-        self.last_ms.store(ms, Ordering::Relaxed);
-    }
-
-    fn last(&self) -> Instant {
-        self.base + Duration::from_millis(self.last_ms.load(Ordering::Relaxed))
-    }
-}
-
 // === impl Reader ===
 
 struct Reader {
@@ -285,7 +259,7 @@ impl Reader {
                     Err(error) => return protocol_error(&error),
                 }
             }
-            let idle_at = self.activity.last() + self.idle;
+            let idle_at = self.activity.idle_at(self.idle);
             tokio::select! {
                 r = rd.read_buf(&mut buf) => match r {
                     Ok(0) => return End::Eof,
@@ -296,7 +270,7 @@ impl Reader {
                     }
                 },
                 () = tokio::time::sleep_until(idle_at) => {
-                    if self.activity.last() + self.idle <= Instant::now() {
+                    if self.activity.idle_at(self.idle) <= Instant::now() {
                         return End::Idle;
                     }
                 }

@@ -20,6 +20,7 @@
 //! facts checked against the 1.20 API server and kubectl 1.32), as "tart-cli.md §n" is for
 //! Tart; what the agent does is described in docs/kubelet-api.md.
 
+pub mod activity;
 pub mod attach;
 pub mod conn;
 pub mod frame;

@@ -10,14 +10,7 @@
 //! socket or sends Close, breaks the protocol, or nothing moved either way for the idle
 //! timeout. What the channels mean is the session's business.
 
-use std::{
-    collections::HashMap,
-    sync::{
-        Arc,
-        atomic::{AtomicU64, Ordering},
-    },
-    time::Duration,
-};
+use std::{collections::HashMap, time::Duration};
 
 use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
@@ -37,6 +30,7 @@ use tokio_tungstenite::{
 use tracing::debug;
 
 use super::{
+    activity::Activity,
     conn::{Closed, MAX_DATA},
     ws_frame::{self, Incoming, WsProtocol},
 };
@@ -186,33 +180,6 @@ impl WsConn {
         drop(out);
         drop(reader);
         let _ = tokio::time::timeout(drain, writer).await;
-    }
-}
-
-// === impl Activity ===
-
-/// When a message last moved either way, for the idle timeout.
-#[derive(Clone)]
-struct Activity {
-    base: Instant,
-    last_ms: Arc<AtomicU64>,
-}
-
-impl Activity {
-    fn new() -> Self {
-        Self {
-            base: Instant::now(),
-            last_ms: Arc::new(AtomicU64::new(0)),
-        }
-    }
-
-    fn touch(&self) {
-        let ms = u64::try_from(self.base.elapsed().as_millis()).unwrap_or(u64::MAX);
-        self.last_ms.store(ms, Ordering::Relaxed);
-    }
-
-    fn idle_at(&self, idle: Duration) -> Instant {
-        self.base + Duration::from_millis(self.last_ms.load(Ordering::Relaxed)) + idle
     }
 }
 
