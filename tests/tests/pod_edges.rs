@@ -95,6 +95,8 @@ async fn a_pod_past_its_active_deadline_fails_and_its_vm_is_stopped() {
     let p = env
         .wait_pod("deadline", "Failed", |p| phase(p) == "Failed")
         .await;
+    let t = pod_support::terminated(&p).expect("the stopped run is the container's end");
+    pod_support::assert_agent_stopped(&t, "activeDeadlineSeconds");
     let status = p.status.unwrap();
     assert_eq!(status.reason.as_deref(), Some("DeadlineExceeded"));
     assert_eq!(

@@ -393,6 +393,11 @@ async fn a_pod_whose_secret_is_missing_waits_then_starts_by_itself_once_it_exist
         .clone()
         .unwrap_or_default();
     assert_eq!(msg, "secret \"late-secret\" not found");
+    assert!(
+        !env.vms().contains(&Env::vm_of(&created)),
+        "a VM was cloned for a Pod that waits on its Secret: {:?}",
+        env.vms()
+    );
     let evs = env.wait_event("late", "Failed").await;
     assert!(
         evs.iter()

@@ -7,7 +7,7 @@ mod pod_support;
 use std::{path::PathBuf, time::Duration};
 
 use k8s_openapi::api::core::v1::{Container, Lifecycle, Pod};
-use pod_support::{Env, phase, restart_count};
+use pod_support::{Env, assert_agent_stopped, last_terminated, phase, restart_count, terminated};
 use tart_kubelet_tests::{
     cluster::wait_for,
     fake::{Knobs, VmKnob},
@@ -61,11 +61,13 @@ exec sleep 600"#;
 async fn a_failing_post_start_hook_is_failed_post_start_hook_and_a_restart() {
     let mut env = Env::new("poststart", knobs(), &[]).await;
     env.start_agent();
-    env.create(&job(&env, "hooked", "exec sleep 600", |c| {
+    let mut pod = job(&env, "hooked", "exec sleep 600", |c| {
         c.lifecycle = lifecycle(serde_json::json!({
             "postStart": {"exec": {"command": ["sh", "-c", "echo nope; exit 1"]}}}));
-    }))
-    .await;
+    });
+    // Restarted even under `OnFailure`: the killed run is a failure, not exit 0.
+    pod.spec.as_mut().unwrap().restart_policy = Some("OnFailure".into());
+    env.create(&pod).await;
     let events = env.wait_event("hooked", "FailedPostStartHook").await;
     let failed: Vec<_> = events
         .iter()
@@ -76,17 +78,8 @@ async fn a_failing_post_start_hook_is_failed_post_start_hook_and_a_restart() {
     let p = env
         .wait_pod("hooked", "restarted", |p| restart_count(p) >= 1)
         .await;
-    let last = p
-        .status
-        .as_ref()
-        .unwrap()
-        .container_statuses
-        .as_ref()
-        .unwrap()[0]
-        .last_state
-        .clone()
-        .and_then(|s| s.terminated)
-        .expect("the killed run");
+    let last = last_terminated(&p).expect("the killed run");
+    assert_agent_stopped(&last, "a failed postStart under OnFailure");
     let msg = last.message.unwrap_or_default();
     assert!(
         msg.starts_with("Exec lifecycle hook ([sh -c echo nope; exit 1]) for Container \"vm\"")
@@ -97,6 +90,34 @@ async fn a_failing_post_start_hook_is_failed_post_start_hook_and_a_restart() {
     assert!(
         pod_support::in_order(&events, &["Started", "FailedPostStartHook", "Killing"]),
         "{events:?}"
+    );
+}
+
+/// Under `restartPolicy: Never` a failed `postStart` ends the Pod `Failed` with the signal's
+/// exit code and the hook's failure as the message: never `Succeeded`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_post_start_hook_under_never_fails_the_pod() {
+    let mut env = Env::new("poststartnever", knobs(), &[]).await;
+    env.start_agent();
+    let mut pod = job(&env, "hooked", "exec sleep 600", |c| {
+        c.lifecycle = lifecycle(serde_json::json!({
+            "postStart": {"exec": {"command": ["sh", "-c", "exit 2"]}}}));
+    });
+    pod.spec.as_mut().unwrap().restart_policy = Some("Never".into());
+    env.create(&pod).await;
+    let p = env
+        .wait_pod("hooked", "ended", |p| {
+            matches!(phase(p), "Failed" | "Succeeded")
+        })
+        .await;
+    assert_eq!(phase(&p), "Failed", "{:?}", p.status);
+    assert_eq!(restart_count(&p), 0);
+    let t = terminated(&p).expect("the killed run is the container's end");
+    assert_agent_stopped(&t, "a failed postStart under Never");
+    let msg = t.message.unwrap_or_default();
+    assert!(
+        msg.starts_with("Exec lifecycle hook ([sh -c exit 2]) for Container \"vm\""),
+        "{msg}"
     );
 }
 

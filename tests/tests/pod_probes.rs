@@ -7,7 +7,9 @@ mod pod_support;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Pod, Probe};
-use pod_support::{Env, phase, ready, restart_count};
+use pod_support::{
+    Env, assert_agent_stopped, last_terminated, phase, ready, restart_count, terminated,
+};
 use tart_kubelet_tests::{
     cluster::wait_for,
     fake::{EndpointState, Knobs, VmKnob, processes_of_home},
@@ -113,19 +115,8 @@ async fn a_failing_liveness_probe_restarts_the_job_with_kubelets_events() {
     let p = env
         .wait_pod("wedged", "restarted once", |p| restart_count(p) >= 1)
         .await;
-    let last = p
-        .status
-        .as_ref()
-        .unwrap()
-        .container_statuses
-        .as_ref()
-        .unwrap()[0]
-        .last_state
-        .clone();
-    assert!(
-        last.and_then(|s| s.terminated).is_some(),
-        "the killed run is the last state"
-    );
+    let last = last_terminated(&p).expect("the killed run is the last state");
+    assert_agent_stopped(&last, "a liveness kill");
     let events = env.events("wedged").await;
     let unhealthy = notes(&events, "Unhealthy");
     assert!(
@@ -198,4 +189,91 @@ async fn a_hung_exec_probe_is_killed_at_its_timeout_and_leaves_nothing() {
     })
     .await;
     assert!(gone.is_ok(), "a probe's command outlived its Pod");
+}
+
+/// Under `restartPolicy: Never` a run its liveness probe killed ends the Pod `Failed`, with
+/// the signal's exit code: never `Succeeded`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_liveness_kill_under_never_fails_the_pod_with_the_signals_code() {
+    let mut env = Env::new("livenever", knobs(8080, EndpointState::Closed), &[]).await;
+    env.start_agent();
+    let mut pod = job(&env, "killed", |c| {
+        c.liveness_probe = probe(serde_json::json!({
+            "tcpSocket": {"port": 8080}, "periodSeconds": 1, "failureThreshold": 1}));
+    });
+    pod.spec.as_mut().unwrap().restart_policy = Some("Never".into());
+    env.create(&pod).await;
+    let p = env
+        .wait_pod("killed", "ended", |p| {
+            matches!(phase(p), "Failed" | "Succeeded")
+        })
+        .await;
+    assert_eq!(phase(&p), "Failed", "{:?}", p.status);
+    assert_eq!(restart_count(&p), 0);
+    let t = terminated(&p).expect("the killed run is the container's end");
+    assert_agent_stopped(&t, "a liveness kill under Never");
+    let events = env.events("killed").await;
+    assert!(
+        notes(&events, "Killing")
+            .iter()
+            .any(|n| n == "Container vm failed liveness probe"),
+        "{events:?}"
+    );
+}
+
+/// `readinessGates`: `Ready` stays `False` with kubelet's reason and message while the gate's
+/// condition is absent, and follows the container once it is patched `True` through the API.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ready_waits_for_the_readiness_gate_condition_patched_through_the_api() {
+    let mut env = Env::new("gates", knobs(8080, EndpointState::Healthy), &[]).await;
+    env.start_agent();
+    let mut pod = job(&env, "gated", |_| {});
+    pod.spec.as_mut().unwrap().readiness_gates = Some(vec![
+        serde_json::from_value(serde_json::json!({"conditionType": "example.com/lb"})).unwrap(),
+    ]);
+    env.create(&pod).await;
+    let cond = |p: &Pod, t: &str| {
+        p.status
+            .as_ref()?
+            .conditions
+            .as_ref()?
+            .iter()
+            .find(|c| c.type_ == t)
+            .cloned()
+    };
+    let p = env
+        .wait_pod("gated", "containers ready", |p| {
+            cond(p, "ContainersReady").is_some_and(|c| c.status == "True")
+        })
+        .await;
+    assert!(ready(&p), "the container itself is ready");
+    let r = cond(&p, "Ready").expect("a Ready condition");
+    assert_eq!(r.status, "False", "{r:?}");
+    assert_eq!(r.reason.as_deref(), Some("ReadinessGatesNotReady"));
+    assert_eq!(
+        r.message.as_deref(),
+        Some("corresponding condition of pod readiness gate \"example.com/lb\" does not exist.")
+    );
+    let patch = serde_json::json!({"status": {"conditions": [
+        {"type": "example.com/lb", "status": "True"}]}});
+    env.pods()
+        .patch_status(
+            "gated",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Strategic(patch),
+        )
+        .await
+        .expect("patch the gate");
+    let p = env
+        .wait_pod("gated", "Ready", |p| {
+            cond(p, "Ready").is_some_and(|c| c.status == "True")
+        })
+        .await;
+    let r = cond(&p, "Ready").unwrap();
+    assert_eq!((r.reason, r.message), (None, None));
+    assert_eq!(
+        cond(&p, "example.com/lb").map(|c| c.status).as_deref(),
+        Some("True"),
+        "the agent's writes keep the gate's condition"
+    );
 }

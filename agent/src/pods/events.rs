@@ -154,6 +154,11 @@ pub enum Occurrence {
         /// The classification's summary of the last samples.
         summary: String,
     },
+    /// The job exited non-zero on its own (its VM did not die): `JobFailed`.
+    JobFailed {
+        /// The classification's summary of the last samples.
+        summary: String,
+    },
 }
 
 /// The kind of an occurrence: with a sequence number, what the sink dedupes on.
@@ -209,7 +214,7 @@ pub enum EventKind {
     WaitingForJob,
     /// [`Occurrence::GracePeriodExpired`].
     GracePeriodExpired,
-    /// [`Occurrence::VmDied`].
+    /// [`Occurrence::VmDied`] or [`Occurrence::JobFailed`]: one per run's end.
     VmDied,
 }
 
@@ -246,7 +251,7 @@ impl Occurrence {
             } => EventKind::PreStopHookFailed,
             Self::WaitingForJob { .. } => EventKind::WaitingForJob,
             Self::GracePeriodExpired { .. } => EventKind::GracePeriodExpired,
-            Self::VmDied { .. } => EventKind::VmDied,
+            Self::VmDied { .. } | Self::JobFailed { .. } => EventKind::VmDied,
         }
     }
 }
@@ -474,6 +479,12 @@ pub fn spec(o: &Occurrence) -> EventSpec {
         Occurrence::VmDied { reason, summary } => {
             (Warning, *reason, format!("The VM died: {summary}"), "Kill")
         }
+        Occurrence::JobFailed { summary } => (
+            Warning,
+            "JobFailed",
+            format!("The job failed: {summary}"),
+            "Exit",
+        ),
     };
     EventSpec {
         type_,

@@ -12,6 +12,7 @@
 
 pub mod admission;
 pub mod context;
+pub mod ending;
 pub mod events;
 pub mod fields;
 pub mod guest;

@@ -179,7 +179,7 @@ pub enum VmStep {
     /// `tart set`.
     Set,
     /// Resolve the environment, volumes and command and write the guest's shares (waits
-    /// `CreateContainerConfigError` while a Secret or ConfigMap is missing).
+    /// `CreateContainerConfigError` while a Secret or ConfigMap is missing). Before the clone.
     Prepare,
     /// Take a VM slot (waits Pending with an event when none is free).
     WaitForSlot,
@@ -201,7 +201,7 @@ pub enum VmStep {
     WaitForJob(Duration),
     /// Stop the VM (graceful).
     Stop,
-    /// `tart delete`.
+    /// `tart delete`, and the VM's guest directory and logs.
     Delete,
 }
 
@@ -242,7 +242,7 @@ pub fn plan(pod: &PodFacts, vm: &VmFacts, now: Instant) -> Decision {
     if pod.deleting {
         return if alive {
             Decision::vm(termination_step(pod, vm, now))
-        } else if vm.cloned {
+        } else if vm.cloned || vm.prepared {
             Decision::vm(VmStep::Delete)
         } else if pod.has_finalizer {
             Decision::pod(PodStep::RemoveFinalizer)
@@ -311,14 +311,17 @@ fn vm_step(pod: &PodFacts, vm: &VmFacts, now: Instant) -> VmStep {
     if let Some(until) = vm.blocked_until.filter(|u| *u > now) {
         return VmStep::Wait(until - now);
     }
+    // Kubelet's order: the image, then the container's configuration, then the container.
+    // What the guest reads (a Secret, a ConfigMap) is resolved before the VM is cloned, so a
+    // Pod that must wait `CreateContainerConfigError` costs no clone.
     if !vm.image_ready && !vm.cloned {
         VmStep::Pull
+    } else if !vm.prepared {
+        VmStep::Prepare
     } else if !vm.cloned {
         VmStep::Clone
     } else if !vm.configured {
         VmStep::Set
-    } else if !vm.prepared {
-        VmStep::Prepare
     } else if !vm.slot_held {
         VmStep::WaitForSlot
     } else {

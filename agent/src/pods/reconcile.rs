@@ -184,8 +184,11 @@ async fn reconcile_inner<T: Tart>(pod: &Arc<Pod>, ctx: &Arc<Shared<T>>) -> Resul
     let vm = ctx.naming.vm_name(&v.uid)?;
     tracing::Span::current().record("vm", field::display(&vm));
     let needs_worker = decision.vm != super::plan::VmStep::Idle;
-    sync_worker(ctx, &v, &vm, admission.as_ref().ok(), facts, needs_worker);
-    // The status.
+    let spawned = sync_worker(ctx, &v, &vm, admission.as_ref().ok(), facts, needs_worker);
+    // The status. A worker started now has its first state already (waiting
+    // `ContainerCreating`, as kubelet shows a container before it exists): written at once, so
+    // the Pod shows it while the image pulls rather than a bare `Pending`.
+    let worker = worker.or_else(|| spawned.then(|| ctx.worker_state(&v.uid)).flatten());
     if let Some(ws) = worker.filter(|_| !is_terminal(pod)) {
         let d = Desired::from(observation(ctx, pod, &ws));
         patch_status(&v, &d).await?;
@@ -245,7 +248,8 @@ async fn pod_step<T: Tart>(
     }
 }
 
-/// Keep the worker's input current, or start the worker the decision needs.
+/// Keep the worker's input current, or start the worker the decision needs. Returns whether
+/// it started one.
 fn sync_worker<T: Tart>(
     ctx: &Arc<Shared<T>>,
     v: &View<'_>,
@@ -253,7 +257,7 @@ fn sync_worker<T: Tart>(
     admitted: Option<&Admitted>,
     facts: PodFacts,
     needs_worker: bool,
-) {
+) -> bool {
     let Some(a) = admitted else {
         // Not admissible now, but it has a worker (it was admitted before): facts only.
         ctx.with_workers(|w| {
@@ -265,7 +269,7 @@ fn sync_worker<T: Tart>(
                 });
             }
         });
-        return;
+        return false;
     };
     let mut input = worker_input(v.pod, a, facts, ctx.cfg.default_grace);
     if let Some(l) = ctx.node.borrow().limits {
@@ -294,6 +298,7 @@ fn sync_worker<T: Tart>(
     if spawned {
         info!(%vm, "provisioning started");
     }
+    spawned
 }
 
 async fn reject<T: Tart>(ctx: &Shared<T>, v: &View<'_>, r: Rejection) -> Result<(), Error> {
@@ -348,6 +353,7 @@ async fn fail_deadline<T: Tart>(ctx: &Shared<T>, v: &View<'_>) -> Result<(), Err
             restart_count: 0,
             pod_ip: None,
             job: None,
+            readiness_gates: vec![],
         },
     };
     patch_status(v, &Desired::DeadlineExceeded(Box::new(o))).await
@@ -389,6 +395,12 @@ fn observation<T: Tart>(ctx: &Shared<T>, pod: &Pod, ws: &WorkerState) -> Observa
         restart_count: ws.facts.restarts,
         pod_ip: ws.pod_ip.map(|ip| ip.to_string()),
         job: ws.job,
+        readiness_gates: pod
+            .spec
+            .iter()
+            .flat_map(|s| s.readiness_gates.iter().flatten())
+            .map(|g| g.condition_type.clone())
+            .collect(),
     }
 }
 

@@ -300,10 +300,10 @@ mod tests {
     use super::*;
     use crate::pods::{
         context::NodeView,
+        ending::UNKNOWN_EXIT,
         fixtures::{UID, rig_with_client, test_pod},
         input::FINALIZER,
         plan::Process,
-        worker::UNKNOWN_EXIT,
     };
 
     /// Recovery of one stopped VM whose Pod status never said it started; `ran` writes its

@@ -115,6 +115,8 @@ pub struct Observation {
     pub pod_ip: Option<String>,
     /// What the job says about itself, once it said anything.
     pub job: Option<JobActivity>,
+    /// `spec.readinessGates`' condition types: `Ready` waits for each to be `True`.
+    pub readiness_gates: Vec<String>,
 }
 
 /// Our own Pod condition: the job is busy (`True`) or not (`False`, reason `JobIdle` or
@@ -312,11 +314,20 @@ fn observed_status(o: &Observation, current: Option<&PodStatus>, now: Timestamp)
     let start = current
         .and_then(|s| s.start_time.clone())
         .unwrap_or_else(|| time(now));
+    // Kubelet's `Ready`: the containers first, then every readiness gate.
+    let gates = ready
+        .then(|| unready_gates(&o.readiness_gates, current))
+        .flatten();
+    let pod_ready = ready && gates.is_none();
+    let pod_not_ready = match gates {
+        Some(m) => Some((READINESS_GATES_NOT_READY, m)),
+        None => not_ready(),
+    };
     let mut conditions = vec![
         condition(current, "PodScheduled", true, None, now),
         condition(current, "Initialized", true, None, now),
         condition(current, "ContainersReady", ready, not_ready(), now),
-        condition(current, "Ready", ready, not_ready(), now),
+        condition(current, "Ready", pod_ready, pod_not_ready, now),
     ];
     if let Some(job) = o.job {
         conditions.push(job_condition(current, job, now));
@@ -342,6 +353,32 @@ fn observed_status(o: &Observation, current: Option<&PodStatus>, now: Timestamp)
         pod_ips: o.pod_ip.clone().map(|ip| vec![PodIP { ip }]),
         ..PodStatus::default()
     }
+}
+
+/// Kubelet's reason for `Ready=False` while the containers are ready but a readiness gate is
+/// not.
+pub const READINESS_GATES_NOT_READY: &str = "ReadinessGatesNotReady";
+
+/// Kubelet's message naming each readiness gate whose condition is absent or not `True` in
+/// `current`; `None` when every gate is `True`.
+pub fn unready_gates(gates: &[String], current: Option<&PodStatus>) -> Option<String> {
+    let conditions = current
+        .and_then(|s| s.conditions.as_deref())
+        .unwrap_or_default();
+    let unready: Vec<String> = gates
+        .iter()
+        .filter_map(|g| match conditions.iter().find(|c| c.type_ == *g) {
+            None => Some(format!(
+                "corresponding condition of pod readiness gate {g:?} does not exist."
+            )),
+            Some(c) if c.status != "True" => Some(format!(
+                "the status of pod readiness gate {g:?} is not \"True\", but {}",
+                c.status
+            )),
+            Some(_) => None,
+        })
+        .collect();
+    (!unready.is_empty()).then(|| unready.join(", "))
 }
 
 fn job_condition(current: Option<&PodStatus>, job: JobActivity, now: Timestamp) -> PodCondition {

@@ -9,7 +9,9 @@ use std::{collections::BTreeMap, net::SocketAddr, path::PathBuf, process::Stdio,
 use k8s_openapi::{
     ByteString,
     api::{
-        core::v1::{Container, Namespace, Pod, PodSpec, Secret, Toleration},
+        core::v1::{
+            Container, ContainerStateTerminated, Namespace, Pod, PodSpec, Secret, Toleration,
+        },
         events::v1::Event,
     },
 };
@@ -526,4 +528,41 @@ pub fn waiting_reason(p: &Pod) -> Option<String> {
 pub fn in_order(events: &[(String, String, String)], reasons: &[&str]) -> bool {
     let mut it = events.iter().map(|(_, r, _)| r.as_str());
     reasons.iter().all(|want| it.any(|r| r == *want))
+}
+
+/// The single container's current terminated state, once it ended for good.
+pub fn terminated(p: &Pod) -> Option<ContainerStateTerminated> {
+    p.status
+        .as_ref()?
+        .container_statuses
+        .as_ref()?
+        .first()?
+        .state
+        .as_ref()?
+        .terminated
+        .clone()
+}
+
+/// The single container's last terminated run (`lastState.terminated`), after a restart.
+pub fn last_terminated(p: &Pod) -> Option<ContainerStateTerminated> {
+    p.status
+        .as_ref()?
+        .container_statuses
+        .as_ref()?
+        .first()?
+        .last_state
+        .as_ref()?
+        .terminated
+        .clone()
+}
+
+/// A run the agent stopped itself reports the signal the job got (143 SIGTERM, 137 SIGKILL)
+/// with reason `Error`: never exit 0 or `Completed`.
+pub fn assert_agent_stopped(t: &ContainerStateTerminated, what: &str) {
+    assert!(
+        [137, 143].contains(&t.exit_code),
+        "{what}: exit code {} (want the signal's, 137 or 143): {t:?}",
+        t.exit_code
+    );
+    assert_eq!(t.reason.as_deref(), Some("Error"), "{what}: {t:?}");
 }

@@ -124,3 +124,24 @@ fn hook_and_termination_events_say_what_happened() {
     );
     assert!(s.note.contains("5s"), "{}", s.note);
 }
+
+#[test]
+fn a_job_that_exits_non_zero_failed_and_only_a_real_death_is_the_vm_dying() {
+    let s = spec(&Occurrence::JobFailed {
+        summary: "the job exited with 3; no guest vitals".into(),
+    });
+    assert_eq!(
+        (s.type_, s.reason.as_str(), s.note.as_str()),
+        (
+            EventType::Warning,
+            "JobFailed",
+            "The job failed: the job exited with 3; no guest vitals"
+        )
+    );
+    assert!(!s.note.contains("VM died"));
+    let s = spec(&Occurrence::VmDied {
+        reason: "OOMKilled",
+        summary: "the guest ran out of memory".into(),
+    });
+    assert_eq!(s.note, "The VM died: the guest ran out of memory");
+}

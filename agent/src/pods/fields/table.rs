@@ -80,7 +80,7 @@ pub const POD_SPEC: &[Field] = &[
     f("preemptionPolicy", Scheduler),
     f("priority", Scheduler),
     f("priorityClassName", Scheduler),
-    f("readinessGates", Warned(Empty)),
+    f("readinessGates", Honoured),
     f("resourceClaims", Warned(Empty)),
     f("resources", Warned(Empty)),
     f("restartPolicy", Honoured),

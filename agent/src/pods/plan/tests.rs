@@ -54,7 +54,7 @@ fn a_rejected_pod_is_rejected_after_the_finalizer() {
 }
 
 #[test]
-fn provisioning_walks_pull_clone_set_slot_run_ip_mark() {
+fn provisioning_walks_pull_prepare_clone_set_slot_run_ip_mark() {
     let now = Instant::now();
     let p = pod();
     let mut vm = VmFacts::default();
@@ -90,9 +90,9 @@ fn provisioning_walks_pull_clone_set_slot_run_ip_mark() {
         seen,
         vec![
             Pull,
+            Prepare,
             Clone,
             Set,
-            Prepare,
             WaitForSlot,
             Run,
             WaitIp,
@@ -106,9 +106,60 @@ fn provisioning_walks_pull_clone_set_slot_run_ip_mark() {
 fn a_cloned_vm_is_not_pulled_again() {
     let vm = VmFacts {
         cloned: true,
+        prepared: true,
         ..Default::default()
     };
     assert_eq!(plan(&pod(), &vm, Instant::now()), vm_step(VmStep::Set));
+}
+
+#[test]
+fn what_the_guest_reads_is_resolved_before_any_clone() {
+    let now = Instant::now();
+    let pulled = VmFacts {
+        image_ready: true,
+        ..Default::default()
+    };
+    assert_eq!(plan(&pod(), &pulled, now), vm_step(VmStep::Prepare));
+    // A missing Secret: Prepare failed and backs off; still no clone meanwhile or after.
+    let waiting = VmFacts {
+        blocked_until: Some(now + Duration::from_secs(10)),
+        ..pulled
+    };
+    assert_eq!(
+        plan(&pod(), &waiting, now),
+        vm_step(VmStep::Wait(Duration::from_secs(10)))
+    );
+    let later = now + Duration::from_secs(11);
+    assert_eq!(plan(&pod(), &waiting, later), vm_step(VmStep::Prepare));
+    // A VM found cloned after an agent restart is prepared again before it is configured.
+    let found = VmFacts {
+        image_ready: true,
+        cloned: true,
+        ..Default::default()
+    };
+    assert_eq!(plan(&pod(), &found, now), vm_step(VmStep::Prepare));
+}
+
+#[test]
+fn a_deleted_pod_prepared_but_never_cloned_has_its_guest_directory_removed() {
+    let deleting = PodFacts {
+        deleting: true,
+        ..pod()
+    };
+    let prepared = VmFacts {
+        image_ready: true,
+        prepared: true,
+        ..Default::default()
+    };
+    assert_eq!(
+        plan(&deleting, &prepared, Instant::now()),
+        vm_step(VmStep::Delete)
+    );
+    let nothing = VmFacts::default();
+    assert_eq!(
+        plan(&deleting, &nothing, Instant::now()),
+        pod_step(PodStep::RemoveFinalizer)
+    );
 }
 
 #[test]

@@ -272,3 +272,27 @@ async fn deletion_stops_and_deletes_the_vm_then_releases_the_finalizer_then_dele
     assert_eq!(released.name_any(), "runner");
     assert_no_call(&mut handle);
 }
+
+#[tokio::test]
+async fn a_pod_whose_image_pulls_shows_container_creating_at_once() {
+    let tart = MemTart::new();
+    tart.set_latency(Op::Pull, Duration::from_secs(600));
+    let (_rig, shared, mut handle) = setup(tart);
+    let pod = test_pod().finalizer(FINALIZER).build();
+    reconcile_with(&shared, &pod, || async {
+        let c = next_call(&mut handle).await;
+        assert_eq!(
+            c.path,
+            format!("{POD}/status"),
+            "the first status, before the pull ends"
+        );
+        let status = &c.body["status"];
+        assert_eq!(status["phase"], "Pending");
+        let waiting = &status["containerStatuses"][0]["state"]["waiting"];
+        assert_eq!(waiting["reason"], "ContainerCreating");
+        c.answer(&pod);
+    })
+    .await;
+    let state = shared.worker_state(UID).expect("a worker pulls");
+    assert!(!state.facts.image_ready, "the pull is still running");
+}

@@ -21,6 +21,7 @@ fn obs(state: ContainerView) -> Observation {
         restart_count: 0,
         pod_ip: None,
         job: None,
+        readiness_gates: vec![],
     }
 }
 
@@ -325,4 +326,56 @@ fn a_host_caused_end_sets_disruption_target_with_its_reason_and_an_oom_is_oomkil
     );
     let conds = v["conditions"].as_array().unwrap();
     assert!(conds.iter().all(|c| c["type"] != DISRUPTION_CONDITION));
+}
+
+#[test]
+fn ready_waits_for_every_readiness_gate_with_kubelets_reason_and_message() {
+    let mut o = obs(running(true));
+    o.readiness_gates = vec!["example.com/lb".into(), "example.com/db".into()];
+    let with = |conds: Value| -> PodStatus {
+        serde_json::from_value(json!({ "conditions": conds })).unwrap()
+    };
+    let now = t(1_700_000_100);
+    let cases = [
+        (
+            json!([]),
+            Some(
+                "corresponding condition of pod readiness gate \"example.com/lb\" does not exist., \
+                 corresponding condition of pod readiness gate \"example.com/db\" does not exist.",
+            ),
+        ),
+        (
+            json!([{"type": "example.com/lb", "status": "True"},
+                   {"type": "example.com/db", "status": "False"}]),
+            Some("the status of pod readiness gate \"example.com/db\" is not \"True\", but False"),
+        ),
+        (
+            json!([{"type": "example.com/lb", "status": "True"},
+                   {"type": "example.com/db", "status": "True"}]),
+            None,
+        ),
+    ];
+    for (conds, want) in cases {
+        let current = with(conds);
+        let v = build(&Desired::from(o.clone()), Some(&current), now);
+        let ready = cond(&v, "Ready");
+        assert_eq!(cond(&v, "ContainersReady")["status"], "True");
+        assert_eq!(v["containerStatuses"][0]["ready"], true);
+        match want {
+            Some(m) => {
+                assert_eq!(ready["status"], "False");
+                assert_eq!(ready["reason"], "ReadinessGatesNotReady");
+                assert_eq!(ready["message"], m);
+            }
+            None => {
+                assert_eq!(ready["status"], "True");
+                assert!(ready["reason"].is_null());
+            }
+        }
+    }
+    // Unready containers come first, as kubelet's.
+    let mut o = obs(running(false));
+    o.readiness_gates = vec!["example.com/lb".into()];
+    let v = build(&Desired::from(o), None, now);
+    assert_eq!(cond(&v, "Ready")["reason"], "ContainersNotReady");
 }

@@ -1,4 +1,4 @@
-//! The worker's guest steps: prepare the shares before `tart run` (waiting
+//! The worker's guest steps: prepare the shares before the clone (waiting
 //! `CreateContainerConfigError` while something the Pod reads is missing), keep the volumes
 //! current while the VM runs, and remove the per-VM directory with the VM.
 
@@ -47,11 +47,6 @@ impl<T: Tart> Worker<T> {
                 self.shares = p.shares;
                 self.tokens = Some(p.tokens);
                 self.state.facts.prepared = true;
-                // Kubelet's `Created` comes once the container's configuration is complete.
-                let occ = Occurrence::Created {
-                    container: input.container.clone(),
-                };
-                self.emit(input, 0, occ);
                 if matches!(
                     self.state.view.waiting_reason(),
                     Some(WaitingReason::CreateContainerConfigError)

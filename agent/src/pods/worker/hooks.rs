@@ -10,6 +10,7 @@ use tracing::{info, warn};
 
 use super::{Worker, WorkerInput};
 use crate::pods::{
+    ending::AgentStop,
     events::Occurrence,
     hooks::{HookKind, HookRunner, hook, model::failure_message, run},
 };
@@ -71,8 +72,9 @@ impl<T: Tart> Worker<T> {
         }
     }
 
-    /// Stop the run whose `postStart` failed, within the Pod's grace; its terminated state
-    /// carries the hook's failure as its message.
+    /// Stop the run whose `postStart` failed, within the Pod's grace; its terminated state is
+    /// the agent's doing (the signal the job got, `Error`) with the hook's failure as its
+    /// message.
     async fn hook_kill(&mut self, input: &WorkerInput, msg: String) {
         let n = self.state.facts.restarts;
         let hook = HookKind::PostStart;
@@ -84,16 +86,16 @@ impl<T: Tart> Worker<T> {
             return;
         };
         let tart = self.ctx.tart.clone();
-        if let Err(error) = tart.stop(&proc, input.grace).await {
-            warn!(%error, "stopping the vm after a failed postStart hook");
-        }
-        match tokio::time::timeout(input.grace + super::STOP_SLACK, proc.wait()).await {
-            Ok(info) => {
-                self.on_exit(info);
-                if let Some(t) = &mut self.pending_exit {
-                    t.message = Some(msg);
-                }
+        let outcome = match tart.stop(&proc, input.grace).await {
+            Ok(o) => Some(o),
+            Err(error) => {
+                warn!(%error, "stopping the vm after a failed postStart hook");
+                None
             }
+        };
+        self.stopping(AgentStop::PostStart { message: msg }, outcome);
+        match tokio::time::timeout(input.grace + super::STOP_SLACK, proc.wait()).await {
+            Ok(info) => self.on_exit(info),
             Err(_) => warn!("the vm did not exit after its stop; still waiting"),
         }
     }

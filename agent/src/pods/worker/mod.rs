@@ -1,7 +1,7 @@
 //! The per-Pod worker: one task per Pod that owns its VM.
 //!
-//! It carries out the VM half of [`plan`]'s decision — pull, clone, set, slot, run, ip,
-//! restart, stop, delete — owns the `tart run` handle and the slot guard, watches the VM's exit,
+//! It carries out the VM half of [`plan`]'s decision — pull, prepare, clone, set, slot, run,
+//! ip, restart, stop, delete — owns the `tart run` handle and the slot guard, watches the VM's exit,
 //! and publishes a [`WorkerState`] the reconciler turns into Pod status. Slow tart calls run
 //! here, never in a reconcile, so one stuck Pod never holds up another. A teardown request (Pod
 //! deleted) cancels an in-flight pull, clone, set or ip wait at once; the tart crate kills the
@@ -23,6 +23,7 @@ use tokio::{sync::watch, task::AbortHandle, time::Instant};
 use tracing::{Instrument, debug, info_span};
 
 use super::{
+    ending::{AgentStop, StopSignal, unwatched},
     events::Occurrence,
     guest::{prepare::NodeAllocatable, refresh::RefreshTask},
     image::{ImageRef, PullPolicy},
@@ -30,7 +31,7 @@ use super::{
     metrics::PodOnce,
     plan::{PodFacts, Process, VmFacts, VmStep, plan},
     probes::{ProberEvent, ProberHandle},
-    reasons::{TerminatedReason, WaitingReason},
+    reasons::WaitingReason,
     resources::VmResources,
     status::{ContainerView, Terminated},
     termination::{JOB_POLL, JobActivity, TermClock},
@@ -147,9 +148,6 @@ pub enum Start<V> {
     ExitedUnwatched,
 }
 
-/// Exit code reported when the exit was not seen (kubelet's `ContainerStatusUnknown`).
-pub const UNKNOWN_EXIT: i32 = 137;
-
 /// Spawn a worker for `vm`. `prior_restarts` carries the Pod's `restartCount` over an agent
 /// restart (0 for a fresh Pod).
 pub fn spawn<T: Tart>(
@@ -207,6 +205,9 @@ struct Worker<T: Tart> {
     unhealthy_seq: Arc<AtomicU32>,
     /// The Pod's deletion, once seen: for `pod_termination_seconds`.
     term: Option<TermClock>,
+    /// The agent stopped the current run, and what the job got: its end is reported as the
+    /// agent's doing ([`super::ending`]).
+    stopped: Option<(AgentStop, StopSignal)>,
 }
 
 /// How long a stopped VM's `tart run` may take to exit after `tart stop` returned.
@@ -256,6 +257,7 @@ impl<T: Tart> Worker<T> {
             prober: None,
             unhealthy_seq: Arc::new(AtomicU32::new(0)),
             term: None,
+            stopped: None,
         };
         w.begin(start);
         w.state.facts.restarts = prior_restarts;
@@ -280,18 +282,19 @@ impl<T: Tart> Worker<T> {
                 self.state.facts.cloned = true;
             }
             Start::ExitedUnwatched => {
+                let end = unwatched();
                 self.state.facts = VmFacts {
-                    process: Process::Exited { code: UNKNOWN_EXIT },
+                    process: Process::Exited { code: end.code },
                     ..provisioned
                 };
                 let now = Timestamp::now();
                 self.pending_exit = Some(Terminated {
-                    exit_code: UNKNOWN_EXIT,
-                    reason: TerminatedReason::ContainerStatusUnknown,
-                    message: Some("The VM stopped while the agent was not running".into()),
+                    exit_code: end.code,
+                    reason: end.reason,
+                    message: end.message,
                     started_at: now,
                     finished_at: now,
-                    disruption: None,
+                    disruption: end.disruption,
                 });
                 self.once = PodOnce::adopted();
             }

@@ -6,33 +6,24 @@
 use std::time::Duration;
 
 use k8s_openapi::jiff::Timestamp;
-use tart::{ErrorKind, ExitInfo, ExitReason, Tart};
+use tart::{ErrorKind, ExitInfo, ExitReason, StopOutcome, Tart};
 use tokio::time::Instant;
 use tracing::{info, warn};
 
 use super::{Worker, WorkerInput};
 use crate::pods::{
+    ending::{self, AgentStop, RunEnd, StopSignal, exit_code, job_failed},
     events::{Occurrence, without_error_prefix},
     guest::status::{GuestEnd, read_end},
     metrics::ReasonLabels,
     plan::{Process, crash_backoff},
-    reasons::{TerminatedReason, WaitingReason},
-    status::{ContainerView, Disruption, Terminated},
+    reasons::WaitingReason,
+    status::{ContainerView, Terminated},
 };
 use crate::vitals::{
-    death::{DeathCause, Ending, Verdict, host_fault_in},
+    death::{Ending, Verdict, host_fault_in},
     guest::read_last,
 };
-
-/// The exit code a container runtime would report: the code, or 128 + signal.
-pub fn exit_code(info: &ExitInfo) -> i32 {
-    match (info.code, info.signal, info.reason) {
-        (Some(c), _, _) => c,
-        (None, Some(s), _) => 128 + s,
-        (None, None, ExitReason::Completed) => 0,
-        (None, None, _) => 1,
-    }
-}
 
 /// How a failed provisioning step is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,21 +37,40 @@ pub(super) enum Failure {
 }
 
 impl<T: Tart> Worker<T> {
+    /// The agent asked the VM to stop for `why` and `tart stop` ended with `outcome` (`None`:
+    /// it failed): the run's end, whenever it comes, is the agent's doing.
+    pub(super) fn stopping(&mut self, why: AgentStop, outcome: Option<StopOutcome>) {
+        self.stopped = StopSignal::of(outcome).map(|s| (why, s));
+    }
+
     /// The `tart run` process ended.
     pub(super) fn on_exit(&mut self, info: ExitInfo) {
         let tart_code = exit_code(&info);
-        let (code, message, end) = self.job_exit(tart_code);
-        let verdict = self.explain_death(&info, tart_code, end.as_ref());
-        let (code, term_reason, message, disruption) =
-            with_verdict(code, message, verdict.as_ref());
-        if let Some(v) = verdict {
+        let guest = self.guest_end();
+        let stopped = self.stopped.take();
+        let verdict = match stopped {
+            Some(_) => None,
+            None => self.explain_death(&info, tart_code, guest.as_ref()),
+        };
+        if let Some(v) = &verdict {
             let input = self.input.borrow().clone();
-            let occ = Occurrence::VmDied {
-                reason: v.event_reason(),
-                summary: v.summary,
+            let summary = v.summary.clone();
+            let occ = if job_failed(v, guest.as_ref().and_then(|g| g.exit_code)) {
+                Occurrence::JobFailed { summary }
+            } else {
+                Occurrence::VmDied {
+                    reason: v.event_reason(),
+                    summary,
+                }
             };
             self.emit(&input, self.state.facts.restarts, occ);
         }
+        let end = ending::ended(RunEnd {
+            tart_code,
+            guest,
+            stopped,
+            verdict,
+        });
         let reason = match info.reason {
             ExitReason::Completed => "completed",
             ExitReason::Failed => "failed",
@@ -77,15 +87,16 @@ impl<T: Tart> Worker<T> {
             (None, ContainerView::Running { started_at, .. }) => *started_at,
             _ => Timestamp::now(),
         };
+        let code = end.code;
         info!(code, reason, "vm exited");
         self.once.run_ended();
         self.pending_exit = Some(Terminated {
             exit_code: code,
-            reason: term_reason,
-            message,
+            reason: end.reason,
+            message: end.message,
             started_at,
             finished_at: Timestamp::now(),
-            disruption,
+            disruption: end.disruption,
         });
         self.state.facts.process = Process::Exited { code };
         self.state.facts.slot_held = false;
@@ -104,12 +115,11 @@ impl<T: Tart> Worker<T> {
         self.termination_done();
     }
 
-    /// The job's exit code and termination message: what the guest launcher reported, else
-    /// `tart run`'s code, saying so when a command ran without reporting its end; and what the
-    /// status share said, when the VM has one.
-    fn job_exit(&self, tart_code: i32) -> (i32, Option<String>, Option<GuestEnd>) {
+    /// What the guest launcher left in the status share (with the termination message kubelet
+    /// would read), when the VM has shares.
+    fn guest_end(&self) -> Option<GuestEnd> {
         if self.shares.is_empty() {
-            return (tart_code, None, None);
+            return None;
         }
         let input = self.input.borrow();
         let fallback = input
@@ -121,9 +131,7 @@ impl<T: Tart> Worker<T> {
             .and_then(|c| c.termination_message_policy.as_deref())
             == Some("FallbackToLogsOnError");
         let status = self.ctx.cfg.guest.layout.status(&self.state.vm);
-        let end = read_end(&status, fallback);
-        let (code, message) = job_exit(tart_code, end.clone());
-        (code, message, Some(end))
+        Some(read_end(&status, fallback))
     }
 
     /// Why the run ended abnormally, from the vitals; `None` for a clean end or one the agent
@@ -267,120 +275,3 @@ impl<T: Tart> Worker<T> {
 
 /// How much of the end of `tart run`'s output is searched for a host fault.
 const RUN_LOG_TAIL: u64 = 4096;
-
-/// The container's end with a death's verdict applied: `OOMKilled` for a guest out of memory,
-/// the summary in front of the message, the host's part as a [`Disruption`], and a non-zero
-/// code for a death whose exit code read 0 (a VM stopped under a running command). A job that
-/// failed on its own and left its own termination message keeps that message alone: it is
-/// the job's account of its end (the event and the log still carry the summary).
-pub fn with_verdict(
-    code: i32,
-    message: Option<String>,
-    verdict: Option<&Verdict>,
-) -> (i32, TerminatedReason, Option<String>, Option<Disruption>) {
-    let Some(v) = verdict else {
-        return (code, TerminatedReason::for_exit(code), message, None);
-    };
-    let code = if code == 0 { 1 } else { code };
-    let reason = if v.oom() {
-        TerminatedReason::OomKilled
-    } else {
-        TerminatedReason::for_exit(code)
-    };
-    let text = match message {
-        Some(m) if v.cause == DeathCause::JobError => m,
-        Some(m) => format!("{}\n{m}", v.summary),
-        None => v.summary.clone(),
-    };
-    let disruption = v.disruption.map(|reason| Disruption {
-        reason,
-        message: v.summary.clone(),
-    });
-    (code, reason, Some(text), disruption)
-}
-
-/// The exit code and message of a run whose guest reported `end` and whose `tart run` exited
-/// with `tart_code`.
-pub fn job_exit(tart_code: i32, end: GuestEnd) -> (i32, Option<String>) {
-    match end.exit_code {
-        Some(code) => (code, end.message),
-        None if end.state.as_deref() == Some("idle") => (tart_code, end.message),
-        None => (
-            tart_code,
-            Some(end.message.unwrap_or_else(|| {
-                "the guest reported no exit code; this is tart run's".to_owned()
-            })),
-        ),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_guests_exit_code_wins_and_a_missing_one_is_said() {
-        let end = |code, state: &str, msg: Option<&str>| GuestEnd {
-            exit_code: code,
-            state: Some(state.into()),
-            message: msg.map(str::to_owned),
-        };
-        assert_eq!(
-            job_exit(0, end(Some(3), "exited", Some("bad"))),
-            (3, Some("bad".into()))
-        );
-        assert_eq!(job_exit(0, end(None, "idle", None)), (0, None));
-        let (code, msg) = job_exit(137, end(None, "running", None));
-        assert_eq!(code, 137);
-        assert!(msg.unwrap().contains("tart run"));
-    }
-
-    #[test]
-    fn a_verdict_sets_the_reason_the_message_and_the_disruption() {
-        let v = |cause, disruption| Verdict {
-            cause,
-            disruption,
-            summary: "why".into(),
-        };
-        let (code, reason, msg, d) = with_verdict(
-            137,
-            Some("own".into()),
-            Some(&v(DeathCause::OomKilled, None)),
-        );
-        assert_eq!(
-            (code, reason.as_str(), msg.as_deref(), d),
-            (137, "OOMKilled", Some("why\nown"), None)
-        );
-        let host = v(DeathCause::HostMemoryPressure, Some("HostMemoryPressure"));
-        let (code, reason, msg, d) = with_verdict(0, None, Some(&host));
-        assert_eq!(
-            (code, reason.as_str(), msg.as_deref()),
-            (1, "Error", Some("why"))
-        );
-        assert_eq!(d.unwrap().reason, "HostMemoryPressure");
-        let job = v(DeathCause::JobError, None);
-        let (_, _, msg, _) = with_verdict(3, Some("tests failed".into()), Some(&job));
-        assert_eq!(msg.as_deref(), Some("tests failed"));
-        let (_, _, msg, _) = with_verdict(3, None, Some(&job));
-        assert_eq!(msg.as_deref(), Some("why"));
-        let (code, reason, msg, d) = with_verdict(0, None, None);
-        assert_eq!(
-            (code, reason.as_str(), msg, d),
-            (0, "Completed", None, None)
-        );
-    }
-
-    #[test]
-    fn exit_codes_follow_container_runtime_conventions() {
-        let e = |reason, code, signal| ExitInfo {
-            reason,
-            code,
-            signal,
-        };
-        assert_eq!(exit_code(&e(ExitReason::Completed, Some(0), None)), 0);
-        assert_eq!(exit_code(&e(ExitReason::Failed, Some(3), None)), 3);
-        assert_eq!(exit_code(&e(ExitReason::Signaled, None, Some(9))), 137);
-        assert_eq!(exit_code(&e(ExitReason::Unknown, None, None)), 1);
-        assert_eq!(exit_code(&e(ExitReason::Completed, None, None)), 0);
-    }
-}

@@ -16,6 +16,7 @@ use tracing::{info, warn};
 
 use super::{Worker, WorkerInput};
 use crate::pods::{
+    ending::AgentStop,
     events::Occurrence,
     metrics::{PodMetrics, ProbeLabels},
     probes::{self, GuestChecker, Kill, Outcome, ProbeKind, ProbeReport, ProbeSet, ProbeStatus},
@@ -124,7 +125,8 @@ impl<T: Tart> Worker<T> {
     }
 
     /// A liveness or startup probe failed: stop the VM within the probe's (or the Pod's) grace
-    /// period; the exit is then handled like any other, and the plan restarts it.
+    /// period; the exit is reported as the agent's doing (the signal the job got, `Error`), and
+    /// the plan restarts it per `restartPolicy`.
     pub(super) async fn probe_kill(&mut self, input: &WorkerInput, kill: Kill) {
         self.prober = None;
         let Some(proc) = self.proc.clone() else {
@@ -139,11 +141,20 @@ impl<T: Tart> Worker<T> {
         self.state.facts.agent_killed = true;
         let grace = kill.grace.unwrap_or(input.grace);
         let tart = self.ctx.tart.clone();
-        if let Err(error) = tart.stop(&proc, grace).await {
-            // The exit is still awaited below; a VM that will not stop is stopped again by
-            // the plan's next step (deletion) or found exited by the watch.
-            warn!(%error, "stopping the vm after a failed probe");
-        }
+        let outcome = match tart.stop(&proc, grace).await {
+            Ok(o) => Some(o),
+            Err(error) => {
+                // The exit is still awaited below; a VM that will not stop is stopped again by
+                // the plan's next step (deletion) or found exited by the watch.
+                warn!(%error, "stopping the vm after a failed probe");
+                None
+            }
+        };
+        let why = match kill.kind {
+            ProbeKind::Startup => AgentStop::Startup,
+            ProbeKind::Liveness | ProbeKind::Readiness => AgentStop::Liveness,
+        };
+        self.stopping(why, outcome);
         let info = tokio::time::timeout(grace + super::STOP_SLACK, proc.wait()).await;
         match info {
             Ok(info) => self.on_exit(info),

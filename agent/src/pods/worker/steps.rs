@@ -13,6 +13,7 @@ use super::{Worker, WorkerContext, WorkerInput, WorkerState, outcomes::Failure, 
 use crate::images::goldens::GoldenResult;
 use crate::metrics::OutcomeLabels;
 use crate::pods::{
+    ending::AgentStop,
     events::Occurrence,
     guest::status::clear_end,
     image::{ImageRef, PullDecision, PullPolicy, pull_decision},
@@ -189,7 +190,15 @@ impl<T: Tart> Worker<T> {
         };
         self.ctx.metrics.stage(Stage::Set, started.elapsed());
         match res {
-            Ok(()) => self.state.facts.configured = true,
+            Ok(()) => {
+                self.state.facts.configured = true;
+                // Kubelet's `Created` comes once the container exists as configured: the
+                // guest's inputs were resolved before the clone, `tart set` is the last step.
+                let occ = Occurrence::Created {
+                    container: input.container.clone(),
+                };
+                self.emit(input, 0, occ);
+            }
             Err(e) => self.config_refused(input, &e),
         }
     }
@@ -360,6 +369,15 @@ impl<T: Tart> Worker<T> {
         match tart.stop(&proc, grace).await {
             Ok(outcome) => {
                 info!(outcome = outcome.as_str(), "vm stopped");
+                let f = &input.facts;
+                let why = if f.deleting {
+                    AgentStop::Deletion
+                } else if f.deadline_exceeded {
+                    AgentStop::Deadline
+                } else {
+                    AgentStop::PodFinished
+                };
+                self.stopping(why, Some(outcome));
                 let info = tokio::time::timeout(super::STOP_SLACK, proc.wait()).await;
                 let info = info.unwrap_or(tart::ExitInfo {
                     reason: tart::ExitReason::Signaled,

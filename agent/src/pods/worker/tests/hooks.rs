@@ -66,6 +66,11 @@ async fn a_failed_post_start_hook_is_a_warning_a_kill_and_a_restart() {
     );
     let s = until(&mut h, "restarting", |s| s.facts.restarts == 1).await;
     let t = s.last_terminated.expect("the killed run");
+    assert_eq!(
+        (t.exit_code, t.reason.as_str()),
+        (143, "Error"),
+        "the guest shut down: the job got SIGTERM"
+    );
     let msg = t.message.unwrap_or_default();
     assert!(
         msg.starts_with("Exec lifecycle hook ([sh -c exit 1]) for Container \"vm\""),
