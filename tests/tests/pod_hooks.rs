@@ -7,7 +7,7 @@ mod pod_support;
 use std::{path::PathBuf, time::Duration};
 
 use k8s_openapi::api::core::v1::{Container, Lifecycle, Pod};
-use pod_support::{Env, assert_agent_stopped, last_terminated, phase, restart_count, terminated};
+use pod_support::{Env, assert_agent_stopped, last_terminated, phase, restart_count};
 use tart_kubelet_tests::{
     cluster::wait_for,
     fake::{Knobs, VmKnob},
@@ -105,15 +105,8 @@ async fn a_failing_post_start_hook_under_never_fails_the_pod() {
     });
     pod.spec.as_mut().unwrap().restart_policy = Some("Never".into());
     env.create(&pod).await;
-    let p = env
-        .wait_pod("hooked", "ended", |p| {
-            matches!(phase(p), "Failed" | "Succeeded")
-        })
-        .await;
-    assert_eq!(phase(&p), "Failed", "{:?}", p.status);
-    assert_eq!(restart_count(&p), 0);
-    let t = terminated(&p).expect("the killed run is the container's end");
-    assert_agent_stopped(&t, "a failed postStart under Never");
+    let t =
+        pod_support::wait_failed_by_agent(&env, "hooked", "a failed postStart under Never").await;
     let msg = t.message.unwrap_or_default();
     assert!(
         msg.starts_with("Exec lifecycle hook ([sh -c exit 2]) for Container \"vm\""),

@@ -7,9 +7,7 @@ mod pod_support;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Pod, Probe};
-use pod_support::{
-    Env, assert_agent_stopped, last_terminated, phase, ready, restart_count, terminated,
-};
+use pod_support::{Env, assert_agent_stopped, last_terminated, phase, ready, restart_count};
 use tart_kubelet_tests::{
     cluster::wait_for,
     fake::{EndpointState, Knobs, VmKnob, processes_of_home},
@@ -203,15 +201,7 @@ async fn a_liveness_kill_under_never_fails_the_pod_with_the_signals_code() {
     });
     pod.spec.as_mut().unwrap().restart_policy = Some("Never".into());
     env.create(&pod).await;
-    let p = env
-        .wait_pod("killed", "ended", |p| {
-            matches!(phase(p), "Failed" | "Succeeded")
-        })
-        .await;
-    assert_eq!(phase(&p), "Failed", "{:?}", p.status);
-    assert_eq!(restart_count(&p), 0);
-    let t = terminated(&p).expect("the killed run is the container's end");
-    assert_agent_stopped(&t, "a liveness kill under Never");
+    pod_support::wait_failed_by_agent(&env, "killed", "a liveness kill under Never").await;
     let events = env.events("killed").await;
     assert!(
         notes(&events, "Killing")

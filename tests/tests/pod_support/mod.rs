@@ -10,7 +10,8 @@ use k8s_openapi::{
     ByteString,
     api::{
         core::v1::{
-            Container, ContainerStateTerminated, Namespace, Pod, PodSpec, Secret, Toleration,
+            Container, ContainerStateTerminated, ContainerStatus, Namespace, Pod, PodSpec, Secret,
+            Toleration,
         },
         events::v1::Event,
     },
@@ -509,13 +510,14 @@ pub fn restart_count(p: &Pod) -> i32 {
         .map_or(0, |c| c.restart_count)
 }
 
+/// The single container's status.
+fn container(p: &Pod) -> Option<&ContainerStatus> {
+    p.status.as_ref()?.container_statuses.as_ref()?.first()
+}
+
 /// The single container's waiting reason.
 pub fn waiting_reason(p: &Pod) -> Option<String> {
-    p.status
-        .as_ref()?
-        .container_statuses
-        .as_ref()?
-        .first()?
+    container(p)?
         .state
         .as_ref()?
         .waiting
@@ -532,28 +534,12 @@ pub fn in_order(events: &[(String, String, String)], reasons: &[&str]) -> bool {
 
 /// The single container's current terminated state, once it ended for good.
 pub fn terminated(p: &Pod) -> Option<ContainerStateTerminated> {
-    p.status
-        .as_ref()?
-        .container_statuses
-        .as_ref()?
-        .first()?
-        .state
-        .as_ref()?
-        .terminated
-        .clone()
+    container(p)?.state.as_ref()?.terminated.clone()
 }
 
 /// The single container's last terminated run (`lastState.terminated`), after a restart.
 pub fn last_terminated(p: &Pod) -> Option<ContainerStateTerminated> {
-    p.status
-        .as_ref()?
-        .container_statuses
-        .as_ref()?
-        .first()?
-        .last_state
-        .as_ref()?
-        .terminated
-        .clone()
+    container(p)?.last_state.as_ref()?.terminated.clone()
 }
 
 /// A run the agent stopped itself reports the signal the job got (143 SIGTERM, 137 SIGKILL)
@@ -565,4 +551,19 @@ pub fn assert_agent_stopped(t: &ContainerStateTerminated, what: &str) {
         t.exit_code
     );
     assert_eq!(t.reason.as_deref(), Some("Error"), "{what}: {t:?}");
+}
+
+/// Wait for the `restartPolicy: Never` Pod `name`, whose run the agent stopped, to end: it
+/// must be `Failed` (never `Succeeded`), unrestarted, with the signal's code. Its end.
+pub async fn wait_failed_by_agent(env: &Env, name: &str, what: &str) -> ContainerStateTerminated {
+    let p = env
+        .wait_pod(name, "ended", |p| {
+            matches!(phase(p), "Failed" | "Succeeded")
+        })
+        .await;
+    assert_eq!(phase(&p), "Failed", "{what}: {:?}", p.status);
+    assert_eq!(restart_count(&p), 0, "{what}");
+    let t = terminated(&p).expect("the stopped run is the container's end");
+    assert_agent_stopped(&t, what);
+    t
 }
