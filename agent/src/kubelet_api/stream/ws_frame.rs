@@ -152,12 +152,16 @@ pub fn decode(p: WsProtocol, msg: &Message) -> Result<Incoming, FrameError> {
             Some(&c) => (c, b.slice(1..)),
         },
         (Message::Text(t), true) => {
-            let s = t.as_str();
-            let Some(first) = s.bytes().next() else {
+            // The channel is one ASCII character: any other first character (several bytes
+            // in UTF-8) is not a channel.
+            let Some((&first, rest)) = t.as_bytes().split_first() else {
                 return Ok(Incoming::Nothing);
             };
-            let channel = first.checked_sub(b'0').ok_or(FrameError::Base64)?;
-            let data = STANDARD.decode(&s[1..]).map_err(|_| FrameError::Base64)?;
+            let channel = first
+                .checked_sub(b'0')
+                .filter(|_| first.is_ascii())
+                .ok_or(FrameError::Base64)?;
+            let data = STANDARD.decode(rest).map_err(|_| FrameError::Base64)?;
             (channel, Bytes::from(data))
         }
         (Message::Binary(_) | Message::Text(_), _) => return Err(FrameError::WrongType),
