@@ -8,7 +8,7 @@ use k8s_openapi::jiff::Timestamp;
 use super::Target;
 use crate::kubelet_api::{
     logs::query,
-    stream::{portforward, protocol, ws_forward, zlib},
+    stream::{portforward, protocol, ws_forward, ws_frame, zlib},
 };
 
 /// Query separators and escapes the mutator splices in.
@@ -92,13 +92,17 @@ fn log_query(data: &[u8]) {
 /// Port-forward: the WebSocket query's ports, and a SPDY stream's head read from the same
 /// bytes as a header block; a port is never 0.
 fn port_forward(data: &[u8]) {
-    if let Ok(ports) = ws_forward::ports(&lossy(data)) {
-        assert!(
-            !ports.is_empty() && ports.len() <= 127,
-            "{} ports",
-            ports.len()
-        );
-        assert!(!ports.contains(&0));
+    for p in ws_frame::FORWARD_SERVED {
+        if let Ok(ports) = ws_forward::ports(&lossy(data), p) {
+            assert!(!ports.is_empty(), "no ports");
+            let last_channel = 2 * ports.len() - 1;
+            assert!(
+                last_channel <= usize::from(p.max_channel()),
+                "{} ports",
+                ports.len()
+            );
+            assert!(!ports.contains(&0));
+        }
     }
     let Some((id, block)) = data.split_first_chunk::<4>() else {
         return;

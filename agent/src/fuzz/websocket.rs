@@ -43,7 +43,8 @@ pub fn targets() -> Vec<Target> {
 
 /// One client message: the first byte picks the protocol (of those served) and whether the
 /// message is text; the rest is the message. What decodes as data encodes back to the same
-/// channel and bytes.
+/// channel and bytes; and the rest, read as a channel (one the protocol can name) and its
+/// bytes, is what the server's message on that channel decodes to.
 fn ws_channel(data: &[u8]) {
     let Some((&pick, body)) = data.split_first() else {
         return;
@@ -57,6 +58,15 @@ fn ws_channel(data: &[u8]) {
     if let Ok(Incoming::Data(channel, payload)) = ws_frame::decode(p, &msg) {
         let again = ws_frame::decode(p, &ws_frame::encode(p, channel, &payload));
         assert_eq!(again, Ok(Incoming::Data(channel, payload)));
+    }
+    if let Some((&channel, bytes)) = body.split_first()
+        && channel <= p.max_channel()
+    {
+        let back = ws_frame::decode(p, &ws_frame::encode(p, channel, bytes));
+        assert_eq!(
+            back,
+            Ok(Incoming::Data(channel, Bytes::copy_from_slice(bytes)))
+        );
     }
 }
 
