@@ -10,7 +10,7 @@ use std::{
     panic::{self, AssertUnwindSafe},
     sync::{
         Once,
-        mpsc::{self, Receiver, RecvTimeoutError, SyncSender},
+        mpsc::{self, Receiver, SyncSender},
     },
     thread,
     time::{Duration, Instant},
@@ -153,10 +153,7 @@ impl Worker {
     /// Runs `input`; `None` when it did not end within `limit`.
     fn run(&self, input: Vec<u8>, limit: Duration) -> Option<Outcome> {
         self.tx.send(input).ok()?;
-        match self.rx.recv_timeout(limit) {
-            Ok(o) => Some(o),
-            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => None,
-        }
+        self.rx.recv_timeout(limit).ok()
     }
 }
 

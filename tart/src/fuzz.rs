@@ -87,6 +87,14 @@ pub fn targets() -> Vec<Target> {
     ]
 }
 
+/// Seeds from text.
+pub fn strings<S: AsRef<str>>(texts: &[S]) -> Vec<Vec<u8>> {
+    texts
+        .iter()
+        .map(|s| s.as_ref().as_bytes().to_vec())
+        .collect()
+}
+
 fn lossy(data: &[u8]) -> std::borrow::Cow<'_, str> {
     String::from_utf8_lossy(data)
 }
@@ -156,21 +164,18 @@ fn tart_cache_path(data: &[u8]) {
 }
 
 fn json_seeds() -> Vec<Vec<u8>> {
-    [
+    strings(&[
         r#"[{"Disk":50,"Name":"macos-sequoia-base","Size":22,"SizeOnDisk":22,"Source":"local","Running":false,"State":"stopped","Accessed":"2024-11-20T10:00:00Z"}]"#,
         r#"[{"Disk":50,"Name":"ghcr.io/cirruslabs/macos-sequoia-base:latest","Size":21,"Source":"OCI","Running":true,"State":"running"}]"#,
         r#"[{"Name":"old","Source":"local","Running":true,"Size":"20.5"}]"#,
         r#"{"CPU":4,"Display":"1024x768","DiskFormat":"asif","Disk":50,"Memory":8192,"OS":"darwin","Running":false,"Size":"21.914","State":"stopped"}"#,
         r#"{"CPU":4,"Memory":8192,"Disk":50,"Size":"20.000","Running":true}"#,
         "[]",
-    ]
-    .iter()
-    .map(|s| s.as_bytes().to_vec())
-    .collect()
+    ])
 }
 
 fn text_seeds() -> Vec<Vec<u8>> {
-    [
+    strings(&[
         "192.168.64.5\n",
         "\n  10.0.0.7  \n",
         "2.35.0\n",
@@ -179,23 +184,17 @@ fn text_seeds() -> Vec<Vec<u8>> {
         "pulling ghcr.io/cirruslabs/macos-sequoia-base:latest...\npulling manifest...\npulling disk (25.3 GB compressed)...\n0%\n42%\n100%\npulling NVRAM...\n",
         "waiting for lock...\nfound an image ghcr.io/x that will allow us to avoid fetching 3 layers\n",
         "Error pulling image: \"timeout\", attempting to re-try...\n",
-    ]
-    .iter()
-    .map(|s| s.as_bytes().to_vec())
-    .collect()
+    ])
 }
 
 fn cache_path_seeds() -> Vec<Vec<u8>> {
-    [
+    strings(&[
         "ghcr.io\ncirruslabs/macos-sequoia-base\nlatest",
         "localhost:5000\nns/img\n1.0",
         "ghcr.io\na/../../b\nlatest",
         "..\nrepo\ntag",
         "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
-    ]
-    .iter()
-    .map(|s| s.as_bytes().to_vec())
-    .collect()
+    ])
 }
 
 #[cfg(test)]

@@ -3,7 +3,6 @@
 //! ([`crate::vitals::death`]), and the job's end — `exit_code`, the `job` mark and the output
 //! tail used as a termination message ([`crate::pods::guest::status`]).
 
-use super::Target;
 use crate::{
     pods::{guest::status, termination},
     vitals::{
@@ -11,6 +10,7 @@ use crate::{
         guest,
     },
 };
+use tart::fuzz::{Target, strings};
 
 /// The guest targets.
 pub fn targets() -> Vec<Target> {
@@ -102,20 +102,17 @@ fn guest_status(data: &[u8]) {
 
 fn vitals_seeds() -> Vec<Vec<u8>> {
     let line = "vitals ts=1732440000 pressure=4 free_percent=3 page_size=16384 free_pages=812 active_pages=453210 wired_pages=180233 compressed_pages=98765 swap_used=1017.50M load1=3.25 disk_used_percent=41 jetsam_kills=2\n";
-    [
+    strings(&[
         line.to_owned(),
         format!("s ts=1 pressure=1\n{line}vitals ts=2 pressure=2\nvitals ts=3 pre"),
         "vitals ts=5 pressure= free_percent=140 load1=x jetsam_kills=\n".to_owned(),
         "vitals swap_used=2G\nvitals swap_used=3K\n".to_owned(),
-    ]
-    .iter()
-    .map(|s| s.as_bytes().to_vec())
-    .collect()
+    ])
 }
 
 fn status_seeds() -> Vec<Vec<u8>> {
     let many: String = (0..200).map(|i| format!("line {i}\n")).collect();
-    [
+    strings(&[
         "3\n".to_owned(),
         "0".to_owned(),
         "busy\n".to_owned(),
@@ -123,8 +120,5 @@ fn status_seeds() -> Vec<Vec<u8>> {
         "warming up\nboom: disk full\n".to_owned(),
         many,
         "\u{e9}".repeat(1500),
-    ]
-    .iter()
-    .map(|s| s.as_bytes().to_vec())
-    .collect()
+    ])
 }

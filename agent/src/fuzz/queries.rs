@@ -5,11 +5,11 @@
 
 use k8s_openapi::jiff::Timestamp;
 
-use super::Target;
 use crate::kubelet_api::{
     logs::query,
     stream::{portforward, protocol, ws_forward, ws_frame, zlib},
 };
+use tart::fuzz::{Target, strings};
 
 /// Query separators and escapes the mutator splices in.
 const QUERY: &[&str] = &["&", "=", "%", "%2C", "%00", "+", ","];
@@ -112,10 +112,6 @@ fn port_forward(data: &[u8]) {
     {
         assert_ne!(head.port, 0);
     }
-}
-
-fn strings(s: &[&str]) -> Vec<Vec<u8>> {
-    s.iter().map(|s| s.as_bytes().to_vec()).collect()
 }
 
 fn exec_seeds() -> Vec<Vec<u8>> {

@@ -3,11 +3,11 @@
 
 use bytes::{Bytes, BytesMut};
 
-use super::Target;
 use crate::kubelet_api::stream::{
     frame::{self, Frame},
     zlib::{self, Deflater, Inflater, MAX_HEADER_BLOCK},
 };
+use tart::fuzz::Target;
 
 /// The most one input may allocate: a header block inflates to at most [`MAX_HEADER_BLOCK`]
 /// bytes, parsed into names and values (two strings and a set entry per header, about 16

@@ -5,11 +5,11 @@
 use bytes::Bytes;
 use tokio_tungstenite::tungstenite::Message;
 
-use super::Target;
 use crate::kubelet_api::stream::{
     protocol::ResizeDecoder,
     ws_frame::{self, Incoming, SERVED},
 };
+use tart::fuzz::Target;
 
 /// The WebSocket targets.
 pub fn targets() -> Vec<Target> {

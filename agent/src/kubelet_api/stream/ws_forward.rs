@@ -61,7 +61,7 @@ pub fn ports(query: &str, p: WsProtocol) -> Result<Vec<u16>, String> {
     if !seen {
         return Err("query parameter \"port\" is required".into());
     }
-    let max = MAX_PORTS.min((usize::from(p.max_channel()) + 1) / 2);
+    let max = MAX_PORTS.min(usize::from(p.max_channel()).div_ceil(2));
     if out.len() > max {
         return Err(format!("at most {max} ports per request"));
     }
