@@ -7,7 +7,8 @@
 //! them together; [`cli_main`] is the process entry point. docs/architecture.md has the map.
 
 // Only the process entry point, the RBAC table (which the tests hold against the shipped
-// manifest) and the default VM-name prefix (which the sandbox counts VMs by) are used from
+// manifest), the default VM-name prefix (which the sandbox counts VMs by) and, with the
+// `fuzzing` feature, the fuzz targets (which the workspace's `fuzz` crate drives) are used from
 // outside the crate; everything else is the crate's own.
 mod admin;
 mod api;
@@ -15,6 +16,8 @@ mod backoff;
 mod cli;
 mod config;
 mod entry;
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod fuzz;
 mod host;
 mod hostcheck;
 mod images;

@@ -14,8 +14,8 @@
 //! This file only wires the modules together. Their order, lowest first: `model`, `error`,
 //! `observe`, `deadlines`, `signal` (pure data and primitives); `command`, `parse`, `retry`
 //! (pure decisions); `inflight`, `process`, `exec`, `running`, `run`, `stop` (processes); `driver`
-//! (the trait); `cli`, `testing` (its implementations). Each refers only to modules listed
-//! before it.
+//! (the trait); `cli`, `testing` (its implementations); `fuzz` (the parsers' fuzz targets, feature
+//! `fuzzing`). Each refers only to modules listed before it.
 #![warn(missing_docs)]
 
 pub mod cache;
@@ -25,6 +25,8 @@ mod deadlines;
 mod driver;
 mod error;
 mod exec;
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod fuzz;
 pub mod inflight;
 mod model;
 mod observe;

@@ -203,13 +203,15 @@ fn state(o: &Map<String, Value>) -> VmState {
     }
 }
 
-/// A number given as a JSON number or as a numeric string (`get`'s `Size`, §2.4).
+/// A number given as a JSON number or as a numeric string (`get`'s `Size`, §2.4). A string
+/// that reads as infinite or NaN is no number.
 fn num(v: Option<&Value>) -> Option<f64> {
-    match v? {
+    let n = match v? {
         Value::Number(n) => n.as_f64(),
         Value::String(s) => s.trim().parse().ok(),
         _ => None,
-    }
+    };
+    n.filter(|f: &f64| f.is_finite())
 }
 
 fn str_field<'a>(

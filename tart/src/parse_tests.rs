@@ -101,6 +101,20 @@ fn get_reads_asif_suspended_and_legacy_running() {
 }
 
 #[test]
+fn a_size_that_is_not_a_finite_number_is_unknown() {
+    for size in [r#""inf""#, r#""NaN""#, r#""20.1e308000""#, r#""-inf""#] {
+        let d = get(&format!(r#"{{"CPU":2,"Size":{size}}}"#)).unwrap();
+        assert_eq!(d.size_gb, 0.0, "{size}");
+        let l = list(&format!(
+            r#"[{{"Source":"local","Name":"x","Size":{size}}}]"#
+        ))
+        .unwrap();
+        assert_eq!(l[0].size_gb, 0.0, "{size}");
+    }
+    assert_eq!(get(r#"{"Size":"21.5"}"#).unwrap().size_gb, 21.5);
+}
+
+#[test]
 fn ip_takes_first_line() {
     assert_eq!(
         ip("192.168.64.7\n").unwrap(),

@@ -396,7 +396,7 @@ fn port_forward(
                 Ok(t) => t,
                 Err(a) => return upgrade_refused(refuse(a.status, &a.body), a.headers),
             };
-        let ports = match ws_forward::ports(query) {
+        let ports = match ws_forward::ports(query, protocol) {
             Ok(p) => p,
             Err(message) => return refuse(400, &message),
         };

@@ -26,7 +26,7 @@ mod server;
 pub mod stats;
 pub mod stream;
 pub(crate) mod tls;
-mod x509;
+pub(crate) mod x509;
 
 use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 

@@ -53,9 +53,9 @@ pub fn parse_line(line: &str) -> Option<GuestSample> {
     Some(s)
 }
 
-/// `1017.50M` (as `sysctl vm.swapusage` prints it) -> bytes.
+/// `1017.50M` (as `sysctl vm.swapusage` prints it) -> bytes; past `u64::MAX` is `u64::MAX`.
 fn with_unit(v: &str) -> Option<u64> {
-    let shift = match v.chars().last()? {
+    let power = match v.chars().last()? {
         'K' => 10,
         'M' => 20,
         'G' => 30,
@@ -63,7 +63,7 @@ fn with_unit(v: &str) -> Option<u64> {
         _ => return v.parse().ok(),
     };
     let n: f64 = v[..v.len() - 1].parse().ok()?;
-    (n >= 0.0 && n.is_finite()).then(|| (n * f64::from(1u32 << shift)).round() as u64)
+    (n >= 0.0 && n.is_finite()).then(|| (n * 2f64.powi(power)).round() as u64)
 }
 
 /// Every vitals line of `text`, oldest first. A partial first line (the tail cut it) and a
@@ -137,6 +137,21 @@ mod tests {
         assert_eq!(s.ts, Some(5));
         assert_eq!(parse_line("share status did not appear"), None);
         assert_eq!(parse_line(""), None);
+    }
+
+    #[test]
+    fn swap_is_read_with_every_unit() {
+        let swap = |v: &str| {
+            parse_line(&format!("vitals swap_used={v}"))
+                .unwrap()
+                .swap_used_bytes
+        };
+        assert_eq!(swap("512"), Some(512));
+        assert_eq!(swap("3K"), Some(3 << 10));
+        assert_eq!(swap("1.5G"), Some(3 << 29));
+        assert_eq!(swap("2T"), Some(2 << 40));
+        assert_eq!(swap("1e300T"), Some(u64::MAX));
+        assert_eq!(swap("-1M"), None);
     }
 
     #[test]

@@ -33,11 +33,13 @@ const CONNECT_DEADLINE: Duration = Duration::from_secs(10);
 /// Ports one request may forward: a channel number is one byte, two per port.
 const MAX_PORTS: usize = 127;
 
-/// PURE: the ports of a port-forward query, in order, as kubelet reads them.
+/// PURE: the ports of a port-forward query, in order, as kubelet reads them, as many as
+/// protocol `p` has channels for (two a port: 40 with base64, 127 otherwise).
 ///
 /// # Errors
-/// kubelet's 400 text: no `port`, an empty one, one that is not a port, or port 0.
-pub fn ports(query: &str) -> Result<Vec<u16>, String> {
+/// kubelet's 400 text: no `port`, an empty one, one that is not a port, or port 0; and ours
+/// for more ports than `p` can carry.
+pub fn ports(query: &str, p: WsProtocol) -> Result<Vec<u16>, String> {
     let mut out = Vec::new();
     let mut seen = false;
     for (k, v) in form_urlencoded::parse(query.as_bytes()) {
@@ -59,8 +61,9 @@ pub fn ports(query: &str) -> Result<Vec<u16>, String> {
     if !seen {
         return Err("query parameter \"port\" is required".into());
     }
-    if out.len() > MAX_PORTS {
-        return Err(format!("at most {MAX_PORTS} ports per request"));
+    let max = MAX_PORTS.min(usize::from(p.max_channel()).div_ceil(2));
+    if out.len() > max {
+        return Err(format!("at most {max} ports per request"));
     }
     Ok(out)
 }

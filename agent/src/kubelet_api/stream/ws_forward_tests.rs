@@ -13,18 +13,54 @@ use crate::kubelet_api::stream::fixtures::T;
 
 #[test]
 fn the_ports_come_from_the_query_as_kubelet_reads_them() {
-    assert_eq!(ports("port=80,443&port=8080"), Ok(vec![80, 443, 8080]));
     assert_eq!(
-        ports(""),
+        ports("port=80,443&port=8080", WsProtocol::V4),
+        Ok(vec![80, 443, 8080])
+    );
+    assert_eq!(
+        ports("", WsProtocol::V4),
         Err("query parameter \"port\" is required".to_owned())
     );
     assert_eq!(
-        ports("port="),
+        ports("port=", WsProtocol::V4),
         Err("query parameter \"port\" cannot be empty".to_owned())
     );
-    assert!(ports("port=0").unwrap_err().contains("must be > 0"));
-    assert!(ports("port=http").unwrap_err().contains("unable to parse"));
-    assert!(ports("port=70000").unwrap_err().contains("unable to parse"));
+    assert!(
+        ports("port=0", WsProtocol::V4)
+            .unwrap_err()
+            .contains("must be > 0")
+    );
+    assert!(
+        ports("port=http", WsProtocol::V4)
+            .unwrap_err()
+            .contains("unable to parse")
+    );
+    assert!(
+        ports("port=70000", WsProtocol::V4)
+            .unwrap_err()
+            .contains("unable to parse")
+    );
+}
+
+#[test]
+fn a_base64_port_forward_has_channels_for_40_ports() {
+    let query = |n: u16| {
+        let list: Vec<String> = (1..=n).map(|p| p.to_string()).collect();
+        format!("port={}", list.join(","))
+    };
+    assert_eq!(
+        ports(&query(40), WsProtocol::V4Base64).map(|p| p.len()),
+        Ok(40)
+    );
+    assert_eq!(
+        ports(&query(41), WsProtocol::V4Base64),
+        Err("at most 40 ports per request".to_owned())
+    );
+    assert_eq!(ports(&query(127), WsProtocol::V4).map(|p| p.len()), Ok(127));
+    assert!(ports(&query(128), WsProtocol::V4).is_err());
+    // The last port's error channel is the last one the protocol can name.
+    let last = u8::try_from(2 * 40 - 1).unwrap();
+    assert_eq!(last, WsProtocol::V4Base64.max_channel());
 }
 
 /// A port-forward session to `ports` of 127.0.0.1 and its client.

@@ -69,6 +69,17 @@ impl WsProtocol {
     fn base64(self) -> bool {
         matches!(self, Self::V4Base64 | Self::V1Base64)
     }
+
+    /// The highest channel a message of this protocol can name: a base64 message names it
+    /// with one ASCII character counted from `'0'` (so 79, `'0'` + 79 being the last ASCII
+    /// character), a binary one with a byte (v5 keeps 255 for its close signal).
+    pub fn max_channel(self) -> u8 {
+        match self {
+            Self::V4Base64 | Self::V1Base64 => 0x7f - b'0',
+            Self::V5 => 0xfe,
+            Self::V4 | Self::V1 => 0xff,
+        }
+    }
 }
 
 /// Subprotocols served for the legacy WebSocket port-forward (kubelet's v4 ones).
@@ -101,7 +112,7 @@ pub fn accept_key(key: &str) -> String {
     STANDARD.encode(ctx.finish())
 }
 
-/// The message carrying `data` on `channel`.
+/// The message carrying `data` on `channel`, which is at most [`WsProtocol::max_channel`].
 pub fn encode(p: WsProtocol, channel: u8, data: &[u8]) -> Message {
     if p.base64() {
         let mut s = String::with_capacity(1 + data.len().div_ceil(3) * 4);
@@ -152,12 +163,16 @@ pub fn decode(p: WsProtocol, msg: &Message) -> Result<Incoming, FrameError> {
             Some(&c) => (c, b.slice(1..)),
         },
         (Message::Text(t), true) => {
-            let s = t.as_str();
-            let Some(first) = s.bytes().next() else {
+            // The channel is one ASCII character: any other first character (several bytes
+            // in UTF-8) is not a channel.
+            let Some((&first, rest)) = t.as_bytes().split_first() else {
                 return Ok(Incoming::Nothing);
             };
-            let channel = first.checked_sub(b'0').ok_or(FrameError::Base64)?;
-            let data = STANDARD.decode(&s[1..]).map_err(|_| FrameError::Base64)?;
+            let channel = first
+                .checked_sub(b'0')
+                .filter(|_| first.is_ascii())
+                .ok_or(FrameError::Base64)?;
+            let data = STANDARD.decode(rest).map_err(|_| FrameError::Base64)?;
             (channel, Bytes::from(data))
         }
         (Message::Binary(_) | Message::Text(_), _) => return Err(FrameError::WrongType),

@@ -65,6 +65,14 @@ fn base64_protocols_send_text_with_an_ascii_channel_digit() {
         decode(WsProtocol::V1Base64, &Message::text("0!!")),
         Err(FrameError::Base64)
     );
+    // A first character of several bytes in UTF-8 is not a channel digit.
+    for text in ["\u{e9}aGk=", "\u{ff}", "\u{1f600}0aGk="] {
+        assert_eq!(
+            decode(WsProtocol::V4Base64, &Message::text(text)),
+            Err(FrameError::Base64),
+            "{text:?}"
+        );
+    }
 }
 
 #[test]

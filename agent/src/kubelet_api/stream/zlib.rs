@@ -17,6 +17,11 @@ const FORBIDDEN: [&str; 4] = [
     "transfer-encoding",
 ];
 
+/// The most a header block may inflate to: 1 MiB, the bound Go's HTTP server (kubelet's) puts
+/// on a request's headers (`http.DefaultMaxHeaderBytes`). A block that inflates past it is
+/// refused before more is allocated, so a few compressed bytes cannot claim gigabytes.
+pub const MAX_HEADER_BLOCK: usize = 1 << 20;
+
 /// Header names and values, in block order.
 pub type Headers = Vec<(String, String)>;
 
@@ -37,6 +42,9 @@ pub enum HeaderError {
     /// The peer compressed against another dictionary.
     #[error("header block wants dictionary {0:#010x}, not SPDY/3's")]
     Dictionary(u32),
+    /// The block inflates past [`MAX_HEADER_BLOCK`].
+    #[error("header block inflates past {MAX_HEADER_BLOCK} bytes")]
+    TooLarge,
     /// The block is cut short or has bytes left over.
     #[error("header block is malformed")]
     Malformed,
@@ -69,13 +77,19 @@ impl Inflater {
     }
 
     fn inflate(&mut self, block: &[u8]) -> Result<Vec<u8>, HeaderError> {
-        let mut out = Vec::with_capacity(block.len() * 4 + 64);
+        // The buffer never grows past one byte over the bound: a block that fills it is
+        // refused.
+        const CAP: usize = MAX_HEADER_BLOCK + 1;
+        let mut out = Vec::with_capacity(block.len().saturating_mul(4).saturating_add(64).min(CAP));
         let start = self.z.total_in();
         loop {
             let used = usize::try_from(self.z.total_in() - start).unwrap_or(usize::MAX);
             let rest = block.get(used..).ok_or(HeaderError::Malformed)?;
             if out.len() == out.capacity() {
-                out.reserve(out.capacity().max(256));
+                if out.len() >= CAP {
+                    return Err(HeaderError::TooLarge);
+                }
+                out.reserve_exact(out.capacity().max(256).min(CAP.saturating_sub(out.len())));
             }
             let before = out.len();
             match self.z.decompress_vec(rest, &mut out, FlushDecompress::Sync) {
@@ -91,6 +105,9 @@ impl Inflater {
                     Some(id) => return Err(HeaderError::Dictionary(id)),
                     None => return Err(HeaderError::Inflate(e.to_string())),
                 },
+            }
+            if out.len() > MAX_HEADER_BLOCK {
+                return Err(HeaderError::TooLarge);
             }
             let consumed = self.z.total_in() - start == block.len() as u64;
             if consumed && out.len() < out.capacity() {
@@ -157,7 +174,8 @@ pub fn serialize(headers: &[(&str, &str)]) -> Vec<u8> {
 ///
 /// # Errors
 /// [`HeaderError::Malformed`] for a cut or padded block, [`HeaderError::BadName`] for names
-/// spdystream refuses.
+/// spdystream refuses. Duplicates are found through a set, so a block of many names takes time
+/// in proportion to their number.
 pub fn parse(raw: &[u8]) -> Result<Headers, HeaderError> {
     let mut rest = raw;
     let mut take = |n: usize| -> Result<&[u8], HeaderError> {
@@ -171,6 +189,7 @@ pub fn parse(raw: &[u8]) -> Result<Headers, HeaderError> {
     let u32_of = |b: &[u8]| u32::from_be_bytes([b[0], b[1], b[2], b[3]]) as usize;
     let count = u32_of(take(4)?);
     let mut headers: Headers = Vec::new();
+    let mut names = std::collections::HashSet::<&str>::new();
     for _ in 0..count {
         let n = u32_of(take(4)?);
         let name = take(n)?;
@@ -181,7 +200,7 @@ pub fn parse(raw: &[u8]) -> Result<Headers, HeaderError> {
         let bad = name.is_empty()
             || name.bytes().any(|c| c.is_ascii_uppercase())
             || FORBIDDEN.contains(&name)
-            || headers.iter().any(|(h, _)| h == name);
+            || !names.insert(name);
         if bad {
             return Err(HeaderError::BadName(name.to_owned()));
         }

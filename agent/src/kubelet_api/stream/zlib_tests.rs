@@ -103,3 +103,17 @@ fn get_finds_a_value_by_name() {
     assert_eq!(get(&h, "port"), Some("80"));
     assert_eq!(get(&h, "requestid"), None);
 }
+
+#[test]
+fn a_block_that_inflates_past_the_bound_is_refused() {
+    let mut def = Deflater::default();
+    let mut inf = Inflater::default();
+    // Just under the bound: the value and the block's own lengths and name.
+    let fits = "f".repeat(MAX_HEADER_BLOCK - 13);
+    let block = def.block(&[("x", fits.as_str())]);
+    assert_eq!(inf.headers(&block).unwrap()[0].1.len(), fits.len());
+    let bomb = "b".repeat(4 * MAX_HEADER_BLOCK);
+    let block = def.block(&[("x", bomb.as_str())]);
+    assert!(block.len() < MAX_HEADER_BLOCK / 64, "{} bytes", block.len());
+    assert_eq!(inf.headers(&block), Err(HeaderError::TooLarge));
+}
