@@ -61,7 +61,7 @@ use self::{
     worker::{Waker, WorkerConfig, WorkerContext},
 };
 use crate::{
-    backoff::{API_RETRY, WatchBackoff},
+    backoff::{WATCH_RETRY, WatchBackoff},
     config::{Config, PullCredentials},
     images::{goldens::Goldens, metrics::ImageMetrics, prepull::pacer::Pacer},
     metrics::ApiErrors,
@@ -231,18 +231,19 @@ pub async fn run<T: Tart>(deps: PodSide<T>) {
 
     let pods: Api<Pod> = Api::all(shared.client.clone());
     let wc = watcher::Config::default().fields(&format!("spec.nodeName={}", shared.cfg.node_name));
-    // A watch that lost the API server re-lists within seconds of its return, so Pod status
-    // the node lifecycle controller changed meanwhile is put right at once.
+    // A watch that lost the API server re-lists within about a second of its return, so Pod
+    // status the node lifecycle controller changed meanwhile is put right at once.
     let controller = Controller::new(pods, wc)
         .with_config(
             controller::Config::default()
                 .concurrency(shared.cfg.concurrency)
                 .debounce(Duration::from_millis(50)),
         )
-        .trigger_backoff(WatchBackoff::new(API_RETRY));
+        .trigger_backoff(WatchBackoff::new(WATCH_RETRY));
     deps.served.set(controller.store());
     tokio::spawn(
-        recovery::sweep_loop(shared.clone(), shutdown.clone()).instrument(info_span!("vm_gc")),
+        recovery::sweep_loop(shared.clone(), controller.store(), shutdown.clone())
+            .instrument(info_span!("vm_gc")),
     );
     let mut sd = shutdown.clone();
     controller
