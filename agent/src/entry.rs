@@ -389,6 +389,7 @@ pub async fn run<T: Tart>(
 
     let (owner_tx, owner_rx) = watch::channel(None);
     let fence = node::fence::Fence::default();
+    fence.renewed(claimed.sent, cfg.lease_duration);
     let watch_live = node::watch::WatchLive::default();
     let (node_tx, node_rx) = watch::channel(ObservedNode::Unknown);
     let mut tasks: Vec<JoinHandle<()>> = tasks_early;
@@ -496,6 +497,7 @@ pub async fn run<T: Tart>(
         api_errors: metrics.api_errors.clone(),
         node: node_rx,
         shutdown: node::fence::pod_shutdown(shutdown.clone(), &fence),
+        lease: fence.clone(),
         served,
         image_metrics,
         goldens: images.goldens,

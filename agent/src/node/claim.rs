@@ -31,6 +31,9 @@ pub struct Claimed {
     pub identity: String,
     /// The Lease as written.
     pub lease: Lease,
+    /// When the request that wrote it was sent (or earlier): the Lease is ours from then for
+    /// its duration.
+    pub sent: Instant,
 }
 
 /// Why the Lease was not claimed.
@@ -106,6 +109,7 @@ pub async fn claim(
     let mut first: Option<(Reading, Instant)> = None;
     let mut failures = 0u32;
     loop {
+        let sent = Instant::now();
         let wait = match read(&api, node, cfg.api_timeout).await {
             Seen::Failed => {
                 failures += 1;
@@ -114,7 +118,7 @@ pub async fn claim(
             Seen::Absent => {
                 let lease = new_lease(node, &identity, cfg.lease_duration, Timestamp::now());
                 match write(&api, node, &lease, cfg.api_timeout, true).await {
-                    Wrote::Ok(lease) => return Ok(taken(identity, *lease)),
+                    Wrote::Ok(lease) => return Ok(taken(identity, *lease, sent)),
                     Wrote::Conflict => Duration::ZERO,
                     Wrote::Failed => {
                         failures += 1;
@@ -148,7 +152,7 @@ pub async fn claim(
                             Timestamp::now(),
                         );
                         match write(&api, node, &want, cfg.api_timeout, false).await {
-                            Wrote::Ok(lease) => return Ok(taken(identity, *lease)),
+                            Wrote::Ok(lease) => return Ok(taken(identity, *lease, sent)),
                             // Written by someone else meanwhile: read again (a live writer
                             // shows as a renewal).
                             Wrote::Conflict => Duration::ZERO,
@@ -175,9 +179,13 @@ pub async fn claim(
     }
 }
 
-fn taken(identity: String, lease: Lease) -> Claimed {
+fn taken(identity: String, lease: Lease, sent: Instant) -> Claimed {
     info!(holder = %identity, "claimed the Node's Lease");
-    Claimed { identity, lease }
+    Claimed {
+        identity,
+        lease,
+        sent,
+    }
 }
 
 async fn read(api: &Api<Lease>, node: &str, timeout: Duration) -> Seen {

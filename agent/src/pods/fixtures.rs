@@ -331,6 +331,7 @@ impl Rig {
             workers: Default::default(),
             api_failures: Default::default(),
             api_errors: Default::default(),
+            lease: crate::node::fence::Fence::held(Duration::from_secs(40)),
         })
     }
 

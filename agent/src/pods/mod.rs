@@ -65,6 +65,7 @@ use crate::{
     config::{Config, PullCredentials},
     images::{goldens::Goldens, metrics::ImageMetrics, prepull::pacer::Pacer},
     metrics::ApiErrors,
+    node::fence::Fence,
     node::health::HostHealth,
     node::watch::ObservedNode,
     quantity::parse_scaled,
@@ -134,6 +135,8 @@ pub struct PodSide<T: Tart> {
     pub node: watch::Receiver<ObservedNode>,
     /// Turns true on shutdown, or when another agent instance holds our Node's Lease.
     pub shutdown: watch::Receiver<bool>,
+    /// Whether this agent holds its Node's Lease: nothing is published without it.
+    pub lease: Fence,
     /// Where the kubelet API finds the Pods this agent runs (set once the controller starts).
     pub served: served::ServedPods,
     /// Image metrics (golden hits and misses).
@@ -177,6 +180,7 @@ pub async fn run<T: Tart>(deps: PodSide<T>) {
             } else {
                 EventApi::CoreV1
             },
+            deps.lease.clone(),
         ),
         metrics: deps.metrics.clone(),
         pulls: Default::default(),
@@ -194,6 +198,7 @@ pub async fn run<T: Tart>(deps: PodSide<T>) {
         workers: Default::default(),
         api_failures: Default::default(),
         api_errors: deps.api_errors.clone(),
+        lease: deps.lease.clone(),
         cfg,
     });
     let mut shutdown = deps.shutdown.clone();
