@@ -237,7 +237,7 @@ async fn after_an_api_server_outage_the_node_is_ready_within_a_status_period_and
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_agent_for_the_same_node_refuses_and_a_crashed_agents_successor_takes_over_at_once()
-{
+ {
     let cp = shared().await;
     let name = unique("node-dup");
     let mut agent = start(cp, &name, FakeHome::new().unwrap(), &[]).await;

@@ -75,7 +75,12 @@ async fn a_new_pod_is_acted_on_within_2s_of_the_api_servers_return() {
         p.finalizers().iter().any(|f| f == FINALIZER).then_some(())
     })
     .await
-    .unwrap_or_else(|e| panic!("the first Pod was never acted on: {e}\n{}", agent.log_tail(40)));
+    .unwrap_or_else(|e| {
+        panic!(
+            "the first Pod was never acted on: {e}\n{}",
+            agent.log_tail(40)
+        )
+    });
 
     // Long enough for a doubling retry curve to reach long delays.
     cp.stop_apiserver().await;
@@ -98,7 +103,12 @@ async fn a_new_pod_is_acted_on_within_2s_of_the_api_servers_return() {
             .then(Instant::now)
     })
     .await
-    .unwrap_or_else(|e| panic!("the new Pod was never acted on: {e}\n{}", agent.log_tail(40)));
+    .unwrap_or_else(|e| {
+        panic!(
+            "the new Pod was never acted on: {e}\n{}",
+            agent.log_tail(40)
+        )
+    });
     let took = acted.duration_since(back);
     eprintln!("figure: API back (/readyz) -> new Pod acted on in {took:?}");
     assert!(

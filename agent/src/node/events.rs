@@ -135,11 +135,6 @@ impl NodeEvents {
         }
     }
 
-    /// The Node's name.
-    pub fn node(&self) -> &str {
-        &self.node
-    }
-
     /// Publish `ev`; failures are logged and counted, never returned.
     pub async fn publish(&self, ev: &NodeEvent) {
         let event = event_object(&self.node, ev, Timestamp::now());

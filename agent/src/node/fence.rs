@@ -43,6 +43,7 @@ pub fn may_publish(fenced: bool, held_until: Option<Instant>, now: Instant) -> b
 
 impl Fence {
     /// A fence whose Lease was just written, good for `duration`.
+    #[cfg(test)]
     pub fn held(duration: Duration) -> Self {
         let f = Self::default();
         f.renewed(Instant::now(), duration);
@@ -130,7 +131,10 @@ mod tests {
         f.renewed(Instant::now(), Duration::from_secs(40));
         assert!(f.holds());
         let expired = Fence::default();
-        expired.renewed(Instant::now() - Duration::from_secs(41), Duration::from_secs(40));
+        expired.renewed(
+            Instant::now() - Duration::from_secs(41),
+            Duration::from_secs(40),
+        );
         assert!(!expired.holds(), "the Lease expired");
         f.clone().raise("n_other".into());
         assert!(!f.holds(), "clones share the fence");

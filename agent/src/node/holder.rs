@@ -250,7 +250,10 @@ mod tests {
     #[test]
     fn an_identity_names_the_mac_boot_and_process_and_reads_back() {
         let i = me();
-        assert_eq!((i.host.as_str(), i.boot.as_str()), ("8e3c0b4a1f2d", "1bd73bc31141"));
+        assert_eq!(
+            (i.host.as_str(), i.boot.as_str()),
+            ("8e3c0b4a1f2d", "1bd73bc31141")
+        );
         let id = instance_identity("mac-1.ci.example", Some(&i));
         assert!(id.starts_with("mac-1.ci.example_"), "{id}");
         assert!(id.ends_with(".h8e3c0b4a1f2d.b1bd73bc31141.p4242"), "{id}");
@@ -266,7 +269,11 @@ mod tests {
             assert_eq!(Instance::of_holder(bad), None, "{bad}");
         }
         assert_eq!(Instance::new(None, Some("b"), 1), None);
-        assert_eq!(Instance::new(Some("zz"), Some("b"), 1), None, "no hex digits");
+        assert_eq!(
+            Instance::new(Some("zz"), Some("b"), 1),
+            None,
+            "no hex digits"
+        );
     }
 
     #[test]

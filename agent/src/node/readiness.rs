@@ -204,7 +204,7 @@ impl Gatekeeper {
         access: &ApiAccess,
         events: &NodeEvents,
     ) {
-        let (mut out, started) = self.transitions.update(snap);
+        let (out, started) = self.transitions.update(snap);
         if started {
             self.metrics.node_quarantines.inc();
         }

@@ -447,7 +447,10 @@ async fn set_finalizer(v: &View<'_>, add: bool) -> Result<(), Error> {
     }));
     let pp = PatchParams::default();
     let r = v
-        .write("patch pod finalizers", v.api.patch(&pod.name_any(), &pp, &patch))
+        .write(
+            "patch pod finalizers",
+            v.api.patch(&pod.name_any(), &pp, &patch),
+        )
         .await;
     match r {
         Ok(_) if add => info!("finalizer added"),

@@ -358,7 +358,10 @@ mod tests {
         assert_eq!(n, 5);
     }
 
-    type ApiHandle = tower_test::mock::Handle<http::Request<kube::client::Body>, http::Response<kube::client::Body>>;
+    type ApiHandle = tower_test::mock::Handle<
+        http::Request<kube::client::Body>,
+        http::Response<kube::client::Body>,
+    >;
 
     /// A publishing sink on a mocked API server, and the handle that answers it.
     fn mocked(api: EventApi, lease: Fence) -> (EventSink, ApiHandle) {
@@ -392,7 +395,9 @@ mod tests {
         };
         reply.send_response(
             http::Response::builder()
-                .body(kube::client::Body::from(serde_json::to_vec(&answer).unwrap()))
+                .body(kube::client::Body::from(
+                    serde_json::to_vec(&answer).unwrap(),
+                ))
                 .unwrap(),
         );
         (method, path, body)
@@ -421,13 +426,19 @@ mod tests {
         let obj = pod_ref();
         sink.emit("u1", &obj, 0, failed_probe(503));
         let (method, path, created) = next(&mut handle).await;
-        assert_eq!((method.as_str(), path.as_str()), ("POST", "/apis/events.k8s.io/v1/namespaces/ci/events"));
+        assert_eq!(
+            (method.as_str(), path.as_str()),
+            ("POST", "/apis/events.k8s.io/v1/namespaces/ci/events")
+        );
         let name = created["metadata"]["name"].as_str().unwrap().to_owned();
         for (seq, count) in [(1, 2), (2, 3)] {
             sink.emit("u1", &obj, seq, failed_probe(503));
             let (method, path, patch) = next(&mut handle).await;
             assert_eq!(method, "PATCH", "repeat {seq} is counted, not created");
-            assert_eq!(path, format!("/apis/events.k8s.io/v1/namespaces/ci/events/{name}"));
+            assert_eq!(
+                path,
+                format!("/apis/events.k8s.io/v1/namespaces/ci/events/{name}")
+            );
             assert_eq!(patch["series"]["count"], count);
         }
         // Another message is another event.
@@ -442,7 +453,10 @@ mod tests {
         let at = Timestamp::from_second(1_700_000_000).unwrap();
         let v1 = repeat_patch(EventApi::EventsV1, &s, 3, at);
         assert_eq!(v1["series"]["count"], 3);
-        assert_eq!(v1["series"]["lastObservedTime"], "2023-11-14T22:13:20.000000Z");
+        assert_eq!(
+            v1["series"]["lastObservedTime"],
+            "2023-11-14T22:13:20.000000Z"
+        );
         let core = repeat_patch(EventApi::CoreV1, &s, 3, at);
         assert_eq!(core["count"], 3);
         assert_eq!(core["lastTimestamp"], "2023-11-14T22:13:20Z");

@@ -283,7 +283,12 @@ async fn an_agent_that_does_not_hold_its_lease_writes_nothing() {
         .await
         .expect("reconcile did not finish");
     assert!(
-        matches!(res, Err(super::Error::LeaseNotHeld { what: "patch pod status" })),
+        matches!(
+            res,
+            Err(super::Error::LeaseNotHeld {
+                what: "patch pod status"
+            })
+        ),
         "the status patch is withheld: {res:?}"
     );
     assert_no_call(&mut handle);

@@ -144,7 +144,10 @@ mod tests {
         assert_eq!(c.observe(&failed, t0 + 2 * s), patch("runner.a", 2));
         assert_eq!(c.observe(&failed, t0 + 4 * s), patch("runner.a", 3));
         // The window runs from the last occurrence.
-        assert_eq!(c.observe(&failed, t0 + 4 * s + WINDOW - s), patch("runner.a", 4));
+        assert_eq!(
+            c.observe(&failed, t0 + 4 * s + WINDOW - s),
+            patch("runner.a", 4)
+        );
         assert_eq!(
             c.observe(&failed, t0 + 4 * s + 2 * WINDOW),
             Step::Create,
