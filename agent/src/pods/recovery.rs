@@ -17,6 +17,7 @@ use std::{
     time::Duration,
 };
 
+use futures::FutureExt;
 use k8s_openapi::{api::core::v1::Pod, jiff::Timestamp};
 use kube::{Api, ResourceExt, api::ListParams, runtime::reflector::Store};
 use tart::{Source, Tart, VmName};
@@ -210,21 +211,23 @@ pub async fn sweep_loop<T: Tart>(
     store: Store<Pod>,
     mut shutdown: watch::Receiver<bool>,
 ) {
-    tokio::select! {
-        r = store.wait_until_ready() => if r.is_err() { return },
-        _ = shutdown.wait_for(|s| *s) => return,
-    }
     let interval = shared.cfg.gc_interval;
-    let mut next_sweep = Instant::now() + interval;
+    let mut next_sweep: Option<Instant> = None;
     loop {
         tokio::select! {
             () = tokio::time::sleep(HOUSEKEEPING) => {}
             _ = shutdown.wait_for(|s| *s) => return,
         }
+        // Polled, not awaited: the store's readiness wakes only its latest waiter, and other
+        // readers poll it too (`pods::served`).
+        if !matches!(store.wait_until_ready().now_or_never(), Some(Ok(()))) {
+            continue;
+        }
         let known: HashSet<String> = store.state().iter().filter_map(|p| p.uid()).collect();
-        if Instant::now() >= next_sweep {
+        let due = *next_sweep.get_or_insert_with(|| Instant::now() + interval);
+        if Instant::now() >= due {
             sweep(&shared, &known).await;
-            next_sweep = Instant::now() + interval;
+            next_sweep = Some(Instant::now() + interval);
         } else {
             teardown_vanished(&shared, &known);
         }
