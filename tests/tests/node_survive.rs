@@ -101,13 +101,6 @@ async fn wait_pod(pods: &Api<Pod>, name: &str, agent: &Agent, pred: fn(&Pod) -> 
     .unwrap_or_else(|e| panic!("pod {name}: {e}\n{}", agent.log_tail(40)))
 }
 
-/// Seconds since the agent's last Lease renewal, as its `/readyz` reports it.
-async fn lease_age(agent: &Agent) -> Option<u64> {
-    let body = agent.get("/readyz").await.ok()?.body;
-    let rest = body.split("the Lease was last renewed ").nth(1)?;
-    rest.split('s').next()?.parse().ok()
-}
-
 async fn holder(leases: &Api<Lease>, node: &str) -> Option<String> {
     leases.get_opt(node).await.ok()??.spec?.holder_identity
 }

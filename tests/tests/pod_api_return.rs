@@ -15,7 +15,6 @@ use kube::{
 };
 use node_support::*;
 use tart_kubelet_tests::{
-    agent::Agent,
     cluster::{unique, wait_for},
     fake::FakeHome,
 };
@@ -49,13 +48,6 @@ fn vm_pod(name: &str, node: &str) -> Pod {
         }),
         status: None,
     }
-}
-
-/// Seconds since the agent's last Lease renewal, as its `/readyz` reports it.
-async fn lease_age(agent: &Agent) -> Option<u64> {
-    let body = agent.get("/readyz").await.ok()?.body;
-    let rest = body.split("the Lease was last renewed ").nth(1)?;
-    rest.split('s').next()?.parse().ok()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
