@@ -3,8 +3,8 @@
 //! A [`Backoff`] is a first delay doubled per attempt up to a cap. The curves the agent uses are
 //! constants here: a crash-looping VM ([`CRASH_LOOP`], kubelet's 10 s → 300 s), a failed Pod
 //! reconcile ([`REQUEUE`], 1 s → 5 min, jittered so Pods that failed together do not retry
-//! together) and a failed Lease or status write ([`API_RETRY`], 0.5 s → 7 s, kubelet's
-//! node-status retry). Pure: the caller counts attempts and supplies the jitter draw.
+//! together), a failed Lease or status write ([`API_RETRY`], 0.5 s → 7 s, kubelet's
+//! node-status retry) and the Pod watch ([`WATCH_RETRY`], 0.25 s → 1 s). Pure: the caller counts attempts and supplies the jitter draw.
 
 use std::time::Duration;
 
@@ -30,6 +30,16 @@ pub const CRASH_LOOP: Backoff = Backoff {
 pub const REQUEUE: Backoff = Backoff {
     first: Duration::from_secs(1),
     max: Duration::from_secs(300),
+    jitter_percent: 20,
+};
+
+/// The Pod watch after a failure (the API server gone, or refusing while it starts): retried
+/// every second at most, so the Pods are current within about a second of the API server's
+/// return — a 403 while its authorizer warms up costs one more second, not seven. Jittered, so
+/// a fleet that lost the API server together does not retry in step.
+pub const WATCH_RETRY: Backoff = Backoff {
+    first: Duration::from_millis(250),
+    max: Duration::from_secs(1),
     jitter_percent: 20,
 };
 
@@ -59,8 +69,9 @@ impl Backoff {
 }
 
 /// A curve as kube's watch backoff: the delays between consecutive failed watch attempts,
-/// reset by the watcher once a watch succeeds. With [`API_RETRY`] a watch that lost the API
-/// server re-lists within 7 s of its return, instead of kube's default of up to 30 s.
+/// reset by the watcher once a watch succeeds, each delay jittered by the curve's share. With
+/// [`API_RETRY`] a watch that lost the API server re-lists within 7 s of its return, with
+/// [`WATCH_RETRY`] within about a second, instead of kube's default of up to 30 s.
 #[derive(Debug, Clone)]
 pub struct WatchBackoff {
     curve: Backoff,
@@ -78,7 +89,7 @@ impl Iterator for WatchBackoff {
     type Item = Duration;
 
     fn next(&mut self) -> Option<Duration> {
-        let d = self.curve.delay(self.failures);
+        let d = self.curve.jittered(self.failures, rand::random());
         self.failures = self.failures.saturating_add(1);
         Some(d)
     }
@@ -133,6 +144,18 @@ mod tests {
         assert_eq!(first, [0.5, 1.0, 2.0, 4.0, 7.0, 7.0]);
         w.reset();
         assert_eq!(w.next(), Some(Duration::from_millis(500)));
+    }
+
+    #[test]
+    fn the_pod_watch_retries_within_a_second_and_a_fifth() {
+        use kube::runtime::utils::Backoff as _;
+        assert_eq!(secs(WATCH_RETRY, 0..4), [0.25, 0.5, 1.0, 1.0]);
+        let mut w = WatchBackoff::new(WATCH_RETRY);
+        for d in w.by_ref().take(20) {
+            assert!(d <= Duration::from_millis(1200), "{d:?}");
+        }
+        w.reset();
+        assert!(w.next().unwrap() <= Duration::from_millis(300));
     }
 
     #[test]

@@ -127,7 +127,24 @@ async fn run_until_signal(cfg: Config) -> ExitCode {
     });
     info!(node = %cfg.node_name, version = env!("CARGO_PKG_VERSION"), "starting tart-kubelet");
     // One agent per Node: claim the Lease before anything touches tart, VMs or Pods.
-    let claimed = match node::claim::claim_with(kube_config(&cfg).await, &cfg, rx.clone()).await {
+    let host: Arc<dyn HostInfo> = default_host();
+    // Which Mac, boot and process this is, for the Lease's holder identity (the host is asked
+    // through commands with deadlines: off the runtime's threads).
+    let me = tokio::task::spawn_blocking({
+        let host = host.clone();
+        move || {
+            node::holder::Instance::new(
+                host.machine_id().as_deref(),
+                host.boot_id().as_deref(),
+                std::process::id(),
+            )
+        }
+    })
+    .await
+    .ok()
+    .flatten();
+    let claimed = match node::claim::claim_with(kube_config(&cfg).await, &cfg, me, rx.clone()).await
+    {
         Ok(c) => c,
         Err(node::claim::ClaimError::Cancelled) => return ExitCode::SUCCESS,
         Err(e) => {
@@ -147,7 +164,6 @@ async fn run_until_signal(cfg: Config) -> ExitCode {
     if !orphans.is_empty() {
         warn!(pids = ?orphans, "killed tart commands a previous agent left running");
     }
-    let host: Arc<dyn HostInfo> = default_host();
     let parts = Parts {
         claimed,
         tart,
@@ -389,6 +405,7 @@ pub async fn run<T: Tart>(
 
     let (owner_tx, owner_rx) = watch::channel(None);
     let fence = node::fence::Fence::default();
+    fence.renewed(claimed.sent, cfg.lease_duration);
     let watch_live = node::watch::WatchLive::default();
     let (node_tx, node_rx) = watch::channel(ObservedNode::Unknown);
     let mut tasks: Vec<JoinHandle<()>> = tasks_early;
@@ -496,6 +513,7 @@ pub async fn run<T: Tart>(
         api_errors: metrics.api_errors.clone(),
         node: node_rx,
         shutdown: node::fence::pod_shutdown(shutdown.clone(), &fence),
+        lease: fence.clone(),
         served,
         image_metrics,
         goldens: images.goldens,

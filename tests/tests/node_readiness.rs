@@ -7,6 +7,8 @@
 //!   off the Node, and restoring the session lifts it all and the Pod lands.
 //! * Three host-caused start failures quarantine a Node: the scheduler sends the next Pods to a
 //!   second Node.
+//! * An operator's cordon and uncordon give kubelet's `NodeNotSchedulable` and
+//!   `NodeSchedulable` events, and the agent leaves the cordon in place.
 //!
 //! Run: `cargo test -p tart-kubelet-tests --test node_readiness -- --nocapture`
 
@@ -445,4 +447,42 @@ async fn three_host_caused_start_failures_quarantine_the_node_and_the_scheduler_
     // Still quarantined: nothing started on the broken node in the meantime.
     let nodes: Api<Node> = Api::all(broken.admin.clone());
     assert!(unschedulable(&nodes.get(&broken.node).await.unwrap()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operators_cordon_and_uncordon_are_kubelets_node_events() {
+    let mut env = Env::new("cordon", knobs(), &[]).await;
+    env.start_agent();
+    wait_node(
+        &env,
+        "registered and Ready",
+        |n| condition(n, "Ready").map(|c| c.0) == Some("True"),
+        WAIT,
+    )
+    .await;
+    let nodes: Api<Node> = Api::all(env.admin.clone());
+    let set = |u: bool| serde_json::json!({"spec": {"unschedulable": u}});
+    let pp = kube::api::PatchParams::default();
+    // `kubectl cordon`.
+    nodes
+        .patch(&env.node, &pp, &kube::api::Patch::Merge(&set(true)))
+        .await
+        .expect("cordon");
+    wait_node_events(&env, &["NodeNotSchedulable"]).await;
+    let n = nodes.get(&env.node).await.unwrap();
+    assert!(unschedulable(&n), "the agent keeps an operator's cordon");
+    assert_eq!(ours(&n), None, "and does not claim it");
+    // `kubectl uncordon`.
+    nodes
+        .patch(&env.node, &pp, &kube::api::Patch::Merge(&set(false)))
+        .await
+        .expect("uncordon");
+    wait_node_events(&env, &["NodeSchedulable"]).await;
+    let reasons = node_event_reasons(&env).await;
+    let count = |r: &str| reasons.iter().filter(|g| *g == r).count();
+    assert_eq!(
+        (count("NodeNotSchedulable"), count("NodeSchedulable")),
+        (1, 1),
+        "one event each: {reasons:?}"
+    );
 }

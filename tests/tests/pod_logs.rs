@@ -58,7 +58,9 @@ async fn kubectl_logs_shows_the_guest_jobs_output_and_follows_it() {
         &env,
         "ticker",
         "Never",
-        "for i in 1 2 3; do echo \"tick $i\"; sleep 1; done; sleep 600",
+        // Ticking once the agent follows `tart run`'s output too (after its 5 s start window),
+        // so a line that reached that output as well would show twice.
+        "sleep 6; for i in 1 2 3; do echo \"tick $i\"; sleep 1; done; sleep 600",
     ))
     .await;
     let done = env

@@ -67,6 +67,25 @@ async fn readiness_holds_the_pod_unready_until_the_guest_answers() {
             .any(|n| n == "Readiness probe failed: HTTP probe failed with statuscode: 500"),
         "{unhealthy:?}"
     );
+    // Every second the same failure: one Event whose series counts the repeats, as kubelet's.
+    let failed = "Readiness probe failed: HTTP probe failed with statuscode: 500";
+    let events: kube::Api<k8s_openapi::api::events::v1::Event> =
+        kube::Api::namespaced(env.admin.clone(), &env.ns);
+    let series = wait_for(Duration::from_secs(30), || async {
+        let same: Vec<_> = events
+            .list(&Default::default())
+            .await
+            .ok()?
+            .items
+            .into_iter()
+            .filter(|e| e.note.as_deref() == Some(failed))
+            .collect();
+        let count = same.first()?.series.as_ref()?.count;
+        (count >= 3).then_some((same.len(), count))
+    })
+    .await
+    .unwrap_or_else(|e| panic!("no series of {failed:?}: {e}\n{}", env.agent_log()));
+    assert_eq!(series.0, 1, "one Event for {} failures", series.1);
     let p = env.pods().get("web").await.unwrap();
     assert!(!ready(&p), "still 0/1 while the probe fails");
     let conditions = p.status.as_ref().unwrap().conditions.clone().unwrap();
@@ -160,11 +179,13 @@ async fn a_hung_exec_probe_is_killed_at_its_timeout_and_leaves_nothing() {
     };
     // Sampled while the probes run: they never overlap, so at most the one in flight.
     let most = std::sync::atomic::AtomicUsize::new(0);
+    // Repeats of one failure are one Event whose series counts them (docs/pods.md, "Events").
     let events = wait_for(Duration::from_secs(60), || async {
         most.fetch_max(sleepers(), std::sync::atomic::Ordering::Relaxed);
+        let counted = env.event_counts("slow").await;
         let ev = env.events("slow").await;
         let n = notes(&ev, "Unhealthy");
-        (n.len() >= 3).then_some(n)
+        (counted.get("Unhealthy").copied().unwrap_or(0) >= 3).then_some(n)
     })
     .await
     .unwrap_or_else(|e| panic!("three timed-out probes: {e}\n{}", env.agent_log()));

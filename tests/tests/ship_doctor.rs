@@ -11,7 +11,7 @@ use k8s_openapi::api::authorization::v1::{
 };
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, RoleRef, Subject};
 use kube::api::{Api, ObjectMeta, PostParams};
-use tart_kubelet::ship::rbac::{AGENT, ALWAYS, Permission};
+use tart_kubelet::ship::rbac::{AGENT, ALWAYS, NODE, Permission};
 use tart_kubelet_tests::cluster::{ControlPlane, unique, wait_for};
 use tart_kubelet_tests::fake::FakeHome;
 
@@ -319,7 +319,10 @@ async fn as_its_node_doctor_needs_only_the_pre_pull_rbac_and_knows_another_node_
     let rbac = line(&t, "rbac");
     assert!(rbac.starts_with("[ ok ]"), "{t}");
     assert!(
-        rbac.contains(&format!("has all {} permissions", ALWAYS.len())),
+        rbac.contains(&format!(
+            "has all {} permissions",
+            ALWAYS.len() + NODE.len()
+        )),
         "{t}"
     );
     assert!(line(&t, "node-identity").starts_with("[ ok ]"), "{t}");

@@ -1,8 +1,10 @@
 //! The start-up claim of this Node's Lease: one agent per Node. Runs before anything touches
 //! tart, VMs or Pods. A free, released or expired Lease is taken at once; one whose holder is
 //! seen renewing it is refused with an error naming that holder; one whose holder stopped
-//! renewing (a crashed predecessor) is taken when it expires. The decision is
-//! [`super::holder::claim_step`]; this module reads and writes.
+//! renewing (a crashed predecessor) is taken when it expires — or at once when that
+//! predecessor ran on this Mac and its process is gone or the Mac booted since (a launchd
+//! restart after a crash). The decision is [`super::holder::claim_step`]; this module reads,
+//! writes, and asks the kernel whether the predecessor's process exists.
 //!
 //! Uses only what a node identity may do with its own Lease (get, create, update). API
 //! failures are retried with [`API_RETRY`] until shutdown: the agent waits for the API
@@ -16,7 +18,7 @@ use tokio::{sync::watch, time::Instant};
 use tracing::{info, warn};
 
 use super::{
-    holder::{ClaimStep, Reading, claim_step, instance_identity},
+    holder::{ClaimStep, Instance, Reading, claim_step, instance_identity, predecessor_gone},
     lease::{NAMESPACE, new_lease, renewed},
 };
 use crate::{backoff::API_RETRY, config::Config, telemetry::error_chain};
@@ -31,6 +33,9 @@ pub struct Claimed {
     pub identity: String,
     /// The Lease as written.
     pub lease: Lease,
+    /// When the request that wrote it was sent (or earlier): the Lease is ours from then for
+    /// its duration.
+    pub sent: Instant,
 }
 
 /// Why the Lease was not claimed.
@@ -80,16 +85,18 @@ enum Wrote {
 pub async fn claim_with<E>(
     kube_config: Result<kube::Config, E>,
     cfg: &Config,
+    me: Option<Instance>,
     shutdown: watch::Receiver<bool>,
 ) -> Result<Claimed, ClaimError>
 where
     E: std::error::Error + Send + Sync + 'static,
 {
     let kc = kube_config.map_err(|e| ClaimError::KubeConfig(Box::new(e)))?;
-    claim(kc, cfg, shutdown).await
+    claim(kc, cfg, me, shutdown).await
 }
 
-/// Claim Lease `kube-node-lease/<node>` for a new instance identity.
+/// Claim Lease `kube-node-lease/<node>` for a new instance identity; `me` is this process on
+/// this Mac, when the host says which Mac and boot it is.
 ///
 /// # Errors
 /// [`ClaimError::HeldByAnother`] when a live agent holds it; [`ClaimError::Cancelled`] when
@@ -97,15 +104,17 @@ where
 pub async fn claim(
     kube_config: kube::Config,
     cfg: &Config,
+    me: Option<Instance>,
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<Claimed, ClaimError> {
     let client = Client::try_from(kube_config).map_err(ClaimError::Client)?;
     let api: Api<Lease> = Api::namespaced(client, NAMESPACE);
-    let identity = instance_identity(&cfg.node_name);
+    let identity = instance_identity(&cfg.node_name, me.as_ref());
     let node = cfg.node_name.as_str();
     let mut first: Option<(Reading, Instant)> = None;
     let mut failures = 0u32;
     loop {
+        let sent = Instant::now();
         let wait = match read(&api, node, cfg.api_timeout).await {
             Seen::Failed => {
                 failures += 1;
@@ -114,7 +123,7 @@ pub async fn claim(
             Seen::Absent => {
                 let lease = new_lease(node, &identity, cfg.lease_duration, Timestamp::now());
                 match write(&api, node, &lease, cfg.api_timeout, true).await {
-                    Wrote::Ok(lease) => return Ok(taken(identity, *lease)),
+                    Wrote::Ok(lease) => return Ok(taken(identity, *lease, sent)),
                     Wrote::Conflict => Duration::ZERO,
                     Wrote::Failed => {
                         failures += 1;
@@ -129,6 +138,15 @@ pub async fn claim(
                 }
                 let (first_seen, since) =
                     first.get_or_insert_with(|| (now_seen.clone(), Instant::now()));
+                let gone = me.as_ref().is_some_and(|me| {
+                    now_seen
+                        .holder
+                        .as_deref()
+                        .and_then(Instance::of_holder)
+                        .is_some_and(|theirs| {
+                            predecessor_gone(me, &theirs, process_exists(theirs.pid))
+                        })
+                });
                 let step = claim_step(
                     &identity,
                     first_seen,
@@ -137,7 +155,11 @@ pub async fn claim(
                     Timestamp::now(),
                     cfg.lease_duration,
                     POLL,
+                    gone,
                 );
+                if gone && step == ClaimStep::Take {
+                    info!(holder = ?now_seen.holder, "the Lease's holder ran on this Mac and is gone; taking the Lease now");
+                }
                 match step {
                     ClaimStep::Take => {
                         let want = renewed(
@@ -148,7 +170,7 @@ pub async fn claim(
                             Timestamp::now(),
                         );
                         match write(&api, node, &want, cfg.api_timeout, false).await {
-                            Wrote::Ok(lease) => return Ok(taken(identity, *lease)),
+                            Wrote::Ok(lease) => return Ok(taken(identity, *lease, sent)),
                             // Written by someone else meanwhile: read again (a live writer
                             // shows as a renewal).
                             Wrote::Conflict => Duration::ZERO,
@@ -175,9 +197,23 @@ pub async fn claim(
     }
 }
 
-fn taken(identity: String, lease: Lease) -> Claimed {
+/// Whether a process with id `pid` exists on this host (signal 0: a process we may not signal
+/// exists too). An id the kernel cannot take counts as existing: the Lease is then waited out.
+fn process_exists(pid: u32) -> bool {
+    use nix::{errno::Errno, sys::signal::kill, unistd::Pid};
+    let Ok(raw) = i32::try_from(pid) else {
+        return true;
+    };
+    !matches!(kill(Pid::from_raw(raw), None), Err(Errno::ESRCH))
+}
+
+fn taken(identity: String, lease: Lease, sent: Instant) -> Claimed {
     info!(holder = %identity, "claimed the Node's Lease");
-    Claimed { identity, lease }
+    Claimed {
+        identity,
+        lease,
+        sent,
+    }
 }
 
 async fn read(api: &Api<Lease>, node: &str, timeout: Duration) -> Seen {

@@ -1,7 +1,8 @@
-//! Node events, kubelet style: `Starting` once per process, and one event per condition
-//! transition (`NodeReady`, `NodeNotReady`, `NodeHasDiskPressure`, ...) with the message
+//! Node events, kubelet style: `Starting` once per process, one event per condition
+//! transition (`NodeReady`, `NodeNotReady`, `NodeHasDiskPressure`, ...) and per cordon or
+//! uncordon (`NodeNotSchedulable`, `NodeSchedulable`), with the message
 //! `Node <name> status is now: <Reason>`. Which events to send is pure
-//! ([`transition_events`]); [`NodeEvents`] publishes them under the API deadline, best effort,
+//! ([`transition_events`], [`schedulable_event`]); [`NodeEvents`] publishes them under the API deadline, best effort,
 //! as core/v1 Events in `default` named `<node>.<hex nanoseconds>` like kubelet's (shortened by
 //! [`crate::api::event_name`] so any valid node name gives a valid event name), with the
 //! kubelet's reference (kind Node, UID = node name):
@@ -85,6 +86,27 @@ pub fn transition_events(
         .collect()
 }
 
+/// Kubelet's event when the Node's `spec.unschedulable` differs from the value last seen
+/// (`last`, which starts false, as kubelet's does: a Node found cordoned at start gets one
+/// `NodeNotSchedulable`): `NodeNotSchedulable` on a cordon, `NodeSchedulable` on an uncordon,
+/// whoever made it (an operator, or this agent's own host checks). Updates `last`.
+pub fn schedulable_event(node: &str, last: &mut bool, unschedulable: bool) -> Option<NodeEvent> {
+    if *last == unschedulable {
+        return None;
+    }
+    *last = unschedulable;
+    let reason = if unschedulable {
+        "NodeNotSchedulable"
+    } else {
+        "NodeSchedulable"
+    };
+    Some(NodeEvent {
+        warning: false,
+        reason,
+        message: format!("Node {node} status is now: {reason}"),
+    })
+}
+
 /// Publishes node events.
 #[derive(Clone)]
 pub struct NodeEvents {
@@ -111,11 +133,6 @@ impl NodeEvents {
             metrics,
             access,
         }
-    }
-
-    /// The Node's name.
-    pub fn node(&self) -> &str {
-        &self.node
     }
 
     /// Publish `ev`; failures are logged and counted, never returned.
@@ -236,5 +253,28 @@ mod tests {
         assert_eq!(ev.len(), 1);
         assert!(ev[0].warning);
         assert_eq!(ev[0].message, "Node n status is now: TartNotReady: m");
+    }
+
+    #[test]
+    fn a_cordon_and_an_uncordon_are_kubelets_events_once_each() {
+        let mut last = false;
+        assert_eq!(schedulable_event("mini-1", &mut last, false), None);
+        let cordon = schedulable_event("mini-1", &mut last, true).expect("cordoned");
+        assert_eq!(
+            (cordon.reason, cordon.warning, cordon.message.as_str()),
+            (
+                "NodeNotSchedulable",
+                false,
+                "Node mini-1 status is now: NodeNotSchedulable"
+            )
+        );
+        assert_eq!(schedulable_event("mini-1", &mut last, true), None, "once");
+        let uncordon = schedulable_event("mini-1", &mut last, false).expect("uncordoned");
+        assert_eq!(uncordon.reason, "NodeSchedulable");
+        assert_eq!(
+            uncordon.message,
+            "Node mini-1 status is now: NodeSchedulable"
+        );
+        assert_eq!(schedulable_event("mini-1", &mut last, false), None);
     }
 }

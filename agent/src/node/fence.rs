@@ -3,25 +3,72 @@
 //! the Lease task stops renewing, and the Pod side is given a shutdown signal
 //! ([`pod_shutdown`]) that turns true with the fence, so it drops its workers and leaves the
 //! VMs to the agent that holds the Lease.
+//!
+//! The fence also knows until when the Lease is ours: the last successful write plus the
+//! Lease's duration, counted from when that write was sent. The Pod side publishes nothing —
+//! no event, no status, no finalizer or delete — unless [`Fence::holds`] at that moment
+//! ([`may_publish`]): an agent cut off from the API server past its Lease may have a
+//! successor already, even before it learns so.
 
-use tokio::sync::watch;
+use std::{
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use tokio::{sync::watch, time::Instant};
 use tracing::{Instrument, info_span};
 
-/// Shared fence; clones see the same state.
+/// Shared fence; clones see the same state. A default fence holds nothing until
+/// [`Fence::renewed`].
 #[derive(Clone, Debug)]
 pub struct Fence {
     tx: watch::Sender<Option<String>>,
+    held_until: Arc<Mutex<Option<Instant>>>,
 }
 
 impl Default for Fence {
     fn default() -> Self {
         Self {
             tx: watch::channel(None).0,
+            held_until: Arc::default(),
         }
     }
 }
 
+/// Whether this agent may publish anything at `now`: not fenced, and its Lease (written last
+/// by this agent, good until `held_until`) not expired.
+pub fn may_publish(fenced: bool, held_until: Option<Instant>, now: Instant) -> bool {
+    !fenced && held_until.is_some_and(|until| now < until)
+}
+
 impl Fence {
+    /// A fence whose Lease was just written, good for `duration`.
+    #[cfg(test)]
+    pub fn held(duration: Duration) -> Self {
+        let f = Self::default();
+        f.renewed(Instant::now(), duration);
+        f
+    }
+
+    /// The Lease was written by this agent with a request sent at `sent`: it is ours until
+    /// `sent + duration`.
+    pub fn renewed(&self, sent: Instant, duration: Duration) {
+        let mut until = self
+            .held_until
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *until = Some(sent + duration);
+    }
+
+    /// Whether the Lease is ours now ([`may_publish`]).
+    pub fn holds(&self) -> bool {
+        let until = *self
+            .held_until
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        may_publish(self.holder().is_some(), until, Instant::now())
+    }
+
     /// Raise the fence: `holder` is the other instance that holds the Lease.
     pub fn raise(&self, holder: String) {
         self.tx.send_replace(Some(holder));
@@ -58,9 +105,40 @@ pub fn pod_shutdown(mut shutdown: watch::Receiver<bool>, fence: &Fence) -> watch
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
     use super::*;
+
+    #[test]
+    fn publishing_needs_an_unexpired_lease_and_no_fence() {
+        let t0 = Instant::now();
+        let s = Duration::from_secs(1);
+        let cases = [
+            // (fenced, held until, now, may publish)
+            (false, Some(t0 + 40 * s), t0, true),
+            (false, Some(t0 + 40 * s), t0 + 39 * s, true),
+            (false, Some(t0 + 40 * s), t0 + 40 * s, false),
+            (false, None, t0, false),
+            (true, Some(t0 + 40 * s), t0, false),
+        ];
+        for (i, (fenced, until, now, want)) in cases.into_iter().enumerate() {
+            assert_eq!(may_publish(fenced, until, now), want, "case {i}");
+        }
+    }
+
+    #[test]
+    fn a_fence_holds_after_a_renewal_until_raised() {
+        let f = Fence::default();
+        assert!(!f.holds(), "nothing written yet");
+        f.renewed(Instant::now(), Duration::from_secs(40));
+        assert!(f.holds());
+        let expired = Fence::default();
+        expired.renewed(
+            Instant::now() - Duration::from_secs(41),
+            Duration::from_secs(40),
+        );
+        assert!(!expired.holds(), "the Lease expired");
+        f.clone().raise("n_other".into());
+        assert!(!f.holds(), "clones share the fence");
+    }
 
     #[tokio::test]
     async fn the_pod_side_stops_when_fenced_or_on_shutdown() {

@@ -1,18 +1,88 @@
 //! Who may hold this Node's Lease. The Lease's `holderIdentity` names the agent
-//! *instance* (`<node>_<random id>`, fresh at every start), so two agents configured with the
-//! same node name can tell each other apart.
+//! *instance* — `<node>_<random id>`, fresh at every start, so two agents configured with the
+//! same node name can tell each other apart — and, when the host says, which Mac, boot and
+//! process it is: `<node>_<random id>.h<machine>.b<boot>.p<pid>` ([`Instance`]).
 //!
 //! At start-up [`claim_step`] decides, from two readings of the Lease taken some time apart,
 //! whether to take it, wait for it to expire, or refuse to run: a Lease that another instance
-//! keeps renewing belongs to a live agent. The `claim` module does the I/O.
+//! keeps renewing belongs to a live agent. A holder that ran on this same Mac and is gone —
+//! the Mac booted since, or its process no longer exists (a crash, a `kill -9`, launchd
+//! restarting the agent) — cannot renew again, so its Lease is taken at once instead of after
+//! it expires ([`predecessor_gone`]). The `claim` module does the I/O.
 
 use std::time::Duration;
 
 use k8s_openapi::{api::coordination::v1::Lease, jiff::Timestamp};
 
-/// A fresh holder identity for an agent of node `node`: the node name plus a random id.
-pub fn instance_identity(node: &str) -> String {
-    format!("{node}_{:016x}", rand::random::<u64>())
+/// Which Mac, boot and process an agent instance is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Instance {
+    /// The machine's identifier (its first hex digits).
+    pub host: String,
+    /// The boot's identifier (its first hex digits).
+    pub boot: String,
+    /// The agent's process id.
+    pub pid: u32,
+}
+
+/// How many hex digits of the machine and boot identifiers an identity keeps.
+const ID_DIGITS: usize = 12;
+
+impl Instance {
+    /// This process on the host whose machine and boot identifiers are `machine` and `boot`;
+    /// `None` when either is unknown (or has no hex digits).
+    pub fn new(machine: Option<&str>, boot: Option<&str>, pid: u32) -> Option<Self> {
+        let digits = |s: &str| -> Option<String> {
+            let d: String = s
+                .chars()
+                .filter(char::is_ascii_hexdigit)
+                .map(|c| c.to_ascii_lowercase())
+                .take(ID_DIGITS)
+                .collect();
+            (!d.is_empty()).then_some(d)
+        };
+        Some(Self {
+            host: digits(machine?)?,
+            boot: digits(boot?)?,
+            pid,
+        })
+    }
+
+    /// The instance a holder identity names, if it names one.
+    pub fn of_holder(holder: &str) -> Option<Self> {
+        let (_, suffix) = holder.rsplit_once('_')?;
+        let mut parts = suffix.split('.');
+        let _random = parts.next()?;
+        let host = parts.next()?.strip_prefix('h')?;
+        let boot = parts.next()?.strip_prefix('b')?;
+        let pid = parts.next()?.strip_prefix('p')?.parse().ok()?;
+        if parts.next().is_some() || host.is_empty() || boot.is_empty() {
+            return None;
+        }
+        Some(Self {
+            host: host.to_owned(),
+            boot: boot.to_owned(),
+            pid,
+        })
+    }
+}
+
+/// A fresh holder identity for an agent of node `node`: the node name plus a random id, and
+/// the instance (`me`) when known.
+pub fn instance_identity(node: &str, me: Option<&Instance>) -> String {
+    let mut id = format!("{node}_{:016x}", rand::random::<u64>());
+    if let Some(i) = me {
+        id.push_str(&format!(".h{}.b{}.p{}", i.host, i.boot, i.pid));
+    }
+    id
+}
+
+/// Whether the holder `theirs` is an agent that can never renew again, seen from `me`: it ran
+/// on this same Mac, and the Mac booted since or its process is gone (`alive` says whether a
+/// process with its pid exists now). A holder on another Mac, or one that does not say, is
+/// never judged gone here: its Lease must expire.
+pub fn predecessor_gone(me: &Instance, theirs: &Instance, alive: bool) -> bool {
+    theirs.host == me.host && (theirs.boot != me.boot || !alive)
 }
 
 /// What one reading of the Lease says.
@@ -62,8 +132,11 @@ pub enum ClaimStep {
 /// A holder is live when its renewal is *seen*: the renew time (or the holder) changed
 /// between the readings. It is gone when its Lease expired by the wall clock
 /// (`renewTime + leaseDurationSeconds`) or when no renewal was seen for a whole Lease
-/// duration (which also covers a clock that runs behind the holder's). `fallback` is the
-/// duration assumed when the Lease does not say; `poll` is the longest wait between readings.
+/// duration (which also covers a clock that runs behind the holder's), and at once when it was
+/// not seen renewing and `gone` ([`predecessor_gone`]: it ran on this Mac and cannot renew
+/// again). `fallback` is the duration assumed when the Lease does not say; `poll` is the
+/// longest wait between readings.
+#[allow(clippy::too_many_arguments)] // each is one fact of the decision
 pub fn claim_step(
     me: &str,
     first: &Reading,
@@ -72,6 +145,7 @@ pub fn claim_step(
     now: Timestamp,
     fallback: Duration,
     poll: Duration,
+    gone: bool,
 ) -> ClaimStep {
     let Some(holder) = now_seen.holder.as_deref() else {
         return ClaimStep::Take;
@@ -83,6 +157,9 @@ pub fn claim_step(
         return ClaimStep::Refuse {
             holder: holder.to_owned(),
         };
+    }
+    if gone {
+        return ClaimStep::Take;
     }
     let duration = now_seen.duration.unwrap_or(fallback);
     let Some(renewed) = now_seen.renew_time else {
@@ -133,14 +210,91 @@ mod tests {
             at(now_s),
             40 * S,
             S,
+            false,
         )
     }
 
     #[test]
+    fn a_gone_predecessor_is_taken_at_once_unless_seen_renewing() {
+        let l = r(Some("n_other"), Some(0));
+        let gone = |first: &Reading, now_seen: &Reading| {
+            claim_step("n_me", first, now_seen, S, at(1), 40 * S, S, true)
+        };
+        assert_eq!(gone(&l, &l), ClaimStep::Take);
+        assert_eq!(
+            gone(&l, &r(Some("n_other"), Some(1))),
+            ClaimStep::Refuse {
+                holder: "n_other".into()
+            },
+            "a renewal seen outweighs the judgement"
+        );
+    }
+
+    #[test]
     fn identities_name_the_node_and_differ_per_instance() {
-        let a = instance_identity("mini-1");
+        let a = instance_identity("mini-1", None);
         assert!(a.starts_with("mini-1_"), "{a}");
-        assert_ne!(a, instance_identity("mini-1"));
+        assert_ne!(a, instance_identity("mini-1", None));
+        assert_eq!(Instance::of_holder(&a), None, "says no instance");
+    }
+
+    fn me() -> Instance {
+        Instance::new(
+            Some("8E3C0B4A-1F2D-4C5B-9A7E-0D1C2B3A4F5E"),
+            Some("1bd73bc3-1141-4c26-81df-1bb58c850a7a"),
+            4242,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn an_identity_names_the_mac_boot_and_process_and_reads_back() {
+        let i = me();
+        assert_eq!(
+            (i.host.as_str(), i.boot.as_str()),
+            ("8e3c0b4a1f2d", "1bd73bc31141")
+        );
+        let id = instance_identity("mac-1.ci.example", Some(&i));
+        assert!(id.starts_with("mac-1.ci.example_"), "{id}");
+        assert!(id.ends_with(".h8e3c0b4a1f2d.b1bd73bc31141.p4242"), "{id}");
+        assert_eq!(Instance::of_holder(&id), Some(i));
+        for bad in [
+            "mac-1_0123456789abcdef",
+            "mac-1_0123.h.b1.p2",
+            "mac-1_0123.h1.b1.px",
+            "mac-1_0123.h1.b1.p2.x",
+            "mac-1_0123.x1.b1.p2",
+            "no-underscore",
+        ] {
+            assert_eq!(Instance::of_holder(bad), None, "{bad}");
+        }
+        assert_eq!(Instance::new(None, Some("b"), 1), None);
+        assert_eq!(
+            Instance::new(Some("zz"), Some("b"), 1),
+            None,
+            "no hex digits"
+        );
+    }
+
+    #[test]
+    fn only_a_predecessor_on_this_mac_that_cannot_renew_is_gone() {
+        let i = me();
+        let other = |host: &str, boot: &str, pid| Instance {
+            host: host.into(),
+            boot: boot.into(),
+            pid,
+        };
+        let cases = [
+            // (theirs, its pid alive, gone)
+            (other(&i.host, &i.boot, 100), false, true),
+            (other(&i.host, &i.boot, 100), true, false),
+            (other(&i.host, "0000aaaa0000", 100), true, true),
+            (other("0000bbbb0000", &i.boot, 100), false, false),
+            (other("0000bbbb0000", "0000aaaa0000", 100), false, false),
+        ];
+        for (n, (theirs, alive, want)) in cases.into_iter().enumerate() {
+            assert_eq!(predecessor_gone(&i, &theirs, alive), want, "case {n}");
+        }
     }
 
     #[test]
@@ -213,7 +367,7 @@ mod tests {
     #[test]
     fn waiting_never_passes_the_expiry() {
         let l = r(Some("n_other"), Some(0));
-        let got = claim_step("n_me", &l, &l, 5 * S, at(39), 40 * S, 10 * S);
+        let got = claim_step("n_me", &l, &l, 5 * S, at(39), 40 * S, 10 * S, false);
         assert_eq!(got, ClaimStep::Wait(S));
     }
 

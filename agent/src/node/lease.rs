@@ -222,6 +222,9 @@ impl LeaseTask {
     async fn renew(&mut self, client: Client) -> Renewal {
         let started = Instant::now();
         let outcome = self.renew_once(client).await;
+        if matches!(outcome, Renewal::Ok) {
+            self.fence.renewed(started, self.duration);
+        }
         self.metrics
             .lease_renew_duration
             .observe(started.elapsed().as_secs_f64());

@@ -204,7 +204,7 @@ impl Gatekeeper {
         access: &ApiAccess,
         events: &NodeEvents,
     ) {
-        let (mut out, started) = self.transitions.update(snap);
+        let (out, started) = self.transitions.update(snap);
         if started {
             self.metrics.node_quarantines.inc();
         }
@@ -214,7 +214,9 @@ impl Gatekeeper {
         if let (Some(node), true) = (node, snap.checked) {
             let block = gate::block(snap);
             match apply_cordon(client, node, block.as_ref(), timeout, access).await {
-                Ok(action) => out.extend(cordon_event(events.node(), action)),
+                // Its NodeNotSchedulable / NodeSchedulable event comes from the status loop, which
+                // sees every change of `spec.unschedulable`, ours and an operator's alike.
+                Ok(_) => {}
                 Err(Some(kube::Error::Api(s))) if s.code == 409 => {
                     debug!("node changed since read; cordon retried next round");
                 }
@@ -280,20 +282,6 @@ pub async fn apply_cordon(
         }
         Err(_) => Err(None),
     }
-}
-
-/// The kubelet's event for a change of `spec.unschedulable` the agent made.
-pub fn cordon_event(node: &str, action: CordonAction) -> Option<NodeEvent> {
-    let reason = match action {
-        CordonAction::Cordon => "NodeNotSchedulable",
-        CordonAction::Uncordon => "NodeSchedulable",
-        CordonAction::Keep | CordonAction::Forget => return None,
-    };
-    Some(NodeEvent {
-        warning: false,
-        reason,
-        message: format!("Node {node} status is now: {reason}"),
-    })
 }
 
 #[cfg(test)]

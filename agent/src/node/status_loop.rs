@@ -30,7 +30,7 @@ use tracing::{debug, info, warn};
 
 use super::{
     ApiAccess,
-    events::{NodeEvent, NodeEvents, transition_events},
+    events::{NodeEvent, NodeEvents, schedulable_event, transition_events},
     health::HostHealth,
     probe,
     readiness::{Gatekeeper, ReadinessMetrics},
@@ -102,6 +102,8 @@ struct Registered {
     labels: BTreeMap<String, String>,
     /// Conditions we last wrote, or the server's right after registration.
     previous: Vec<NodeCondition>,
+    /// `spec.unschedulable` as last seen (false before the first look, as kubelet's).
+    unschedulable: bool,
     last_written: Option<(NodeStatus, Instant)>,
 }
 
@@ -192,6 +194,11 @@ impl<T: Tart> StatusLoop<T> {
                             reg = None;
                             break;
                         }
+                        if let Some(r) = reg.as_mut()
+                            && let Some(n) = obs.node().filter(|n| n.metadata.uid == r.uid)
+                        {
+                            self.note_schedulable(r, n);
+                        }
                         if reg.as_ref().is_some_and(|r| server_strayed(r, &obs)) {
                             debug!("the server's Node status differs from ours; checking now");
                             break;
@@ -255,6 +262,22 @@ impl<T: Tart> StatusLoop<T> {
         }
     }
 
+    /// A cordon or uncordon of `node` (ours) since the last look: kubelet's event for it.
+    fn note_schedulable(&self, r: &mut Registered, node: &Node) {
+        let unschedulable = node
+            .spec
+            .as_ref()
+            .and_then(|s| s.unschedulable)
+            .unwrap_or(false);
+        if let Some(ev) =
+            schedulable_event(&self.cfg.node_name, &mut r.unschedulable, unschedulable)
+        {
+            info!(reason = ev.reason, "node schedulability changed");
+            let publisher = r.events.clone();
+            tokio::spawn(async move { publisher.publish(&ev).await });
+        }
+    }
+
     async fn register(&self, facts: &HostFacts, tart_version: Option<&str>) -> Option<Registered> {
         match super::register(&self.client, &self.cfg, facts, tart_version, &self.access).await {
             Ok(node) => {
@@ -290,14 +313,17 @@ impl<T: Tart> StatusLoop<T> {
                         .await;
                     });
                 }
-                Some(Registered {
+                let mut reg = Registered {
                     events,
                     uid: node.metadata.uid.clone(),
                     seen: false,
                     labels: spec::desired_labels(&self.cfg, facts, tart_version),
                     previous: server_conditions(&node),
+                    unschedulable: false,
                     last_written: None,
-                })
+                };
+                self.note_schedulable(&mut reg, &node);
+                Some(reg)
             }
             Err(error) => {
                 self.readiness.api_failed();

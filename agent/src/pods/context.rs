@@ -51,6 +51,8 @@ pub struct Shared<T: Tart> {
     pub api_failures: Mutex<HashMap<String, u32>>,
     /// `tart_kubelet_api_errors_total` (the node side's family; resource `pod` here).
     pub api_errors: ApiErrors,
+    /// Whether this agent holds its Node's Lease: no Pod write without it.
+    pub lease: crate::node::fence::Fence,
 }
 
 /// What the Pod side needs to know about its Node.

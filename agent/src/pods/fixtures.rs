@@ -331,6 +331,8 @@ impl Rig {
             workers: Default::default(),
             api_failures: Default::default(),
             api_errors: Default::default(),
+            // Held for longer than any test runs, paused clocks included.
+            lease: crate::node::fence::Fence::held(Duration::from_secs(86_400)),
         })
     }
 

@@ -62,10 +62,11 @@ use self::{
     worker::{Waker, WorkerConfig, WorkerContext},
 };
 use crate::{
-    backoff::{API_RETRY, WatchBackoff},
+    backoff::{WATCH_RETRY, WatchBackoff},
     config::{Config, PullCredentials},
     images::{goldens::Goldens, metrics::ImageMetrics, prepull::pacer::Pacer},
     metrics::ApiErrors,
+    node::fence::Fence,
     node::health::HostHealth,
     node::watch::ObservedNode,
     quantity::parse_scaled,
@@ -135,6 +136,8 @@ pub struct PodSide<T: Tart> {
     pub node: watch::Receiver<ObservedNode>,
     /// Turns true on shutdown, or when another agent instance holds our Node's Lease.
     pub shutdown: watch::Receiver<bool>,
+    /// Whether this agent holds its Node's Lease: nothing is published without it.
+    pub lease: Fence,
     /// Where the kubelet API finds the Pods this agent runs (set once the controller starts).
     pub served: served::ServedPods,
     /// Image metrics (golden hits and misses).
@@ -178,6 +181,7 @@ pub async fn run<T: Tart>(deps: PodSide<T>) {
             } else {
                 EventApi::CoreV1
             },
+            deps.lease.clone(),
         ),
         metrics: deps.metrics.clone(),
         pulls: Default::default(),
@@ -195,6 +199,7 @@ pub async fn run<T: Tart>(deps: PodSide<T>) {
         workers: Default::default(),
         api_failures: Default::default(),
         api_errors: deps.api_errors.clone(),
+        lease: deps.lease.clone(),
         cfg,
     });
     let mut shutdown = deps.shutdown.clone();
@@ -232,18 +237,19 @@ pub async fn run<T: Tart>(deps: PodSide<T>) {
 
     let pods: Api<Pod> = Api::all(shared.client.clone());
     let wc = watcher::Config::default().fields(&format!("spec.nodeName={}", shared.cfg.node_name));
-    // A watch that lost the API server re-lists within seconds of its return, so Pod status
-    // the node lifecycle controller changed meanwhile is put right at once.
+    // A watch that lost the API server re-lists within about a second of its return, so Pod
+    // status the node lifecycle controller changed meanwhile is put right at once.
     let controller = Controller::new(pods, wc)
         .with_config(
             controller::Config::default()
                 .concurrency(shared.cfg.concurrency)
                 .debounce(Duration::from_millis(50)),
         )
-        .trigger_backoff(WatchBackoff::new(API_RETRY));
+        .trigger_backoff(WatchBackoff::new(WATCH_RETRY));
     deps.served.set(controller.store());
     tokio::spawn(
-        recovery::sweep_loop(shared.clone(), shutdown.clone()).instrument(info_span!("vm_gc")),
+        recovery::sweep_loop(shared.clone(), controller.store(), shutdown.clone())
+            .instrument(info_span!("vm_gc")),
     );
     let mut sd = shutdown.clone();
     controller

@@ -36,6 +36,7 @@ use crate::{
     api::ApiErrorKind,
     backoff::REQUEUE,
     metrics::{OutcomeLabels, count_api_error},
+    node::fence::Fence,
     telemetry::error_chain,
 };
 
@@ -63,6 +64,13 @@ pub enum Error {
     /// The Pod UID cannot name a VM.
     #[error("cannot name the VM")]
     Naming(#[from] NamingError),
+    /// This agent does not hold its Node's Lease (fenced, or not renewed in time): it writes
+    /// nothing, since a successor may run the Pod.
+    #[error("not writing {what}: this agent does not hold its Node's Lease")]
+    LeaseNotHeld {
+        /// What was not written.
+        what: &'static str,
+    },
 }
 
 impl Error {
@@ -73,6 +81,7 @@ impl Error {
             Error::Api { source, .. } => ApiErrorKind::of(source).as_str(),
             Error::Timeout { .. } => ApiErrorKind::Timeout.as_str(),
             Error::Naming(_) => "naming",
+            Error::LeaseNotHeld { .. } => "lease_not_held",
         }
     }
 
@@ -118,7 +127,7 @@ pub async fn reconcile<T: Tart>(pod: Arc<Pod>, ctx: Arc<Shared<T>>) -> Result<Ac
         match e {
             Error::Api { source, .. } => count_api_error(&ctx.api_errors, "pod", Some(source)),
             Error::Timeout { .. } => count_api_error(&ctx.api_errors, "pod", None),
-            Error::NoUid | Error::Naming(_) => {}
+            Error::NoUid | Error::Naming(_) | Error::LeaseNotHeld { .. } => {}
         }
     }
     if let Some(uid) = pod.uid() {
@@ -150,6 +159,21 @@ struct View<'a> {
     uid: String,
     api: Api<Pod>,
     timeout: Duration,
+    lease: &'a Fence,
+}
+
+impl View<'_> {
+    /// [`call`], only while this agent holds its Node's Lease.
+    async fn write<R>(
+        &self,
+        what: &'static str,
+        f: impl std::future::Future<Output = Result<R, kube::Error>>,
+    ) -> Result<R, Error> {
+        if !self.lease.holds() {
+            return Err(Error::LeaseNotHeld { what });
+        }
+        call(what, self.timeout, f).await
+    }
 }
 
 async fn reconcile_inner<T: Tart>(pod: &Arc<Pod>, ctx: &Arc<Shared<T>>) -> Result<Action, Error> {
@@ -157,6 +181,7 @@ async fn reconcile_inner<T: Tart>(pod: &Arc<Pod>, ctx: &Arc<Shared<T>>) -> Resul
     let v = View {
         api: Api::namespaced(ctx.client.clone(), &pod.namespace().unwrap_or_default()),
         timeout: ctx.cfg.api_timeout,
+        lease: &ctx.lease,
         pod,
         uid,
     };
@@ -368,12 +393,9 @@ async fn delete_pod(v: &View<'_>) -> Result<(), Error> {
         }),
         ..DeleteParams::default()
     };
-    match call(
-        "delete pod",
-        v.timeout,
-        v.api.delete(&v.pod.name_any(), &dp),
-    )
-    .await
+    match v
+        .write("delete pod", v.api.delete(&v.pod.name_any(), &dp))
+        .await
     {
         Ok(_) => info!("pod deleted"),
         Err(e) if e.is_moot() => debug!("pod already gone"),
@@ -413,12 +435,8 @@ async fn patch_status(v: &View<'_>, d: &Desired) -> Result<(), Error> {
     let patch = Patch::Strategic(json!({ "status": body }));
     let name = v.pod.name_any();
     let pp = PatchParams::default();
-    call(
-        "patch pod status",
-        v.timeout,
-        v.api.patch_status(&name, &pp, &patch),
-    )
-    .await?;
+    v.write("patch pod status", v.api.patch_status(&name, &pp, &patch))
+        .await?;
     debug!(phase = %body["phase"], "status patched");
     Ok(())
 }
@@ -440,12 +458,12 @@ async fn set_finalizer(v: &View<'_>, add: bool) -> Result<(), Error> {
         "metadata": { "finalizers": list, "resourceVersion": pod.resource_version() }
     }));
     let pp = PatchParams::default();
-    let r = call(
-        "patch pod finalizers",
-        v.timeout,
-        v.api.patch(&pod.name_any(), &pp, &patch),
-    )
-    .await;
+    let r = v
+        .write(
+            "patch pod finalizers",
+            v.api.patch(&pod.name_any(), &pp, &patch),
+        )
+        .await;
     match r {
         Ok(_) if add => info!("finalizer added"),
         Ok(_) => info!("finalizer removed"),

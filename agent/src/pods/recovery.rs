@@ -7,8 +7,9 @@
 //! its histograms are never observed again; it keeps the start time its Pod's status already
 //! shows. Only after that are VMs with our prefix that no Pod
 //! owns stopped and deleted. The periodic sweep does the same for Pods that vanished while we
-//! ran (force-deleted, or removed by pod GC after our Node was deleted): the controller never
-//! sees those deletions.
+//! ran (force-deleted, deleted once our finalizer was gone, or removed by pod GC after our
+//! Node was deleted): the controller never reconciles those deletions, so the sweep compares
+//! the workers with the Pod watch's cache.
 
 use std::{
     collections::{HashMap, HashSet},
@@ -16,13 +17,11 @@ use std::{
     time::Duration,
 };
 
-use k8s_openapi::{
-    api::core::v1::{ObjectReference, Pod},
-    jiff::Timestamp,
-};
-use kube::{Api, ResourceExt, api::ListParams};
+use futures::FutureExt;
+use k8s_openapi::{api::core::v1::Pod, jiff::Timestamp};
+use kube::{Api, ResourceExt, api::ListParams, runtime::reflector::Store};
 use tart::{Source, Tart, VmName};
-use tokio::sync::watch;
+use tokio::{sync::watch, time::Instant};
 use tracing::{debug, info, warn};
 
 use super::{
@@ -198,46 +197,61 @@ async fn remove_guest_dirs<T: Tart>(shared: &Shared<T>, which: GuestDirs) {
 /// nobody waits on its grace period.
 const ORPHAN_STOP_GRACE: Duration = Duration::from_secs(5);
 
-/// Every `interval`: [`sweep`] with the Pods bound to our node as the API server lists them.
-/// The list is the API server's, not the controller's cache: a Pod missing from a cache that
-/// is still filling would make its VM look orphaned.
-pub async fn sweep_loop<T: Tart>(shared: Arc<Shared<T>>, mut shutdown: watch::Receiver<bool>) {
+/// How often the watch cache is compared with the workers: kubelet's housekeeping period. It
+/// costs no API request.
+const HOUSEKEEPING: Duration = Duration::from_secs(2);
+
+/// From the Pod watch's cache (`store`, the controller's), once it holds a full list: every
+/// [`HOUSEKEEPING`] tear down the workers of Pods that are gone, and every `gc_interval`
+/// [`sweep`] the VMs too. The cache is swapped whole on every re-list, so a Pod is missing
+/// from it only when the API server said it was deleted; no Pod is read one by one (that
+/// would need `get` on every Pod, which `packaging/kubernetes/rbac.yaml` does not grant).
+pub async fn sweep_loop<T: Tart>(
+    shared: Arc<Shared<T>>,
+    store: Store<Pod>,
+    mut shutdown: watch::Receiver<bool>,
+) {
     let interval = shared.cfg.gc_interval;
+    let mut next_sweep: Option<Instant> = None;
     loop {
         tokio::select! {
-            () = tokio::time::sleep(interval) => {}
+            () = tokio::time::sleep(HOUSEKEEPING) => {}
             _ = shutdown.wait_for(|s| *s) => return,
         }
-        let pods = match bound_pods(&shared).await {
-            Ok(p) => p,
-            Err(error) => {
-                warn!(%error, "gc: cannot list pods");
-                continue;
-            }
-        };
-        let known: HashSet<String> = pods.iter().filter_map(|p| p.uid()).collect();
-        sweep(&shared, &known).await;
+        // Polled, not awaited: the store's readiness wakes only its latest waiter, and other
+        // readers poll it too (`pods::served`).
+        if !matches!(store.wait_until_ready().now_or_never(), Some(Ok(()))) {
+            continue;
+        }
+        let known: HashSet<String> = store.state().iter().filter_map(|p| p.uid()).collect();
+        let due = *next_sweep.get_or_insert_with(|| Instant::now() + interval);
+        if Instant::now() >= due {
+            sweep(&shared, &known).await;
+            next_sweep = Some(Instant::now() + interval);
+        } else {
+            teardown_vanished(&shared, &known);
+        }
     }
 }
 
-/// One pass: tear down the workers of Pods that are gone (force-deleted, or deleted by pod GC
-/// after our Node went away: the controller never sees those deletions), then stop and delete
-/// our VMs that have neither a Pod in `known` nor a worker.
-pub async fn sweep<T: Tart>(shared: &Shared<T>, known: &HashSet<String>) {
-    // A worker missing from the list may belong to a Pod created after it: ask for each one.
-    let suspects: Vec<(String, ObjectReference)> = shared.with_workers(|w| {
-        w.iter()
-            .filter(|(u, _)| !known.contains(*u))
-            .map(|(u, h)| (u.clone(), h.input.borrow().obj.clone()))
-            .collect()
-    });
-    for (uid, obj) in suspects {
-        match pod_is_gone(shared, &uid, &obj).await {
-            Ok(true) => teardown_worker(shared, &uid),
-            Ok(false) => {}
-            Err(error) => warn!(pod.uid = %uid, %error, "gc: cannot check pod"),
-        }
+/// The workers whose Pod is not in `known`.
+fn vanished<'a>(workers: impl Iterator<Item = &'a String>, known: &HashSet<String>) -> Vec<String> {
+    workers.filter(|u| !known.contains(*u)).cloned().collect()
+}
+
+/// Tear down the workers of Pods that are gone (force-deleted, deleted after our finalizer
+/// was removed, or deleted by pod GC after our Node went away: the controller reconciles none
+/// of those deletions). `known` is every Pod bound to us, from a complete list.
+fn teardown_vanished<T: Tart>(shared: &Shared<T>, known: &HashSet<String>) {
+    for uid in shared.with_workers(|w| vanished(w.keys(), known)) {
+        teardown_worker(shared, &uid);
     }
+}
+
+/// One pass: [`teardown_vanished`], then stop and delete our VMs that have neither a Pod in
+/// `known` nor a worker.
+pub async fn sweep<T: Tart>(shared: &Shared<T>, known: &HashSet<String>) {
+    teardown_vanished(shared, known);
     let vms = match our_vms(shared).await {
         Ok(v) => v,
         Err(error) => {
@@ -256,24 +270,6 @@ pub async fn sweep<T: Tart>(shared: &Shared<T>, known: &HashSet<String>) {
         .collect();
     debug!(orphans = orphans.len(), "gc: swept");
     collect(shared, orphans).await;
-}
-
-/// Whether the Pod `obj` with UID `uid` no longer exists (absent, or its name now belongs to
-/// a new Pod).
-async fn pod_is_gone<T: Tart>(
-    shared: &Shared<T>,
-    uid: &str,
-    obj: &ObjectReference,
-) -> Result<bool, String> {
-    let (Some(ns), Some(name)) = (obj.namespace.as_deref(), obj.name.as_deref()) else {
-        return Ok(false);
-    };
-    let api: Api<Pod> = Api::namespaced(shared.client.clone(), ns);
-    let pod = tokio::time::timeout(shared.cfg.api_timeout, api.get_opt(name))
-        .await
-        .map_err(|_| "reading the pod timed out".to_owned())?
-        .map_err(|e| format!("reading the pod: {e}"))?;
-    Ok(pod.is_none_or(|p| p.uid().as_deref() != Some(uid)))
 }
 
 /// Drop the worker of a vanished Pod. Dropping its handle aborts the task: its in-flight tart
@@ -358,6 +354,15 @@ mod tests {
     #[tokio::test]
     async fn a_stopped_vm_that_never_ran_resumes_provisioning() {
         assert_eq!(recover_stopped(false).await, Process::None);
+    }
+
+    #[test]
+    fn workers_of_pods_missing_from_the_list_are_vanished() {
+        let known: HashSet<String> = ["a", "b"].map(String::from).into();
+        let workers = ["a", "c", "b", "d"].map(String::from);
+        assert_eq!(vanished(workers.iter(), &known), ["c", "d"]);
+        assert!(vanished(workers[..1].iter(), &known).is_empty());
+        assert_eq!(vanished(workers.iter(), &HashSet::new()).len(), 4);
     }
 
     #[tokio::test]

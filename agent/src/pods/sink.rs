@@ -1,4 +1,4 @@
-//! Publishing Pod events: one queue, one publisher task, per-Pod dedupe.
+//! Publishing Pod events: one queue, one publisher task, per-Pod dedupe, event series.
 //!
 //! Callers hand over an [`Occurrence`] with a sequence number naming that occurrence (for
 //! example 2 for the second pull attempt); a (kind, number) already seen for that Pod is dropped,
@@ -6,7 +6,10 @@
 //! events.k8s.io/v1 Events — or core/v1 Events under a node identity ([`EventApi`]) — with a
 //! deadline per request, so a slow API server never blocks a Pod
 //! worker and CreatingVM, Pulling, Pulled, Created, Started keep their order. Event names come
-//! from [`crate::api::event_name`], valid for every valid Pod name.
+//! from [`crate::api::event_name`], valid for every valid Pod name. A repeat of an event
+//! already published (a failing probe, say) is counted into that Event ([`series`]) instead of
+//! making a new one. Nothing is published by an agent that does not hold its Node's Lease
+//! ([`Fence::holds`]): a successor may be running the Pod.
 
 use std::{
     collections::{HashMap, HashSet},
@@ -24,17 +27,21 @@ use k8s_openapi::{
 };
 use kube::{
     Api,
-    api::{ObjectMeta, PostParams},
+    api::{ObjectMeta, Patch, PatchParams, PostParams},
     runtime::events::EventType,
 };
-use tokio::sync::mpsc;
+use tokio::{sync::mpsc, time::Instant};
 use tracing::{debug, warn};
 
+use self::series::{Correlator, Key, Step};
 use super::events::{EventKind, EventSpec, Occurrence, spec};
 use crate::{
     api::event_name,
     metrics::{ApiErrors, count_api_error},
+    node::fence::Fence,
 };
+
+pub mod series;
 
 /// Who reports the events (`reportingController`).
 const CONTROLLER: &str = "tart-kubelet";
@@ -52,62 +59,54 @@ pub enum EventApi {
     CoreV1,
 }
 
-/// Cheap to clone; all clones share one queue and one dedupe table.
+/// Cheap to clone; all clones share one queue, one dedupe table and one set of series.
 #[derive(Clone)]
 pub struct EventSink {
     tx: mpsc::UnboundedSender<(ObjectReference, Occurrence)>,
     seen: Arc<Mutex<Seen>>,
+    series: Arc<Mutex<Correlator>>,
+}
+
+/// What the publisher task needs.
+struct Publisher {
+    client: kube::Client,
+    node: String,
+    timeout: Duration,
+    api_errors: ApiErrors,
+    event_api: EventApi,
+    lease: Fence,
+    series: Arc<Mutex<Correlator>>,
 }
 
 impl EventSink {
-    /// Start the publisher task; it ends when every sink clone is dropped. Failed publishes
-    /// are counted in `api_errors` (resource `event`).
+    /// Start the publisher task; it ends when every sink clone is dropped. Nothing is
+    /// published unless this agent holds the Node's Lease at that moment (`lease`). Failed
+    /// publishes are counted in `api_errors` (resource `event`).
     pub fn spawn(
         client: kube::Client,
         node: &str,
         timeout: Duration,
         api_errors: ApiErrors,
         event_api: EventApi,
+        lease: Fence,
     ) -> Self {
         let (tx, mut rx) = mpsc::unbounded_channel::<(ObjectReference, Occurrence)>();
-        let node = node.to_owned();
+        let sink = Self::with_sender(tx);
+        let publisher = Publisher {
+            client,
+            node: node.to_owned(),
+            timeout,
+            api_errors,
+            event_api,
+            lease,
+            series: sink.series.clone(),
+        };
         tokio::spawn(async move {
             while let Some((obj, occ)) = rx.recv().await {
-                let s = spec(&occ);
-                let now = Timestamp::now();
-                let ns = obj.namespace.as_deref().unwrap_or("default");
-                let pp = PostParams::default();
-                let create = async {
-                    match event_api {
-                        EventApi::EventsV1 => {
-                            let api: Api<Event> = Api::namespaced(client.clone(), ns);
-                            api.create(&pp, &event(&obj, &s, &node, now))
-                                .await
-                                .map(drop)
-                        }
-                        EventApi::CoreV1 => {
-                            let api: Api<core::Event> = Api::namespaced(client.clone(), ns);
-                            api.create(&pp, &core_event(&obj, &s, &node, now))
-                                .await
-                                .map(drop)
-                        }
-                    }
-                };
-                let res = tokio::time::timeout(timeout, create).await;
-                match res {
-                    Ok(Ok(())) => debug!(reason = %s.reason, "event published"),
-                    Ok(Err(error)) => {
-                        count_api_error(&api_errors, "event", Some(&error));
-                        warn!(%error, reason = %s.reason, "event not published");
-                    }
-                    Err(_) => {
-                        count_api_error(&api_errors, "event", None);
-                        warn!(reason = %s.reason, "event publish timed out");
-                    }
-                }
+                publisher.publish(&obj, &spec(&occ)).await;
             }
         });
-        Self::with_sender(tx)
+        sink
     }
 
     /// A sink whose events go to `tx` (tests read them from the receiver).
@@ -115,6 +114,7 @@ impl EventSink {
         Self {
             tx,
             seen: Arc::default(),
+            series: Arc::default(),
         }
     }
 
@@ -132,15 +132,137 @@ impl EventSink {
         fresh
     }
 
-    /// Forget a Pod's occurrences once it is gone.
+    /// Forget a Pod's occurrences and event series once it is gone.
     pub fn forget(&self, uid: &str) {
         self.lock().remove(uid);
+        lock(&self.series).forget_object(uid);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Seen> {
-        self.seen
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        lock(&self.seen)
+    }
+}
+
+fn lock<V>(m: &Mutex<V>) -> std::sync::MutexGuard<'_, V> {
+    // Every critical section is one map operation: a panic cannot leave it half-done.
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+// === impl Publisher ===
+
+impl Publisher {
+    /// Publish one occurrence of `s` about `obj`: a new Event, or a repeat counted into the
+    /// live one ([`series`]). An Event that is gone (expired by the API server's event TTL) is
+    /// created anew.
+    async fn publish(&self, obj: &ObjectReference, s: &EventSpec) {
+        if !self.lease.holds() {
+            debug!(reason = %s.reason, "event not published: this agent does not hold the Node's Lease");
+            return;
+        }
+        let key = Key::of(obj, s);
+        let step = lock(&self.series).observe(&key, Instant::now());
+        let res = match &step {
+            Step::Create => self.create(obj, s, &key).await,
+            Step::Patch { name, count } => match self.patch(obj, s, name, *count).await {
+                Err(Some(kube::Error::Api(e))) if e.code == 404 => {
+                    lock(&self.series).forget(&key);
+                    self.create(obj, s, &key).await
+                }
+                other => other,
+            },
+        };
+        match res {
+            Ok(()) => debug!(reason = %s.reason, ?step, "event published"),
+            Err(error) => {
+                lock(&self.series).forget(&key);
+                count_api_error(&self.api_errors, "event", error.as_ref());
+                match error {
+                    Some(error) => warn!(%error, reason = %s.reason, "event not published"),
+                    None => warn!(reason = %s.reason, "event publish timed out"),
+                }
+            }
+        }
+    }
+
+    /// Create a new Event and start its series. `Err(None)` is a timeout.
+    async fn create(
+        &self,
+        obj: &ObjectReference,
+        s: &EventSpec,
+        key: &Key,
+    ) -> Result<(), Option<kube::Error>> {
+        let now = Timestamp::now();
+        let ns = obj.namespace.as_deref().unwrap_or("default");
+        let pp = PostParams::default();
+        let create = async {
+            match self.event_api {
+                EventApi::EventsV1 => {
+                    let api: Api<Event> = Api::namespaced(self.client.clone(), ns);
+                    let ev = event(obj, s, &self.node, now);
+                    api.create(&pp, &ev).await.map(|e| e.metadata.name)
+                }
+                EventApi::CoreV1 => {
+                    let api: Api<core::Event> = Api::namespaced(self.client.clone(), ns);
+                    let ev = core_event(obj, s, &self.node, now);
+                    api.create(&pp, &ev).await.map(|e| e.metadata.name)
+                }
+            }
+        };
+        let name = self.deadline(create).await?;
+        if let Some(name) = name {
+            lock(&self.series).created(key.clone(), name, Instant::now());
+        }
+        Ok(())
+    }
+
+    /// Count one more occurrence into Event `name` (`count` in all). `Err(None)` is a timeout.
+    async fn patch(
+        &self,
+        obj: &ObjectReference,
+        s: &EventSpec,
+        name: &str,
+        count: i32,
+    ) -> Result<(), Option<kube::Error>> {
+        let now = Timestamp::now();
+        let ns = obj.namespace.as_deref().unwrap_or("default");
+        let pp = PatchParams::default();
+        let body = repeat_patch(self.event_api, s, count, now);
+        let patch = async {
+            match self.event_api {
+                EventApi::EventsV1 => {
+                    let api: Api<Event> = Api::namespaced(self.client.clone(), ns);
+                    api.patch(name, &pp, &Patch::Merge(&body)).await.map(drop)
+                }
+                EventApi::CoreV1 => {
+                    let api: Api<core::Event> = Api::namespaced(self.client.clone(), ns);
+                    api.patch(name, &pp, &Patch::Merge(&body)).await.map(drop)
+                }
+            }
+        };
+        self.deadline(patch).await
+    }
+
+    async fn deadline<R>(
+        &self,
+        f: impl std::future::Future<Output = Result<R, kube::Error>>,
+    ) -> Result<R, Option<kube::Error>> {
+        match tokio::time::timeout(self.timeout, f).await {
+            Ok(r) => r.map_err(Some),
+            Err(_) => Err(None),
+        }
+    }
+}
+
+/// The merge patch that counts a repeat into an Event: events.k8s.io's `series`, or core/v1's
+/// `count` and `lastTimestamp` (with the message, as kubelet's recorder writes it).
+fn repeat_patch(api: EventApi, s: &EventSpec, count: i32, now: Timestamp) -> serde_json::Value {
+    match api {
+        EventApi::EventsV1 => serde_json::json!({
+            "series": { "count": count, "lastObservedTime": MicroTime(now) }
+        }),
+        EventApi::CoreV1 => serde_json::json!({
+            "count": count, "lastTimestamp": Time(now), "message": s.note
+        }),
     }
 }
 
@@ -205,58 +327,4 @@ fn core_event(obj: &ObjectReference, s: &EventSpec, node: &str, now: Timestamp) 
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_occurrence_is_published_once_per_pod() {
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        let sink = EventSink::with_sender(tx);
-        let obj = ObjectReference::default();
-        let occ = || Occurrence::Started {
-            container: "vm".into(),
-        };
-        assert!(sink.emit("u1", &obj, 0, occ()));
-        assert!(!sink.emit("u1", &obj, 0, occ()));
-        assert!(sink.emit("u1", &obj, 1, occ()));
-        assert!(sink.emit("u2", &obj, 0, occ()));
-        let killing = Occurrence::Killing {
-            container: "vm".into(),
-        };
-        assert!(
-            sink.emit("u1", &obj, 0, killing),
-            "another kind, same number"
-        );
-        sink.forget("u1");
-        assert!(sink.emit("u1", &obj, 0, occ()));
-        let mut n = 0;
-        while rx.try_recv().is_ok() {
-            n += 1;
-        }
-        assert_eq!(n, 5);
-    }
-
-    #[test]
-    fn the_event_of_a_pod_with_the_longest_name_is_valid() {
-        let name = "p".repeat(253);
-        let obj = ObjectReference {
-            name: Some(name.clone()),
-            namespace: Some("ci".into()),
-            ..ObjectReference::default()
-        };
-        let s = spec(&Occurrence::Started {
-            container: "vm".into(),
-        });
-        let ev = event(&obj, &s, "mac-1", Timestamp::UNIX_EPOCH);
-        let n = ev.metadata.name.unwrap();
-        assert!(n.len() <= 253, "{} chars", n.len());
-        assert_eq!(ev.regarding.unwrap().name.unwrap(), name);
-        assert_eq!(ev.reporting_instance.as_deref(), Some("mac-1"));
-        assert_eq!(ev.type_.as_deref(), Some("Normal"));
-        let core = core_event(&obj, &s, "mac-1", Timestamp::UNIX_EPOCH);
-        assert!(core.metadata.name.unwrap().len() <= 253);
-        assert_eq!(core.involved_object.name.unwrap(), name);
-        assert_eq!(core.source.unwrap().host.as_deref(), Some("mac-1"));
-        assert_eq!(core.message.as_deref(), Some(s.note.as_str()));
-    }
-}
+mod tests;

@@ -201,6 +201,14 @@ pub const AGENT: &[Permission] = &[
         "",
         "kubelet-style Pod events",
     ),
+    p(
+        "events.k8s.io",
+        "events",
+        "",
+        "patch",
+        "",
+        "count a repeated Pod event into its Event (series)",
+    ),
     core(
         "secrets",
         "get",
@@ -221,11 +229,20 @@ pub const AGENT: &[Permission] = &[
     ),
 ];
 
+/// Needed only under a node identity (`--identity node`), whose Pod events are core/v1
+/// Events; the Node authorizer grants a node these.
+pub const NODE: &[Permission] = &[core(
+    "events",
+    "patch",
+    "count a repeated Pod event into its Event (count, lastTimestamp)",
+)];
+
 /// Every permission the agent needs under `identity`.
 pub fn required(identity: Identity) -> Vec<Permission> {
     let mut v = ALWAYS.to_vec();
-    if identity == Identity::Agent {
-        v.extend_from_slice(AGENT);
+    match identity {
+        Identity::Agent => v.extend_from_slice(AGENT),
+        Identity::Node => v.extend_from_slice(NODE),
     }
     v
 }
@@ -253,7 +270,10 @@ mod tests {
                 "a node may not patch Pod metadata"
             );
         }
-        assert_eq!(node.len() + AGENT.len(), required(Identity::Agent).len());
+        assert_eq!(
+            node.len() - NODE.len() + AGENT.len(),
+            required(Identity::Agent).len()
+        );
     }
 
     #[test]

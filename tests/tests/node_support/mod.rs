@@ -132,3 +132,10 @@ pub async fn wait_condition(
         )
     })
 }
+
+/// Seconds since the agent's last Lease renewal, as its `/readyz` reports it.
+pub async fn lease_age(agent: &Agent) -> Option<u64> {
+    let body = agent.get("/readyz").await.ok()?.body;
+    let rest = body.split("the Lease was last renewed ").nth(1)?;
+    rest.split('s').next()?.parse().ok()
+}

@@ -171,8 +171,8 @@ impl Env {
             .args(["--admin-addr", &self.admin_addr.to_string()])
             .args(["--log-format", "text"])
             .args(["--log-filter", "info,tart_kubelet=debug,kube=warn"])
-            // A short Lease, so an agent started again after a SIGKILL claims it in seconds
-            // (it waits for the dead predecessor's Lease to expire).
+            // A short Lease, so the cases that wait one out (a holder not known to be gone)
+            // take seconds; an agent started again after a SIGKILL takes it at once.
             .args(["--lease-duration", "12s", "--lease-renew-interval", "3s"])
             .args(["--api-timeout", "5s"])
             // TART_HOME sits on the build host's volume, whose use and free space are not the

@@ -296,3 +296,33 @@ async fn a_pod_whose_image_pulls_shows_container_creating_at_once() {
     let state = shared.worker_state(UID).expect("a worker pulls");
     assert!(!state.facts.image_ready, "the pull is still running");
 }
+
+#[tokio::test]
+async fn an_agent_that_does_not_hold_its_lease_writes_nothing() {
+    let (_rig, shared, mut handle) = setup(MemTart::new());
+    let pod = test_pod().finalizer(FINALIZER).build();
+    with_worker(&shared, &pod, running).await;
+    shared.lease.raise("n_other".into());
+    let res = timeout(WAIT, reconcile(Arc::new(pod.clone()), shared.clone()))
+        .await
+        .expect("reconcile did not finish");
+    assert!(
+        matches!(
+            res,
+            Err(super::Error::LeaseNotHeld {
+                what: "patch pod status"
+            })
+        ),
+        "the status patch is withheld: {res:?}"
+    );
+    assert_no_call(&mut handle);
+    let new = test_pod().build();
+    let res = timeout(WAIT, reconcile(Arc::new(new), shared.clone()))
+        .await
+        .expect("reconcile did not finish");
+    assert!(
+        matches!(res, Err(super::Error::LeaseNotHeld { .. })),
+        "the finalizer is not added: {res:?}"
+    );
+    assert_no_call(&mut handle);
+}

@@ -19,6 +19,10 @@ use tokio::process::{Child, ChildStdin, Command};
 
 use crate::dirs::{AUTOMOUNT_TAG, Share};
 
+/// The guest launcher's own stdout and stderr, in the VM's directory (a real guest's launchd
+/// log, which the host never sees).
+pub const CONSOLE_LOG: &str = "guest-console.log";
+
 /// The launcher shipped in this repository.
 pub fn launcher_path() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../packaging/guest/tart-guest-launcher")
@@ -66,8 +70,18 @@ pub fn start(home: &Path, vm_dir: &Path, vm: &str, shares: &[Share]) -> io::Resu
     let group = reaper
         .id()
         .ok_or_else(|| io::Error::other("reaper exited at once"))?;
+    // The launcher's own output goes where a real guest's launchd job writes it, inside the
+    // guest, never to `tart run`'s output: the agent keeps that as the VM's log and shows it
+    // in `kubectl logs` (prefixed `[tart]`), beside the job's lines it reads from the status
+    // share, so passing it through would show every job line twice.
+    let console = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(vm_dir.join(CONSOLE_LOG))?;
     let launcher = Command::new("/bin/sh")
         .arg(launcher_path())
+        .stdout(console.try_clone()?)
+        .stderr(console)
         .current_dir(vm_dir)
         .env("TART_GUEST_ROOT", &root)
         .env("TART_GUEST_ON_EXIT", "exit")

@@ -1,0 +1,111 @@
+//! End-to-end: after an API server outage long enough for the Pod watch's retries to spread
+//! out, a Pod created as soon as the API server answers `/readyz` again is acted on within
+//! 2 s (the agent's first act on a new Pod is adding its finalizer).
+//!
+//! Run: `cargo test -p tart-kubelet-tests --test pod_api_return -- --nocapture`
+
+mod node_support;
+
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, Toleration};
+use kube::{
+    Api, ResourceExt,
+    api::{ObjectMeta, PostParams},
+};
+use node_support::*;
+use tart_kubelet_tests::{
+    cluster::{unique, wait_for},
+    fake::FakeHome,
+};
+
+/// How soon after the API server's return a new Pod must be acted on.
+const CURRENT_WITHIN: Duration = Duration::from_secs(2);
+
+/// The finalizer the agent adds to every Pod it runs (docs/pods.md).
+const FINALIZER: &str = "tart.run/vm";
+
+fn vm_pod(name: &str, node: &str) -> Pod {
+    Pod {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(PodSpec {
+            node_name: Some(node.into()),
+            automount_service_account_token: Some(false),
+            termination_grace_period_seconds: Some(5),
+            tolerations: Some(vec![Toleration {
+                operator: Some("Exists".into()),
+                ..Toleration::default()
+            }]),
+            containers: vec![Container {
+                name: "vm".into(),
+                image: Some("ghcr.io/cirruslabs/macos-sequoia-base:latest".into()),
+                ..Container::default()
+            }],
+            ..PodSpec::default()
+        }),
+        status: None,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_pod_is_acted_on_within_2s_of_the_api_servers_return() {
+    let cp = private("pod-api-return").await;
+    let name = unique("pod-api-return");
+    let agent = start(&cp, &name, FakeHome::new().unwrap(), &[]).await;
+    let admin = cp.admin_client().await;
+    wait_condition(&admin, &agent, "Ready", "True", Duration::from_secs(90)).await;
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), "default");
+    // The Pod watch has listed (it acts on a Pod) before the outage.
+    pods.create(&PostParams::default(), &vm_pod("before", &name))
+        .await
+        .unwrap();
+    wait_for(Duration::from_secs(60), || async {
+        let p = pods.get_opt("before").await.ok()??;
+        p.finalizers().iter().any(|f| f == FINALIZER).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| {
+        panic!(
+            "the first Pod was never acted on: {e}\n{}",
+            agent.log_tail(40)
+        )
+    });
+
+    // Long enough for a doubling retry curve to reach long delays.
+    cp.stop_apiserver().await;
+    wait_for(Duration::from_secs(90), || async {
+        lease_age(&agent).await.filter(|a| *a >= 20)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("lease age never reached 20 s: {e}\n{}", agent.log_tail(20)));
+    cp.start_apiserver().await;
+    let back = Instant::now();
+
+    pods.create(&PostParams::default(), &vm_pod("after", &name))
+        .await
+        .unwrap();
+    let acted = wait_for(Duration::from_secs(60), || async {
+        let p = pods.get_opt("after").await.ok()??;
+        p.finalizers()
+            .iter()
+            .any(|f| f == FINALIZER)
+            .then(Instant::now)
+    })
+    .await
+    .unwrap_or_else(|e| {
+        panic!(
+            "the new Pod was never acted on: {e}\n{}",
+            agent.log_tail(40)
+        )
+    });
+    let took = acted.duration_since(back);
+    eprintln!("figure: API back (/readyz) -> new Pod acted on in {took:?}");
+    assert!(
+        took <= CURRENT_WITHIN,
+        "the new Pod was acted on {took:?} after the API server's return\n{}",
+        agent.log_tail(40)
+    );
+}
