@@ -15,6 +15,7 @@ mod backoff;
 mod cli;
 mod config;
 mod entry;
+mod guest_file;
 mod host;
 mod hostcheck;
 mod images;

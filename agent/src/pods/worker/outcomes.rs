@@ -122,8 +122,23 @@ impl<T: Tart> Worker<T> {
             == Some("FallbackToLogsOnError");
         let status = self.ctx.cfg.guest.layout.status(&self.state.vm);
         let end = read_end(&status, fallback);
+        drop(input);
+        self.report_refused(&end);
         let (code, message) = job_exit(tart_code, end.clone());
         (code, message, Some(end))
+    }
+
+    /// One event per file of the status share the guest put something else than a file in.
+    fn report_refused(&self, end: &GuestEnd) {
+        let input = self.input.borrow().clone();
+        for (name, found) in &end.refused {
+            let occ = Occurrence::GuestFileRefused {
+                file: format!("status/{name}"),
+                found: found.as_str(),
+            };
+            let seq = super::guest::guest_fault_seq(self.state.facts.restarts, name);
+            self.emit(&input, seq, occ);
+        }
     }
 
     /// Why the run ended abnormally, from the vitals; `None` for a clean end or one the agent
@@ -302,6 +317,14 @@ pub fn with_verdict(
 /// The exit code and message of a run whose guest reported `end` and whose `tart run` exited
 /// with `tart_code`.
 pub fn job_exit(tart_code: i32, end: GuestEnd) -> (i32, Option<String>) {
+    if let Some((_, found)) = end.refused.iter().find(|(f, _)| *f == "exit_code") {
+        // The guest tampered with its own result: never report it as a success.
+        let message = format!(
+            "the guest put a {} in place of status/exit_code: its exit code is unknown",
+            found.as_str()
+        );
+        return (if tart_code == 0 { 1 } else { tart_code }, Some(message));
+    }
     match end.exit_code {
         Some(code) => (code, end.message),
         None if end.state.as_deref() == Some("idle") => (tart_code, end.message),
@@ -324,6 +347,7 @@ mod tests {
             exit_code: code,
             state: Some(state.into()),
             message: msg.map(str::to_owned),
+            refused: vec![],
         };
         assert_eq!(
             job_exit(0, end(Some(3), "exited", Some("bad"))),
@@ -333,6 +357,22 @@ mod tests {
         let (code, msg) = job_exit(137, end(None, "running", None));
         assert_eq!(code, 137);
         assert!(msg.unwrap().contains("tart run"));
+    }
+
+    #[test]
+    fn a_refused_exit_code_is_never_a_success() {
+        let end = GuestEnd {
+            state: Some("exited".into()),
+            refused: vec![("exit_code", crate::guest_file::Refused::Link)],
+            ..GuestEnd::default()
+        };
+        let (code, msg) = job_exit(0, end.clone());
+        assert_eq!(code, 1);
+        assert_eq!(
+            msg.as_deref(),
+            Some("the guest put a symlink in place of status/exit_code: its exit code is unknown")
+        );
+        assert_eq!(job_exit(137, end).0, 137);
     }
 
     #[test]
