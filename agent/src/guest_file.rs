@@ -92,7 +92,13 @@ pub fn open_in(dir: &Path, name: &str) -> Result<GuestFile, GuestFileError> {
         OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
         Mode::empty(),
     )
-    .map_err(open_error)?;
+    .map_err(|e| match e {
+        // Linux says ENOTDIR, not ELOOP, for a link opened with O_DIRECTORY | O_NOFOLLOW.
+        Errno::ENOTDIR if std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_symlink()) => {
+            GuestFileError::Refused(Refused::Link)
+        }
+        e => open_error(e),
+    })?;
     // Refuse without opening: opening a FIFO or a device can block or act.
     let before = fstatat(&dirfd, name, AtFlags::AT_SYMLINK_NOFOLLOW).map_err(|e| match e {
         Errno::ENOENT => GuestFileError::Missing,
