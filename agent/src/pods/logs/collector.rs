@@ -54,7 +54,10 @@ pub struct Source {
 /// Told when a source misbehaves: the source and the fault, at most once per source and kind
 /// of fault (refused, skipped) in a collector's life.
 #[derive(Clone)]
-pub struct FaultReport(pub Arc<dyn Fn(&Source, Fault) + Send + Sync>);
+pub struct FaultReport(pub Arc<ReportFn>);
+
+/// What a [`FaultReport`] calls.
+pub type ReportFn = dyn Fn(&Source, Fault) + Send + Sync;
 
 impl std::fmt::Debug for FaultReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

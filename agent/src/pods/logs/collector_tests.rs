@@ -213,10 +213,11 @@ async fn a_collector_started_again_for_a_run_resumes_where_the_last_stopped() {
     assert_eq!(r.records(0), ["stdout F a", "stdout F unfinished"]);
 }
 
+/// The faults a collector reported: the file's name and the fault.
+type Seen = Arc<std::sync::Mutex<Vec<(String, Fault)>>>;
+
 /// A spec whose faults go to the returned list.
-fn reporting(
-    mut spec: CollectorSpec,
-) -> (CollectorSpec, Arc<std::sync::Mutex<Vec<(String, Fault)>>>) {
+fn reporting(mut spec: CollectorSpec) -> (CollectorSpec, Seen) {
     let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
     let to = seen.clone();
     spec.report = Some(FaultReport(Arc::new(move |src: &Source, fault| {
