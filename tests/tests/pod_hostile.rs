@@ -12,10 +12,10 @@ mod pod_support;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
-use pod_support::{Env, phase};
+use pod_support::{Env, phase, terminated};
 use tart_kubelet_tests::{
     agent::free_port,
-    cluster::{ControlPlane, testing::run_program, wait_for},
+    cluster::{ControlPlane, wait_for},
     fake::{AttackKind, Knobs, VmKnob},
 };
 
@@ -39,40 +39,12 @@ async fn env(label: &str, files: &[&str], attack: AttackKind) -> Env {
     env
 }
 
-async fn kubectl(env: &Env, args: &[&str]) -> (bool, String, String) {
-    let kc = env.cp.kubeconfig_path().display().to_string();
-    let mut all = vec!["--kubeconfig", kc.as_str(), "-n", env.ns.as_str()];
-    all.extend_from_slice(args);
-    // A hung agent must fail the test, not hang it.
-    tokio::time::timeout(Duration::from_secs(30), run_program("kubectl", &all))
-        .await
-        .unwrap_or_else(|_| panic!("kubectl {args:?} hung"))
-}
-
 fn job(env: &Env, name: &str, script: &str) -> Pod {
     let mut pod = env.pod(name);
     let spec = pod.spec.as_mut().unwrap();
     spec.restart_policy = Some("Never".into());
     spec.containers[0].command = Some(vec!["/bin/sh".into(), "-c".into(), script.into()]);
     pod
-}
-
-fn terminated(p: &Pod) -> Option<(i32, String, String)> {
-    let t = p
-        .status
-        .as_ref()?
-        .container_statuses
-        .as_ref()?
-        .first()?
-        .state
-        .as_ref()?
-        .terminated
-        .clone()?;
-    Some((
-        t.exit_code,
-        t.reason.unwrap_or_default(),
-        t.message.unwrap_or_default(),
-    ))
 }
 
 /// Wait until the Pod has a `GuestFileRefused` event naming each of [`FILES`].
@@ -129,17 +101,18 @@ async fn links_to_a_host_file_in_the_status_share_leak_nothing() {
             matches!(phase(p), "Succeeded" | "Failed")
         })
         .await;
-    let (code, reason, message) = terminated(&pod).expect("terminated");
+    let t = terminated(&pod).expect("terminated");
+    let (code, reason, message) = (t.exit_code, t.reason.unwrap_or_default(), t.message);
     assert_eq!(phase(&pod), "Failed", "a tampered exit code is no success");
     assert_eq!((code, reason.as_str()), (1, "Error"));
     assert_eq!(
-        message,
-        "the guest put a symlink in place of status/exit_code: its exit code is unknown"
+        message.as_deref(),
+        Some("the guest put a symlink in place of status/exit_code: its exit code is unknown")
     );
     let notes = refusals(&env, "linker").await;
     assert!(notes.iter().all(|n| n.contains("a symlink")), "{notes:?}");
 
-    let (ok, logs, err) = kubectl(&env, &["logs", "linker"]).await;
+    let (ok, logs, err) = env.kubectl(&["logs", "linker"]).await;
     assert!(ok, "{err}");
     assert!(
         logs.contains("visible-output"),
@@ -189,14 +162,14 @@ async fn fifos_in_the_status_share_hang_nothing() {
     assert_eq!(phase(&pod), "Failed");
     let notes = refusals(&env, "fifo").await;
     assert!(notes.iter().all(|n| n.contains("a fifo")), "{notes:?}");
-    let (ok, logs, err) = kubectl(&env, &["logs", "fifo"]).await;
+    let (ok, logs, err) = env.kubectl(&["logs", "fifo"]).await;
     assert!(ok && logs.contains("visible-output"), "{logs}{err}");
 
     // The other Pod's log keeps flowing.
-    let (ok, first, err) = kubectl(&env, &["logs", "ticker", "--tail=1"]).await;
+    let (ok, first, err) = env.kubectl(&["logs", "ticker", "--tail=1"]).await;
     assert!(ok, "{err}");
     let later = wait_for(Duration::from_secs(20), || async {
-        let (ok, now, _) = kubectl(&env, &["logs", "ticker", "--tail=1"]).await;
+        let (ok, now, _) = env.kubectl(&["logs", "ticker", "--tail=1"]).await;
         (ok && now.contains("tick ") && now != first).then_some(now)
     })
     .await;
@@ -221,7 +194,7 @@ async fn two_gib_of_output_at_once_keeps_the_log_in_budget_and_the_agent_flat() 
         .await;
     let after = wait_for(Duration::from_secs(30), || async {
         // The last records: the flood's end, the flood's last line, `tart run`'s own.
-        let (ok, out, _) = kubectl(&env, &["logs", "flood", "--tail=3"]).await;
+        let (ok, out, _) = env.kubectl(&["logs", "flood", "--tail=3"]).await;
         (ok && out.lines().any(|l| l == "after the flood")).then_some(())
     })
     .await;
@@ -245,6 +218,11 @@ async fn two_gib_of_output_at_once_keeps_the_log_in_budget_and_the_agent_flat() 
     // Kubelet's rotation: 5 files of at most 10 MiB.
     assert!(kept <= 51 << 20, "{kept} bytes of log kept");
     let grew = peak.saturating_sub(baseline);
+    eprintln!(
+        "flood: agent RSS {} MiB before, peak {} MiB; {kept} bytes of log kept",
+        baseline >> 20,
+        peak >> 20
+    );
     assert!(
         grew < 64 << 20,
         "the agent grew by {} MiB (from {} MiB)",

@@ -30,13 +30,6 @@ async fn env(label: &str) -> Env {
     env
 }
 
-async fn kubectl(env: &Env, args: &[&str]) -> (bool, String, String) {
-    let kc = env.cp.kubeconfig_path().display().to_string();
-    let mut all = vec!["--kubeconfig", kc.as_str(), "-n", env.ns.as_str()];
-    all.extend_from_slice(args);
-    run_program("kubectl", &all).await
-}
-
 fn job(env: &Env, name: &str, restart: &str, script: &str) -> k8s_openapi::api::core::v1::Pod {
     let mut pod = env.pod(name);
     let spec = pod.spec.as_mut().unwrap();
@@ -68,7 +61,7 @@ async fn kubectl_logs_shows_the_guest_jobs_output_and_follows_it() {
 
     // A finished job's whole output, then --tail and --timestamps.
     let r = wait_for(Duration::from_secs(30), || async {
-        let (ok, out, _) = kubectl(&env, &["logs", "done"]).await;
+        let (ok, out, _) = env.kubectl(&["logs", "done"]).await;
         (ok && out.contains("to stderr")).then_some(out)
     })
     .await;
@@ -76,10 +69,10 @@ async fn kubectl_logs_shows_the_guest_jobs_output_and_follows_it() {
     for i in 1..=5 {
         assert!(out.contains(&format!("line {i}\n")), "{out}");
     }
-    let (ok, tail, err) = kubectl(&env, &["logs", "done", "--tail=2"]).await;
+    let (ok, tail, err) = env.kubectl(&["logs", "done", "--tail=2"]).await;
     assert!(ok, "{err}");
     assert_eq!(tail.lines().count(), 2, "{tail}");
-    let (ok, stamped, err) = kubectl(&env, &["logs", "done", "--timestamps"]).await;
+    let (ok, stamped, err) = env.kubectl(&["logs", "done", "--timestamps"]).await;
     assert!(ok, "{err}");
     let first = stamped.lines().next().unwrap_or_default();
     assert!(
@@ -151,7 +144,7 @@ async fn kubectl_logs_previous_shows_the_run_before_a_restart() {
     })
     .await;
     let r = wait_for(Duration::from_secs(30), || async {
-        let (ok, out, _) = kubectl(&env, &["logs", "crash", "-p"]).await;
+        let (ok, out, _) = env.kubectl(&["logs", "crash", "-p"]).await;
         (ok && out.starts_with("run at ")).then_some(out)
     })
     .await;

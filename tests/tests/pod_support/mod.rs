@@ -9,7 +9,9 @@ use std::{collections::BTreeMap, net::SocketAddr, path::PathBuf, process::Stdio,
 use k8s_openapi::{
     ByteString,
     api::{
-        core::v1::{Container, Namespace, Pod, PodSpec, Secret, Toleration},
+        core::v1::{
+            Container, ContainerStateTerminated, Namespace, Pod, PodSpec, Secret, Toleration,
+        },
         events::v1::Event,
     },
 };
@@ -401,6 +403,19 @@ impl Env {
         }
     }
 
+    /// `kubectl` (the real client) in the test's namespace, as the cluster's admin: whether it
+    /// succeeded, its stdout and stderr. A call that takes 30 s fails the test: a hung agent
+    /// must not hang it.
+    pub async fn kubectl(&self, args: &[&str]) -> (bool, String, String) {
+        let kc = self.cp.kubeconfig_path().display().to_string();
+        let mut all = vec!["--kubeconfig", kc.as_str(), "-n", self.ns.as_str()];
+        all.extend_from_slice(args);
+        let run = tart_kubelet_tests::cluster::testing::run_program("kubectl", &all);
+        tokio::time::timeout(Duration::from_secs(30), run)
+            .await
+            .unwrap_or_else(|_| panic!("kubectl {args:?} hung"))
+    }
+
     /// `/metrics` of the agent.
     pub async fn metrics(&self) -> String {
         let fetch = async {
@@ -505,6 +520,19 @@ pub fn restart_count(p: &Pod) -> i32 {
         .and_then(|s| s.container_statuses.as_ref())
         .and_then(|c| c.first())
         .map_or(0, |c| c.restart_count)
+}
+
+/// The single container's terminated state.
+pub fn terminated(p: &Pod) -> Option<ContainerStateTerminated> {
+    p.status
+        .as_ref()?
+        .container_statuses
+        .as_ref()?
+        .first()?
+        .state
+        .as_ref()?
+        .terminated
+        .clone()
 }
 
 /// The single container's waiting reason.
