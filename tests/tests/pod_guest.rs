@@ -22,7 +22,7 @@ use kube::{
     Api, ResourceExt,
     api::{ObjectMeta, PostParams},
 };
-use pod_support::{Env, phase, waiting_reason};
+use pod_support::{Env, phase, terminated, waiting_reason};
 use tart_kubelet_tests::{
     cluster::{unique, wait_for},
     fake::{Knobs, VmKnob},
@@ -683,17 +683,6 @@ async fn the_pod_ends_with_the_jobs_exit_code_and_termination_message() {
     }
     env.create(&pod).await;
     env.create(&fallback).await;
-    let terminated = |p: &Pod| {
-        p.status
-            .as_ref()?
-            .container_statuses
-            .as_ref()?
-            .first()?
-            .state
-            .as_ref()?
-            .terminated
-            .clone()
-    };
     let p = env
         .wait_pod("job", "failed", |p| phase(p) == "Failed")
         .await;
