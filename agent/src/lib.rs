@@ -18,6 +18,7 @@ mod config;
 mod entry;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzz;
+mod guest_file;
 mod host;
 mod hostcheck;
 mod images;

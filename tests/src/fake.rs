@@ -24,9 +24,9 @@ mod guest;
 mod knobs;
 
 pub use knobs::{
-    Action, Auth, DEFAULT_BOOT_MS, DEFAULT_CLONE_MS, DEFAULT_PULL_MB_PER_S, DEFAULT_SHUTDOWN_MS,
-    DEFAULT_VERSION, EndpointState, FailAction, GuestVitals, ImageKnob, Knobs, Rule, VmKnob,
-    glob_match,
+    Action, AttackKind, Auth, DEFAULT_BOOT_MS, DEFAULT_CLONE_MS, DEFAULT_PULL_MB_PER_S,
+    DEFAULT_SHUTDOWN_MS, DEFAULT_VERSION, EndpointState, FailAction, GuestAttack, GuestVitals,
+    ImageKnob, Knobs, Rule, VmKnob, glob_match,
 };
 
 /// Whether a local VM name is one of the agent's golden base VMs (`<prefix>golden-<hex>`), which
@@ -542,6 +542,16 @@ impl VmKnob {
     /// its `--dir` shares, and the launcher's exit powers the VM off (docs/guest.md).
     pub fn running_guest_launcher(mut self) -> VmKnob {
         self.guest_launcher = Some(true);
+        self
+    }
+
+    /// A hostile guest: once its launcher has ended, it does `how` to these files of its
+    /// status share (knob `guest_attack`).
+    pub fn attacking_status(mut self, files: &[&str], how: AttackKind) -> VmKnob {
+        self.guest_attack = Some(GuestAttack {
+            files: files.iter().map(|f| (*f).to_owned()).collect(),
+            how,
+        });
         self
     }
 }

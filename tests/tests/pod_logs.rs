@@ -1,7 +1,8 @@
 //! End to end: `kubectl logs` (v1.32) through the real API server to the agent's kubelet API,
 //! for guest jobs run by fake-tart with the real guest launcher: a finished job's output,
 //! `--tail` and `--timestamps`, `-f` while the job prints, `-p` after a crash-loop restart,
-//! and the log gone from disk once the Pod is deleted.
+//! the log gone from disk once the Pod is deleted, and a 253-character Pod name in a
+//! 63-character namespace.
 
 mod pod_support;
 
@@ -10,7 +11,7 @@ use std::{process::Stdio, time::Duration};
 use pod_support::{Env, phase};
 use tart_kubelet_tests::{
     agent::free_port,
-    cluster::{ControlPlane, testing::run_program, wait_for},
+    cluster::{ControlPlane, testing::run_program, unique, wait_for},
     fake::{Knobs, VmKnob},
 };
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -27,13 +28,6 @@ async fn env(label: &str) -> Env {
     let mut env = Env::new(label, knobs, &args).await;
     env.start_agent();
     env
-}
-
-async fn kubectl(env: &Env, args: &[&str]) -> (bool, String, String) {
-    let kc = env.cp.kubeconfig_path().display().to_string();
-    let mut all = vec!["--kubeconfig", kc.as_str(), "-n", env.ns.as_str()];
-    all.extend_from_slice(args);
-    run_program("kubectl", &all).await
 }
 
 fn job(env: &Env, name: &str, restart: &str, script: &str) -> k8s_openapi::api::core::v1::Pod {
@@ -69,7 +63,7 @@ async fn kubectl_logs_shows_the_guest_jobs_output_and_follows_it() {
 
     // A finished job's whole output, then --tail and --timestamps.
     let r = wait_for(Duration::from_secs(30), || async {
-        let (ok, out, _) = kubectl(&env, &["logs", "done"]).await;
+        let (ok, out, _) = env.kubectl(&["logs", "done"]).await;
         (ok && out.contains("to stderr")).then_some(out)
     })
     .await;
@@ -77,10 +71,10 @@ async fn kubectl_logs_shows_the_guest_jobs_output_and_follows_it() {
     for i in 1..=5 {
         assert!(out.contains(&format!("line {i}\n")), "{out}");
     }
-    let (ok, tail, err) = kubectl(&env, &["logs", "done", "--tail=2"]).await;
+    let (ok, tail, err) = env.kubectl(&["logs", "done", "--tail=2"]).await;
     assert!(ok, "{err}");
     assert_eq!(tail.lines().count(), 2, "{tail}");
-    let (ok, stamped, err) = kubectl(&env, &["logs", "done", "--timestamps"]).await;
+    let (ok, stamped, err) = env.kubectl(&["logs", "done", "--timestamps"]).await;
     assert!(ok, "{err}");
     let first = stamped.lines().next().unwrap_or_default();
     assert!(
@@ -152,9 +146,47 @@ async fn kubectl_logs_previous_shows_the_run_before_a_restart() {
     })
     .await;
     let r = wait_for(Duration::from_secs(30), || async {
-        let (ok, out, _) = kubectl(&env, &["logs", "crash", "-p"]).await;
+        let (ok, out, _) = env.kubectl(&["logs", "crash", "-p"]).await;
         (ok && out.starts_with("run at ")).then_some(out)
     })
     .await;
     assert!(r.is_ok(), "kubectl logs -p: {r:?}\n{}", env.agent_log());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_logs_serves_a_253_character_name_in_a_63_character_namespace() {
+    let env = env("logs-long").await;
+    // The longest names Kubernetes allows: their log directory's name would pass 255 bytes.
+    let base = unique("long");
+    let ns = format!("{base}-{}", "n".repeat(62 - base.len()));
+    let name = format!("job-{}", "x".repeat(249));
+    assert_eq!((ns.len(), name.len()), (63, 253));
+    let nss: kube::Api<k8s_openapi::api::core::v1::Namespace> = kube::Api::all(env.admin.clone());
+    let mut n = k8s_openapi::api::core::v1::Namespace::default();
+    n.metadata.name = Some(ns.clone());
+    nss.create(&Default::default(), &n)
+        .await
+        .expect("create namespace");
+    let mut pod = job(&env, &name, "Never", "echo from-the-long-named-pod");
+    pod.metadata.namespace = Some(ns.clone());
+    let pods: kube::Api<k8s_openapi::api::core::v1::Pod> =
+        kube::Api::namespaced(env.admin.clone(), &ns);
+    pods.create(&Default::default(), &pod)
+        .await
+        .expect("create pod");
+    let kc = env.cp.kubeconfig_path().display().to_string();
+    let r = wait_for(Duration::from_secs(60), || async {
+        let args = [
+            "--kubeconfig",
+            kc.as_str(),
+            "-n",
+            ns.as_str(),
+            "logs",
+            name.as_str(),
+        ];
+        let (ok, out, _) = run_program("kubectl", &args).await;
+        (ok && out == "from-the-long-named-pod\n").then_some(())
+    })
+    .await;
+    assert!(r.is_ok(), "kubectl logs: {r:?}\n{}", env.agent_log());
 }

@@ -173,6 +173,14 @@ pub fn with_verdict(code: i32, message: Option<String>, verdict: Option<&Verdict
 /// with `tart_code`: the guest's code wins; without one, `tart run`'s, saying so when a
 /// command ran.
 pub fn job_exit(tart_code: i32, end: GuestEnd) -> (i32, Option<String>) {
+    if let Some((_, found)) = end.refused.iter().find(|(f, _)| *f == "exit_code") {
+        // The guest tampered with its own result: never report it as a success.
+        let message = format!(
+            "the guest put a {} in place of status/exit_code: its exit code is unknown",
+            found.as_str()
+        );
+        return (if tart_code == 0 { 1 } else { tart_code }, Some(message));
+    }
     match end.exit_code {
         Some(code) => (code, end.message),
         None if end.state.as_deref() == Some("idle") => (tart_code, end.message),

@@ -159,6 +159,21 @@ pub enum Occurrence {
         /// The classification's summary of the last samples.
         summary: String,
     },
+    /// The guest put something other than a regular file where the agent reads one (its
+    /// status share): it was not read (docs/guest.md, "What the agent trusts").
+    GuestFileRefused {
+        /// `status/<name>`.
+        file: String,
+        /// What was found: `symlink`, `fifo`, `device`, `socket` or `directory`.
+        found: &'static str,
+    },
+    /// The guest wrote more output at once than the Pod's log keeps: the agent skipped it.
+    GuestOutputSkipped {
+        /// `status/<name>`.
+        file: String,
+        /// Bytes skipped.
+        bytes: u64,
+    },
 }
 
 /// The kind of an occurrence: with a sequence number, what the sink dedupes on.
@@ -216,6 +231,10 @@ pub enum EventKind {
     GracePeriodExpired,
     /// [`Occurrence::VmDied`] or [`Occurrence::JobFailed`]: one per run's end.
     VmDied,
+    /// [`Occurrence::GuestFileRefused`].
+    GuestFileRefused,
+    /// [`Occurrence::GuestOutputSkipped`].
+    GuestOutputSkipped,
 }
 
 impl Occurrence {
@@ -252,6 +271,8 @@ impl Occurrence {
             Self::WaitingForJob { .. } => EventKind::WaitingForJob,
             Self::GracePeriodExpired { .. } => EventKind::GracePeriodExpired,
             Self::VmDied { .. } | Self::JobFailed { .. } => EventKind::VmDied,
+            Self::GuestFileRefused { .. } => EventKind::GuestFileRefused,
+            Self::GuestOutputSkipped { .. } => EventKind::GuestOutputSkipped,
         }
     }
 }
@@ -484,6 +505,20 @@ pub fn spec(o: &Occurrence) -> EventSpec {
             "JobFailed",
             format!("The job failed: {summary}"),
             "Exit",
+        ),
+        Occurrence::GuestFileRefused { file, found } => (
+            Warning,
+            "GuestFileRefused",
+            format!("The guest put a {found} in place of {file}: it was not read"),
+            "Read",
+        ),
+        Occurrence::GuestOutputSkipped { file, bytes } => (
+            Warning,
+            "GuestOutputSkipped",
+            format!(
+                "The guest wrote more to {file} at once than the container log keeps: {bytes} bytes were skipped"
+            ),
+            "Read",
         ),
     };
     EventSpec {

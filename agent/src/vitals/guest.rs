@@ -6,6 +6,7 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
 use super::model::{GuestSample, PressureLevel};
+use crate::guest_file::{self, GuestFileError};
 
 /// The file in the status share.
 pub const FILE: &str = "vitals";
@@ -81,19 +82,20 @@ pub fn parse_tail(text: &str, cut_at_start: bool) -> Vec<GuestSample> {
 }
 
 /// The newest samples in the last `max` bytes of `<status>/vitals`; empty when there is no
-/// such file.
+/// such file. The guest writes it: it is read through [`crate::guest_file`].
 ///
 /// # Errors
-/// A read error other than not-found.
-pub fn read_tail(status_dir: &Path, max: u64) -> std::io::Result<Vec<GuestSample>> {
-    match read_last(&status_dir.join(FILE), max) {
-        Ok((text, cut)) => Ok(parse_tail(&text, cut)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+/// A read error other than not-found, or a refusal (a link, a FIFO in its place).
+pub fn read_tail(status_dir: &Path, max: u64) -> Result<Vec<GuestSample>, GuestFileError> {
+    match guest_file::read_last(&status_dir.join(FILE), max) {
+        Ok((bytes, cut)) => Ok(parse_tail(&String::from_utf8_lossy(&bytes), cut)),
+        Err(GuestFileError::Missing) => Ok(Vec::new()),
         Err(e) => Err(e),
     }
 }
 
-/// The last `max` bytes of `path`, lossily decoded, and whether the file was longer.
+/// The last `max` bytes of `path` (a file of the agent's own, such as `tart run`'s log),
+/// lossily decoded, and whether the file was longer.
 ///
 /// # Errors
 /// The open or read error.
@@ -180,5 +182,17 @@ mod tests {
                 .unwrap()
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn a_link_in_place_of_the_vitals_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let host = tempfile::tempdir().unwrap();
+        std::fs::write(host.path().join("x"), format!("{LINE}\n")).unwrap();
+        std::os::unix::fs::symlink(host.path().join("x"), dir.path().join(FILE)).unwrap();
+        assert!(matches!(
+            read_tail(dir.path(), TAIL_BYTES),
+            Err(GuestFileError::Refused(guest_file::Refused::Link))
+        ));
     }
 }

@@ -19,6 +19,8 @@ mod endpoints;
 mod error;
 #[path = "fake_tart/guest.rs"]
 mod guest;
+#[path = "fake_tart/guest_attack.rs"]
+mod guest_attack;
 #[path = "fake_tart/guest_exec.rs"]
 mod guest_exec;
 #[path = "fake_tart/guest_mode.rs"]

@@ -404,6 +404,19 @@ impl Env {
         }
     }
 
+    /// `kubectl` (the real client) in the test's namespace, as the cluster's admin: whether it
+    /// succeeded, its stdout and stderr. A call that takes 30 s fails the test: a hung agent
+    /// must not hang it.
+    pub async fn kubectl(&self, args: &[&str]) -> (bool, String, String) {
+        let kc = self.cp.kubeconfig_path().display().to_string();
+        let mut all = vec!["--kubeconfig", kc.as_str(), "-n", self.ns.as_str()];
+        all.extend_from_slice(args);
+        let run = tart_kubelet_tests::cluster::testing::run_program("kubectl", &all);
+        tokio::time::timeout(Duration::from_secs(30), run)
+            .await
+            .unwrap_or_else(|_| panic!("kubectl {args:?} hung"))
+    }
+
     /// `/metrics` of the agent.
     pub async fn metrics(&self) -> String {
         let fetch = async {

@@ -21,6 +21,16 @@ fn guest(code: Option<i32>, state: &str, message: Option<&str>) -> Option<GuestE
         exit_code: code,
         state: Some(state.into()),
         message: message.map(str::to_owned),
+        refused: vec![],
+    })
+}
+
+/// The guest put a link where its exit code belongs; it reported `exited`.
+fn tampered() -> Option<GuestEnd> {
+    Some(GuestEnd {
+        state: Some("exited".into()),
+        refused: vec![("exit_code", crate::guest_file::Refused::Link)],
+        ..GuestEnd::default()
     })
 }
 
@@ -187,6 +197,7 @@ fn every_way_a_container_ends_gives_kubelets_phase_reason_and_exit_code() {
         ("exit 3 without a message", Never, own(0, exited(3), verdict(DeathCause::JobError, None)), row("Failed", "Error", 3, Some("why"))),
         ("exit 3, OnFailure: restarted", OnFailure, own(0, exited(3), verdict(DeathCause::JobError, None)), row("Running", "Error", 3, Some("why"))),
         ("exit 3, Always: restarted", Always, own(0, exited(3), verdict(DeathCause::JobError, None)), row("Running", "Error", 3, Some("why"))),
+        ("exit_code replaced by a link, Never", Never, own(0, tampered(), None), row("Failed", "Error", 1, Some("the guest put a symlink in place of status/exit_code: its exit code is unknown"))),
         // The agent stops the run.
         ("liveness kill, guest shut down, Never", Never, stopped(Liveness, Term, None), row("Failed", "Error", 143, None)),
         ("liveness kill, VM killed, Always", Always, stopped(Liveness, Kill, None), row("Running", "Error", 137, None)),
@@ -263,6 +274,17 @@ fn the_guests_exit_code_wins_and_a_missing_one_is_said() {
     let (code, msg) = job_exit(137, guest(None, "running", None).unwrap());
     assert_eq!(code, 137);
     assert!(msg.unwrap().contains("tart run"));
+}
+
+#[test]
+fn a_refused_exit_code_is_never_a_success() {
+    let (code, msg) = job_exit(0, tampered().unwrap());
+    assert_eq!(code, 1);
+    assert_eq!(
+        msg.as_deref(),
+        Some("the guest put a symlink in place of status/exit_code: its exit code is unknown")
+    );
+    assert_eq!(job_exit(137, tampered().unwrap()).0, 137);
 }
 
 #[test]

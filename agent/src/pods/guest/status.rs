@@ -1,15 +1,17 @@
 //! What the guest launcher reported in the `status` share when its command ended: the exit
 //! code, the termination message, and the tail of the output for
 //! `terminationMessagePolicy: FallbackToLogsOnError` (docs/guest.md, "The status share").
-//! The files are small and local; reading them is synchronous. Parsing is pure.
+//! The files are small and local; reading them is synchronous. Parsing is pure. The guest
+//! writes them: every read goes through [`crate::guest_file`] (no link followed, nothing but
+//! a regular file, bounded), and what it refuses is reported in [`GuestEnd::refused`].
 
-use std::{
-    fs::File,
-    io::{self, Read, Seek, SeekFrom},
-    path::Path,
-};
+use std::path::Path;
 
+use crate::guest_file::{self, GuestFileError, Refused};
 use crate::pods::termination::{JobActivity, parse_job_mark};
+
+/// The most read of `exit_code`, `state` and `job`: a word or a number and a newline.
+const SMALL_FILE_BYTES: u64 = 64;
 
 /// Kubelet's bound on a termination message.
 pub const MAX_MESSAGE_BYTES: usize = 4096;
@@ -27,6 +29,9 @@ pub struct GuestEnd {
     pub state: Option<String>,
     /// The termination message: `termination-log`, else (when asked) the output's tail.
     pub message: Option<String>,
+    /// Files that were something other than a regular file, and what they were; read as
+    /// absent.
+    pub refused: Vec<(&'static str, Refused)>,
 }
 
 /// `exit_code`'s content: a decimal and a newline.
@@ -54,29 +59,47 @@ pub fn log_tail(text: &str) -> String {
 /// Read what the launcher left in `status`. `fallback_to_logs`: the Pod asked for
 /// `FallbackToLogsOnError` (used only when the code is non-zero and there is no message).
 pub fn read_end(status: &Path, fallback_to_logs: bool) -> GuestEnd {
-    let exit_code = std::fs::read_to_string(status.join("exit_code"))
-        .ok()
-        .and_then(|s| parse_exit_code(&s));
-    let state = std::fs::read_to_string(status.join("state"))
-        .ok()
-        .map(|s| s.trim().to_owned());
-    let mut message = read_capped(&status.join("termination-log"), MAX_MESSAGE_BYTES)
-        .ok()
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
-        .filter(|m| !m.is_empty());
+    let mut refused = Vec::new();
+    let mut read = |name: &'static str, last: bool, max: usize| {
+        let path = status.join(name);
+        let max = u64::try_from(max).unwrap_or(u64::MAX);
+        let got = if last {
+            guest_file::read_last(&path, max).map(|(b, _)| b)
+        } else {
+            guest_file::read_head(&path, max)
+        };
+        match got {
+            Ok(b) => Some(String::from_utf8_lossy(&b).into_owned()),
+            Err(GuestFileError::Refused(kind)) => {
+                refused.push((name, kind));
+                None
+            }
+            Err(_) => None,
+        }
+    };
+    let small = SMALL_FILE_BYTES as usize;
+    let exit_code = read("exit_code", false, small).and_then(|s| parse_exit_code(&s));
+    let state = read("state", false, small).map(|s| s.trim().to_owned());
+    let mut message = read("termination-log", false, MAX_MESSAGE_BYTES).filter(|m| !m.is_empty());
     if message.is_none() && fallback_to_logs && exit_code.is_some_and(|c| c != 0) {
         // The two streams are kept apart; the error stream is the one a failure speaks on.
         let tail = ["stderr", "stdout"].into_iter().find_map(|f| {
-            let b = read_last(&status.join(f), MAX_LOG_BYTES).ok()?;
-            let t = log_tail(&String::from_utf8_lossy(&b));
+            let t = log_tail(&read(f, true, MAX_LOG_BYTES)?);
             (!t.trim().is_empty()).then_some(t)
         });
         message = tail;
+    }
+    // Read by others while the VM runs (the sampler, the job poll), which only skip them.
+    for name in [VITALS_FILE, JOB_FILE] {
+        if let Err(GuestFileError::Refused(kind)) = guest_file::open_in(status, name) {
+            refused.push((name, kind));
+        }
     }
     GuestEnd {
         exit_code,
         state,
         message,
+        refused,
     }
 }
 
@@ -88,6 +111,9 @@ pub fn clear_end(status: &Path) {
     }
 }
 
+/// The guest's vitals in the status share (read by `vitals::guest`).
+const VITALS_FILE: &str = "vitals";
+
 /// The file in the status share where the job marks itself `busy` or `idle`.
 pub const JOB_FILE: &str = "job";
 
@@ -95,30 +121,15 @@ pub const JOB_FILE: &str = "job";
 /// (`state` `exited` or `failed`), else its own mark; `None` when it says nothing readable,
 /// so the last mark read stays in force.
 pub fn read_job(status: &Path) -> Option<JobActivity> {
-    let state = std::fs::read_to_string(status.join("state")).unwrap_or_default();
+    let read = |name| {
+        let b = guest_file::read_head(&status.join(name), SMALL_FILE_BYTES).ok()?;
+        Some(String::from_utf8_lossy(&b).into_owned())
+    };
+    let state = read("state").unwrap_or_default();
     if matches!(state.trim(), "exited" | "failed") {
         return Some(JobActivity::Ended);
     }
-    let mark = std::fs::read_to_string(status.join(JOB_FILE)).ok()?;
-    parse_job_mark(&mark)
-}
-
-fn read_capped(path: &Path, max: usize) -> io::Result<Vec<u8>> {
-    let mut buf = Vec::new();
-    File::open(path)?
-        .take(u64::try_from(max).unwrap_or(u64::MAX))
-        .read_to_end(&mut buf)?;
-    Ok(buf)
-}
-
-fn read_last(path: &Path, max: usize) -> io::Result<Vec<u8>> {
-    let mut f = File::open(path)?;
-    let len = f.metadata()?.len();
-    let max = u64::try_from(max).unwrap_or(u64::MAX);
-    f.seek(SeekFrom::Start(len.saturating_sub(max)))?;
-    let mut buf = Vec::new();
-    f.read_to_end(&mut buf)?;
-    Ok(buf)
+    parse_job_mark(&read(JOB_FILE)?)
 }
 
 #[cfg(test)]
@@ -166,6 +177,34 @@ mod tests {
         clear_end(s);
         let e = read_end(s, false);
         assert_eq!((e.exit_code, e.message), (None, None));
+    }
+
+    #[test]
+    fn links_and_fifos_in_the_share_are_refused_and_never_read() {
+        let d = tempfile::tempdir().unwrap();
+        let host = tempfile::tempdir().unwrap();
+        let secret = host.path().join("secret");
+        std::fs::write(&secret, "7\nmarker-5f2c\n").unwrap();
+        let s = d.path();
+        for f in ["exit_code", "termination-log", "stderr"] {
+            std::os::unix::fs::symlink(&secret, s.join(f)).unwrap();
+        }
+        nix::unistd::mkfifo(&s.join("state"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        nix::unistd::mkfifo(&s.join(JOB_FILE), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let e = read_end(s, true);
+        assert_eq!((e.exit_code, e.state, e.message), (None, None, None));
+        let fifo = Refused::Fifo;
+        let link = Refused::Link;
+        assert_eq!(
+            e.refused,
+            [
+                ("exit_code", link),
+                ("state", fifo),
+                ("termination-log", link),
+                (JOB_FILE, fifo)
+            ]
+        );
+        assert_eq!(read_job(s), None);
     }
 
     #[test]

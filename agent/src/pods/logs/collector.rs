@@ -6,8 +6,10 @@
 //! run's saved offsets (`checkpoint.rs`). Starting and stopping collectors with the VM is the
 //! worker's job.
 
+use std::collections::HashSet;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::jiff::Timestamp;
@@ -18,11 +20,15 @@ use tracing::{Instrument, info_span, warn};
 use super::checkpoint::{self, Points};
 use super::cri::{self, Stream};
 use super::files::{self, PodLogId};
-use super::source::{Follower, StartAt};
+use super::source::{Fault, Follower, StartAt};
 use super::writer::{Rotation, RunLog};
 
 /// How often the sources are read.
 pub const POLL: Duration = Duration::from_millis(25);
+
+/// At most this many polls drain a run's unread output at its end: with the default rotation
+/// (50 MiB kept, 4 MiB a poll) it takes 13.
+const DRAIN_ROUNDS: usize = 64;
 
 /// Records waiting for the log file (which cannot be written) stop the sources being read.
 const BACKLOG_MAX: usize = 8 << 20;
@@ -45,6 +51,20 @@ pub struct Source {
     pub start: StartAt,
 }
 
+/// Told when a source misbehaves: the source and the fault, at most once per source and kind
+/// of fault (refused, skipped) in a collector's life.
+#[derive(Clone)]
+pub struct FaultReport(pub Arc<ReportFn>);
+
+/// What a [`FaultReport`] calls.
+pub type ReportFn = dyn Fn(&Source, Fault) + Send + Sync;
+
+impl std::fmt::Debug for FaultReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FaultReport")
+    }
+}
+
 /// What one collector follows and where it writes.
 #[derive(Debug, Clone)]
 pub struct CollectorSpec {
@@ -57,6 +77,8 @@ pub struct CollectorSpec {
     pub sources: Vec<Source>,
     pub rotation: Rotation,
     pub poll: Duration,
+    /// Where faults go besides the agent's log.
+    pub report: Option<FaultReport>,
 }
 
 impl CollectorSpec {
@@ -94,6 +116,7 @@ impl CollectorSpec {
             ],
             rotation: Rotation::default(),
             poll: POLL,
+            report: None,
         }
     }
 }
@@ -116,10 +139,17 @@ impl CollectorHandle {
 /// Start a collector. The start offsets ([`StartAt::End`], or the run's saved checkpoint)
 /// are taken before this returns.
 pub fn spawn(spec: CollectorSpec) -> CollectorHandle {
+    // A run's log keeps at most this much; a larger backlog is skipped, not copied.
+    let keep = spec
+        .rotation
+        .max_bytes
+        .saturating_mul(spec.rotation.max_files as u64);
     let mut followers: Vec<Follower> = spec
         .sources
         .iter()
-        .map(|s| Follower::new(s.path.clone(), s.stream, s.origin == Origin::Tart, s.start))
+        .map(|s| {
+            Follower::new(s.path.clone(), s.stream, s.origin == Origin::Tart, s.start).keeping(keep)
+        })
         .collect();
     let offsets = spec
         .pod
@@ -145,6 +175,7 @@ pub fn spawn(spec: CollectorSpec) -> CollectorHandle {
         log: None,
         backlog: Vec::new(),
         last_error: None,
+        faults: HashSet::new(),
         offsets,
         saved: Points::new(),
         saved_at: None,
@@ -184,6 +215,8 @@ struct State {
     log: Option<RunLog>,
     backlog: Vec<u8>,
     last_error: Option<io::ErrorKind>,
+    /// The faults reported: source index, and whether it was a skip.
+    faults: HashSet<(usize, bool)>,
     /// Where the checkpoint goes, the last one saved, and when.
     offsets: Option<PathBuf>,
     saved: Points,
@@ -200,20 +233,40 @@ impl State {
     /// One poll: read the sources (unless records are backed up), write, and on the `last`
     /// step mark the run ended.
     fn step(mut self, last: bool) -> Self {
+        if last {
+            // What is still unread (at most what the log keeps: more was skipped) is copied
+            // before the last read, a poll's worth at a time.
+            for _ in 0..DRAIN_ROUNDS {
+                self.poll_once(false);
+                if !self.followers.iter().any(Follower::behind) {
+                    break;
+                }
+            }
+        }
+        self.poll_once(last);
+        self
+    }
+
+    fn poll_once(&mut self, last: bool) {
         let time = cri::format_time(Timestamp::now());
         let mut result = Ok(());
         if self.backlog.len() < BACKLOG_MAX || last {
-            for f in &mut self.followers {
-                if let Err(e) = f.poll(&time, last, &mut self.backlog) {
-                    result = Err(e);
+            let mut faults = Vec::new();
+            for (i, f) in self.followers.iter_mut().enumerate() {
+                match f.poll(&time, last, &mut self.backlog) {
+                    Ok(Some(fault)) => faults.push((i, fault)),
+                    Ok(None) => {}
+                    Err(e) => result = Err(e),
                 }
+            }
+            for (i, fault) in faults {
+                self.fault(i, fault);
             }
         }
         if let Err(e) = self.write(last) {
             result = Err(e);
         }
         self.report(result);
-        self
     }
 
     fn write(&mut self, last: bool) -> io::Result<()> {
@@ -246,6 +299,35 @@ impl State {
             log.mark_ended()?;
         }
         Ok(())
+    }
+
+    /// Warn about a source's fault and pass it on, once per source and kind.
+    fn fault(&mut self, source: usize, fault: Fault) {
+        if !self
+            .faults
+            .insert((source, matches!(fault, Fault::Skipped(_))))
+        {
+            return;
+        }
+        let Some(src) = self.spec.sources.get(source) else {
+            return;
+        };
+        let file = src
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        match fault {
+            Fault::Refused(r) => {
+                warn!(%file, found = r.as_str(), "output file refused: not a regular file");
+            }
+            Fault::Skipped(bytes) => {
+                warn!(%file, bytes, "output skipped: more unread than the log keeps");
+            }
+        }
+        if let Some(report) = &self.spec.report {
+            (report.0)(src, fault);
+        }
     }
 
     /// Warn when a failure starts or changes kind, and once when it clears.

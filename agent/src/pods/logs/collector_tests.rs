@@ -2,6 +2,7 @@ use std::io::Write;
 use std::time::Instant;
 
 use super::*;
+use crate::guest_file::Refused;
 use crate::pods::logs::files;
 
 const WAIT: Duration = Duration::from_secs(5);
@@ -210,4 +211,79 @@ async fn a_collector_started_again_for_a_run_resumes_where_the_last_stopped() {
     append(&out, "ished\n");
     spawn(r.spec(0)).finish().await;
     assert_eq!(r.records(0), ["stdout F a", "stdout F unfinished"]);
+}
+
+/// The faults a collector reported: the file's name and the fault.
+type Seen = Arc<std::sync::Mutex<Vec<(String, Fault)>>>;
+
+/// A spec whose faults go to the returned list.
+fn reporting(mut spec: CollectorSpec) -> (CollectorSpec, Seen) {
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let to = seen.clone();
+    spec.report = Some(FaultReport(Arc::new(move |src: &Source, fault| {
+        let file = src.path.file_name().unwrap().to_string_lossy().into_owned();
+        to.lock().unwrap().push((file, fault));
+    })));
+    (spec, seen)
+}
+
+#[tokio::test]
+async fn a_link_or_fifo_in_place_of_the_output_is_refused_once_and_never_read() {
+    let r = rig();
+    let host = tempfile::tempdir().unwrap();
+    std::fs::write(host.path().join("secret"), "marker-9c1e\n").unwrap();
+    let (spec, seen) = reporting(r.spec(0));
+    let h = spawn(spec);
+    append(&r.status.join("stdout"), "mine\n");
+    r.wait_for(0, 1).await;
+    std::fs::remove_file(r.status.join("stdout")).unwrap();
+    std::os::unix::fs::symlink(host.path().join("secret"), r.status.join("stdout")).unwrap();
+    nix::unistd::mkfifo(&r.status.join("stderr"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let deadline = Instant::now() + WAIT;
+    while seen.lock().unwrap().len() < 2 {
+        assert!(Instant::now() < deadline, "{:?}", seen.lock().unwrap());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    tokio::time::timeout(WAIT, h.finish())
+        .await
+        .expect("the collector hung");
+    assert_eq!(r.records(0), ["stdout F mine"]);
+    let mut got = seen.lock().unwrap().clone();
+    got.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(
+        got,
+        [
+            ("stderr".to_owned(), Fault::Refused(Refused::Fifo)),
+            ("stdout".to_owned(), Fault::Refused(Refused::Link))
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_backlog_larger_than_the_log_keeps_is_skipped_not_copied() {
+    let r = rig();
+    let (mut spec, seen) = reporting(r.spec(0));
+    spec.rotation = Rotation {
+        max_bytes: 64 << 10,
+        max_files: 2,
+    };
+    let out = r.status.join("stdout");
+    append(&out, "before\n");
+    // 1 GiB at once, sparse: far more than the 128 KiB the log keeps.
+    let f = std::fs::OpenOptions::new().append(true).open(&out).unwrap();
+    f.set_len(1 << 30).unwrap();
+    append(&out, "\nafter\n");
+    spawn(spec).finish().await;
+    let got = r.records(0);
+    assert_eq!(got.last().unwrap(), "stdout F after");
+    let total: u64 = std::fs::read_dir(r.dir())
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .sum();
+    assert!(total <= 2 * (64 << 10) + 1024, "{total} bytes kept");
+    let skipped = (1u64 << 30) + 7 - 2 * (64 << 10);
+    assert_eq!(
+        seen.lock().unwrap().as_slice(),
+        [("stdout".to_owned(), Fault::Skipped(skipped))]
+    );
 }

@@ -1,5 +1,6 @@
 //! Where a Pod's container logs live, kubelet's layout:
-//! `<root>/<namespace>_<pod>_<uid>/<container>/<restart>.log`, rotated files beside it as
+//! `<root>/<namespace>_<pod>_<uid>/<container>/<restart>.log` (the Pod's name cut short when
+//! the three would pass a file name's 255 bytes), rotated files beside it as
 //! `<restart>.log.<YYYYMMDD-HHMMSS>` (a `-<n>` suffix when two rotations fall in one second),
 //! `<restart>.ended` once the collector of that run has written its last line, and
 //! `<restart>.offsets`, how far the collector has read its sources. Naming and
@@ -22,7 +23,9 @@ pub struct PodLogId {
 }
 
 impl PodLogId {
-    /// `<namespace>_<pod>_<uid>`, the Pod's directory under the log root.
+    /// `<namespace>_<pod>_<uid>`, the Pod's directory under the log root. Kubernetes allows
+    /// 63 + 253 + 36 bytes, more than a file name holds (255 bytes on APFS and ext4): then the
+    /// Pod's name is cut to fit. The UID alone is unique, so the cut name is too.
     ///
     /// # Errors
     /// `InvalidName` when a part is empty, `.` or `..`, or holds `/` or NUL, so a name from a
@@ -31,7 +34,16 @@ impl PodLogId {
         for part in [&self.namespace, &self.name, &self.uid] {
             check_component(part)?;
         }
-        Ok(root.join(format!("{}_{}_{}", self.namespace, self.name, self.uid)))
+        let fixed = self.namespace.len() + self.uid.len() + 2;
+        let mut keep = NAME_MAX.saturating_sub(fixed).min(self.name.len());
+        while !self.name.is_char_boundary(keep) {
+            keep -= 1;
+        }
+        let name = &self.name[..keep];
+        if name.is_empty() || fixed > NAME_MAX {
+            return Err(LogError::InvalidName(self.name.clone()));
+        }
+        Ok(root.join(format!("{}_{name}_{}", self.namespace, self.uid)))
     }
 
     /// The container's directory.
@@ -43,6 +55,9 @@ impl PodLogId {
         Ok(self.dir(root)?.join(container))
     }
 }
+
+/// The longest file name, in bytes, on the file systems the agent runs on (APFS, ext4).
+const NAME_MAX: usize = 255;
 
 fn check_component(s: &str) -> Result<(), LogError> {
     let bad = s.is_empty() || s == "." || s == ".." || s.contains(['/', '\0']);
@@ -264,6 +279,40 @@ mod tests {
             let err = id(ns, name).container_dir(root, c).unwrap_err();
             assert_eq!(err.kind(), super::super::error::LogErrorKind::InvalidName);
         }
+    }
+
+    #[test]
+    fn a_253_character_name_in_a_63_character_namespace_fits_a_file_name() {
+        let root = tempfile::tempdir().unwrap();
+        let id = |name: String| PodLogId {
+            namespace: "n".repeat(63),
+            name,
+            uid: "0f3c2e4a-5b6d-4e7f-8a9b-0c1d2e3f4a5b".into(),
+        };
+        let long = id(format!("{}a", "p".repeat(252)));
+        let dir = long.container_dir(root.path(), &"c".repeat(63)).unwrap();
+        std::fs::create_dir_all(&dir).expect("the directory can be made");
+        let pod_dir = long.dir(root.path()).unwrap();
+        let base = pod_dir.file_name().unwrap().to_str().unwrap();
+        assert_eq!(base.len(), NAME_MAX);
+        assert!(
+            base.starts_with(&format!("{}_ppp", "n".repeat(63))),
+            "{base}"
+        );
+        assert!(
+            base.ends_with("_0f3c2e4a-5b6d-4e7f-8a9b-0c1d2e3f4a5b"),
+            "{base}"
+        );
+        // Another Pod of the same long name (a new UID) gets its own directory.
+        let mut other = id(long.name.clone());
+        other.uid = "1f3c2e4a-5b6d-4e7f-8a9b-0c1d2e3f4a5b".into();
+        assert_ne!(other.dir(root.path()).unwrap(), pod_dir);
+        // A name that fits keeps kubelet's exact layout.
+        let short = id("p".into());
+        assert_eq!(
+            short.dir(root.path()).unwrap().file_name().unwrap().len(),
+            63 + 1 + 1 + 1 + 36
+        );
     }
 
     #[test]

@@ -16,10 +16,11 @@ pub mod source;
 mod tail;
 pub mod writer;
 
-pub use collector::{CollectorHandle, CollectorSpec, spawn};
+pub use collector::{CollectorHandle, CollectorSpec, FaultReport, Origin, Source, spawn};
 pub use error::LogError;
 pub use files::{PodLogId, remove_pod_logs};
 pub use reader::read;
+pub use source::Fault;
 
 #[cfg(test)]
 mod bench_tests;

@@ -1,15 +1,17 @@
 //! Following one output file (the guest's `status/stdout` or `status/stderr`, or `tart run`'s
 //! log) by byte offset, and cutting what it appends into line pieces for CRI records. A file
-//! that shrinks or is replaced was truncated, and is read again from its start. Blocking I/O:
-//! the collector calls it off the async runtime.
+//! that shrinks or is replaced was truncated, and is read again from its start. The guest
+//! writes these files: they are opened through [`crate::guest_file`] (no link followed,
+//! nothing but a regular file), and a backlog larger than the log keeps is skipped rather
+//! than copied only to be rotated away. Blocking I/O: the collector calls it off the async
+//! runtime.
 
-use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
-use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use super::cri::{self, MAX_CHUNK, Stream, TART_PREFIX};
+use crate::guest_file::{self, GuestFile, GuestFileError, Refused};
 
 /// Most bytes read from one file in one poll, so one chatty stream cannot hold the others up.
 const READ_MAX: u64 = 4 << 20;
@@ -78,12 +80,25 @@ pub enum StartAt {
     End,
 }
 
+/// Something a poll found wrong with its file; the file was not read, or not all of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// Something other than a regular file is in its place.
+    Refused(Refused),
+    /// More was unread than `keep`: this many bytes were skipped.
+    Skipped(u64),
+}
+
 /// One followed file.
 #[derive(Debug)]
 pub struct Follower {
     path: PathBuf,
     stream: Stream,
     tagged: bool,
+    /// The most unread bytes copied: older ones would only be rotated away.
+    keep: u64,
+    /// The last poll left bytes unread.
+    behind: bool,
     offset: u64,
     ino: Option<u64>,
     lines: Lines,
@@ -92,23 +107,38 @@ pub struct Follower {
 }
 
 impl Follower {
-    /// A follower of `path`; `tagged` prefixes each line with [`TART_PREFIX`]. With
+    /// A follower of `path`; `tagged` (`tart run`'s own log, not the guest's) prefixes each
+    /// line with [`TART_PREFIX`] and opens the file as the agent's own. With
     /// [`StartAt::End`] the file's length is taken now (a missing file starts at 0).
     pub fn new(path: PathBuf, stream: Stream, tagged: bool, start: StartAt) -> Self {
         let meta = match start {
             StartAt::Beginning => None,
-            StartAt::End => std::fs::metadata(&path).ok(),
+            StartAt::End => open(&path, tagged).ok(),
         };
         Self {
             path,
             stream,
             tagged,
-            offset: meta.as_ref().map_or(0, |m| m.len()),
-            ino: meta.as_ref().map(|m| m.ino()),
+            keep: u64::MAX,
+            behind: false,
+            offset: meta.as_ref().map_or(0, |m| m.len),
+            ino: meta.as_ref().map(|m| m.ino),
             lines: Lines::default(),
             at_line_start: true,
             last_data: Instant::now(),
         }
+    }
+
+    /// Copy at most the last `keep` bytes of what is unread at a poll.
+    #[must_use]
+    pub fn keeping(mut self, keep: u64) -> Self {
+        self.keep = keep;
+        self
+    }
+
+    /// Whether the last poll left bytes of the file unread.
+    pub fn behind(&self) -> bool {
+        self.behind
     }
 
     /// Where reading would resume without losing or repeating a line: the file's inode and
@@ -123,7 +153,7 @@ impl Follower {
     /// Continue from a [`Follower::checkpoint`] taken by an earlier collector of the same
     /// run, when the file is still the one it was taken on.
     pub fn resume(&mut self, ino: u64, offset: u64) {
-        let same = std::fs::metadata(&self.path).is_ok_and(|m| m.ino() == ino);
+        let same = open(&self.path, self.tagged).is_ok_and(|f| f.ino == ino);
         if same {
             self.ino = Some(ino);
             self.offset = offset;
@@ -132,13 +162,20 @@ impl Follower {
 
     /// Read what the file gained since the last poll and append its records, stamped `time`,
     /// to `out`. `last` gives up an unfinished line as a whole one (the run is over); otherwise
-    /// one that waited [`IDLE_FLUSH`] is written as a `P` record. A missing file is no error.
+    /// one that waited [`IDLE_FLUSH`] is written as a `P` record. A missing file is no error;
+    /// a refused one or a skipped backlog is the returned [`Fault`].
     ///
     /// # Errors
     /// I/O errors opening or reading the file; what was read before the error is kept.
-    pub fn poll(&mut self, time: &str, last: bool, out: &mut Vec<u8>) -> io::Result<()> {
+    pub fn poll(&mut self, time: &str, last: bool, out: &mut Vec<u8>) -> io::Result<Option<Fault>> {
         let mut pieces = Vec::new();
-        let read = self.read_new(&mut pieces);
+        self.behind = false;
+        let read = match self.read_new(&mut pieces) {
+            Ok(skipped) => Ok((skipped > 0).then_some(Fault::Skipped(skipped))),
+            Err(GuestFileError::Missing) => Ok(None),
+            Err(GuestFileError::Refused(r)) => Ok(Some(Fault::Refused(r))),
+            Err(GuestFileError::Io(e)) => Err(e),
+        };
         let now = Instant::now();
         if last {
             self.lines.flush(true, &mut pieces);
@@ -151,32 +188,35 @@ impl Follower {
         read
     }
 
-    fn read_new(&mut self, pieces: &mut Vec<Piece>) -> io::Result<()> {
-        let mut f = match File::open(&self.path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(e),
-        };
-        let meta = f.metadata()?;
-        if self.ino.is_some_and(|i| i != meta.ino()) || meta.len() < self.offset {
+    /// Read what is new; returns how many bytes were skipped.
+    fn read_new(&mut self, pieces: &mut Vec<Piece>) -> Result<u64, GuestFileError> {
+        let GuestFile { mut file, len, ino } = open(&self.path, self.tagged)?;
+        if self.ino.is_some_and(|i| i != ino) || len < self.offset {
             // Replaced or truncated: what it holds now is new output.
             self.lines.flush(true, pieces);
             self.offset = 0;
         }
-        self.ino = Some(meta.ino());
-        let want = meta.len().saturating_sub(self.offset).min(READ_MAX);
-        if want == 0 {
-            return Ok(());
+        self.ino = Some(ino);
+        let skipped = len.saturating_sub(self.offset).saturating_sub(self.keep);
+        if skipped > 0 {
+            // What the log would rotate away before anyone could read it is not copied.
+            self.lines.flush(false, pieces);
+            self.offset += skipped;
         }
-        f.seek(SeekFrom::Start(self.offset))?;
+        let want = len.saturating_sub(self.offset).min(READ_MAX);
+        if want == 0 {
+            return Ok(skipped);
+        }
+        file.seek(SeekFrom::Start(self.offset))?;
         let mut buf = Vec::new();
-        let n = f.take(want).read_to_end(&mut buf)?;
+        let n = file.take(want).read_to_end(&mut buf)?;
         self.offset += n as u64;
+        self.behind = len > self.offset;
         if n > 0 {
             self.last_data = Instant::now();
             self.lines.push(&buf, pieces);
         }
-        Ok(())
+        Ok(skipped)
     }
 
     fn encode(&mut self, time: &str, p: Piece, out: &mut Vec<u8>) {
@@ -188,6 +228,26 @@ impl Follower {
         cri::encode_piece(out, time, self.stream, &content, p.ends_line);
         self.at_line_start = p.ends_line;
     }
+}
+
+/// Open a source: the guest's files as untrusted ([`guest_file`]), `tart run`'s own log
+/// (`tart_log`, in the agent's `--vm-log-dir`, which may sit behind a link the operator made)
+/// as any file.
+fn open(path: &std::path::Path, tart_log: bool) -> Result<GuestFile, GuestFileError> {
+    use std::os::unix::fs::MetadataExt;
+    if !tart_log {
+        return guest_file::open_path(path);
+    }
+    let file = std::fs::File::open(path).map_err(|e| match e.kind() {
+        io::ErrorKind::NotFound => GuestFileError::Missing,
+        _ => GuestFileError::Io(e),
+    })?;
+    let meta = file.metadata()?;
+    Ok(GuestFile {
+        len: meta.len(),
+        ino: meta.ino(),
+        file,
+    })
 }
 
 #[cfg(test)]

@@ -2,11 +2,13 @@
 //! `CreateContainerConfigError` while something the Pod reads is missing), keep the volumes
 //! current while the VM runs, and remove the per-VM directory with the VM.
 
+use std::sync::Arc;
+
 use tart::Tart;
 use tracing::{info, warn};
 
 use super::{Worker, WorkerInput};
-use crate::pods::logs::{self, CollectorSpec, PodLogId};
+use crate::pods::logs::{self, CollectorSpec, Fault, FaultReport, Origin, PodLogId, Source};
 use crate::pods::{
     events::Occurrence,
     guest::{
@@ -19,6 +21,28 @@ use crate::pods::{
     reasons::WaitingReason,
     status::ContainerView,
 };
+
+/// The status share's files the agent reads, in the order that numbers their events.
+const GUEST_FILES: [&str; 7] = [
+    "exit_code",
+    "state",
+    "termination-log",
+    "stdout",
+    "stderr",
+    "vitals",
+    "job",
+];
+
+/// The event number of a fault of the guest's file `name` (in the status share) in run `run`:
+/// one event per file, kind of fault and run.
+pub(super) fn guest_fault_seq(run: u32, name: &str) -> u32 {
+    let slot = GUEST_FILES
+        .iter()
+        .position(|f| *f == name)
+        .unwrap_or(GUEST_FILES.len());
+    run.saturating_mul(8)
+        .saturating_add(u32::try_from(slot).unwrap_or(7))
+}
 
 impl<T: Tart> Worker<T> {
     /// Resolve and write the guest's shares.
@@ -97,7 +121,8 @@ impl<T: Tart> Worker<T> {
     }
 
     /// Start copying this run's output (the guest's stdout and stderr, `tart run`'s own) into
-    /// the Pod's log, run number `restarts`.
+    /// the Pod's log, run number `restarts`. What the guest does wrong to its two files (a
+    /// link or FIFO in their place, more output than the log keeps) becomes an event.
     pub(super) fn start_collector(&mut self, input: &WorkerInput) {
         let spec = CollectorSpec::for_vm(
             self.ctx.cfg.pod_log_dir.clone(),
@@ -107,6 +132,35 @@ impl<T: Tart> Worker<T> {
             &self.ctx.cfg.guest.layout.status(&self.state.vm),
             self.run_opts().log_path,
         );
+        let (events, uid, obj) = (
+            self.ctx.events.clone(),
+            input.uid.clone(),
+            input.obj.clone(),
+        );
+        let run = self.state.facts.restarts;
+        let report = move |src: &Source, fault: Fault| {
+            let name = src
+                .path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned());
+            let (Origin::Guest, Some(name)) = (src.origin, name) else {
+                return;
+            };
+            let seq = guest_fault_seq(run, &name);
+            let file = format!("status/{name}");
+            let occ = match fault {
+                Fault::Refused(r) => Occurrence::GuestFileRefused {
+                    file,
+                    found: r.as_str(),
+                },
+                Fault::Skipped(bytes) => Occurrence::GuestOutputSkipped { file, bytes },
+            };
+            events.emit(&uid, &obj, seq, occ);
+        };
+        let spec = CollectorSpec {
+            report: Some(FaultReport(Arc::new(report))),
+            ..spec
+        };
         self.collector = Some(logs::spawn(spec));
     }
 

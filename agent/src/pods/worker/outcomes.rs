@@ -131,7 +131,23 @@ impl<T: Tart> Worker<T> {
             .and_then(|c| c.termination_message_policy.as_deref())
             == Some("FallbackToLogsOnError");
         let status = self.ctx.cfg.guest.layout.status(&self.state.vm);
-        Some(read_end(&status, fallback))
+        let end = read_end(&status, fallback);
+        drop(input);
+        self.report_refused(&end);
+        Some(end)
+    }
+
+    /// One event per file of the status share the guest put something else than a file in.
+    fn report_refused(&self, end: &GuestEnd) {
+        let input = self.input.borrow().clone();
+        for (name, found) in &end.refused {
+            let occ = Occurrence::GuestFileRefused {
+                file: format!("status/{name}"),
+                found: found.as_str(),
+            };
+            let seq = super::guest::guest_fault_seq(self.state.facts.restarts, name);
+            self.emit(&input, seq, occ);
+        }
     }
 
     /// Why the run ended abnormally, from the vitals; `None` for a clean end or one the agent

@@ -223,6 +223,34 @@ pub struct VmKnob {
     /// (under `guest_launcher`); read at every call, so a test can change it mid-run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub guest_vitals: Option<GuestVitals>,
+    /// A hostile guest (under `guest_launcher`): what it does to its status share once the
+    /// launcher has ended, before the guest powers off (`shutdown_ms` later).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub guest_attack: Option<GuestAttack>,
+}
+
+/// What a hostile guest does to files of its status share (knob `guest_attack`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GuestAttack {
+    /// Status share files (`stdout`, `exit_code`, `termination-log`, `vitals`, …) to attack.
+    pub files: Vec<String>,
+    /// How.
+    pub how: AttackKind,
+}
+
+/// How a hostile guest replaces or grows a status file.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AttackKind {
+    /// Replace it with a symbolic link to this host path.
+    Symlink(String),
+    /// Replace it with a FIFO nobody writes.
+    #[default]
+    Fifo,
+    /// Grow it by this many bytes at once (a sparse hole, no write), then append a newline,
+    /// `after the flood` and a newline.
+    Grow(u64),
 }
 
 /// The guest's memory, load and disk as its macOS tools print them (knob `guest_vitals`).
@@ -317,7 +345,8 @@ impl VmKnob {
             real_exec,
             exec_delay_ms,
             endpoints,
-            guest_vitals
+            guest_vitals,
+            guest_attack
         );
     }
 }

@@ -287,6 +287,10 @@ async fn supervise(
                 // had nothing to run: then the guest keeps running what the image starts.
                 guest = None;
                 let idle = status_state(record_shares.as_deref()).as_deref() == Some("idle");
+                let attack = crate::rules::load(&ctx.home).unwrap_or(knobs.clone()).vm(name).guest_attack;
+                if let (Some(attack), Some(status)) = (attack, status_dir(record_shares.as_deref())) {
+                    crate::guest_attack::play(&status, &attack)?;
+                }
                 if shutdown_at.is_none() && !idle {
                     shutdown_at = Some(Instant::now() + Duration::from_millis(shutdown_ms));
                 }
@@ -394,9 +398,14 @@ pub fn suspend(ctx: &Ctx, p: &Parsed) -> Result<(), Failure> {
 
 /// The guest launcher's `state` in the `status` share, if there is one.
 fn status_state(shares: Option<&[crate::dirs::Share]>) -> Option<String> {
+    let state = fs::read_to_string(status_dir(shares)?.join("state")).ok()?;
+    Some(state.trim().to_owned())
+}
+
+/// The host directory of the `status` share.
+fn status_dir(shares: Option<&[crate::dirs::Share]>) -> Option<std::path::PathBuf> {
     let status = shares?
         .iter()
         .find(|s| s.name.as_deref() == Some("status"))?;
-    let state = fs::read_to_string(status.path.join("state")).ok()?;
-    Some(state.trim().to_owned())
+    Some(status.path.clone())
 }
