@@ -3,7 +3,8 @@
 //! guest launcher. kubectl 1.32 now stays on its first attempt, a WebSocket with
 //! `v5.channel.k8s.io`; forced onto SPDY it still works; and Debian's python3-kubernetes, a
 //! client none of this code was written against, gets the output and the exit code over
-//! `v4.channel.k8s.io`. Which transport served each session is read from the agent's log.
+//! `v4.channel.k8s.io`, and its stdin written as text messages (`write_stdin("...")`) reaches
+//! the command. Which transport served each session is read from the agent's log.
 //!
 //! Run: `cargo test -p tart-kubelet-tests --test kubelet_websocket -- --nocapture`
 
@@ -154,4 +155,39 @@ async fn python_kubernetes_stream_gets_the_output_and_the_exit_code() {
     assert_eq!(v["stdout"], "hi\n", "{v}");
     assert_eq!(v["code"], 3, "{v}");
     wait_sessions(&env, "websocket", 1).await;
+}
+
+/// python3-kubernetes' own way to feed stdin: `write_stdin(str)`, which sends a text message
+/// (`"\x00hello\n"`) on `v4.channel.k8s.io`.
+const PYTHON_TEXT_STDIN: &str = r#"
+import json, sys
+from kubernetes import client, config
+from kubernetes.stream import stream
+config.load_kube_config(config_file=sys.argv[1])
+core = client.CoreV1Api()
+ws = stream(core.connect_get_namespaced_pod_exec, sys.argv[3], sys.argv[2],
+            command=["sh", "-c", "read line; echo \"got $line\""],
+            stderr=True, stdin=True, stdout=True, tty=False, _preload_content=False)
+ws.write_stdin("hello\n")
+ws.run_forever(timeout=60)
+print(json.dumps({"stdout": ws.read_stdout(), "code": ws.returncode}))
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_kubernetes_stdin_written_as_text_reaches_the_command() {
+    let env = env("ws-text").await;
+    running_pod(&env, "job").await;
+
+    let mut cmd = tokio::process::Command::new("/usr/bin/python3");
+    cmd.arg("-c")
+        .arg(PYTHON_TEXT_STDIN)
+        .arg(env.cp.kubeconfig_path())
+        .arg(&env.ns)
+        .arg("job");
+    let (code, out, err) = run(cmd).await;
+    assert_eq!(code, 0, "python failed: {err}\n{}", env.agent_log());
+    let v: serde_json::Value =
+        serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{out:?}: {e}\n{err}"));
+    assert_eq!(v["stdout"], "got hello\n", "{v}\n{}", env.agent_log());
+    assert_eq!(v["code"], 0, "{v}");
 }

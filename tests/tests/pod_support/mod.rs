@@ -4,6 +4,8 @@
 //! `packaging/kubernetes/rbac.yaml` binds (least privilege), on the shared real control plane. Nothing here sleeps to wait: everything polls with a deadline.
 #![allow(dead_code)]
 
+pub mod tmux;
+
 use std::{collections::BTreeMap, net::SocketAddr, path::PathBuf, process::Stdio, time::Duration};
 
 use k8s_openapi::{
