@@ -132,7 +132,7 @@ async fn probe(env: &Env) -> (u128, u128) {
     let logs = t.elapsed().as_millis();
     assert!(
         ok && out.contains("started"),
-        "kubectl logs under abuse: {out:?} {err}\n{}",
+        "kubectl logs under abuse: ok={ok} {out:?} {err}\n{}",
         env.agent_log()
     );
     let t = Instant::now();

@@ -118,17 +118,17 @@ pub struct RunArgs {
     #[serde(default, deserialize_with = "de::duration")]
     pub(crate) kubelet_api_header_timeout: Option<Duration>,
     /// Kubelet API connections open at once; at the cap a new one closes the oldest
-    /// unauthenticated one, or is refused when all are authenticated. Default: 128.
+    /// unauthenticated one, or is refused when all are authenticated. Default: 96.
     #[arg(
         long,
         env = "TART_KUBELET_KUBELET_API_MAX_CONNECTIONS",
         value_name = "N"
     )]
     pub(crate) kubelet_api_max_connections: Option<usize>,
-    /// exec, attach and port-forward sessions at once; more get 429. Default: 32.
+    /// exec, attach and port-forward sessions at once; more get 429. Default: 16.
     #[arg(long, env = "TART_KUBELET_KUBELET_API_MAX_STREAMS", value_name = "N")]
     pub(crate) kubelet_api_max_streams: Option<usize>,
-    /// Followed container logs (`kubectl logs -f`) at once; more get 429. Default: 64.
+    /// Followed container logs (`kubectl logs -f`) at once; more get 429. Default: 32.
     #[arg(
         long,
         env = "TART_KUBELET_KUBELET_API_MAX_LOG_FOLLOWS",

@@ -92,9 +92,9 @@ fn with_defaults(a: RunArgs, host: &HostDefaults) -> Config {
             .unwrap_or_else(|| host.home.join(".tart-kubelet").join("pki")),
         kubelet_api_handshake_timeout: a.kubelet_api_handshake_timeout.unwrap_or(secs(10)),
         kubelet_api_header_timeout: a.kubelet_api_header_timeout.unwrap_or(secs(30)),
-        kubelet_api_max_connections: a.kubelet_api_max_connections.unwrap_or(128),
-        kubelet_api_max_streams: a.kubelet_api_max_streams.unwrap_or(32),
-        kubelet_api_max_log_follows: a.kubelet_api_max_log_follows.unwrap_or(64),
+        kubelet_api_max_connections: a.kubelet_api_max_connections.unwrap_or(96),
+        kubelet_api_max_streams: a.kubelet_api_max_streams.unwrap_or(16),
+        kubelet_api_max_log_follows: a.kubelet_api_max_log_follows.unwrap_or(32),
         streaming_connection_idle_timeout: a
             .streaming_connection_idle_timeout
             .unwrap_or(secs(4 * 3600)),

@@ -38,9 +38,9 @@ impl Default for Limits {
         Self {
             handshake: Duration::from_secs(10),
             header: Duration::from_secs(30),
-            max_connections: 128,
-            max_streams: 32,
-            max_log_follows: 64,
+            max_connections: 96,
+            max_streams: 16,
+            max_log_follows: 32,
             streaming_idle: Duration::from_secs(4 * 60 * 60),
         }
     }

@@ -68,7 +68,7 @@ pub async fn serve(
             },
             () = async { let _ = shutdown.wait_for(|s| *s).await; } => return,
         };
-        let Some((entry, evict)) = conns.enter() else {
+        let Some((entry, evict)) = conns.enter().await else {
             debug!(%peer, "kubelet api connection cap reached: connection closed");
             continue;
         };
@@ -100,6 +100,8 @@ pub async fn serve(
                     .and_then(|c| cert_user(c));
                 if user.is_some() {
                     entry.authenticated();
+                } else {
+                    entry.handshaken();
                 }
                 let this = entry.clone();
                 let service = service_fn(move |req| {
