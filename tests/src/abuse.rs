@@ -298,11 +298,6 @@ async fn session(
     matches!(status, 200 | 101).then_some(s)
 }
 
-/// Abusive connections open now.
-pub fn open_now(c: &Counters) -> usize {
-    c.open.load(Relaxed)
-}
-
 /// Authorized sessions open now.
 pub fn sessions_now(c: &Counters) -> usize {
     c.sessions_open.load(Relaxed)

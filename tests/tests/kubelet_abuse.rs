@@ -115,6 +115,7 @@ struct Figures {
     sessions_refused: u64,
     limited_connections: f64,
     logs_before_ms: u128,
+    exec_before_ms: u128,
     logs_ms: Vec<u128>,
     exec_ms: Vec<u128>,
     rss_before_kib: u64,
@@ -175,7 +176,7 @@ async fn under_abuse(label: &str, scale: Scale) -> Figures {
     };
     let mut f = Figures::default();
     // Before: one probe (which also warms the access-review cache), the agent's usage.
-    f.logs_before_ms = probe(&env).await.0;
+    (f.logs_before_ms, f.exec_before_ms) = probe(&env).await;
     (f.rss_before_kib, f.fds_before) = agent_usage(&env);
 
     let counters = Arc::new(Counters::default());
@@ -190,7 +191,7 @@ async fn under_abuse(label: &str, scale: Scale) -> Figures {
     ));
     let abusive = scale.idle_tcp + scale.idle_tls + scale.slow_headers + scale.flooders;
     let loaded = wait_for(Duration::from_secs(60), || async {
-        (abuse::open_now(&counters) >= abusive * 9 / 10
+        (abuse::peaks(&counters).0 >= abusive * 3 / 4
             && abuse::sessions_now(&counters) >= scale.follows + scale.execs
             && abuse::totals(&counters).1 > 0)
             .then_some(())
@@ -277,10 +278,12 @@ async fn figures_of_the_port_under_abuse() {
     let mut exec = f.exec_ms.clone();
     exec.sort_unstable();
     println!(
-        "kubectl logs before {} ms, during median {} ms max {} ms; kubectl exec median {} ms max {} ms",
+        "kubectl logs before {} ms, during median {} ms max {} ms; kubectl exec before {} ms, \
+         during median {} ms max {} ms",
         f.logs_before_ms,
         logs[logs.len() / 2],
         logs[logs.len() - 1],
+        f.exec_before_ms,
         exec[exec.len() / 2],
         exec[exec.len() - 1],
     );
