@@ -19,8 +19,7 @@ use std::{sync::Arc, time::Duration};
 use pod_support::{Env, phase};
 use tart_kubelet_tests::{
     abuse::{self, Counters, Plan, Target, tls::connector},
-    agent::free_port,
-    cluster::{ControlPlane, testing::run_program, wait_for},
+    cluster::{testing::run_program, wait_for},
     fake::{Knobs, VmKnob},
 };
 use tokio::{sync::watch, time::Instant};
@@ -30,15 +29,8 @@ const LAUNCHD_NOFILE: &str = "256";
 
 /// An agent serving the kubelet API, held to launchd's open-file limit, with a running job.
 async fn env(label: &str) -> (Env, u16) {
-    let cp = tokio::task::spawn_blocking(ControlPlane::shared)
-        .await
-        .expect("control plane");
-    let port = free_port().expect("free port").port();
-    let args = cp.kubelet_api_args(port);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let knobs = Knobs::new().with_vm("*", VmKnob::default().running_guest_launcher());
-    let mut env = Env::new(label, knobs, &args).await;
-    env.start_agent();
+    let (env, port) = Env::with_kubelet_api(label, knobs).await;
     let pid = env.agent_pid().expect("agent pid").to_string();
     let limit = format!("--nofile={LAUNCHD_NOFILE}:{LAUNCHD_NOFILE}");
     let (_, _, err) = run_program("prlimit", &["--pid", &pid, &limit]).await;
@@ -257,7 +249,7 @@ async fn authorized_logs_and_exec_keep_working_while_the_port_is_abused() {
 
 /// The figures of docs/performance.md: more of everything, ten probes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "a benchmark: about two minutes"]
+#[ignore = "a benchmark: about a minute and a half"]
 async fn figures_of_the_port_under_abuse() {
     let f = under_abuse(
         "abuse-long",

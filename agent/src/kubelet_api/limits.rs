@@ -1,8 +1,8 @@
 //! The kubelet port's limits (docs/kubelet-api.md "Limits"): deadlines for a connection's TLS
-//! handshake and request headers, a cap on open connections ([`super::conns`] applies it),
+//! handshake and request headers, a cap on open connections (`conns.rs` applies it),
 //! caps on concurrent streaming sessions and followed logs ([`Slots`]), and the streaming
-//! idle timeout. A caller over a cap is refused at once (`429`, or the connection closed);
-//! every refusal is counted by the limit that made it.
+//! idle timeout. A request over a session cap gets `429`; what the connection cap does is
+//! `conns.rs`'s. Every refusal is counted by the limit that made it.
 
 use std::{sync::Arc, time::Duration};
 
