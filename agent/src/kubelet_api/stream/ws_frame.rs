@@ -155,7 +155,12 @@ pub fn decode(p: WsProtocol, msg: &Message) -> Result<Incoming, FrameError> {
         return Ok(Incoming::Nothing);
     };
     let (channel, payload) = if p.base64() {
-        let channel = first.checked_sub(b'0').ok_or(FrameError::Base64)?;
+        // The channel is one ASCII character: the first byte of a longer UTF-8 character is
+        // not a channel.
+        let channel = first
+            .checked_sub(b'0')
+            .filter(|_| first.is_ascii())
+            .ok_or(FrameError::Base64)?;
         let data = STANDARD
             .decode(&bytes[1..])
             .map_err(|_| FrameError::Base64)?;

@@ -85,6 +85,14 @@ fn text_and_binary_messages_are_read_alike() {
         ),
         Err(FrameError::Base64)
     );
+    assert_eq!(
+        decode(
+            WsProtocol::V4Base64,
+            &Message::Binary(Bytes::from_static(b"\xc3aGk="))
+        ),
+        Err(FrameError::Base64),
+        "a non-ASCII first byte is not a channel digit"
+    );
 }
 
 #[test]
