@@ -300,6 +300,7 @@ pub async fn run<T: Tart>(
     let access = ApiAccess::default();
     let mut registry = registry;
     let exec_metrics = crate::kubelet_api::stream::ExecMetrics::register(&mut registry);
+    let limit_metrics = crate::kubelet_api::LimitMetrics::register(&mut registry);
     let image_metrics = crate::images::metrics::ImageMetrics::register(&mut registry);
     let readiness_metrics = node::readiness::ReadinessMetrics::register(&mut registry);
     let vitals_metrics = crate::vitals::metrics::VitalsMetrics::register(&mut registry);
@@ -357,6 +358,7 @@ pub async fn run<T: Tart>(
         logs: Some(logs),
         exec,
         exec_metrics,
+        limit_metrics,
         stats,
     };
     match crate::kubelet_api::settings(&cfg) {

@@ -1,5 +1,6 @@
 //! Test support: the real control plane harness ([`cluster`]) and `fake-tart` homes with their
 //! failure knobs ([`fake`]).
+pub mod abuse;
 pub mod agent;
 pub mod cluster;
 pub mod fake;

@@ -12,22 +12,13 @@ use std::time::Duration;
 
 use pod_support::{Env, WAIT, phase};
 use tart_kubelet_tests::{
-    agent::free_port,
-    cluster::{ControlPlane, testing::run_program, wait_for},
+    cluster::{testing::run_program, wait_for},
     fake::Knobs,
 };
 
 /// An agent serving the kubelet API on its own port with the cluster's test PKI.
 async fn env(label: &str) -> (Env, u16) {
-    let cp = tokio::task::spawn_blocking(ControlPlane::shared)
-        .await
-        .expect("control plane");
-    let port = free_port().expect("free port").port();
-    let args = cp.kubelet_api_args(port);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let mut env = Env::new(label, Knobs::new().with_latency_scale(0.001), &args).await;
-    env.start_agent();
-    (env, port)
+    Env::with_kubelet_api(label, Knobs::new().with_latency_scale(0.001)).await
 }
 
 /// `curl -k` to the agent: (HTTP status, body).

@@ -3,7 +3,8 @@
 //! job's output from the moment of attaching (none of what it printed before), stdin refused
 //! with the reason when the container does not set `stdin: true`, and fed to the job through
 //! the launcher's relay when it does: open across attaches, or closed after the first with
-//! `stdinOnce`.
+//! `stdinOnce`; `kubectl attach -it` to a `tty: true` job (kubectl in a tmux pane) refused at
+//! once with the reason, never a session that cannot be used or left.
 //!
 //! Run: `cargo test -p tart-kubelet-tests --test kubelet_attach -- --nocapture`
 
@@ -11,10 +12,10 @@ mod pod_support;
 
 use std::{process::Stdio, time::Duration};
 
-use pod_support::{Env, phase};
+use pod_support::{Env, phase, tmux::Tmux};
 use tart_kubelet_tests::{
     agent::free_port,
-    cluster::{ControlPlane, wait_for},
+    cluster::{ControlPlane, unique, wait_for},
     fake::{Knobs, VmKnob},
 };
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -200,5 +201,50 @@ async fn stdin_once_closes_the_jobs_stdin_when_the_first_attach_ends() {
         "the job never read end of file: {}\n{}",
         log_of(&env, "once").await,
         env.agent_log()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_attach_it_to_a_tty_job_is_refused_at_once_with_the_reason() {
+    let env = env("attach-tty").await;
+    let mut pod = env.pod("tty");
+    let c = &mut pod.spec.as_mut().unwrap().containers[0];
+    c.command = Some(vec!["/bin/sh".into(), "-c".into(), ECHO.into()]);
+    c.stdin = Some(true);
+    c.tty = Some(true);
+    env.create(&pod).await;
+    env.wait_pod("tty", "Running", |p| phase(p) == "Running")
+        .await;
+
+    // A real terminal, so kubectl puts it in raw mode and asks for `tty=1`; the pane stays
+    // open after kubectl ends (`exec cat`) to be read.
+    let tmux = Tmux(unique("attach-tty"));
+    let cmd = format!(
+        "kubectl --kubeconfig {} -n {} attach -it tty; echo \"kubectl exited $?\"; exec cat",
+        env.cp.kubeconfig_path().display(),
+        env.ns
+    );
+    tmux.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        "t",
+        "-x",
+        "200",
+        "-y",
+        "50",
+        &cmd,
+    ])
+    .await;
+    let ended = tmux.wait_for_text("kubectl exited 1", 1).await;
+    let pane = tmux.run(&["capture-pane", "-p", "-J", "-t", "t"]).await;
+    assert!(
+        ended.is_ok(),
+        "kubectl attach -it did not end by itself:\n{pane}\n{}",
+        env.agent_log()
+    );
+    assert!(
+        pane.contains("with a terminal") && pane.contains("kubectl exec -it"),
+        "the reason and the way out are shown:\n{pane}"
     );
 }

@@ -12,7 +12,7 @@ mod pod_support;
 
 use std::{path::Path, process::Stdio, time::Duration};
 
-use pod_support::{Env, phase, waiting_reason};
+use pod_support::{Env, phase, tmux::Tmux, waiting_reason};
 use tart_kubelet_tests::{
     agent::free_port,
     cluster::{ControlPlane, wait_for},
@@ -284,56 +284,6 @@ async fn a_hundred_exec_sessions_leave_no_process_and_no_descriptor_behind() {
         open_fds(pid),
         processes_with(env.home.path(), " exec ")
     );
-}
-
-/// A tmux server on its own socket, killed when dropped.
-struct Tmux(String);
-
-impl Tmux {
-    async fn run(&self, args: &[&str]) -> String {
-        let out = tokio::process::Command::new("tmux")
-            .args(["-L", &self.0])
-            .args(args)
-            .output()
-            .await
-            .expect("tmux");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    async fn pane(&self) -> String {
-        self.run(&["capture-pane", "-p", "-t", "t"]).await
-    }
-
-    async fn pane_size(&self) -> String {
-        let s = self
-            .run(&[
-                "display-message",
-                "-p",
-                "-t",
-                "t",
-                "#{pane_height} #{pane_width}",
-            ])
-            .await;
-        s.trim().to_owned()
-    }
-
-    /// Waits until the pane shows `text` `n` times.
-    async fn wait_for_text(&self, text: &str, n: usize) -> Result<(), String> {
-        wait_for(Duration::from_secs(30), || async {
-            (self.pane().await.matches(text).count() >= n).then_some(())
-        })
-        .await
-        .map_err(|_| text.to_owned())
-    }
-}
-
-impl Drop for Tmux {
-    #[allow(clippy::disallowed_methods)] // a blocking one-shot cleanup in Drop
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("tmux")
-            .args(["-L", &self.0, "kill-server"])
-            .status();
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

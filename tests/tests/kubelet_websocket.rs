@@ -3,7 +3,8 @@
 //! guest launcher. kubectl 1.32 now stays on its first attempt, a WebSocket with
 //! `v5.channel.k8s.io`; forced onto SPDY it still works; and Debian's python3-kubernetes, a
 //! client none of this code was written against, gets the output and the exit code over
-//! `v4.channel.k8s.io`. Which transport served each session is read from the agent's log.
+//! `v4.channel.k8s.io`, and its stdin written as text messages (`write_stdin("...")`) reaches
+//! the command. Which transport served each session is read from the agent's log.
 //!
 //! Run: `cargo test -p tart-kubelet-tests --test kubelet_websocket -- --nocapture`
 
@@ -121,13 +122,32 @@ async fn kubectl_exec_is_served_over_websocket_and_over_spdy_when_forced() {
     assert_eq!(ended_over(&env, "websocket"), 1);
 }
 
-/// Debian's python3-kubernetes: `stream()` over its WebSocket client (`v4.channel.k8s.io`).
-const PYTHON_EXEC: &str = r#"
+/// What every script starts with: the client from the kubeconfig in `argv[1]`.
+const PYTHON_PROLOGUE: &str = r#"
 import json, sys
 from kubernetes import client, config
 from kubernetes.stream import stream
 config.load_kube_config(config_file=sys.argv[1])
 core = client.CoreV1Api()
+"#;
+
+/// Runs `script` (after [`PYTHON_PROLOGUE`]) with Debian's interpreter, where
+/// python3-kubernetes is installed (tests/cluster/build.sh), for Pod `pod`: the JSON it
+/// prints.
+async fn python(env: &Env, script: &str, pod: &str) -> serde_json::Value {
+    let mut cmd = tokio::process::Command::new("/usr/bin/python3");
+    cmd.arg("-c")
+        .arg(format!("{PYTHON_PROLOGUE}{script}"))
+        .arg(env.cp.kubeconfig_path())
+        .arg(&env.ns)
+        .arg(pod);
+    let (code, out, err) = run(cmd).await;
+    assert_eq!(code, 0, "python failed: {err}\n{}", env.agent_log());
+    serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{out:?}: {e}\n{err}"))
+}
+
+/// Debian's python3-kubernetes: `stream()` over its WebSocket client (`v4.channel.k8s.io`).
+const PYTHON_EXEC: &str = r#"
 ws = stream(core.connect_get_namespaced_pod_exec, sys.argv[3], sys.argv[2],
             command=["sh", "-c", "echo hi; exit 3"],
             stderr=True, stdin=False, stdout=True, tty=False, _preload_content=False)
@@ -139,19 +159,28 @@ print(json.dumps({"stdout": ws.read_stdout(), "code": ws.returncode}))
 async fn python_kubernetes_stream_gets_the_output_and_the_exit_code() {
     let env = env("ws-python").await;
     running_pod(&env, "job").await;
-
-    // Debian's interpreter, where python3-kubernetes is installed (tests/cluster/build.sh).
-    let mut cmd = tokio::process::Command::new("/usr/bin/python3");
-    cmd.arg("-c")
-        .arg(PYTHON_EXEC)
-        .arg(env.cp.kubeconfig_path())
-        .arg(&env.ns)
-        .arg("job");
-    let (code, out, err) = run(cmd).await;
-    assert_eq!(code, 0, "python failed: {err}\n{}", env.agent_log());
-    let v: serde_json::Value =
-        serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{out:?}: {e}\n{err}"));
+    let v = python(&env, PYTHON_EXEC, "job").await;
     assert_eq!(v["stdout"], "hi\n", "{v}");
     assert_eq!(v["code"], 3, "{v}");
     wait_sessions(&env, "websocket", 1).await;
+}
+
+/// python3-kubernetes' own way to feed stdin: `write_stdin(str)`, which sends a text message
+/// (`"\x00hello\n"`) on `v4.channel.k8s.io`.
+const PYTHON_TEXT_STDIN: &str = r#"
+ws = stream(core.connect_get_namespaced_pod_exec, sys.argv[3], sys.argv[2],
+            command=["sh", "-c", "read line; echo \"got $line\""],
+            stderr=True, stdin=True, stdout=True, tty=False, _preload_content=False)
+ws.write_stdin("hello\n")
+ws.run_forever(timeout=60)
+print(json.dumps({"stdout": ws.read_stdout(), "code": ws.returncode}))
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_kubernetes_stdin_written_as_text_reaches_the_command() {
+    let env = env("ws-text").await;
+    running_pod(&env, "job").await;
+    let v = python(&env, PYTHON_TEXT_STDIN, "job").await;
+    assert_eq!(v["stdout"], "got hello\n", "{v}\n{}", env.agent_log());
+    assert_eq!(v["code"], 0, "{v}");
 }

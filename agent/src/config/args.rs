@@ -98,6 +98,53 @@ pub struct RunArgs {
     /// requested through the CSR API (no --tls-cert-file). Default: ~/.tart-kubelet/pki.
     #[arg(long, env = "TART_KUBELET_CERT_DIR", value_name = "DIR")]
     pub(crate) cert_dir: Option<PathBuf>,
+    /// Deadline of a kubelet API connection's TLS handshake. Default: 10s.
+    #[arg(
+        long,
+        env = "TART_KUBELET_KUBELET_API_HANDSHAKE_TIMEOUT",
+        value_name = "DURATION",
+        value_parser = parse_duration
+    )]
+    #[serde(default, deserialize_with = "de::duration")]
+    pub(crate) kubelet_api_handshake_timeout: Option<Duration>,
+    /// Deadline of each kubelet API request's headers, from the handshake or the previous
+    /// response (so also how long an idle kept-alive connection stays open). Default: 30s.
+    #[arg(
+        long,
+        env = "TART_KUBELET_KUBELET_API_HEADER_TIMEOUT",
+        value_name = "DURATION",
+        value_parser = parse_duration
+    )]
+    #[serde(default, deserialize_with = "de::duration")]
+    pub(crate) kubelet_api_header_timeout: Option<Duration>,
+    /// Kubelet API connections open at once; at the cap a new one closes the oldest
+    /// unauthenticated one, or is refused when all are authenticated. Default: 96.
+    #[arg(
+        long,
+        env = "TART_KUBELET_KUBELET_API_MAX_CONNECTIONS",
+        value_name = "N"
+    )]
+    pub(crate) kubelet_api_max_connections: Option<usize>,
+    /// exec, attach and port-forward sessions at once; more get 429. Default: 16.
+    #[arg(long, env = "TART_KUBELET_KUBELET_API_MAX_STREAMS", value_name = "N")]
+    pub(crate) kubelet_api_max_streams: Option<usize>,
+    /// Followed container logs (`kubectl logs -f`) at once; more get 429. Default: 32.
+    #[arg(
+        long,
+        env = "TART_KUBELET_KUBELET_API_MAX_LOG_FOLLOWS",
+        value_name = "N"
+    )]
+    pub(crate) kubelet_api_max_log_follows: Option<usize>,
+    /// An exec, attach or port-forward connection with nothing moving either way for this
+    /// long is closed (kubelet's flag). Default: 4h.
+    #[arg(
+        long,
+        env = "TART_KUBELET_STREAMING_CONNECTION_IDLE_TIMEOUT",
+        value_name = "DURATION",
+        value_parser = parse_duration
+    )]
+    #[serde(default, deserialize_with = "de::duration")]
+    pub(crate) streaming_connection_idle_timeout: Option<Duration>,
     /// Extra Node label key=value (repeatable; comma-separated in the environment). Keys in
     /// the kubernetes.io and k8s.io namespaces are refused. Labels under tart.run/ that are no
     /// longer configured are removed from the Node; other labels are never removed.
@@ -430,7 +477,10 @@ impl RunArgs {
             config, kubeconfig, node_name, tart_program, tart_home, vm_log_dir, guest_dir, pod_log_dir,
             log_file,
             log_format, log_filter, admin_addr, kubelet_port, kubelet_address, tls_cert_file,
-            tls_private_key_file, client_ca_file, cert_dir, node_labels, taint, vm_slots, max_pods,
+            tls_private_key_file, client_ca_file, cert_dir,
+            kubelet_api_handshake_timeout, kubelet_api_header_timeout, kubelet_api_max_connections,
+            kubelet_api_max_streams, kubelet_api_max_log_follows,
+            streaming_connection_idle_timeout, node_labels, taint, vm_slots, max_pods,
             memory_reserve, cpu, memory, ephemeral_storage, disk_pressure_free,
             memory_pressure_available,
             lease_duration, lease_renew_interval, node_status_check_interval,

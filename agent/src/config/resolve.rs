@@ -90,6 +90,14 @@ fn with_defaults(a: RunArgs, host: &HostDefaults) -> Config {
         cert_dir: a
             .cert_dir
             .unwrap_or_else(|| host.home.join(".tart-kubelet").join("pki")),
+        kubelet_api_handshake_timeout: a.kubelet_api_handshake_timeout.unwrap_or(secs(10)),
+        kubelet_api_header_timeout: a.kubelet_api_header_timeout.unwrap_or(secs(30)),
+        kubelet_api_max_connections: a.kubelet_api_max_connections.unwrap_or(96),
+        kubelet_api_max_streams: a.kubelet_api_max_streams.unwrap_or(16),
+        kubelet_api_max_log_follows: a.kubelet_api_max_log_follows.unwrap_or(32),
+        streaming_connection_idle_timeout: a
+            .streaming_connection_idle_timeout
+            .unwrap_or(secs(4 * 3600)),
         // Capacity and pressure.
         vm_slots: a.vm_slots.unwrap_or(2),
         max_pods: a.max_pods.or(a.vm_slots).unwrap_or(2),
@@ -219,14 +227,42 @@ fn check_heartbeat(c: &Config) -> Result<(), ConfigError> {
     )
 }
 
-/// The serving certificate and its key come as a pair; port 0 would advertise no port.
+/// The serving certificate and its key come as a pair; port 0 would advertise no port; a
+/// zero deadline or cap would refuse everything.
 fn check_kubelet_api(c: &Config) -> Result<(), ConfigError> {
     ensure(
         c.tls_cert_file.is_some() == c.tls_private_key_file.is_some(),
         "--tls-private-key-file",
         "--tls-cert-file and --tls-private-key-file are given together or not at all",
     )?;
-    ensure(c.kubelet_port != 0, "--kubelet-port", "must be 1-65535")
+    ensure(c.kubelet_port != 0, "--kubelet-port", "must be 1-65535")?;
+    for (d, setting) in [
+        (
+            c.kubelet_api_handshake_timeout,
+            "--kubelet-api-handshake-timeout",
+        ),
+        (c.kubelet_api_header_timeout, "--kubelet-api-header-timeout"),
+        (
+            c.streaming_connection_idle_timeout,
+            "--streaming-connection-idle-timeout",
+        ),
+    ] {
+        ensure(!d.is_zero(), setting, "must be positive")?;
+    }
+    for (n, setting) in [
+        (
+            c.kubelet_api_max_connections,
+            "--kubelet-api-max-connections",
+        ),
+        (c.kubelet_api_max_streams, "--kubelet-api-max-streams"),
+        (
+            c.kubelet_api_max_log_follows,
+            "--kubelet-api-max-log-follows",
+        ),
+    ] {
+        ensure(n >= 1, setting, "must be at least 1")?;
+    }
+    Ok(())
 }
 
 fn check_tart(c: &Config) -> Result<(), ConfigError> {

@@ -55,7 +55,7 @@ fn defaults_follow_kubelet_conventions() {
     assert_eq!(c.lease_duration, Duration::from_secs(40));
     assert_eq!(c.lease_renew_interval, Duration::from_secs(10));
     assert_eq!(c.admin_addr.to_string(), "127.0.0.1:10255");
-    let t = c.taint.unwrap();
+    let t = c.taint.clone().unwrap();
     assert_eq!(
         (t.key.as_str(), t.value.as_str(), t.effect.as_str()),
         ("virtual-kubelet.io/provider", "tart", "NoSchedule")
@@ -63,6 +63,15 @@ fn defaults_follow_kubelet_conventions() {
     assert_eq!(c.memory_reserve_bytes, 4 << 30);
     assert_eq!(c.log_format, LogFormat::Text);
     assert_eq!(c.pull_credentials, PullCredentials::PodSecrets);
+    // kubelet's streamingConnectionIdleTimeout; the kubelet port's other limits as documented.
+    assert_eq!(
+        c.streaming_connection_idle_timeout,
+        Duration::from_secs(4 * 3600)
+    );
+    assert_eq!(
+        crate::kubelet_api::limits(&c),
+        crate::kubelet_api::Limits::default()
+    );
 }
 
 #[test]
@@ -125,6 +134,18 @@ fn bad_values_name_the_setting() {
         (&["--vm-name-prefix=-x"][..], "--vm-name-prefix"),
         (&["--pod-concurrency", "0"][..], "--pod-concurrency"),
         (&["--api-timeout", "40s"][..], "--api-timeout"),
+        (
+            &["--kubelet-api-header-timeout", "0s"][..],
+            "--kubelet-api-header-timeout",
+        ),
+        (
+            &["--kubelet-api-max-streams", "0"][..],
+            "--kubelet-api-max-streams",
+        ),
+        (
+            &["--streaming-connection-idle-timeout", "0s"][..],
+            "--streaming-connection-idle-timeout",
+        ),
         (&["--min-tart-version", "2.x"][..], "--min-tart-version"),
         (
             &["--node-status-report-interval", "5s"][..],

@@ -2,7 +2,8 @@
 //! kubelet writes them, the Pod list is JSON, and a container log is streamed chunk by chunk
 //! (hyper sends each chunk as it arrives, which `kubectl logs -f` relies on). An exec is
 //! checked (query, Pod, container, upgrade) before it is switched to SPDY or WebSocket with a
-//! 101; the session then runs on its own task over the upgraded connection.
+//! 101; the session then runs on its own task over the upgraded connection. Streaming
+//! sessions and followed logs each take a slot under their cap ([`Slots`]) or get `429`.
 
 use std::{convert::Infallible, io, sync::Arc};
 
@@ -19,6 +20,7 @@ use tracing::{Instrument, debug, info, info_span};
 
 use super::{
     gate::Gate,
+    limits::{Slot, Slots},
     logs::{LogSource, LogTarget, query},
     pods::PodSource,
     review::UserInfo,
@@ -29,7 +31,7 @@ use super::{
         conn::Conn,
         metrics::{ExecMetrics, SessionClock},
         portforward, protocol,
-        session::{self, IDLE, Starter, Timeouts},
+        session::{self, Starter, Timeouts},
         transport, upgrade, ws_forward, ws_frame,
     },
 };
@@ -51,7 +53,18 @@ pub struct Api {
     pub exec_metrics: ExecMetrics,
     /// CPU and memory for `/stats/summary` and `/metrics/resource`.
     pub stats: Option<Arc<dyn StatsSource>>,
+    /// exec, attach and port-forward sessions at once.
+    pub streams: Slots,
+    /// Followed logs at once.
+    pub follows: Slots,
+    /// The streaming sessions' time limits.
+    pub timeouts: Timeouts,
 }
+
+/// Marks a response to a request that passed authentication and authorization, so the
+/// server counts its connection as authenticated (`super::conns`).
+#[derive(Debug, Clone, Copy)]
+pub struct Admitted;
 
 fn full(status: u16, content_type: &'static str, body: impl Into<Bytes>) -> Response<Body> {
     let body = Full::new(body.into())
@@ -97,7 +110,7 @@ pub async fn handle<B>(
         }
     };
     debug!(%method, %path, user = %user.name, "kubelet api request");
-    match routes::route(&method, &path) {
+    let mut resp = match routes::route(&method, &path) {
         Route::Healthz => text(200, "ok"),
         Route::Pods => pod_list(api.pods.as_ref()),
         Route::ContainerLogs {
@@ -110,7 +123,7 @@ pub async fn handle<B>(
                 pod: pod.into(),
                 container: container.into(),
             };
-            container_logs(api.logs.as_ref(), target, &query).await
+            container_logs(&api, target, &query).await
         }
         Route::Exec {
             namespace,
@@ -124,7 +137,7 @@ pub async fn handle<B>(
                 uid: uid.map(str::to_owned),
                 container: container.into(),
             };
-            exec(api.exec.as_ref(), target, &query, &mut parts, clock)
+            exec(&api, target, &query, &mut parts, clock)
         }
         Route::Attach {
             namespace,
@@ -144,7 +157,7 @@ pub async fn handle<B>(
             namespace,
             pod,
             uid,
-        } => port_forward(api.exec.as_ref(), namespace, pod, uid, &query, &mut parts),
+        } => port_forward(&api, namespace, pod, uid, &query, &mut parts),
         Route::Streaming(s) => text(
             501,
             format!(
@@ -170,7 +183,9 @@ pub async fn handle<B>(
         },
         Route::MethodNotAllowed => text(405, "405: Method Not Allowed"),
         Route::NotFound => text(404, "404 page not found"),
-    }
+    };
+    resp.extensions_mut().insert(Admitted);
+    resp
 }
 
 /// `GET /pods`: a v1 PodList of the Pods this agent runs.
@@ -184,14 +199,24 @@ fn pod_list(pods: &dyn PodSource) -> Response<Body> {
     full(200, "application/json", list.to_string())
 }
 
-async fn container_logs(logs: &dyn LogSource, target: LogTarget, raw: &str) -> Response<Body> {
+/// `/containerLogs`: a followed log takes a slot, held until its response ends.
+async fn container_logs(api: &Api, target: LogTarget, raw: &str) -> Response<Body> {
     let q = match query::parse(raw) {
         Ok(q) => q,
         Err(e) => return text(e.status(), e.body()),
     };
-    match logs.open(&target, &q).await {
+    let slot = match q.follow.then(|| api.follows.take("followed logs")) {
+        Some(Err(message)) => return text(429, message),
+        Some(Ok(slot)) => Some(slot),
+        None => None,
+    };
+    match api.logs.open(&target, &q).await {
         Ok(stream) => {
-            let body = StreamBody::new(stream.map_ok(Frame::data)).boxed_unsync();
+            let stream = stream.map_ok(move |chunk| {
+                let _held = &slot;
+                Frame::data(chunk)
+            });
+            let body = StreamBody::new(stream).boxed_unsync();
             let mut r = Response::new(body);
             r.headers_mut()
                 .insert(CONTENT_TYPE, HeaderValue::from_static("text/plain"));
@@ -207,14 +232,14 @@ async fn container_logs(logs: &dyn LogSource, target: LogTarget, raw: &str) -> R
 /// `/exec`: every check that kubelet makes before upgrading, then 101 and the session on its
 /// own task.
 fn exec(
-    source: Option<&Arc<dyn ExecSource>>,
+    api: &Api,
     target: ExecTarget,
     query: &str,
     parts: &mut hyper::http::request::Parts,
     clock: SessionClock,
 ) -> Response<Body> {
     let refuse = |code: u16, message: &str| refusal("exec", code, message);
-    let Some(source) = source else {
+    let Some(source) = api.exec.as_ref() else {
         return refuse(
             501,
             "exec is not implemented yet by this node (tart-kubelet)",
@@ -232,8 +257,9 @@ fn exec(
         Ok(t) => t,
         Err(a) => return upgrade_refused(refuse(a.status, &a.body), a.headers),
     };
-    let Some(on_upgrade) = parts.extensions.remove::<hyper::upgrade::OnUpgrade>() else {
-        return refuse(500, "this connection cannot be upgraded");
+    let (slot, on_upgrade) = match take_upgrade(api, parts) {
+        Ok(s) => s,
+        Err((code, message)) => return refuse(code, &message),
     };
     let source = source.clone();
     let argv = options.command.clone();
@@ -248,11 +274,12 @@ fn exec(
         protocol = transport.protocol(),
     );
     let switching_headers = transport.switching_headers();
+    let timeouts = api.timeouts;
     tokio::spawn(
         async move {
+            let _slot = slot;
             match on_upgrade.await {
                 Ok(upgraded) => {
-                    let timeouts = Timeouts::default();
                     let opened = transport
                         .open(TokioIo::new(upgraded), &options, timeouts)
                         .await;
@@ -323,12 +350,13 @@ async fn attach(
         tail_lines: Some(0),
         ..Default::default()
     };
+    let (slot, on_upgrade) = match take_upgrade(api, parts) {
+        Ok(s) => s,
+        Err((code, message)) => return refuse(code, &message),
+    };
     let output = match api.logs.open(&log, &from_now).await {
         Ok(o) => o,
         Err(e) => return refuse(e.status(), &e.to_string()),
-    };
-    let Some(on_upgrade) = parts.extensions.remove::<hyper::upgrade::OnUpgrade>() else {
-        return refuse(500, "this connection cannot be upgraded");
     };
     let relay = options.stdin.then(|| {
         let source = source.clone();
@@ -345,11 +373,12 @@ async fn attach(
         protocol = transport.protocol(),
     );
     let switching_headers = transport.switching_headers();
+    let timeouts = api.timeouts;
     tokio::spawn(
         async move {
+            let _slot = slot;
             match on_upgrade.await {
                 Ok(upgraded) => {
-                    let timeouts = Timeouts::default();
                     let opened = transport
                         .open(TokioIo::new(upgraded), &options, timeouts)
                         .await;
@@ -371,7 +400,7 @@ async fn attach(
 /// `/portForward`: the Pod must run and have an IP; then 101 and the pairs (SPDY) or the
 /// query's ports (the legacy WebSocket) on their own task.
 fn port_forward(
-    source: Option<&Arc<dyn ExecSource>>,
+    api: &Api,
     namespace: &str,
     pod: &str,
     uid: Option<&str>,
@@ -379,7 +408,7 @@ fn port_forward(
     parts: &mut hyper::http::request::Parts,
 ) -> Response<Body> {
     let refuse = |code: u16, message: &str| refusal("port-forward", code, message);
-    let Some(source) = source else {
+    let Some(source) = api.exec.as_ref() else {
         return refuse(
             501,
             "portForward is not implemented yet by this node (tart-kubelet)",
@@ -400,16 +429,19 @@ fn port_forward(
             Ok(p) => p,
             Err(message) => return refuse(400, &message),
         };
-        let Some(on_upgrade) = parts.extensions.remove::<hyper::upgrade::OnUpgrade>() else {
-            return refuse(500, "this connection cannot be upgraded");
+        let (slot, on_upgrade) = match take_upgrade(api, parts) {
+            Ok(s) => s,
+            Err((code, message)) => return refuse(code, &message),
         };
         let span = info_span!("port_forward", %namespace, %pod, transport = "websocket");
+        let idle = api.timeouts.idle;
         tokio::spawn(
             async move {
+                let _slot = slot;
                 match on_upgrade.await {
                     Ok(upgraded) => {
                         let io = TokioIo::new(upgraded);
-                        ws_forward::serve(io, protocol, ports, ip, what).await;
+                        ws_forward::serve(io, protocol, ports, ip, what, idle).await;
                         info!("port-forward session ended");
                     }
                     Err(error) => debug!(%error, "port-forward upgrade failed"),
@@ -423,15 +455,18 @@ fn port_forward(
         Ok(v) => v,
         Err(a) => return upgrade_refused(refuse(a.status, &a.body), a.headers),
     };
-    let Some(on_upgrade) = parts.extensions.remove::<hyper::upgrade::OnUpgrade>() else {
-        return refuse(500, "this connection cannot be upgraded");
+    let (slot, on_upgrade) = match take_upgrade(api, parts) {
+        Ok(s) => s,
+        Err((code, message)) => return refuse(code, &message),
     };
     let span = info_span!("port_forward", %namespace, %pod);
+    let idle = api.timeouts.idle;
     tokio::spawn(
         async move {
+            let _slot = slot;
             match on_upgrade.await {
                 Ok(upgraded) => {
-                    let conn = Conn::start(TokioIo::new(upgraded), IDLE);
+                    let conn = Conn::start(TokioIo::new(upgraded), idle);
                     portforward::serve(conn, ip, what).await;
                     info!("port-forward session ended");
                 }
@@ -445,6 +480,23 @@ fn port_forward(
         ("upgrade", "SPDY/3.1".into()),
         (upgrade::PROTOCOL_HEADER, version.into()),
     ])
+}
+
+/// The last step before a 101: a streaming session's slot (`429` when all are taken) and
+/// the connection's upgrade (`500` when it cannot be upgraded).
+fn take_upgrade(
+    api: &Api,
+    parts: &mut hyper::http::request::Parts,
+) -> Result<(Slot, hyper::upgrade::OnUpgrade), (u16, String)> {
+    let slot = api
+        .streams
+        .take("streaming sessions (exec, attach, port-forward)")
+        .map_err(|message| (429, message))?;
+    let on_upgrade = parts
+        .extensions
+        .remove::<hyper::upgrade::OnUpgrade>()
+        .ok_or((500, "this connection cannot be upgraded".to_owned()))?;
+    Ok((slot, on_upgrade))
 }
 
 /// A request to upgrade for `what` refused with `code`: kubelet's Status JSON body.

@@ -4,6 +4,7 @@ use k8s_openapi::api::core::v1::Pod;
 
 use super::*;
 use crate::kubelet_api::{
+    limits::Limit,
     logs::memory::MemoryLogs,
     review::{AccessRequest, ReviewError, Reviewer},
     stream::guest::ExecError,
@@ -29,6 +30,10 @@ impl Reviewer for Mock {
 }
 
 fn api() -> Arc<Api> {
+    api_with_follows(4)
+}
+
+fn api_with_follows(follows: usize) -> Arc<Api> {
     let pod: Pod = serde_json::from_value(serde_json::json!({
         "metadata": {"name": "p1", "namespace": "ns"},
         "spec": {"containers": [{"name": "c", "image": "img"}]}
@@ -41,6 +46,9 @@ fn api() -> Arc<Api> {
         exec: None,
         exec_metrics: Default::default(),
         stats: None,
+        streams: Slots::new(4, Limit::Streams, Default::default()),
+        follows: Slots::new(follows, Limit::LogFollows, Default::default()),
+        timeouts: Default::default(),
     })
 }
 
@@ -337,4 +345,34 @@ async fn attach_is_checked_before_any_upgrade_and_stdin_is_refused_with_the_reas
     // Past every check: the job's output is opened from its end, then the upgrade.
     let (status, body) = exec_call("/attach/ns/p1/c?output=1&error=1", &SPDY).await;
     assert_eq!(status, 500, "{body}");
+}
+
+#[tokio::test]
+async fn followed_logs_over_the_cap_get_429_until_one_ends() {
+    let api = api_with_follows(1);
+    let follow = || {
+        Request::builder()
+            .uri("/containerLogs/ns/p1/c?follow=true")
+            .header("Authorization", "Bearer admin")
+            .body(Empty::<Bytes>::new())
+            .unwrap()
+    };
+    let first = handle(api.clone(), None, follow()).await;
+    assert_eq!(first.status(), 200);
+    let second = handle(api.clone(), None, follow()).await;
+    assert_eq!(second.status(), 429);
+    let body = second.into_body().collect().await.unwrap().to_bytes();
+    assert!(
+        String::from_utf8_lossy(&body).contains("too many followed logs"),
+        "{body:?}"
+    );
+    // A log that is not followed is not capped.
+    let once = Request::builder()
+        .uri("/containerLogs/ns/p1/c")
+        .header("Authorization", "Bearer admin")
+        .body(Empty::<Bytes>::new())
+        .unwrap();
+    assert_eq!(handle(api.clone(), None, once).await.status(), 200);
+    drop(first);
+    assert_eq!(handle(api, None, follow()).await.status(), 200);
 }

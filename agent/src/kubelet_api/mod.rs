@@ -8,6 +8,8 @@
 //! leaves reading Pods to a [`PodSource`], reading container logs to a [`logs::LogSource`] and
 //! running commands in the guest to a [`stream::ExecSource`], which the Pod side provides
 //! ([`Services`]); [`stream`] serves `kubectl exec`, `attach` and `port-forward` over SPDY.
+//! [`limits`] bounds what callers can hold: deadlines, the connection cap ([`conns`]) and the
+//! session caps.
 //!
 //! Without `--tls-cert-file`/`--tls-private-key-file` the agent requests its serving
 //! certificate through the CSR API (`kubernetes.io/kubelet-serving`) and serves nothing until
@@ -15,9 +17,11 @@
 
 mod authz;
 mod cache;
+mod conns;
 pub mod csr;
 mod gate;
 mod handler;
+pub mod limits;
 pub mod logs;
 mod pods;
 mod review;
@@ -33,6 +37,7 @@ use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 use tokio::{net::TcpListener, sync::watch, task::JoinHandle};
 use tracing::{Instrument, info_span};
 
+pub use limits::{LimitMetrics, Limits};
 pub use pods::PodSource;
 pub use review::{KubeReviewer, Reviewer};
 pub use tls::{CertFiles, ReloadingCert, TlsError};
@@ -55,6 +60,8 @@ pub struct Settings {
     pub node_name: String,
     /// How often the certificate files are checked.
     pub reload_check: Duration,
+    /// Deadlines and caps.
+    pub limits: Limits,
 }
 
 /// Where the server listens and whose API it is, whichever way its certificate comes.
@@ -66,6 +73,8 @@ pub struct Listen {
     pub client_ca: Option<PathBuf>,
     /// This Node's name (the object of every access review).
     pub node_name: String,
+    /// Deadlines and caps.
+    pub limits: Limits,
 }
 
 /// PURE: where the server listens, from the configuration.
@@ -74,6 +83,19 @@ pub fn listen(cfg: &Config) -> Listen {
         addr: SocketAddr::new(cfg.kubelet_address, cfg.kubelet_port),
         client_ca: cfg.client_ca_file.clone(),
         node_name: cfg.node_name.clone(),
+        limits: limits(cfg),
+    }
+}
+
+/// PURE: the kubelet port's limits, from the configuration.
+pub fn limits(cfg: &Config) -> Limits {
+    Limits {
+        handshake: cfg.kubelet_api_handshake_timeout,
+        header: cfg.kubelet_api_header_timeout,
+        max_connections: cfg.kubelet_api_max_connections,
+        max_streams: cfg.kubelet_api_max_streams,
+        max_log_follows: cfg.kubelet_api_max_log_follows,
+        streaming_idle: cfg.streaming_connection_idle_timeout,
     }
 }
 
@@ -90,6 +112,7 @@ pub fn settings(cfg: &Config) -> Option<Settings> {
         client_ca: cfg.client_ca_file.clone(),
         node_name: cfg.node_name.clone(),
         reload_check: RELOAD_CHECK,
+        limits: limits(cfg),
     })
 }
 
@@ -137,6 +160,8 @@ pub struct Services {
     pub exec: Option<Arc<dyn stream::ExecSource>>,
     /// Exec session metrics.
     pub exec_metrics: stream::ExecMetrics,
+    /// What the limits refused.
+    pub limit_metrics: LimitMetrics,
     /// CPU and memory for `/stats/summary` and `/metrics/resource`; `None`: 404.
     pub stats: Option<Arc<dyn stats::StatsSource>>,
 }
@@ -166,6 +191,7 @@ pub async fn start(
         addr: settings.addr,
         client_ca: settings.client_ca.clone(),
         node_name: settings.node_name.clone(),
+        limits: settings.limits,
     };
     let mut running = start_with_cert(
         listen,
@@ -205,6 +231,7 @@ pub async fn start_with_cert(
         logs,
         exec,
         exec_metrics,
+        limit_metrics,
         stats,
     } = services;
     let config = tls::server_config(cert, listen.client_ca.as_deref(), provider)?;
@@ -216,6 +243,7 @@ pub async fn start_with_cert(
         })?;
     let addr = listener.local_addr().unwrap_or(listen.addr);
     let logs = logs.unwrap_or_else(|| Arc::new(logs::pending::NotCollected::new(pods.clone())));
+    let l = listen.limits;
     let api = Arc::new(handler::Api {
         gate: gate::Gate::new(listen.node_name.clone(), reviewer),
         pods,
@@ -223,9 +251,19 @@ pub async fn start_with_cert(
         exec,
         exec_metrics,
         stats,
+        streams: limits::Slots::new(l.max_streams, limits::Limit::Streams, limit_metrics.clone()),
+        follows: limits::Slots::new(
+            l.max_log_follows,
+            limits::Limit::LogFollows,
+            limit_metrics.clone(),
+        ),
+        timeouts: stream::session::Timeouts {
+            idle: l.streaming_idle,
+            ..Default::default()
+        },
     });
     let server = tokio::spawn(
-        server::serve(listener, Arc::new(config), api, shutdown)
+        server::serve(listener, Arc::new(config), api, l, limit_metrics, shutdown)
             .instrument(info_span!("kubelet_api")),
     );
     Ok(Running {

@@ -52,11 +52,21 @@ fn services(reviewer: Arc<Recorder>) -> Services {
         logs: None,
         exec: None,
         exec_metrics: Default::default(),
+        limit_metrics: Default::default(),
         stats: None,
     }
 }
 
 async fn start_server(cert: CertFiles, reviewer: Arc<Recorder>) -> (Running, watch::Sender<bool>) {
+    start_limited(cert, reviewer, Limits::default(), LimitMetrics::default()).await
+}
+
+async fn start_limited(
+    cert: CertFiles,
+    reviewer: Arc<Recorder>,
+    limits: Limits,
+    metrics: LimitMetrics,
+) -> (Running, watch::Sender<bool>) {
     let (tx, rx) = watch::channel(false);
     let settings = Settings {
         addr: "127.0.0.1:0".parse().unwrap(),
@@ -64,8 +74,13 @@ async fn start_server(cert: CertFiles, reviewer: Arc<Recorder>) -> (Running, wat
         client_ca: Some(testdata("ca.crt")),
         node_name: "mac-1".into(),
         reload_check: Duration::from_millis(20),
+        limits,
     };
-    let running = start(settings, services(reviewer), rx).await.unwrap();
+    let services = Services {
+        limit_metrics: metrics,
+        ..services(reviewer)
+    };
+    let running = start(settings, services, rx).await.unwrap();
     (running, tx)
 }
 
@@ -194,6 +209,7 @@ async fn unusable_certificate_files_stop_the_start() {
         client_ca: None,
         node_name: "mac-1".into(),
         reload_check: RELOAD_CHECK,
+        limits: Limits::default(),
     };
     let r = start(settings, services(Arc::new(Recorder::default())), rx).await;
     assert!(
@@ -227,3 +243,6 @@ fn without_certificate_files_the_certificate_is_requested_into_the_cert_dir() {
     };
     assert!(Config::resolve(half, &host).is_err());
 }
+
+#[path = "server_limits_tests.rs"]
+mod limits;

@@ -4,6 +4,8 @@
 //! `packaging/kubernetes/rbac.yaml` binds (least privilege), on the shared real control plane. Nothing here sleeps to wait: everything polls with a deadline.
 #![allow(dead_code)]
 
+pub mod tmux;
+
 use std::{collections::BTreeMap, net::SocketAddr, path::PathBuf, process::Stdio, time::Duration};
 
 use k8s_openapi::{
@@ -143,6 +145,20 @@ impl Env {
         env.extra_args
             .extend(["--identity".to_string(), "node".to_string()]);
         env
+    }
+
+    /// A started agent that serves the kubelet API on its own port with the cluster's test
+    /// PKI (`ControlPlane::kubelet_api_args`), and that port.
+    pub async fn with_kubelet_api(label: &str, knobs: Knobs) -> (Env, u16) {
+        let cp = tokio::task::spawn_blocking(ControlPlane::shared)
+            .await
+            .expect("control plane");
+        let port = free_port().port();
+        let args = cp.kubelet_api_args(port);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let mut env = Env::new(label, knobs, &args).await;
+        env.start_agent();
+        (env, port)
     }
 
     /// Start (or restart) the agent process.

@@ -51,14 +51,30 @@ pub enum AttachEnd {
 
 /// PURE: why an attach to `container` of `pod` with `options` is refused before the upgrade
 /// (a 400 with this message), or `None` to serve it.
+///
+/// stdin with a terminal (`tty=1`, which kubectl sends for `attach -it` to a `tty: true`
+/// container) is refused: the job has no terminal, so the raw keys of the client's terminal
+/// would reach it unedited — Enter as a carriage return, nothing echoed, Ctrl-C and Ctrl-D as
+/// plain bytes — a session nobody can use or leave. Output alone needs no terminal.
 pub fn refusal(pod: &Pod, container: &str, options: &ExecOptions) -> Option<String> {
-    if !options.stdin || has_stdin(pod, container) {
+    if !options.stdin {
         return None;
     }
-    Some(format!(
-        "stdin is not enabled for container {container:?} (the Pod does not set \
-         `stdin: true`); attach without -i to follow its output"
-    ))
+    if !has_stdin(pod, container) {
+        return Some(format!(
+            "stdin is not enabled for container {container:?} (the Pod does not set \
+             `stdin: true`); attach without -i to follow its output"
+        ));
+    }
+    options.tty.then(|| {
+        format!(
+            "cannot attach to container {container:?} with a terminal: tart-kubelet gives the \
+             job in the VM no terminal (`tty: true` is not honoured), so typed keys would not \
+             reach it as lines; attach with stdin from a pipe (`printf 'text\\n' | kubectl \
+             attach -i ...`), without -i to follow the output, or use `kubectl exec -it ... -- \
+             sh` for an interactive shell"
+        )
+    })
 }
 
 /// PURE: whether `container` of `pod` sets `stdin: true`.

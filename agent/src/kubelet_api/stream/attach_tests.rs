@@ -27,23 +27,33 @@ fn pod(stdin: Option<bool>) -> Pod {
 }
 
 #[test]
-fn stdin_is_refused_without_stdin_true_and_output_is_served() {
-    let output = opts("output=1&error=1");
-    assert_eq!(refusal(&pod(None), "c", &output), None);
-    assert_eq!(refusal(&pod(Some(true)), "c", &output), None);
-    let input = opts("input=1&output=1&tty=1");
-    let not_enabled = refusal(&pod(Some(false)), "c", &input).unwrap();
-    assert!(
-        not_enabled.contains("stdin is not enabled"),
-        "{not_enabled}"
-    );
-    let absent = refusal(&pod(None), "c", &input).unwrap();
-    assert_eq!(absent, not_enabled);
-    assert_eq!(
-        refusal(&pod(Some(true)), "c", &input),
-        None,
-        "stdin: true is fed through the relay"
-    );
+fn stdin_is_refused_without_stdin_true_or_with_a_terminal_and_output_is_served() {
+    // (query, the container's `stdin`, what the refusal says; "" = served)
+    let table: [(&str, Option<bool>, &str); 9] = [
+        ("output=1&error=1", None, ""),
+        ("output=1&error=1", Some(true), ""),
+        ("output=1&tty=1", Some(true), ""),
+        ("input=1&output=1", Some(true), ""),
+        ("input=1&output=1", None, "stdin is not enabled"),
+        (
+            "input=1&output=1&tty=1",
+            Some(false),
+            "stdin is not enabled",
+        ),
+        ("input=1&output=1&tty=1", Some(true), "with a terminal"),
+        ("input=1&tty=1", Some(true), "kubectl exec -it"),
+        ("input=1&output=1&error=1", Some(true), ""),
+    ];
+    for (query, stdin, says) in table {
+        let got = refusal(&pod(stdin), "c", &opts(query));
+        match got {
+            None => assert_eq!(says, "", "{query} stdin={stdin:?} served"),
+            Some(m) => assert!(
+                !says.is_empty() && m.contains(says),
+                "{query} stdin={stdin:?}: {m}"
+            ),
+        }
+    }
 }
 
 #[test]

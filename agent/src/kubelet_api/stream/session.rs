@@ -30,7 +30,7 @@ use super::{
 /// How long the client has to open every stream (kubelet's `streamCreationTimeout`).
 pub const STREAM_CREATION: Duration = Duration::from_secs(30);
 /// A connection with no frame either way for this long is closed (kubelet's
-/// `streamingConnectionIdleTimeout`).
+/// `streamingConnectionIdleTimeout`); `--streaming-connection-idle-timeout` sets it.
 pub const IDLE: Duration = Duration::from_secs(4 * 60 * 60);
 /// After the command exited: how long its output may still take to drain, and then how long
 /// the client gets to hang up after GOAWAY or Close.
@@ -51,6 +51,8 @@ pub struct Timeouts {
     pub creation: Duration,
     /// For output and hang-up after the command ended.
     pub drain: Duration,
+    /// Nothing moved either way on the connection for this long: it is closed.
+    pub idle: Duration,
 }
 
 impl Default for Timeouts {
@@ -58,6 +60,7 @@ impl Default for Timeouts {
         Self {
             creation: STREAM_CREATION,
             drain: DRAIN,
+            idle: IDLE,
         }
     }
 }

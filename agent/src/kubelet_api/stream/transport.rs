@@ -7,13 +7,15 @@
 //! unknown version, no protocol at all) is refused with a 4xx before upgrading, never a 101,
 //! so kubectl falls back to SPDY.
 
+use std::time::Duration;
+
 use hyper::header::HeaderMap;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{
     protocol::{ExecOptions, Protocol},
     remotecommand,
-    session::{End, IDLE, Link, Opened, Sink, Streams, Timeouts},
+    session::{End, Link, Opened, Sink, Streams, Timeouts},
     upgrade::{self, Answer, Upgrade},
     ws_conn::WsConn,
     ws_frame::{self, WsProtocol},
@@ -133,17 +135,17 @@ impl Transport {
     {
         match self {
             Self::Spdy(p) => {
-                let conn = super::conn::Conn::start(io, IDLE);
+                let conn = super::conn::Conn::start(io, t.idle);
                 remotecommand::open(conn, p, options, t).await
             }
-            Self::WebSocket { protocol, .. } => Ok(open_ws(io, protocol, options).await),
+            Self::WebSocket { protocol, .. } => Ok(open_ws(io, protocol, options, t.idle).await),
         }
     }
 }
 
 /// A WebSocket's channels exist from the start: the requested ones are taken as open, and
 /// one empty message on the lowest writable channel tells the client the session is ready.
-async fn open_ws<IO>(io: IO, p: WsProtocol, o: &ExecOptions) -> Opened
+async fn open_ws<IO>(io: IO, p: WsProtocol, o: &ExecOptions, idle: Duration) -> Opened
 where
     IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -154,7 +156,7 @@ where
     if o.tty {
         readable.push(ws_frame::RESIZE);
     }
-    let (conn, mut inbound) = WsConn::start(io, p, &readable, IDLE).await;
+    let (conn, mut inbound) = WsConn::start(io, p, &readable, idle).await;
     let first = if o.stdout {
         ws_frame::STDOUT
     } else if o.stderr {

@@ -72,6 +72,7 @@ pub fn status_body(code: u16, message: &str) -> String {
         400 => "BadRequest",
         403 => "Forbidden",
         404 => "NotFound",
+        429 => "TooManyRequests",
         _ => "InternalError",
     };
     serde_json::json!({

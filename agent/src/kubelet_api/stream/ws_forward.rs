@@ -23,7 +23,7 @@ use tracing::debug;
 
 use super::{
     conn::MAX_DATA,
-    session::{DRAIN, IDLE},
+    session::DRAIN,
     ws_conn::{ChannelTx, WsConn},
     ws_frame::WsProtocol,
 };
@@ -69,13 +69,19 @@ pub fn ports(query: &str, p: WsProtocol) -> Result<Vec<u16>, String> {
 }
 
 /// Serves one WebSocket port-forward over `io` to `ports` of `ip`; `what` names the Pod in
-/// error lines (`<pod>, uid <uid>`).
-pub async fn serve<IO>(io: IO, p: WsProtocol, ports: Vec<u16>, ip: IpAddr, what: String)
-where
+/// error lines (`<pod>, uid <uid>`); the connection closes after `idle` without traffic.
+pub async fn serve<IO>(
+    io: IO,
+    p: WsProtocol,
+    ports: Vec<u16>,
+    ip: IpAddr,
+    what: String,
+    idle: Duration,
+) where
     IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let data_channels: Vec<u8> = (0..ports.len()).map(data_channel).collect();
-    let (conn, mut inbound) = WsConn::start(io, p, &data_channels, IDLE).await;
+    let (conn, mut inbound) = WsConn::start(io, p, &data_channels, idle).await;
     let mut pairs = JoinSet::new();
     for (i, port) in ports.into_iter().enumerate() {
         let data = conn.tx(data_channel(i));

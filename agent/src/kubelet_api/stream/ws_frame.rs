@@ -144,39 +144,40 @@ pub enum FrameError {
     /// A close signal that is not exactly `[0xFF, channel]`.
     #[error("close signal of {0} bytes (want 2)")]
     CloseSignal(usize),
-    /// A text message of a binary protocol, or binary of a base64 one.
-    #[error("message type does not match the protocol")]
-    WrongType,
     /// A base64 message whose channel or payload does not decode.
     #[error("base64 message does not decode")]
     Base64,
 }
 
-/// PURE: the meaning of `msg` under protocol `p`.
+/// PURE: the meaning of `msg` under protocol `p`. Text and binary messages are read alike,
+/// as kubelet reads them: the protocol, not the message type, says whether the bytes are
+/// `[channel, bytes…]` or an ASCII channel digit and base64 (python-kubernetes'
+/// `write_stdin("…")` sends text on `v4.channel.k8s.io`).
 ///
 /// # Errors
 /// [`FrameError`] for a message the protocol does not allow.
 pub fn decode(p: WsProtocol, msg: &Message) -> Result<Incoming, FrameError> {
-    let (channel, payload) = match (msg, p.base64()) {
-        (Message::Binary(b), false) => match b.first() {
-            None => return Ok(Incoming::Nothing),
-            Some(&c) => (c, b.slice(1..)),
-        },
-        (Message::Text(t), true) => {
-            // The channel is one ASCII character: any other first character (several bytes
-            // in UTF-8) is not a channel.
-            let Some((&first, rest)) = t.as_bytes().split_first() else {
-                return Ok(Incoming::Nothing);
-            };
-            let channel = first
-                .checked_sub(b'0')
-                .filter(|_| first.is_ascii())
-                .ok_or(FrameError::Base64)?;
-            let data = STANDARD.decode(rest).map_err(|_| FrameError::Base64)?;
-            (channel, Bytes::from(data))
-        }
-        (Message::Binary(_) | Message::Text(_), _) => return Err(FrameError::WrongType),
+    let bytes = match msg {
+        Message::Binary(b) => b.clone(),
+        Message::Text(t) => Bytes::from(t.clone()),
         _ => return Ok(Incoming::Nothing),
+    };
+    let Some(&first) = bytes.first() else {
+        return Ok(Incoming::Nothing);
+    };
+    let (channel, payload) = if p.base64() {
+        // The channel is one ASCII character: the first byte of a longer UTF-8 character is
+        // not a channel.
+        let channel = first
+            .checked_sub(b'0')
+            .filter(|_| first.is_ascii())
+            .ok_or(FrameError::Base64)?;
+        let data = STANDARD
+            .decode(&bytes[1..])
+            .map_err(|_| FrameError::Base64)?;
+        (channel, Bytes::from(data))
+    } else {
+        (first, bytes.slice(1..))
     };
     if channel == CLOSE_SIGNAL && p == WsProtocol::V5 {
         return match payload.as_ref() {

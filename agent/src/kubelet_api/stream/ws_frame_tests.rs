@@ -76,13 +76,30 @@ fn base64_protocols_send_text_with_an_ascii_channel_digit() {
 }
 
 #[test]
-fn a_message_of_the_other_type_breaks_the_protocol() {
-    let text = Message::text("0aGk=");
-    assert_eq!(decode(WsProtocol::V5, &text), Err(FrameError::WrongType));
-    let bin = Message::Binary(Bytes::from_static(b"\x00hi"));
+fn text_and_binary_messages_are_read_alike() {
+    // python-kubernetes' `write_stdin("hi")` on a binary protocol: a text message.
+    let text = Message::text("\u{0}hi");
+    let hi = Ok(Incoming::Data(STDIN, Bytes::from_static(b"hi")));
+    assert_eq!(decode(WsProtocol::V4, &text), hi);
+    assert_eq!(decode(WsProtocol::V5, &text), hi);
+    assert_eq!(decode(WsProtocol::V1, &text), hi);
+    // A binary message on a base64 protocol is still base64.
+    let bin = Message::Binary(Bytes::from_static(b"0aGk="));
+    assert_eq!(decode(WsProtocol::V4Base64, &bin), hi);
     assert_eq!(
-        decode(WsProtocol::V4Base64, &bin),
-        Err(FrameError::WrongType)
+        decode(
+            WsProtocol::V4Base64,
+            &Message::Binary(Bytes::from_static(b"0!!"))
+        ),
+        Err(FrameError::Base64)
+    );
+    assert_eq!(
+        decode(
+            WsProtocol::V4Base64,
+            &Message::Binary(Bytes::from_static(b"\xc3aGk="))
+        ),
+        Err(FrameError::Base64),
+        "a non-ASCII first byte is not a channel digit"
     );
 }
 
