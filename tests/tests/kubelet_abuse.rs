@@ -21,6 +21,7 @@ use tart_kubelet_tests::{
     abuse::{self, Counters, Plan, Target, tls::connector},
     cluster::{testing::run_program, wait_for},
     fake::{Knobs, VmKnob},
+    sandbox::probe::parse_status_rss,
 };
 use tokio::{sync::watch, time::Instant};
 
@@ -47,26 +48,11 @@ async fn env(label: &str) -> (Env, u16) {
     (env, port)
 }
 
-/// `kubectl args...` through the API server: (success, stdout, stderr).
-async fn kubectl(env: &Env, args: &[&str]) -> (bool, String, String) {
-    let kc = env.cp.kubeconfig_path().display().to_string();
-    let mut all = vec![
-        "--kubeconfig",
-        kc.as_str(),
-        "-n",
-        env.ns.as_str(),
-        "--request-timeout",
-        "30s",
-    ];
-    all.extend_from_slice(args);
-    run_program("kubectl", &all).await
-}
-
 /// A bearer token of a new ServiceAccount without any rights on nodes (403 at the agent).
 async fn forbidden_token(env: &Env) -> String {
-    let (ok, _, err) = kubectl(env, &["create", "serviceaccount", "nobody"]).await;
+    let (ok, _, err) = env.kubectl(&["create", "serviceaccount", "nobody"]).await;
     assert!(ok, "create serviceaccount: {err}");
-    let (ok, token, err) = kubectl(env, &["create", "token", "nobody"]).await;
+    let (ok, token, err) = env.kubectl(&["create", "token", "nobody"]).await;
     assert!(ok, "create token: {err}");
     token.trim().to_owned()
 }
@@ -75,11 +61,7 @@ async fn forbidden_token(env: &Env) -> String {
 fn agent_usage(env: &Env) -> (u64, usize) {
     let pid = env.agent_pid().expect("agent pid");
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let rss = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0);
+    let rss = parse_status_rss(&status).map_or(0, |(bytes, _)| bytes / 1024);
     let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count());
     (rss, fds)
 }
@@ -121,7 +103,7 @@ struct Figures {
 /// ok` (which must print ok); panics with the agent's log when either fails.
 async fn probe(env: &Env) -> (u128, u128) {
     let t = Instant::now();
-    let (ok, out, err) = kubectl(env, &["logs", "job"]).await;
+    let (ok, out, err) = env.kubectl(&["logs", "job"]).await;
     let logs = t.elapsed().as_millis();
     assert!(
         ok && out.contains("started"),
@@ -129,7 +111,7 @@ async fn probe(env: &Env) -> (u128, u128) {
         env.agent_log()
     );
     let t = Instant::now();
-    let (ok, out, err) = kubectl(env, &["exec", "job", "--", "echo", "ok"]).await;
+    let (ok, out, err) = env.kubectl(&["exec", "job", "--", "echo", "ok"]).await;
     let exec = t.elapsed().as_millis();
     assert!(
         ok && out.trim() == "ok",
