@@ -14,22 +14,14 @@ use std::{process::Stdio, time::Duration};
 
 use pod_support::{Env, phase, tmux::Tmux};
 use tart_kubelet_tests::{
-    agent::free_port,
-    cluster::{ControlPlane, unique, wait_for},
+    cluster::{unique, wait_for},
     fake::{Knobs, VmKnob},
 };
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 async fn env(label: &str) -> Env {
-    let cp = tokio::task::spawn_blocking(ControlPlane::shared)
-        .await
-        .expect("control plane");
-    let args = cp.kubelet_api_args(free_port().expect("free port").port());
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let knobs = Knobs::new().with_vm("*", VmKnob::default().running_guest_launcher());
-    let mut env = Env::new(label, knobs, &args).await;
-    env.start_agent();
-    env
+    Env::with_kubelet_api(label, knobs).await.0
 }
 
 fn kubectl(env: &Env, args: &[&str]) -> tokio::process::Command {
