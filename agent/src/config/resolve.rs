@@ -11,6 +11,7 @@ use std::{
 };
 
 use super::{Config, ConfigError, DiskThreshold, HostDefaults, RunArgs, TaintSpec, units};
+use crate::kubelet_api::limits::Limits;
 
 impl Config {
     /// Fill in the defaults of settings not given and validate. Pure.
@@ -32,6 +33,7 @@ impl Config {
 /// `a`'s values where given, else the built-in defaults (the ones `--help` states).
 fn with_defaults(a: RunArgs, host: &HostDefaults) -> Config {
     let secs = Duration::from_secs;
+    let port = Limits::default();
     // A value without exactly one '/' leaves the namespace empty, which the checks refuse.
     let prepull = match a.prepull_config.as_deref().map(|v| v.split_once('/')) {
         None => ("tart-kubelet".to_owned(), "tart-kubelet-prepull".to_owned()),
@@ -90,14 +92,19 @@ fn with_defaults(a: RunArgs, host: &HostDefaults) -> Config {
         cert_dir: a
             .cert_dir
             .unwrap_or_else(|| host.home.join(".tart-kubelet").join("pki")),
-        kubelet_api_handshake_timeout: a.kubelet_api_handshake_timeout.unwrap_or(secs(10)),
-        kubelet_api_header_timeout: a.kubelet_api_header_timeout.unwrap_or(secs(30)),
-        kubelet_api_max_connections: a.kubelet_api_max_connections.unwrap_or(96),
-        kubelet_api_max_streams: a.kubelet_api_max_streams.unwrap_or(16),
-        kubelet_api_max_log_follows: a.kubelet_api_max_log_follows.unwrap_or(32),
+        // The port's limits: `Limits::default()` holds their defaults.
+        kubelet_api_handshake_timeout: a.kubelet_api_handshake_timeout.unwrap_or(port.handshake),
+        kubelet_api_header_timeout: a.kubelet_api_header_timeout.unwrap_or(port.header),
+        kubelet_api_max_connections: a
+            .kubelet_api_max_connections
+            .unwrap_or(port.max_connections),
+        kubelet_api_max_streams: a.kubelet_api_max_streams.unwrap_or(port.max_streams),
+        kubelet_api_max_log_follows: a
+            .kubelet_api_max_log_follows
+            .unwrap_or(port.max_log_follows),
         streaming_connection_idle_timeout: a
             .streaming_connection_idle_timeout
-            .unwrap_or(secs(4 * 3600)),
+            .unwrap_or(port.streaming_idle),
         // Capacity and pressure.
         vm_slots: a.vm_slots.unwrap_or(2),
         max_pods: a.max_pods.or(a.vm_slots).unwrap_or(2),

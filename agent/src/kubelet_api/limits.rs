@@ -13,9 +13,10 @@ use prometheus_client::{
 };
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use super::stream::session::IDLE;
 use crate::metrics::register;
 
-/// What the kubelet port allows, from the configuration.
+/// What the kubelet port allows, from the configuration; [`Default`] holds the flags' defaults.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     /// A connection's TLS handshake must finish within this.
@@ -41,7 +42,7 @@ impl Default for Limits {
             max_connections: 96,
             max_streams: 16,
             max_log_follows: 32,
-            streaming_idle: Duration::from_secs(4 * 60 * 60),
+            streaming_idle: IDLE,
         }
     }
 }
