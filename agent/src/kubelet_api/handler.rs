@@ -205,10 +205,9 @@ async fn container_logs(api: &Api, target: LogTarget, raw: &str) -> Response<Bod
         Ok(q) => q,
         Err(e) => return text(e.status(), e.body()),
     };
-    let slot = match q.follow.then(|| api.follows.take("followed logs")) {
-        Some(Err(message)) => return text(429, message),
-        Some(Ok(slot)) => Some(slot),
-        None => None,
+    let slot = match q.follow.then(|| api.follows.take("followed logs")).transpose() {
+        Ok(slot) => slot,
+        Err(message) => return text(429, message),
     };
     match api.logs.open(&target, &q).await {
         Ok(stream) => {
