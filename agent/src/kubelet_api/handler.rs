@@ -205,7 +205,11 @@ async fn container_logs(api: &Api, target: LogTarget, raw: &str) -> Response<Bod
         Ok(q) => q,
         Err(e) => return text(e.status(), e.body()),
     };
-    let slot = match q.follow.then(|| api.follows.take("followed logs")).transpose() {
+    let slot = match q
+        .follow
+        .then(|| api.follows.take("followed logs"))
+        .transpose()
+    {
         Ok(slot) => slot,
         Err(message) => return text(429, message),
     };
