@@ -297,24 +297,3 @@ async fn session(
     let (status, _) = read_head(&mut s).await?;
     matches!(status, 200 | 101).then_some(s)
 }
-
-/// Authorized sessions open now.
-pub fn sessions_now(c: &Counters) -> usize {
-    c.sessions_open.load(Relaxed)
-}
-
-/// Peak of (abusive connections, authorized sessions).
-pub fn peaks(c: &Counters) -> (usize, usize) {
-    (c.peak_open.load(Relaxed), c.peak_sessions.load(Relaxed))
-}
-
-/// (401s, 403s, other answers, connections the agent closed, sessions refused).
-pub fn totals(c: &Counters) -> (u64, u64, u64, u64, u64) {
-    (
-        c.unauthorized.load(Relaxed),
-        c.forbidden.load(Relaxed),
-        c.other_status.load(Relaxed),
-        c.closed_by_agent.load(Relaxed),
-        c.sessions_refused.load(Relaxed),
-    )
-}

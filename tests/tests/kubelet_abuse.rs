@@ -14,7 +14,10 @@
 
 mod pod_support;
 
-use std::{sync::Arc, time::Duration};
+use std::{
+    sync::{Arc, atomic::Ordering::Relaxed},
+    time::Duration,
+};
 
 use pod_support::{Env, phase};
 use tart_kubelet_tests::{
@@ -165,9 +168,9 @@ async fn under_abuse(label: &str, scale: Scale) -> Figures {
     ));
     let abusive = scale.idle_tcp + scale.idle_tls + scale.slow_headers + scale.flooders;
     let loaded = wait_for(Duration::from_secs(60), || async {
-        (abuse::peaks(&counters).0 >= abusive * 3 / 4
-            && abuse::sessions_now(&counters) >= scale.follows + scale.execs
-            && abuse::totals(&counters).1 > 0)
+        (counters.peak_open.load(Relaxed) >= abusive * 3 / 4
+            && counters.sessions_open.load(Relaxed) >= scale.follows + scale.execs
+            && counters.forbidden.load(Relaxed) > 0)
             .then_some(())
     })
     .await;
@@ -187,14 +190,14 @@ async fn under_abuse(label: &str, scale: Scale) -> Figures {
     let _ = stop_tx.send(true);
     generator.await.expect("generator");
     f.seconds = started.elapsed().as_secs();
-    (f.peak_held, f.peak_sessions) = abuse::peaks(&counters);
-    (
-        f.unauthorized,
-        f.forbidden,
-        f.other_status,
-        f.closed_by_agent,
-        f.sessions_refused,
-    ) = abuse::totals(&counters);
+    let c = &counters;
+    f.peak_held = c.peak_open.load(Relaxed);
+    f.peak_sessions = c.peak_sessions.load(Relaxed);
+    f.unauthorized = c.unauthorized.load(Relaxed);
+    f.forbidden = c.forbidden.load(Relaxed);
+    f.other_status = c.other_status.load(Relaxed);
+    f.closed_by_agent = c.closed_by_agent.load(Relaxed);
+    f.sessions_refused = c.sessions_refused.load(Relaxed);
     f.limited_connections = env
         .metric("tart_kubelet_kubelet_api_limited_total{limit=\"connections\"}")
         .await
