@@ -9,7 +9,7 @@ use crate::kubelet_api::stream::{
     protocol::ResizeDecoder,
     ws_frame::{self, Incoming, SERVED},
 };
-use tart::fuzz::Target;
+use tart::fuzz::{Target, strings};
 
 /// The WebSocket targets.
 pub fn targets() -> Vec<Target> {
@@ -95,14 +95,11 @@ fn ws_seeds() -> Vec<Vec<u8>> {
 }
 
 fn resize_seeds() -> Vec<Vec<u8>> {
-    [
+    strings(&[
         "{\"Width\":80,\"Height\":24}\n",
         "{\"Width\":80,\"Height\":24}{\"Width\":120,\"Height\":40}",
         "{\"width\":80,\n\"height\":24}",
         "{\"Width\":80,\"Height\":99999}",
         "[1,2]",
-    ]
-    .iter()
-    .map(|s| s.as_bytes().to_vec())
-    .collect()
+    ])
 }
