@@ -55,7 +55,7 @@ pub fn targets() -> Vec<Target> {
                 "\u{e9}",
                 "\u{1f600}",
             ],
-            max_alloc: 1 << 20,
+            max_alloc: super::COPY_BOUND,
         },
     ]
 }

@@ -24,7 +24,7 @@ pub fn targets() -> Vec<Target> {
             tokens: &[
                 "command=", "input=1", "output=1", "error=1", "tty=1", "&", "=", "%",
             ],
-            max_alloc: 1 << 20,
+            max_alloc: super::COPY_BOUND,
         },
         Target {
             name: "log_query",
@@ -43,14 +43,14 @@ pub fn targets() -> Vec<Target> {
                 "T10%3A00%3A00Z",
                 "&",
             ],
-            max_alloc: 1 << 20,
+            max_alloc: super::COPY_BOUND,
         },
         Target {
             name: "port_forward",
             run: port_forward,
             seeds: forward_seeds,
             tokens: QUERY,
-            max_alloc: 1 << 20,
+            max_alloc: super::COPY_BOUND,
         },
     ]
 }

@@ -26,7 +26,7 @@ pub fn targets() -> Vec<Target> {
                 "\n",
                 " ",
             ],
-            max_alloc: 1 << 20,
+            max_alloc: super::COPY_BOUND,
         },
         Target {
             name: "quantity",
@@ -35,7 +35,7 @@ pub fn targets() -> Vec<Target> {
             tokens: &[
                 "Ki", "Mi", "Gi", "Ei", "m", "n", "u", "k", "E", "e", "e-", ".", "+", "-",
             ],
-            max_alloc: 1 << 20,
+            max_alloc: super::COPY_BOUND,
         },
         Target {
             name: "x509_subject",
@@ -47,7 +47,7 @@ pub fn targets() -> Vec<Target> {
                 "\u{6}\u{3}\u{55}\u{4}\u{3}",
                 "\u{84}\u{ff}",
             ],
-            max_alloc: 1 << 20,
+            max_alloc: super::COPY_BOUND,
         },
     ]
 }

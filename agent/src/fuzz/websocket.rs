@@ -19,7 +19,7 @@ pub fn targets() -> Vec<Target> {
             run: ws_channel,
             seeds: ws_seeds,
             tokens: &["\u{ff}", "0", "1", "4", "aGk=", "=", "\u{e9}"],
-            max_alloc: 1 << 20,
+            max_alloc: super::COPY_BOUND,
         },
         Target {
             name: "resize_stream",
@@ -36,7 +36,7 @@ pub fn targets() -> Vec<Target> {
                 "1e3",
                 "\"width\"",
             ],
-            max_alloc: 1 << 20,
+            max_alloc: super::COPY_BOUND,
         },
     ]
 }
