@@ -2,7 +2,7 @@
 //! ([`crate::images::reference`]), resource quantities ([`crate::quantity`]) and the subject
 //! of a client certificate ([`crate::kubelet_api::x509`]).
 
-use base64::{Engine, engine::general_purpose::STANDARD};
+use rustls::pki_types::{CertificateDer, pem::PemObject};
 
 use crate::{images::reference::ImageRef, kubelet_api::x509, quantity};
 use tart::fuzz::{Target, strings};
@@ -133,13 +133,12 @@ fn quantity_seeds() -> Vec<Vec<u8>> {
 
 /// The DER of the PEM certificates the kubelet API's tests use.
 fn x509_seeds() -> Vec<Vec<u8>> {
-    let der = |pem: &str| {
-        let body: String = pem.lines().filter(|l| !l.starts_with("-----")).collect();
-        STANDARD.decode(body).unwrap_or_default()
+    let der = |pem: &[u8]| {
+        CertificateDer::from_pem_slice(pem).map_or_else(|_| Vec::new(), |c| c.to_vec())
     };
     vec![
-        der(include_str!("../kubelet_api/testdata/client.crt")),
-        der(include_str!("../kubelet_api/testdata/stranger.crt")),
-        der(include_str!("../kubelet_api/testdata/serving.crt")),
+        der(include_bytes!("../kubelet_api/testdata/client.crt")),
+        der(include_bytes!("../kubelet_api/testdata/stranger.crt")),
+        der(include_bytes!("../kubelet_api/testdata/serving.crt")),
     ]
 }
