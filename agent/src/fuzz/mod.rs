@@ -15,10 +15,6 @@ mod websocket;
 
 pub use tart::fuzz::Target;
 
-/// Allocation bound for a target whose parser keeps at most a copy of its input (the mutator's
-/// inputs are a few KiB): far above what such a parser needs, far below a runaway allocation.
-const COPY_BOUND: usize = 1 << 20;
-
 /// Every target, the agent's and the `tart` crate's, in a fixed order.
 pub fn targets() -> Vec<Target> {
     [

@@ -9,7 +9,7 @@ use crate::kubelet_api::{
     logs::query,
     stream::{portforward, protocol, ws_forward, ws_frame, zlib},
 };
-use tart::fuzz::{Target, strings};
+use tart::fuzz::{COPY_BOUND, Target, strings};
 
 /// Query separators and escapes the mutator splices in.
 const QUERY: &[&str] = &["&", "=", "%", "%2C", "%00", "+", ","];
@@ -24,7 +24,7 @@ pub fn targets() -> Vec<Target> {
             tokens: &[
                 "command=", "input=1", "output=1", "error=1", "tty=1", "&", "=", "%",
             ],
-            max_alloc: super::COPY_BOUND,
+            max_alloc: COPY_BOUND,
         },
         Target {
             name: "log_query",
@@ -43,14 +43,14 @@ pub fn targets() -> Vec<Target> {
                 "T10%3A00%3A00Z",
                 "&",
             ],
-            max_alloc: super::COPY_BOUND,
+            max_alloc: COPY_BOUND,
         },
         Target {
             name: "port_forward",
             run: port_forward,
             seeds: forward_seeds,
             tokens: QUERY,
-            max_alloc: super::COPY_BOUND,
+            max_alloc: COPY_BOUND,
         },
     ]
 }

@@ -5,7 +5,7 @@
 use rustls::pki_types::{CertificateDer, pem::PemObject};
 
 use crate::{images::reference::ImageRef, kubelet_api::x509, quantity};
-use tart::fuzz::{Target, strings};
+use tart::fuzz::{COPY_BOUND, Target, strings};
 
 /// The value targets.
 pub fn targets() -> Vec<Target> {
@@ -26,7 +26,7 @@ pub fn targets() -> Vec<Target> {
                 "\n",
                 " ",
             ],
-            max_alloc: super::COPY_BOUND,
+            max_alloc: COPY_BOUND,
         },
         Target {
             name: "quantity",
@@ -35,7 +35,7 @@ pub fn targets() -> Vec<Target> {
             tokens: &[
                 "Ki", "Mi", "Gi", "Ei", "m", "n", "u", "k", "E", "e", "e-", ".", "+", "-",
             ],
-            max_alloc: super::COPY_BOUND,
+            max_alloc: COPY_BOUND,
         },
         Target {
             name: "x509_subject",
@@ -47,7 +47,7 @@ pub fn targets() -> Vec<Target> {
                 "\u{6}\u{3}\u{55}\u{4}\u{3}",
                 "\u{84}\u{ff}",
             ],
-            max_alloc: super::COPY_BOUND,
+            max_alloc: COPY_BOUND,
         },
     ]
 }

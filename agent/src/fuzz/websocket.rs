@@ -9,7 +9,7 @@ use crate::kubelet_api::stream::{
     protocol::ResizeDecoder,
     ws_frame::{self, Incoming, SERVED},
 };
-use tart::fuzz::{Target, strings};
+use tart::fuzz::{COPY_BOUND, Target, strings};
 
 /// The WebSocket targets.
 pub fn targets() -> Vec<Target> {
@@ -19,7 +19,7 @@ pub fn targets() -> Vec<Target> {
             run: ws_channel,
             seeds: ws_seeds,
             tokens: &["\u{ff}", "0", "1", "4", "aGk=", "=", "\u{e9}"],
-            max_alloc: super::COPY_BOUND,
+            max_alloc: COPY_BOUND,
         },
         Target {
             name: "resize_stream",
@@ -36,7 +36,7 @@ pub fn targets() -> Vec<Target> {
                 "1e3",
                 "\"width\"",
             ],
-            max_alloc: super::COPY_BOUND,
+            max_alloc: COPY_BOUND,
         },
     ]
 }
