@@ -100,10 +100,11 @@ impl Report {
     }
 }
 
-/// What the worker says about one input.
-enum Outcome {
-    Done { peak: usize },
-    Panicked { peak: usize, message: String },
+/// What the worker says about one input: the most it had allocated at once, and the panic's
+/// place and message if it panicked.
+struct Outcome {
+    peak: usize,
+    panic: Option<String>,
 }
 
 /// The thread that runs a target's inputs.
@@ -127,17 +128,11 @@ impl Worker {
             for input in inputs {
                 let base = alloc::start();
                 let r = panic::catch_unwind(AssertUnwindSafe(|| run(&input)));
-                let peak = alloc::peak_since(base);
-                let o = match r {
-                    Ok(()) => Outcome::Done { peak },
-                    Err(payload) => Outcome::Panicked {
-                        peak,
-                        message: LAST_PANIC
-                            .with(|l| l.take())
-                            .chars()
-                            .chain(text(&payload).chars())
-                            .collect(),
-                    },
+                let o = Outcome {
+                    peak: alloc::peak_since(base),
+                    panic: r
+                        .err()
+                        .map(|payload| LAST_PANIC.with(|l| l.take()) + &text(&payload)),
                 };
                 if outcomes.send(o).is_err() {
                     return;
@@ -201,46 +196,35 @@ pub fn run(target: &Target, corpus: &[Vec<u8>], plan: &Plan) -> Report {
         elapsed: Duration::ZERO,
     };
     let worker = Worker::start(target.run);
-    let one = |input: Vec<u8>, report: &mut Report| -> bool {
+    let one = |input: &[u8], report: &mut Report| -> bool {
         let t = Instant::now();
-        let outcome = worker.run(input.clone(), plan.per_input);
+        let outcome = worker.run(input.to_vec(), plan.per_input);
         let took = t.elapsed();
         report.inputs += 1;
         report.slowest = report.slowest.max(took);
-        let (kind, message) = match outcome {
-            None => (FindingKind::Hang, format!("no end within {took:?}")),
-            Some(Outcome::Panicked { peak, message }) => {
-                report.peak_alloc = report.peak_alloc.max(peak);
-                (FindingKind::Crash, message)
-            }
-            Some(Outcome::Done { peak }) if peak > target.max_alloc => {
-                report.peak_alloc = report.peak_alloc.max(peak);
-                let bound = target.max_alloc;
-                (
-                    FindingKind::Memory,
-                    format!("{peak} bytes allocated at once (bound {bound})"),
-                )
-            }
-            Some(Outcome::Done { peak }) => {
-                report.peak_alloc = report.peak_alloc.max(peak);
-                return true;
-            }
-        };
-        let k = kind as usize;
-        report.counts[k] += 1;
-        if report.findings.iter().filter(|f| f.kind == kind).count() < plan.keep {
-            report.findings.push(Finding {
-                kind,
-                message,
+        let Some(Outcome { peak, panic }) = outcome else {
+            return found(
+                report,
+                plan,
+                FindingKind::Hang,
+                format!("no end within {took:?}"),
                 input,
-            });
+            );
+        };
+        report.peak_alloc = report.peak_alloc.max(peak);
+        if let Some(message) = panic {
+            found(report, plan, FindingKind::Crash, message, input)
+        } else if peak > target.max_alloc {
+            let bound = target.max_alloc;
+            let message = format!("{peak} bytes allocated at once (bound {bound})");
+            found(report, plan, FindingKind::Memory, message, input)
+        } else {
+            true
         }
-        // A hung worker cannot be stopped: the target's run ends with it.
-        kind != FindingKind::Hang
     };
     for input in &inputs {
         report.corpus += 1;
-        if !one(input.clone(), &mut report) {
+        if !one(input, &mut report) {
             report.elapsed = started.elapsed();
             return report;
         }
@@ -249,6 +233,11 @@ pub fn run(target: &Target, corpus: &[Vec<u8>], plan: &Plan) -> Report {
         inputs.push(Vec::new());
     }
     let mut rng = Rng::new(plan.seed);
+    let pool = Pool {
+        inputs: &inputs,
+        tokens: target.tokens,
+        max_len: plan.max_len,
+    };
     let mut recent: Vec<Vec<u8>> = Vec::new();
     let mutating = Instant::now();
     for n in 0..plan.inputs {
@@ -261,24 +250,39 @@ pub fn run(target: &Target, corpus: &[Vec<u8>], plan: &Plan) -> Report {
         } else {
             &inputs[rng.below(inputs.len())]
         };
-        let pool = Pool {
-            inputs: &inputs,
-            tokens: target.tokens,
-            max_len: plan.max_len,
-        };
         let m = mutate::mutate(&mut rng, base, &pool);
+        if !one(&m, &mut report) {
+            break;
+        }
         if recent.len() < 64 {
-            recent.push(m.clone());
+            recent.push(m);
         } else {
             let i = usize::try_from(n % 64).unwrap_or(0);
-            recent[i] = m.clone();
-        }
-        if !one(m, &mut report) {
-            break;
+            recent[i] = m;
         }
     }
     report.elapsed = started.elapsed();
     report
+}
+
+/// Counts a finding of `kind` on `input` (keeping the plan's first few of each kind); whether
+/// the target's run goes on: a hung worker cannot be stopped, so the run ends with it.
+fn found(
+    report: &mut Report,
+    plan: &Plan,
+    kind: FindingKind,
+    message: String,
+    input: &[u8],
+) -> bool {
+    report.counts[kind as usize] += 1;
+    if report.findings.iter().filter(|f| f.kind == kind).count() < plan.keep {
+        report.findings.push(Finding {
+            kind,
+            message,
+            input: input.to_vec(),
+        });
+    }
+    kind != FindingKind::Hang
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use crate::{
         guest,
     },
 };
-use tart::fuzz::{Target, strings};
+use tart::fuzz::{COPY_BOUND, Target, strings};
 
 /// The guest targets.
 pub fn targets() -> Vec<Target> {
@@ -55,7 +55,7 @@ pub fn targets() -> Vec<Target> {
                 "\u{e9}",
                 "\u{1f600}",
             ],
-            max_alloc: 1 << 20,
+            max_alloc: COPY_BOUND,
         },
     ]
 }

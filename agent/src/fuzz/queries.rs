@@ -9,7 +9,7 @@ use crate::kubelet_api::{
     logs::query,
     stream::{portforward, protocol, ws_forward, ws_frame, zlib},
 };
-use tart::fuzz::{Target, strings};
+use tart::fuzz::{COPY_BOUND, Target, strings};
 
 /// Query separators and escapes the mutator splices in.
 const QUERY: &[&str] = &["&", "=", "%", "%2C", "%00", "+", ","];
@@ -24,7 +24,7 @@ pub fn targets() -> Vec<Target> {
             tokens: &[
                 "command=", "input=1", "output=1", "error=1", "tty=1", "&", "=", "%",
             ],
-            max_alloc: 1 << 20,
+            max_alloc: COPY_BOUND,
         },
         Target {
             name: "log_query",
@@ -43,26 +43,22 @@ pub fn targets() -> Vec<Target> {
                 "T10%3A00%3A00Z",
                 "&",
             ],
-            max_alloc: 1 << 20,
+            max_alloc: COPY_BOUND,
         },
         Target {
             name: "port_forward",
             run: port_forward,
             seeds: forward_seeds,
             tokens: QUERY,
-            max_alloc: 1 << 20,
+            max_alloc: COPY_BOUND,
         },
     ]
-}
-
-fn lossy(data: &[u8]) -> String {
-    String::from_utf8_lossy(data).into_owned()
 }
 
 /// Exec and attach options: a query that is accepted asks for a stream (and exec for a
 /// command), and a TTY never has a separate stderr.
 fn exec_query(data: &[u8]) {
-    let q = lossy(data);
+    let q = String::from_utf8_lossy(data);
     if let Ok(o) = protocol::attach_options(&q) {
         assert!(o.stdin || o.stdout || o.stderr, "{q:?}");
         assert!(!(o.tty && o.stderr), "{q:?}");
@@ -74,7 +70,7 @@ fn exec_query(data: &[u8]) {
 
 /// `containerLogs`: what is accepted keeps kubelet's rules, and its time bound computes.
 fn log_query(data: &[u8]) {
-    let q = lossy(data);
+    let q = String::from_utf8_lossy(data);
     match query::parse(&q) {
         Ok(l) => {
             assert!(l.limit_bytes.is_none_or(|b| b >= 1), "{q:?}");
@@ -92,8 +88,9 @@ fn log_query(data: &[u8]) {
 /// Port-forward: the WebSocket query's ports, and a SPDY stream's head read from the same
 /// bytes as a header block; a port is never 0.
 fn port_forward(data: &[u8]) {
+    let query = String::from_utf8_lossy(data);
     for p in ws_frame::FORWARD_SERVED {
-        if let Ok(ports) = ws_forward::ports(&lossy(data), p) {
+        if let Ok(ports) = ws_forward::ports(&query, p) {
             assert!(!ports.is_empty(), "no ports");
             let last_channel = 2 * ports.len() - 1;
             assert!(

@@ -2,10 +2,10 @@
 //! ([`crate::images::reference`]), resource quantities ([`crate::quantity`]) and the subject
 //! of a client certificate ([`crate::kubelet_api::x509`]).
 
-use base64::{Engine, engine::general_purpose::STANDARD};
+use rustls::pki_types::{CertificateDer, pem::PemObject};
 
 use crate::{images::reference::ImageRef, kubelet_api::x509, quantity};
-use tart::fuzz::{Target, strings};
+use tart::fuzz::{COPY_BOUND, Target, strings};
 
 /// The value targets.
 pub fn targets() -> Vec<Target> {
@@ -26,7 +26,7 @@ pub fn targets() -> Vec<Target> {
                 "\n",
                 " ",
             ],
-            max_alloc: 1 << 20,
+            max_alloc: COPY_BOUND,
         },
         Target {
             name: "quantity",
@@ -35,7 +35,7 @@ pub fn targets() -> Vec<Target> {
             tokens: &[
                 "Ki", "Mi", "Gi", "Ei", "m", "n", "u", "k", "E", "e", "e-", ".", "+", "-",
             ],
-            max_alloc: 1 << 20,
+            max_alloc: COPY_BOUND,
         },
         Target {
             name: "x509_subject",
@@ -47,7 +47,7 @@ pub fn targets() -> Vec<Target> {
                 "\u{6}\u{3}\u{55}\u{4}\u{3}",
                 "\u{84}\u{ff}",
             ],
-            max_alloc: 1 << 20,
+            max_alloc: COPY_BOUND,
         },
     ]
 }
@@ -133,13 +133,12 @@ fn quantity_seeds() -> Vec<Vec<u8>> {
 
 /// The DER of the PEM certificates the kubelet API's tests use.
 fn x509_seeds() -> Vec<Vec<u8>> {
-    let der = |pem: &str| {
-        let body: String = pem.lines().filter(|l| !l.starts_with("-----")).collect();
-        STANDARD.decode(body).unwrap_or_default()
+    let der = |pem: &[u8]| {
+        CertificateDer::from_pem_slice(pem).map_or_else(|_| Vec::new(), |c| c.to_vec())
     };
     vec![
-        der(include_str!("../kubelet_api/testdata/client.crt")),
-        der(include_str!("../kubelet_api/testdata/stranger.crt")),
-        der(include_str!("../kubelet_api/testdata/serving.crt")),
+        der(include_bytes!("../kubelet_api/testdata/client.crt")),
+        der(include_bytes!("../kubelet_api/testdata/stranger.crt")),
+        der(include_bytes!("../kubelet_api/testdata/serving.crt")),
     ]
 }

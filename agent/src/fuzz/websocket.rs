@@ -9,7 +9,7 @@ use crate::kubelet_api::stream::{
     protocol::ResizeDecoder,
     ws_frame::{self, Incoming, SERVED},
 };
-use tart::fuzz::Target;
+use tart::fuzz::{COPY_BOUND, Target, strings};
 
 /// The WebSocket targets.
 pub fn targets() -> Vec<Target> {
@@ -19,7 +19,7 @@ pub fn targets() -> Vec<Target> {
             run: ws_channel,
             seeds: ws_seeds,
             tokens: &["\u{ff}", "0", "1", "4", "aGk=", "=", "\u{e9}"],
-            max_alloc: 1 << 20,
+            max_alloc: COPY_BOUND,
         },
         Target {
             name: "resize_stream",
@@ -36,7 +36,7 @@ pub fn targets() -> Vec<Target> {
                 "1e3",
                 "\"width\"",
             ],
-            max_alloc: 1 << 20,
+            max_alloc: COPY_BOUND,
         },
     ]
 }
@@ -95,14 +95,11 @@ fn ws_seeds() -> Vec<Vec<u8>> {
 }
 
 fn resize_seeds() -> Vec<Vec<u8>> {
-    [
+    strings(&[
         "{\"Width\":80,\"Height\":24}\n",
         "{\"Width\":80,\"Height\":24}{\"Width\":120,\"Height\":40}",
         "{\"width\":80,\n\"height\":24}",
         "{\"Width\":80,\"Height\":99999}",
         "[1,2]",
-    ]
-    .iter()
-    .map(|s| s.as_bytes().to_vec())
-    .collect()
+    ])
 }

@@ -108,7 +108,7 @@ fn get_finds_a_value_by_name() {
 fn a_block_that_inflates_past_the_bound_is_refused() {
     let mut def = Deflater::default();
     let mut inf = Inflater::default();
-    // Just under the bound: the value and the block's own lengths and name.
+    // Exactly the bound: the value plus the block's count, name and two lengths (13 bytes).
     let fits = "f".repeat(MAX_HEADER_BLOCK - 13);
     let block = def.block(&[("x", fits.as_str())]);
     assert_eq!(inf.headers(&block).unwrap()[0].1.len(), fits.len());
