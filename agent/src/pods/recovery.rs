@@ -17,7 +17,6 @@ use std::{
     time::Duration,
 };
 
-use futures::FutureExt;
 use k8s_openapi::{
     api::core::v1::{ObjectReference, Pod},
     jiff::Timestamp,
@@ -225,9 +224,7 @@ pub async fn sweep_loop<T: Tart>(
             () = tokio::time::sleep(HOUSEKEEPING) => {}
             _ = shutdown.wait_for(|s| *s) => return,
         }
-        // Polled, not awaited: the store's readiness wakes only its latest waiter, and other
-        // readers poll it too (`pods::served`).
-        if !matches!(store.wait_until_ready().now_or_never(), Some(Ok(()))) {
+        if !super::served::listed(&store) {
             continue;
         }
         teardown_vanished(&shared, &store);
