@@ -4,7 +4,8 @@
 //! constants here: a crash-looping VM ([`CRASH_LOOP`], kubelet's 10 s → 300 s), a failed Pod
 //! reconcile ([`REQUEUE`], 1 s → 5 min, jittered so Pods that failed together do not retry
 //! together), a failed Lease or status write ([`API_RETRY`], 0.5 s → 7 s, kubelet's
-//! node-status retry) and the Pod watch ([`WATCH_RETRY`], 0.25 s → 1 s). Pure: the caller counts attempts and supplies the jitter draw.
+//! node-status retry) and the Pod watch ([`WATCH_RETRY`], 0.25 s → 1 s). Pure: the caller
+//! counts attempts and supplies the jitter draw.
 
 use std::time::Duration;
 

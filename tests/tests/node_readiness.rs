@@ -51,6 +51,20 @@ fn ours(n: &Node) -> Option<&str> {
     n.annotations().get(ANNOTATION).map(String::as_str)
 }
 
+/// An operator's `kubectl cordon` (`on`) or `kubectl uncordon` of the Node.
+async fn operator_cordon(env: &Env, on: bool) {
+    let nodes: Api<Node> = Api::all(env.admin.clone());
+    let patch = serde_json::json!({"spec": {"unschedulable": on}});
+    nodes
+        .patch(
+            &env.node,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&patch),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("operator (un)cordon to {on}: {e}"));
+}
+
 fn taint_effects(n: &Node) -> Vec<(String, String)> {
     n.spec
         .as_ref()
@@ -324,16 +338,7 @@ async fn an_operators_cordon_survives_a_host_check_failing_and_passing() {
         WAIT,
     )
     .await;
-    let nodes: Api<Node> = Api::all(env.admin.clone());
-    let cordon = serde_json::json!({"spec": {"unschedulable": true}});
-    nodes
-        .patch(
-            &env.node,
-            &kube::api::PatchParams::default(),
-            &kube::api::Patch::Merge(&cordon),
-        )
-        .await
-        .expect("operator cordon");
+    operator_cordon(&env, true).await;
     checks
         .set(HostFacts {
             keychain: false,
@@ -460,23 +465,13 @@ async fn an_operators_cordon_and_uncordon_are_kubelets_node_events() {
         WAIT,
     )
     .await;
-    let nodes: Api<Node> = Api::all(env.admin.clone());
-    let set = |u: bool| serde_json::json!({"spec": {"unschedulable": u}});
-    let pp = kube::api::PatchParams::default();
-    // `kubectl cordon`.
-    nodes
-        .patch(&env.node, &pp, &kube::api::Patch::Merge(&set(true)))
-        .await
-        .expect("cordon");
+    operator_cordon(&env, true).await;
     wait_node_events(&env, &["NodeNotSchedulable"]).await;
+    let nodes: Api<Node> = Api::all(env.admin.clone());
     let n = nodes.get(&env.node).await.unwrap();
     assert!(unschedulable(&n), "the agent keeps an operator's cordon");
     assert_eq!(ours(&n), None, "and does not claim it");
-    // `kubectl uncordon`.
-    nodes
-        .patch(&env.node, &pp, &kube::api::Patch::Merge(&set(false)))
-        .await
-        .expect("uncordon");
+    operator_cordon(&env, false).await;
     wait_node_events(&env, &["NodeSchedulable"]).await;
     let reasons = node_event_reasons(&env).await;
     let count = |r: &str| reasons.iter().filter(|g| *g == r).count();

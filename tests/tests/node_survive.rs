@@ -14,14 +14,14 @@ use std::{
 use k8s_openapi::{
     api::{
         coordination::v1::Lease,
-        core::v1::{Container, Event, Node, Pod, PodSpec, Toleration},
+        core::v1::{Event, Node, Pod},
     },
     apimachinery::pkg::apis::meta::v1::MicroTime,
     jiff::Timestamp,
 };
 use kube::{
     Api, ResourceExt,
-    api::{ListParams, ObjectMeta, Patch, PatchParams, PostParams},
+    api::{ListParams, Patch, PatchParams, PostParams},
 };
 use node_support::*;
 use tart_kubelet_tests::{
@@ -37,43 +37,6 @@ const STATUS_PERIOD: Duration = Duration::from_secs(2);
 const WARM_UP: Duration = Duration::from_secs(7);
 /// `--lease-duration` in [`FAST`].
 const LEASE: Duration = Duration::from_secs(12);
-
-/// A VM Pod bound to `node` (`nodeName`), or left to the scheduler with a selector for it.
-fn vm_pod(name: &str, node: &str, bound: bool) -> Pod {
-    let mut spec = PodSpec {
-        automount_service_account_token: Some(false),
-        termination_grace_period_seconds: Some(5),
-        containers: vec![Container {
-            name: "vm".into(),
-            image: Some("ghcr.io/cirruslabs/macos-sequoia-base:latest".into()),
-            ..Container::default()
-        }],
-        ..PodSpec::default()
-    };
-    if bound {
-        spec.node_name = Some(node.into());
-        spec.tolerations = Some(vec![Toleration {
-            operator: Some("Exists".into()),
-            ..Toleration::default()
-        }]);
-    } else {
-        spec.node_selector = Some([("kubernetes.io/hostname".to_owned(), node.to_owned())].into());
-        // Only the provider taint: an `unreachable` taint left on the Node keeps it Pending.
-        spec.tolerations = Some(vec![Toleration {
-            key: Some("virtual-kubelet.io/provider".into()),
-            operator: Some("Exists".into()),
-            ..Toleration::default()
-        }]);
-    }
-    Pod {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            ..ObjectMeta::default()
-        },
-        spec: Some(spec),
-        status: None,
-    }
-}
 
 fn pod_ready(p: &Pod) -> bool {
     p.status
@@ -124,11 +87,7 @@ async fn after_an_api_server_outage_the_node_is_ready_within_a_status_period_and
     // An outage well past the node-monitor grace (16 s): the controller marks the Node
     // Unknown (and taints it) as soon as it can reach the API again.
     cp.stop_apiserver().await;
-    wait_for(Duration::from_secs(90), || async {
-        lease_age(&agent).await.filter(|a| *a >= 25)
-    })
-    .await
-    .unwrap_or_else(|e| panic!("lease age never reached 25 s: {e}\n{}", agent.log_tail(20)));
+    wait_lease_age(&agent, 25).await;
     cp.start_apiserver().await;
     let back = Instant::now();
 

@@ -8,13 +8,11 @@ mod node_support;
 
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, Toleration};
-use kube::{
-    Api, ResourceExt,
-    api::{ObjectMeta, PostParams},
-};
+use k8s_openapi::api::core::v1::Pod;
+use kube::{Api, ResourceExt, api::PostParams};
 use node_support::*;
 use tart_kubelet_tests::{
+    agent::Agent,
     cluster::{unique, wait_for},
     fake::FakeHome,
 };
@@ -25,29 +23,26 @@ const CURRENT_WITHIN: Duration = Duration::from_secs(2);
 /// The finalizer the agent adds to every Pod it runs (docs/pods.md).
 const FINALIZER: &str = "tart.run/vm";
 
-fn vm_pod(name: &str, node: &str) -> Pod {
-    Pod {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            ..ObjectMeta::default()
-        },
-        spec: Some(PodSpec {
-            node_name: Some(node.into()),
-            automount_service_account_token: Some(false),
-            termination_grace_period_seconds: Some(5),
-            tolerations: Some(vec![Toleration {
-                operator: Some("Exists".into()),
-                ..Toleration::default()
-            }]),
-            containers: vec![Container {
-                name: "vm".into(),
-                image: Some("ghcr.io/cirruslabs/macos-sequoia-base:latest".into()),
-                ..Container::default()
-            }],
-            ..PodSpec::default()
-        }),
-        status: None,
-    }
+/// Create Pod `name` bound to `node` and wait until the agent has acted on it; returns when
+/// that was first seen.
+async fn create_and_wait_acted_on(
+    pods: &Api<Pod>,
+    name: &str,
+    node: &str,
+    agent: &Agent,
+) -> Instant {
+    pods.create(&PostParams::default(), &vm_pod(name, node, true))
+        .await
+        .unwrap();
+    wait_for(Duration::from_secs(60), || async {
+        let p = pods.get_opt(name).await.ok()??;
+        p.finalizers()
+            .iter()
+            .any(|f| f == FINALIZER)
+            .then(Instant::now)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("Pod {name} was never acted on: {e}\n{}", agent.log_tail(40)))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -59,48 +54,15 @@ async fn a_new_pod_is_acted_on_within_2s_of_the_api_servers_return() {
     wait_condition(&admin, &agent, "Ready", "True", Duration::from_secs(90)).await;
     let pods: Api<Pod> = Api::namespaced(admin.clone(), "default");
     // The Pod watch has listed (it acts on a Pod) before the outage.
-    pods.create(&PostParams::default(), &vm_pod("before", &name))
-        .await
-        .unwrap();
-    wait_for(Duration::from_secs(60), || async {
-        let p = pods.get_opt("before").await.ok()??;
-        p.finalizers().iter().any(|f| f == FINALIZER).then_some(())
-    })
-    .await
-    .unwrap_or_else(|e| {
-        panic!(
-            "the first Pod was never acted on: {e}\n{}",
-            agent.log_tail(40)
-        )
-    });
+    create_and_wait_acted_on(&pods, "before", &name, &agent).await;
 
     // Long enough for a doubling retry curve to reach long delays.
     cp.stop_apiserver().await;
-    wait_for(Duration::from_secs(90), || async {
-        lease_age(&agent).await.filter(|a| *a >= 20)
-    })
-    .await
-    .unwrap_or_else(|e| panic!("lease age never reached 20 s: {e}\n{}", agent.log_tail(20)));
+    wait_lease_age(&agent, 20).await;
     cp.start_apiserver().await;
     let back = Instant::now();
 
-    pods.create(&PostParams::default(), &vm_pod("after", &name))
-        .await
-        .unwrap();
-    let acted = wait_for(Duration::from_secs(60), || async {
-        let p = pods.get_opt("after").await.ok()??;
-        p.finalizers()
-            .iter()
-            .any(|f| f == FINALIZER)
-            .then(Instant::now)
-    })
-    .await
-    .unwrap_or_else(|e| {
-        panic!(
-            "the new Pod was never acted on: {e}\n{}",
-            agent.log_tail(40)
-        )
-    });
+    let acted = create_and_wait_acted_on(&pods, "after", &name, &agent).await;
     let took = acted.duration_since(back);
     eprintln!("figure: API back (/readyz) -> new Pod acted on in {took:?}");
     assert!(

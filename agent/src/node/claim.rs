@@ -138,15 +138,7 @@ pub async fn claim(
                 }
                 let (first_seen, since) =
                     first.get_or_insert_with(|| (now_seen.clone(), Instant::now()));
-                let gone = me.as_ref().is_some_and(|me| {
-                    now_seen
-                        .holder
-                        .as_deref()
-                        .and_then(Instance::of_holder)
-                        .is_some_and(|theirs| {
-                            predecessor_gone(me, &theirs, process_exists(theirs.pid))
-                        })
-                });
+                let gone = holder_gone(me.as_ref(), now_seen.holder.as_deref());
                 let step = claim_step(
                     &identity,
                     first_seen,
@@ -195,6 +187,15 @@ pub async fn claim(
             _ = shutdown.wait_for(|s| *s) => return Err(ClaimError::Cancelled),
         }
     }
+}
+
+/// Whether `holder` names an agent instance that ran on this Mac and can never renew again
+/// ([`predecessor_gone`]); never when either side does not say which Mac it is.
+fn holder_gone(me: Option<&Instance>, holder: Option<&str>) -> bool {
+    let (Some(me), Some(theirs)) = (me, holder.and_then(Instance::of_holder)) else {
+        return false;
+    };
+    predecessor_gone(me, &theirs, process_exists(theirs.pid))
 }
 
 /// Whether a process with id `pid` exists on this host (signal 0: a process we may not signal

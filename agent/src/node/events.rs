@@ -2,12 +2,12 @@
 //! transition (`NodeReady`, `NodeNotReady`, `NodeHasDiskPressure`, ...) and per cordon or
 //! uncordon (`NodeNotSchedulable`, `NodeSchedulable`), with the message
 //! `Node <name> status is now: <Reason>`. Which events to send is pure
-//! ([`transition_events`], [`schedulable_event`]); [`NodeEvents`] publishes them under the API deadline, best effort,
-//! as core/v1 Events in `default` named `<node>.<hex nanoseconds>` like kubelet's (shortened by
-//! [`crate::api::event_name`] so any valid node name gives a valid event name), with the
-//! kubelet's reference (kind Node, UID = node name):
-//! that is what `kubectl describe node` searches for, and API servers before 1.22 reject
-//! events.k8s.io/v1 events about cluster-scoped objects in `default`.
+//! ([`transition_events`], [`schedulable_event`]); [`NodeEvents`] publishes them under the
+//! API deadline, best effort, as core/v1 Events in `default` named `<node>.<hex nanoseconds>`
+//! like kubelet's (shortened by [`crate::api::event_name`] so any valid node name gives a
+//! valid event name), with the kubelet's reference (kind Node, UID = node name): that is what
+//! `kubectl describe node` searches for, and API servers before 1.22 reject events.k8s.io/v1
+//! events about cluster-scoped objects in `default`.
 
 use std::time::Duration;
 

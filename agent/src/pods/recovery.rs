@@ -17,9 +17,15 @@ use std::{
     time::Duration,
 };
 
-use futures::FutureExt;
-use k8s_openapi::{api::core::v1::Pod, jiff::Timestamp};
-use kube::{Api, ResourceExt, api::ListParams, runtime::reflector::Store};
+use k8s_openapi::{
+    api::core::v1::{ObjectReference, Pod},
+    jiff::Timestamp,
+};
+use kube::{
+    Api, ResourceExt,
+    api::ListParams,
+    runtime::reflector::{ObjectRef, Store},
+};
 use tart::{Source, Tart, VmName};
 use tokio::{sync::watch, time::Instant};
 use tracing::{debug, info, warn};
@@ -218,40 +224,49 @@ pub async fn sweep_loop<T: Tart>(
             () = tokio::time::sleep(HOUSEKEEPING) => {}
             _ = shutdown.wait_for(|s| *s) => return,
         }
-        // Polled, not awaited: the store's readiness wakes only its latest waiter, and other
-        // readers poll it too (`pods::served`).
-        if !matches!(store.wait_until_ready().now_or_never(), Some(Ok(()))) {
+        if !super::served::listed(&store) {
             continue;
         }
-        let known: HashSet<String> = store.state().iter().filter_map(|p| p.uid()).collect();
+        teardown_vanished(&shared, &store);
         let due = *next_sweep.get_or_insert_with(|| Instant::now() + interval);
         if Instant::now() >= due {
+            let known: HashSet<String> = store.state().iter().filter_map(|p| p.uid()).collect();
             sweep(&shared, &known).await;
             next_sweep = Some(Instant::now() + interval);
-        } else {
-            teardown_vanished(&shared, &known);
         }
     }
 }
 
-/// The workers whose Pod is not in `known`.
-fn vanished<'a>(workers: impl Iterator<Item = &'a String>, known: &HashSet<String>) -> Vec<String> {
-    workers.filter(|u| !known.contains(*u)).cloned().collect()
+/// Whether the Pod a worker runs (UID `uid`, `obj`) is missing from `store`: no Pod of its
+/// namespace and name, or a new Pod of that name.
+fn vanished(store: &Store<Pod>, uid: &str, obj: &ObjectReference) -> bool {
+    let (Some(ns), Some(name)) = (obj.namespace.as_deref(), obj.name.as_deref()) else {
+        return false;
+    };
+    store
+        .get(&ObjectRef::new(name).within(ns))
+        .is_none_or(|p| p.uid().as_deref() != Some(uid))
 }
 
 /// Tear down the workers of Pods that are gone (force-deleted, deleted after our finalizer
 /// was removed, or deleted by pod GC after our Node went away: the controller reconciles none
-/// of those deletions). `known` is every Pod bound to us, from a complete list.
-fn teardown_vanished<T: Tart>(shared: &Shared<T>, known: &HashSet<String>) {
-    for uid in shared.with_workers(|w| vanished(w.keys(), known)) {
+/// of those deletions). `store` holds every Pod bound to us, from a complete list; each
+/// worker's Pod is looked up by name, so the work grows with the workers, not the Pods.
+fn teardown_vanished<T: Tart>(shared: &Shared<T>, store: &Store<Pod>) {
+    let gone: Vec<String> = shared.with_workers(|w| {
+        w.iter()
+            .filter(|(uid, h)| vanished(store, uid, &h.input.borrow().obj))
+            .map(|(uid, _)| uid.clone())
+            .collect()
+    });
+    for uid in gone {
         teardown_worker(shared, &uid);
     }
 }
 
-/// One pass: [`teardown_vanished`], then stop and delete our VMs that have neither a Pod in
-/// `known` nor a worker.
+/// One pass over the VMs: stop and delete ours that have neither a Pod in `known` nor a
+/// worker (the workers of vanished Pods are gone already: [`teardown_vanished`]).
 pub async fn sweep<T: Tart>(shared: &Shared<T>, known: &HashSet<String>) {
-    teardown_vanished(shared, known);
     let vms = match our_vms(shared).await {
         Ok(v) => v,
         Err(error) => {
@@ -357,12 +372,34 @@ mod tests {
     }
 
     #[test]
-    fn workers_of_pods_missing_from_the_list_are_vanished() {
-        let known: HashSet<String> = ["a", "b"].map(String::from).into();
-        let workers = ["a", "c", "b", "d"].map(String::from);
-        assert_eq!(vanished(workers.iter(), &known), ["c", "d"]);
-        assert!(vanished(workers[..1].iter(), &known).is_empty());
-        assert_eq!(vanished(workers.iter(), &HashSet::new()).len(), 4);
+    fn workers_of_pods_missing_from_the_cache_are_vanished() {
+        use kube::runtime::{reflector::store::Writer, watcher::Event};
+        let mut writer = Writer::<Pod>::default();
+        writer.apply_watcher_event(&Event::Apply(test_pod().build()));
+        let store = writer.as_reader();
+        let obj = |ns: &str, name: &str| ObjectReference {
+            namespace: Some(ns.into()),
+            name: Some(name.into()),
+            ..ObjectReference::default()
+        };
+        assert!(!vanished(&store, UID, &obj("ci", "runner")), "in the cache");
+        assert!(
+            vanished(&store, "another-uid", &obj("ci", "runner")),
+            "its name now belongs to a new Pod"
+        );
+        assert!(
+            vanished(&store, UID, &obj("ci", "other")),
+            "not in the cache"
+        );
+        assert!(
+            vanished(&store, UID, &obj("other", "runner")),
+            "another namespace"
+        );
+        assert!(vanished(
+            &Writer::<Pod>::default().as_reader(),
+            UID,
+            &obj("ci", "runner")
+        ));
     }
 
     #[tokio::test]

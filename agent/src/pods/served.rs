@@ -23,11 +23,17 @@ impl ServedPods {
     /// The Pods, once the controller's watch has listed them; `None` before (an empty answer
     /// then would mean "no Pods" when it only means "not known yet").
     pub fn synced_pods(&self) -> Option<Vec<Pod>> {
-        use futures::FutureExt;
         let store = self.0.get()?;
-        store.wait_until_ready().now_or_never()?.ok()?;
-        Some(store.state().iter().map(|p| (**p).clone()).collect())
+        listed(store).then(|| store.state().iter().map(|p| (**p).clone()).collect())
     }
+}
+
+/// Whether the controller's watch has listed the Pods into `store` (its first full list is
+/// in). Polled, never awaited: the store's readiness wakes only its latest waiter, and more
+/// than one reader asks.
+pub fn listed(store: &Store<Pod>) -> bool {
+    use futures::FutureExt;
+    matches!(store.wait_until_ready().now_or_never(), Some(Ok(())))
 }
 
 impl PodSource for ServedPods {

@@ -1,12 +1,12 @@
-//! Shared helpers of the node-side end-to-end tests (node_e2e.rs, node_endpoints.rs): the
-//! agent under `packaging/kubernetes/rbac.yaml` with a minted identity, kubectl, and waits on
-//! Node conditions.
+//! Shared helpers of the node-side end-to-end tests (node_e2e.rs, node_endpoints.rs,
+//! node_survive.rs, pod_api_return.rs): the agent under `packaging/kubernetes/rbac.yaml` with a
+//! minted identity, kubectl, waits on Node conditions and the Lease's age, and a VM Pod.
 #![allow(dead_code)] // each test binary uses a different subset
 
 use std::{path::Path, time::Duration};
 
-use k8s_openapi::api::core::v1::Node;
-use kube::{Api, Client};
+use k8s_openapi::api::core::v1::{Container, Node, Pod, PodSpec, Toleration};
+use kube::{Api, Client, api::ObjectMeta};
 use tart_kubelet_tests::{
     agent::{Agent, AgentOptions, rbac_yaml},
     cluster::{ControlPlane, wait_for},
@@ -138,4 +138,57 @@ pub async fn lease_age(agent: &Agent) -> Option<u64> {
     let body = agent.get("/readyz").await.ok()?.body;
     let rest = body.split("the Lease was last renewed ").nth(1)?;
     rest.split('s').next()?.parse().ok()
+}
+
+/// Wait (within 90 s) until the agent's Lease is at least `secs` old: an API server outage
+/// has lasted that long.
+pub async fn wait_lease_age(agent: &Agent, secs: u64) {
+    wait_for(Duration::from_secs(90), || async {
+        lease_age(agent).await.filter(|a| *a >= secs)
+    })
+    .await
+    .unwrap_or_else(|e| {
+        panic!(
+            "lease age never reached {secs} s: {e}\n{}",
+            agent.log_tail(20)
+        )
+    });
+}
+
+/// A VM Pod in `default` bound to `node` (`nodeName`, every taint tolerated), or left to the
+/// scheduler with a selector for it.
+pub fn vm_pod(name: &str, node: &str, bound: bool) -> Pod {
+    let mut spec = PodSpec {
+        automount_service_account_token: Some(false),
+        termination_grace_period_seconds: Some(5),
+        containers: vec![Container {
+            name: "vm".into(),
+            image: Some("ghcr.io/cirruslabs/macos-sequoia-base:latest".into()),
+            ..Container::default()
+        }],
+        ..PodSpec::default()
+    };
+    if bound {
+        spec.node_name = Some(node.into());
+        spec.tolerations = Some(vec![Toleration {
+            operator: Some("Exists".into()),
+            ..Toleration::default()
+        }]);
+    } else {
+        spec.node_selector = Some([("kubernetes.io/hostname".to_owned(), node.to_owned())].into());
+        // Only the provider taint: an `unreachable` taint left on the Node keeps it Pending.
+        spec.tolerations = Some(vec![Toleration {
+            key: Some("virtual-kubelet.io/provider".into()),
+            operator: Some("Exists".into()),
+            ..Toleration::default()
+        }]);
+    }
+    Pod {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(spec),
+        status: None,
+    }
 }
