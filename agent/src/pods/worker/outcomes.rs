@@ -3,10 +3,10 @@
 //! refuses, create failure) and the backoff that follows. Each sets the container view kubelet
 //! would show and emits its event once per occurrence.
 
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
 
 use k8s_openapi::jiff::Timestamp;
-use tart::{ErrorKind, ExitInfo, ExitReason, StopOutcome, Tart};
+use tart::{ErrorKind, ExitInfo, ExitReason, RunningVm, StopOutcome, Tart};
 use tokio::time::Instant;
 use tracing::{info, warn};
 
@@ -41,6 +41,32 @@ impl<T: Tart> Worker<T> {
     /// it failed): the run's end, whenever it comes, is the agent's doing.
     pub(super) fn stopping(&mut self, why: AgentStop, outcome: Option<StopOutcome>) {
         self.stopped = StopSignal::of(outcome).map(|s| (why, s));
+    }
+
+    /// Stop the run for `why` (`after` names it in the log) within `grace`, then take its
+    /// exit, reported as the agent's doing. A failed stop still awaits the exit: a VM that
+    /// will not stop is stopped again by the plan's next step (deletion) or found exited by
+    /// the watch.
+    pub(super) async fn kill_run(
+        &mut self,
+        proc: Arc<T::Vm>,
+        why: AgentStop,
+        after: &'static str,
+        grace: Duration,
+    ) {
+        let tart = self.ctx.tart.clone();
+        let outcome = match tart.stop(&proc, grace).await {
+            Ok(o) => Some(o),
+            Err(error) => {
+                warn!(%error, after, "stopping the vm failed; awaiting its exit");
+                None
+            }
+        };
+        self.stopping(why, outcome);
+        match tokio::time::timeout(grace + super::STOP_SLACK, proc.wait()).await {
+            Ok(info) => self.on_exit(info),
+            Err(_) => warn!("the vm did not exit after its stop; still waiting"),
+        }
     }
 
     /// The `tart run` process ended.
