@@ -146,5 +146,9 @@ fn a_job_that_exits_non_zero_failed_and_only_a_real_death_is_the_vm_dying() {
     };
     let s = spec(&died);
     assert_eq!(s.note, "The VM died: the guest ran out of memory");
-    assert_eq!(job.kind(), died.kind(), "one event per run's end, either way");
+    assert_eq!(
+        job.kind(),
+        died.kind(),
+        "one event per run's end, either way"
+    );
 }

@@ -163,10 +163,12 @@ impl<T: Tart> Worker<T> {
         Some(end)
     }
 
-    /// One event per file of the status share the guest put something else than a file in.
+    /// One WARN and one event per file of the status share the guest put something else than
+    /// a file in (docs/guest.md, "What the agent trusts").
     fn report_refused(&self, end: &GuestEnd) {
         let input = self.input.borrow().clone();
         for (name, found) in &end.refused {
+            warn!(file = %format_args!("status/{name}"), found = found.as_str(), "guest file refused: not a regular file");
             let occ = Occurrence::GuestFileRefused {
                 file: format!("status/{name}"),
                 found: found.as_str(),
