@@ -31,6 +31,17 @@ fn job(env: &Env, name: &str, script: &str, set: impl FnOnce(&mut Container)) ->
     pod
 }
 
+/// The Pod `hooked`, whose job sleeps and whose `postStart` is `sh -c <hook>`, under
+/// `restartPolicy: <policy>`.
+fn post_start_job(env: &Env, hook: &str, policy: &str) -> Pod {
+    let mut pod = job(env, "hooked", "exec sleep 600", |c| {
+        c.lifecycle = lifecycle(serde_json::json!({
+            "postStart": {"exec": {"command": ["sh", "-c", hook]}}}));
+    });
+    pod.spec.as_mut().unwrap().restart_policy = Some(policy.into());
+    pod
+}
+
 fn job_busy(p: &Pod) -> Option<String> {
     p.status
         .as_ref()?
@@ -61,13 +72,9 @@ exec sleep 600"#;
 async fn a_failing_post_start_hook_is_failed_post_start_hook_and_a_restart() {
     let mut env = Env::new("poststart", knobs(), &[]).await;
     env.start_agent();
-    let mut pod = job(&env, "hooked", "exec sleep 600", |c| {
-        c.lifecycle = lifecycle(serde_json::json!({
-            "postStart": {"exec": {"command": ["sh", "-c", "echo nope; exit 1"]}}}));
-    });
     // Restarted even under `OnFailure`: the killed run is a failure, not exit 0.
-    pod.spec.as_mut().unwrap().restart_policy = Some("OnFailure".into());
-    env.create(&pod).await;
+    env.create(&post_start_job(&env, "echo nope; exit 1", "OnFailure"))
+        .await;
     let events = env.wait_event("hooked", "FailedPostStartHook").await;
     let failed: Vec<_> = events
         .iter()
@@ -99,12 +106,7 @@ async fn a_failing_post_start_hook_is_failed_post_start_hook_and_a_restart() {
 async fn a_failing_post_start_hook_under_never_fails_the_pod() {
     let mut env = Env::new("poststartnever", knobs(), &[]).await;
     env.start_agent();
-    let mut pod = job(&env, "hooked", "exec sleep 600", |c| {
-        c.lifecycle = lifecycle(serde_json::json!({
-            "postStart": {"exec": {"command": ["sh", "-c", "exit 2"]}}}));
-    });
-    pod.spec.as_mut().unwrap().restart_policy = Some("Never".into());
-    env.create(&pod).await;
+    env.create(&post_start_job(&env, "exit 2", "Never")).await;
     let t =
         pod_support::wait_failed_by_agent(&env, "hooked", "a failed postStart under Never").await;
     let msg = t.message.unwrap_or_default();

@@ -182,10 +182,11 @@ async fn a_hung_exec_probe_is_killed_at_its_timeout_and_leaves_nothing() {
     // Repeats of one failure are one Event whose series counts them (docs/pods.md, "Events").
     let events = wait_for(Duration::from_secs(60), || async {
         most.fetch_max(sleepers(), std::sync::atomic::Ordering::Relaxed);
-        let counted = env.event_counts("slow").await;
-        let ev = env.events("slow").await;
-        let n = notes(&ev, "Unhealthy");
-        (counted.get("Unhealthy").copied().unwrap_or(0) >= 3).then_some(n)
+        let counted = env.event_counts("slow").await.get("Unhealthy").copied();
+        if counted.unwrap_or(0) < 3 {
+            return None;
+        }
+        Some(notes(&env.events("slow").await, "Unhealthy"))
     })
     .await
     .unwrap_or_else(|e| panic!("three timed-out probes: {e}\n{}", env.agent_log()));

@@ -137,7 +137,7 @@ fn agent_stopped(guest: Option<GuestEnd>, why: AgentStop, signal: StopSignal) ->
 /// code for a death whose exit code read 0 (a VM stopped under a running command). A job that
 /// failed on its own and left its own termination message keeps that message alone: it is
 /// the job's account of its end (the event and the log still carry the summary).
-pub fn with_verdict(code: i32, message: Option<String>, verdict: Option<&Verdict>) -> Ended {
+fn with_verdict(code: i32, message: Option<String>, verdict: Option<&Verdict>) -> Ended {
     let Some(v) = verdict else {
         return Ended {
             code,
@@ -172,7 +172,7 @@ pub fn with_verdict(code: i32, message: Option<String>, verdict: Option<&Verdict
 /// The exit code and message of a run whose guest reported `end` and whose `tart run` exited
 /// with `tart_code`: the guest's code wins; without one, `tart run`'s, saying so when a
 /// command ran.
-pub fn job_exit(tart_code: i32, end: GuestEnd) -> (i32, Option<String>) {
+fn job_exit(tart_code: i32, end: GuestEnd) -> (i32, Option<String>) {
     if let Some((_, found)) = end.refused.iter().find(|(f, _)| *f == "exit_code") {
         // The guest tampered with its own result: never report it as a success.
         let message = format!(

@@ -229,8 +229,9 @@ pub enum EventKind {
     WaitingForJob,
     /// [`Occurrence::GracePeriodExpired`].
     GracePeriodExpired,
-    /// [`Occurrence::VmDied`] or [`Occurrence::JobFailed`]: one per run's end.
-    VmDied,
+    /// [`Occurrence::VmDied`] or [`Occurrence::JobFailed`]: at most one per run's end, as
+    /// the verdict makes it one or the other.
+    RunEnded,
     /// [`Occurrence::GuestFileRefused`].
     GuestFileRefused,
     /// [`Occurrence::GuestOutputSkipped`].
@@ -270,7 +271,7 @@ impl Occurrence {
             } => EventKind::PreStopHookFailed,
             Self::WaitingForJob { .. } => EventKind::WaitingForJob,
             Self::GracePeriodExpired { .. } => EventKind::GracePeriodExpired,
-            Self::VmDied { .. } | Self::JobFailed { .. } => EventKind::VmDied,
+            Self::VmDied { .. } | Self::JobFailed { .. } => EventKind::RunEnded,
             Self::GuestFileRefused { .. } => EventKind::GuestFileRefused,
             Self::GuestOutputSkipped { .. } => EventKind::GuestOutputSkipped,
         }

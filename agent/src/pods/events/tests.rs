@@ -127,9 +127,10 @@ fn hook_and_termination_events_say_what_happened() {
 
 #[test]
 fn a_job_that_exits_non_zero_failed_and_only_a_real_death_is_the_vm_dying() {
-    let s = spec(&Occurrence::JobFailed {
+    let job = Occurrence::JobFailed {
         summary: "the job exited with 3; no guest vitals".into(),
-    });
+    };
+    let s = spec(&job);
     assert_eq!(
         (s.type_, s.reason.as_str(), s.note.as_str()),
         (
@@ -139,9 +140,15 @@ fn a_job_that_exits_non_zero_failed_and_only_a_real_death_is_the_vm_dying() {
         )
     );
     assert!(!s.note.contains("VM died"));
-    let s = spec(&Occurrence::VmDied {
+    let died = Occurrence::VmDied {
         reason: "OOMKilled",
         summary: "the guest ran out of memory".into(),
-    });
+    };
+    let s = spec(&died);
     assert_eq!(s.note, "The VM died: the guest ran out of memory");
+    assert_eq!(
+        job.kind(),
+        died.kind(),
+        "one event per run's end, either way"
+    );
 }

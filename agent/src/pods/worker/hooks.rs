@@ -85,18 +85,8 @@ impl<T: Tart> Worker<T> {
         let Some(proc) = self.proc.clone() else {
             return;
         };
-        let tart = self.ctx.tart.clone();
-        let outcome = match tart.stop(&proc, input.grace).await {
-            Ok(o) => Some(o),
-            Err(error) => {
-                warn!(%error, "stopping the vm after a failed postStart hook");
-                None
-            }
-        };
-        self.stopping(AgentStop::PostStart { message: msg }, outcome);
-        match tokio::time::timeout(input.grace + super::STOP_SLACK, proc.wait()).await {
-            Ok(info) => self.on_exit(info),
-            Err(_) => warn!("the vm did not exit after its stop; still waiting"),
-        }
+        let why = AgentStop::PostStart { message: msg };
+        self.kill_run(proc, why, "a failed postStart hook", input.grace)
+            .await;
     }
 }

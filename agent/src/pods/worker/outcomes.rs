@@ -3,10 +3,10 @@
 //! refuses, create failure) and the backoff that follows. Each sets the container view kubelet
 //! would show and emits its event once per occurrence.
 
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
 
 use k8s_openapi::jiff::Timestamp;
-use tart::{ErrorKind, ExitInfo, ExitReason, StopOutcome, Tart};
+use tart::{ErrorKind, ExitInfo, ExitReason, RunningVm, StopOutcome, Tart};
 use tokio::time::Instant;
 use tracing::{info, warn};
 
@@ -15,6 +15,7 @@ use crate::pods::{
     ending::{self, AgentStop, RunEnd, StopSignal, exit_code, job_failed},
     events::{Occurrence, without_error_prefix},
     guest::status::{GuestEnd, read_end},
+    logs::Fault,
     metrics::ReasonLabels,
     plan::{Process, crash_backoff},
     reasons::WaitingReason,
@@ -41,6 +42,32 @@ impl<T: Tart> Worker<T> {
     /// it failed): the run's end, whenever it comes, is the agent's doing.
     pub(super) fn stopping(&mut self, why: AgentStop, outcome: Option<StopOutcome>) {
         self.stopped = StopSignal::of(outcome).map(|s| (why, s));
+    }
+
+    /// Stop the run for `why` (`after` names it in the log) within `grace`, then take its
+    /// exit, reported as the agent's doing. A failed stop still awaits the exit: a VM that
+    /// will not stop is stopped again by the plan's next step (deletion) or found exited by
+    /// the watch.
+    pub(super) async fn kill_run(
+        &mut self,
+        proc: Arc<T::Vm>,
+        why: AgentStop,
+        after: &'static str,
+        grace: Duration,
+    ) {
+        let tart = self.ctx.tart.clone();
+        let outcome = match tart.stop(&proc, grace).await {
+            Ok(o) => Some(o),
+            Err(error) => {
+                warn!(%error, after, "stopping the vm failed; awaiting its exit");
+                None
+            }
+        };
+        self.stopping(why, outcome);
+        match tokio::time::timeout(grace + super::STOP_SLACK, proc.wait()).await {
+            Ok(info) => self.on_exit(info),
+            Err(_) => warn!("the vm did not exit after its stop; still waiting"),
+        }
     }
 
     /// The `tart run` process ended.
@@ -137,15 +164,14 @@ impl<T: Tart> Worker<T> {
         Some(end)
     }
 
-    /// One event per file of the status share the guest put something else than a file in.
+    /// One WARN and one event per file of the status share the guest put something else than
+    /// a file in (docs/guest.md, "What the agent trusts").
     fn report_refused(&self, end: &GuestEnd) {
         let input = self.input.borrow().clone();
         for (name, found) in &end.refused {
-            let occ = Occurrence::GuestFileRefused {
-                file: format!("status/{name}"),
-                found: found.as_str(),
-            };
-            let seq = super::guest::guest_fault_seq(self.state.facts.restarts, name);
+            warn!(file = %format_args!("status/{name}"), found = found.as_str(), "guest file refused: not a regular file");
+            let (seq, occ) =
+                super::guest::guest_fault(self.state.facts.restarts, name, Fault::Refused(*found));
             self.emit(&input, seq, occ);
         }
     }

@@ -10,7 +10,7 @@ use std::sync::{
 };
 
 use k8s_openapi::api::core::v1::{ObjectReference, Pod};
-use tart::{RunningVm, Tart};
+use tart::Tart;
 use tokio::time::Instant;
 use tracing::{info, warn};
 
@@ -140,25 +140,10 @@ impl<T: Tart> Worker<T> {
         self.emit(input, self.state.facts.restarts, occ);
         self.state.facts.agent_killed = true;
         let grace = kill.grace.unwrap_or(input.grace);
-        let tart = self.ctx.tart.clone();
-        let outcome = match tart.stop(&proc, grace).await {
-            Ok(o) => Some(o),
-            Err(error) => {
-                // The exit is still awaited below; a VM that will not stop is stopped again by
-                // the plan's next step (deletion) or found exited by the watch.
-                warn!(%error, "stopping the vm after a failed probe");
-                None
-            }
-        };
         let why = match kill.kind {
             ProbeKind::Startup => AgentStop::Startup,
             ProbeKind::Liveness | ProbeKind::Readiness => AgentStop::Liveness,
         };
-        self.stopping(why, outcome);
-        let info = tokio::time::timeout(grace + super::STOP_SLACK, proc.wait()).await;
-        match info {
-            Ok(info) => self.on_exit(info),
-            Err(_) => warn!("the vm did not exit after its stop; still waiting"),
-        }
+        self.kill_run(proc, why, "a failed probe", grace).await;
     }
 }
