@@ -15,12 +15,14 @@ use crate::pods::{
         model::ConfigError,
         prepare::prepare,
         refresh::{self, RefreshDeps},
+        status::JOB_FILE,
     },
     metrics::KindLabels,
     plan::crash_backoff,
     reasons::WaitingReason,
     status::ContainerView,
 };
+use crate::vitals;
 
 /// The status share's files the agent reads, in the order that numbers their events.
 const GUEST_FILES: [&str; 7] = [
@@ -29,19 +31,29 @@ const GUEST_FILES: [&str; 7] = [
     "termination-log",
     "stdout",
     "stderr",
-    "vitals",
-    "job",
+    vitals::guest::FILE,
+    JOB_FILE,
 ];
 
-/// The event number of a fault of the guest's file `name` (in the status share) in run `run`:
-/// one event per file, kind of fault and run.
-pub(super) fn guest_fault_seq(run: u32, name: &str) -> u32 {
+/// The event of a `fault` in the guest's file `name` (in the status share) in run `run`, and
+/// its number: one event per file, kind of fault and run.
+pub(super) fn guest_fault(run: u32, name: &str, fault: Fault) -> (u32, Occurrence) {
     let slot = GUEST_FILES
         .iter()
         .position(|f| *f == name)
         .unwrap_or(GUEST_FILES.len());
-    run.saturating_mul(8)
-        .saturating_add(u32::try_from(slot).unwrap_or(7))
+    let seq = run
+        .saturating_mul(8)
+        .saturating_add(u32::try_from(slot).unwrap_or(7));
+    let file = format!("status/{name}");
+    let occ = match fault {
+        Fault::Refused(r) => Occurrence::GuestFileRefused {
+            file,
+            found: r.as_str(),
+        },
+        Fault::Skipped(bytes) => Occurrence::GuestOutputSkipped { file, bytes },
+    };
+    (seq, occ)
 }
 
 impl<T: Tart> Worker<T> {
@@ -146,15 +158,7 @@ impl<T: Tart> Worker<T> {
             let (Origin::Guest, Some(name)) = (src.origin, name) else {
                 return;
             };
-            let seq = guest_fault_seq(run, &name);
-            let file = format!("status/{name}");
-            let occ = match fault {
-                Fault::Refused(r) => Occurrence::GuestFileRefused {
-                    file,
-                    found: r.as_str(),
-                },
-                Fault::Skipped(bytes) => Occurrence::GuestOutputSkipped { file, bytes },
-            };
+            let (seq, occ) = guest_fault(run, &name, fault);
             events.emit(&uid, &obj, seq, occ);
         };
         let spec = CollectorSpec {

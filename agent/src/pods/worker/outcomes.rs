@@ -15,6 +15,7 @@ use crate::pods::{
     ending::{self, AgentStop, RunEnd, StopSignal, exit_code, job_failed},
     events::{Occurrence, without_error_prefix},
     guest::status::{GuestEnd, read_end},
+    logs::Fault,
     metrics::ReasonLabels,
     plan::{Process, crash_backoff},
     reasons::WaitingReason,
@@ -141,11 +142,8 @@ impl<T: Tart> Worker<T> {
     fn report_refused(&self, end: &GuestEnd) {
         let input = self.input.borrow().clone();
         for (name, found) in &end.refused {
-            let occ = Occurrence::GuestFileRefused {
-                file: format!("status/{name}"),
-                found: found.as_str(),
-            };
-            let seq = super::guest::guest_fault_seq(self.state.facts.restarts, name);
+            let fault = Fault::Refused(*found);
+            let (seq, occ) = super::guest::guest_fault(self.state.facts.restarts, name, fault);
             self.emit(&input, seq, occ);
         }
     }
