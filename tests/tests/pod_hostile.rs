@@ -120,6 +120,12 @@ async fn links_to_a_host_file_in_the_status_share_leak_nothing() {
     let pod = env.pods().get("linker").await.expect("pod");
     let events = format!("{:?}", env.events("linker").await);
     let agent_log = std::fs::read_to_string(&env.log_path).unwrap_or_default();
+    for file in ["stdout", "exit_code"] {
+        let warned = agent_log
+            .lines()
+            .any(|l| l.contains("refused: not a regular file") && l.contains(file));
+        assert!(warned, "no WARN for the refused {file}\n{agent_log}");
+    }
     let mut files = vec![];
     all_files(&env.pod_log_dir, &mut files);
     assert!(!files.is_empty(), "no Pod log files");

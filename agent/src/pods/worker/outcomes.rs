@@ -136,10 +136,12 @@ impl<T: Tart> Worker<T> {
         Some(end)
     }
 
-    /// One event per file of the status share the guest put something else than a file in.
+    /// One event and one WARN per file of the status share the guest put something else than
+    /// a file in (the collector reports its own files the same way).
     fn report_refused(&self, end: &GuestEnd) {
         let input = self.input.borrow().clone();
         for (name, found) in &end.refused {
+            warn!(file = %name, found = found.as_str(), "status file refused: not a regular file");
             let fault = Fault::Refused(*found);
             let (seq, occ) = super::guest::guest_fault(self.state.facts.restarts, name, fault);
             self.emit(&input, seq, occ);
