@@ -10,7 +10,7 @@ use std::{process::Stdio, time::Duration};
 
 use pod_support::{Env, phase};
 use tart_kubelet_tests::{
-    cluster::{testing::run_program, unique, wait_for},
+    cluster::{unique, wait_for},
     fake::{Knobs, VmKnob},
 };
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -166,17 +166,9 @@ async fn kubectl_logs_serves_a_253_character_name_in_a_63_character_namespace() 
     pods.create(&Default::default(), &pod)
         .await
         .expect("create pod");
-    let kc = env.cp.kubeconfig_path().display().to_string();
     let r = wait_for(Duration::from_secs(60), || async {
-        let args = [
-            "--kubeconfig",
-            kc.as_str(),
-            "-n",
-            ns.as_str(),
-            "logs",
-            name.as_str(),
-        ];
-        let (ok, out, _) = run_program("kubectl", &args).await;
+        // kubectl takes the last `-n`: this namespace, not the test's.
+        let (ok, out, _) = env.kubectl(&["-n", &ns, "logs", &name]).await;
         (ok && out == "from-the-long-named-pod\n").then_some(())
     })
     .await;
