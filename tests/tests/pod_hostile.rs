@@ -14,7 +14,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Pod;
 use pod_support::{Env, phase, terminated};
 use tart_kubelet_tests::{
-    cluster::wait_for,
+    cluster::{unique, wait_for},
     fake::{AttackKind, Knobs, VmKnob},
 };
 
@@ -93,7 +93,7 @@ fn all_files(dir: &std::path::Path, out: &mut Vec<(std::path::PathBuf, Vec<u8>)>
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn links_to_a_host_file_in_the_status_share_leak_nothing() {
     let host = tempfile::tempdir().expect("tempdir");
-    let marker = format!("HOSTSECRET-{}-{}", std::process::id(), rand_word());
+    let marker = unique("hostsecret");
     let secret = host.path().join("credentials");
     std::fs::write(&secret, format!("0\n{marker}\n")).expect("marker");
     let target = secret.display().to_string();
@@ -258,12 +258,4 @@ fn rss_sampler(
         let _ = peak_tx.send(peak).await;
     });
     (stop_tx, peak_rx)
-}
-
-fn rand_word() -> String {
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    format!("{t:x}")
 }
