@@ -64,7 +64,8 @@ impl From<io::Error> for GuestFileError {
     }
 }
 
-/// An open regular file of the guest, with its identity when it was opened.
+/// An open regular file of the guest ([`open_in`]), or one of the agent's own that is read
+/// the same way ([`GuestFile::open_own`]), with its identity when it was opened.
 #[derive(Debug)]
 pub struct GuestFile {
     pub file: File,
@@ -72,6 +73,39 @@ pub struct GuestFile {
     pub len: u64,
     /// Its inode number.
     pub ino: u64,
+}
+
+impl GuestFile {
+    /// Open the agent's own file at `path` as any file: `tart run`'s log, in `--vm-log-dir`,
+    /// which may sit behind a link the operator made. Never for a file the guest can write.
+    ///
+    /// # Errors
+    /// [`GuestFileError::Missing`] when there is none, `Io` otherwise.
+    pub fn open_own(path: &Path) -> Result<Self, GuestFileError> {
+        use std::os::unix::fs::MetadataExt;
+        let file = File::open(path).map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => GuestFileError::Missing,
+            _ => GuestFileError::Io(e),
+        })?;
+        let meta = file.metadata()?;
+        Ok(Self {
+            len: meta.len(),
+            ino: meta.ino(),
+            file,
+        })
+    }
+
+    /// Its last `max` bytes (of the length it had when opened), and whether it was longer.
+    ///
+    /// # Errors
+    /// Read errors.
+    pub fn read_last(mut self, max: u64) -> Result<(Vec<u8>, bool), GuestFileError> {
+        let start = self.len.saturating_sub(max);
+        self.file.seek(SeekFrom::Start(start))?;
+        let mut buf = Vec::with_capacity(usize::try_from(self.len - start).unwrap_or(0));
+        self.file.take(max).read_to_end(&mut buf)?;
+        Ok((buf, start > 0))
+    }
 }
 
 /// Open `<dir>/<name>` for reading: `dir` must be a directory and not a link, `name` one
@@ -160,12 +194,7 @@ pub fn read_head(path: &Path, max: u64) -> Result<Vec<u8>, GuestFileError> {
 /// # Errors
 /// As [`open_in`], and read errors.
 pub fn read_last(path: &Path, max: u64) -> Result<(Vec<u8>, bool), GuestFileError> {
-    let mut f = open_path(path)?;
-    let start = f.len.saturating_sub(max);
-    f.file.seek(SeekFrom::Start(start))?;
-    let mut buf = Vec::with_capacity(usize::try_from(f.len - start).unwrap_or(0));
-    f.file.take(max).read_to_end(&mut buf)?;
-    Ok((buf, start > 0))
+    open_path(path)?.read_last(max)
 }
 
 fn open_error(e: Errno) -> GuestFileError {

@@ -34,7 +34,7 @@ const LAUNCHD_NOFILE: &str = "256";
 /// An agent serving the kubelet API, held to launchd's open-file limit, with a running job.
 async fn env(label: &str) -> (Env, u16) {
     let knobs = Knobs::new().with_vm("*", VmKnob::default().running_guest_launcher());
-    let (env, port) = Env::with_kubelet_api(label, knobs).await;
+    let (env, port) = Env::with_kubelet_api(label, knobs, &[]).await;
     let pid = env.agent_pid().expect("agent pid").to_string();
     let limit = format!("--nofile={LAUNCHD_NOFILE}:{LAUNCHD_NOFILE}");
     let (_, _, err) = run_program("prlimit", &["--pid", &pid, &limit]).await;

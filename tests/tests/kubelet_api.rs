@@ -18,7 +18,7 @@ use tart_kubelet_tests::{
 
 /// An agent serving the kubelet API on its own port with the cluster's test PKI.
 async fn env(label: &str) -> (Env, u16) {
-    Env::with_kubelet_api(label, Knobs::new().with_latency_scale(0.001)).await
+    Env::with_kubelet_api(label, Knobs::new().with_latency_scale(0.001), &[]).await
 }
 
 /// `curl -k` to the agent: (HTTP status, body).

@@ -21,7 +21,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 async fn env(label: &str) -> Env {
     let knobs = Knobs::new().with_vm("*", VmKnob::default().running_guest_launcher());
-    Env::with_kubelet_api(label, knobs).await.0
+    Env::with_kubelet_api(label, knobs, &[]).await.0
 }
 
 fn kubectl(env: &Env, args: &[&str]) -> tokio::process::Command {

@@ -14,8 +14,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Pod;
 use pod_support::{Env, phase, terminated};
 use tart_kubelet_tests::{
-    agent::free_port,
-    cluster::{ControlPlane, wait_for},
+    cluster::{unique, wait_for},
     fake::{AttackKind, Knobs, VmKnob},
 };
 
@@ -23,20 +22,15 @@ use tart_kubelet_tests::{
 const FILES: [&str; 4] = ["stdout", "exit_code", "termination-log", "vitals"];
 
 async fn env(label: &str, files: &[&str], attack: AttackKind) -> Env {
-    let cp = tokio::task::spawn_blocking(ControlPlane::shared)
-        .await
-        .expect("control plane");
-    let mut args = cp.kubelet_api_args(free_port().expect("free port").port());
-    // The collector starts once `tart run` passes its start window: a short one, so the jobs
-    // below are collected before their launcher ends and the attack comes.
-    args.extend(["--run-start-window".to_owned(), "1s".to_owned()]);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let vm = VmKnob::default()
         .running_guest_launcher()
         .attacking_status(files, attack);
-    let mut env = Env::new(label, Knobs::new().with_vm("*", vm), &args).await;
-    env.start_agent();
-    env
+    // The collector starts once `tart run` passes its start window: a short one, so the jobs
+    // below are collected before their launcher ends and the attack comes.
+    let args = ["--run-start-window", "1s"];
+    Env::with_kubelet_api(label, Knobs::new().with_vm("*", vm), &args)
+        .await
+        .0
 }
 
 fn job(env: &Env, name: &str, script: &str) -> Pod {
@@ -45,6 +39,16 @@ fn job(env: &Env, name: &str, script: &str) -> Pod {
     spec.restart_policy = Some("Never".into());
     spec.containers[0].command = Some(vec!["/bin/sh".into(), "-c".into(), script.into()]);
     pod
+}
+
+/// Run a job that prints `visible-output` and ends, and wait for its Pod to end either way.
+async fn run_to_end(env: &Env, name: &str) -> Pod {
+    env.create(&job(env, name, "echo visible-output; sleep 4"))
+        .await;
+    env.wait_pod(name, "finished", |p| {
+        matches!(phase(p), "Succeeded" | "Failed")
+    })
+    .await
 }
 
 /// Wait until the Pod has a `GuestFileRefused` event naming each of [`FILES`].
@@ -89,18 +93,12 @@ fn all_files(dir: &std::path::Path, out: &mut Vec<(std::path::PathBuf, Vec<u8>)>
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn links_to_a_host_file_in_the_status_share_leak_nothing() {
     let host = tempfile::tempdir().expect("tempdir");
-    let marker = format!("HOSTSECRET-{}-{}", std::process::id(), rand_word());
+    let marker = unique("hostsecret");
     let secret = host.path().join("credentials");
     std::fs::write(&secret, format!("0\n{marker}\n")).expect("marker");
     let target = secret.display().to_string();
     let env = env("hostile-link", &FILES, AttackKind::Symlink(target)).await;
-    env.create(&job(&env, "linker", "echo visible-output; sleep 4"))
-        .await;
-    let pod = env
-        .wait_pod("linker", "finished", |p| {
-            matches!(phase(p), "Succeeded" | "Failed")
-        })
-        .await;
+    let pod = run_to_end(&env, "linker").await;
     let t = terminated(&pod).expect("terminated");
     let (code, reason, message) = (t.exit_code, t.reason.unwrap_or_default(), t.message);
     assert_eq!(phase(&pod), "Failed", "a tampered exit code is no success");
@@ -122,6 +120,12 @@ async fn links_to_a_host_file_in_the_status_share_leak_nothing() {
     let pod = env.pods().get("linker").await.expect("pod");
     let events = format!("{:?}", env.events("linker").await);
     let agent_log = std::fs::read_to_string(&env.log_path).unwrap_or_default();
+    for file in ["stdout", "exit_code"] {
+        let warned = agent_log
+            .lines()
+            .any(|l| l.contains("refused: not a regular file") && l.contains(file));
+        assert!(warned, "no WARN for the refused {file}\n{agent_log}");
+    }
     let mut files = vec![];
     all_files(&env.pod_log_dir, &mut files);
     assert!(!files.is_empty(), "no Pod log files");
@@ -152,13 +156,7 @@ async fn fifos_in_the_status_share_hang_nothing() {
     .await;
     env.wait_pod("ticker", "Running", |p| phase(p) == "Running")
         .await;
-    env.create(&job(&env, "fifo", "echo visible-output; sleep 4"))
-        .await;
-    let pod = env
-        .wait_pod("fifo", "finished", |p| {
-            matches!(phase(p), "Succeeded" | "Failed")
-        })
-        .await;
+    let pod = run_to_end(&env, "fifo").await;
     assert_eq!(phase(&pod), "Failed");
     let notes = refusals(&env, "fifo").await;
     assert!(notes.iter().all(|n| n.contains("a fifo")), "{notes:?}");
@@ -260,12 +258,4 @@ fn rss_sampler(
         let _ = peak_tx.send(peak).await;
     });
     (stop_tx, peak_rx)
-}
-
-fn rand_word() -> String {
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    format!("{t:x}")
 }

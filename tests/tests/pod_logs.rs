@@ -10,8 +10,7 @@ use std::{process::Stdio, time::Duration};
 
 use pod_support::{Env, phase};
 use tart_kubelet_tests::{
-    agent::free_port,
-    cluster::{ControlPlane, testing::run_program, unique, wait_for},
+    cluster::{unique, wait_for},
     fake::{Knobs, VmKnob},
 };
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -19,15 +18,8 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 /// An agent serving the kubelet API with the cluster's test PKI, its VMs running the guest
 /// launcher.
 async fn env(label: &str) -> Env {
-    let cp = tokio::task::spawn_blocking(ControlPlane::shared)
-        .await
-        .expect("control plane");
-    let args = cp.kubelet_api_args(free_port().expect("free port").port());
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let knobs = Knobs::new().with_vm("*", VmKnob::default().running_guest_launcher());
-    let mut env = Env::new(label, knobs, &args).await;
-    env.start_agent();
-    env
+    Env::with_kubelet_api(label, knobs, &[]).await.0
 }
 
 fn job(env: &Env, name: &str, restart: &str, script: &str) -> k8s_openapi::api::core::v1::Pod {
@@ -174,17 +166,9 @@ async fn kubectl_logs_serves_a_253_character_name_in_a_63_character_namespace() 
     pods.create(&Default::default(), &pod)
         .await
         .expect("create pod");
-    let kc = env.cp.kubeconfig_path().display().to_string();
     let r = wait_for(Duration::from_secs(60), || async {
-        let args = [
-            "--kubeconfig",
-            kc.as_str(),
-            "-n",
-            ns.as_str(),
-            "logs",
-            name.as_str(),
-        ];
-        let (ok, out, _) = run_program("kubectl", &args).await;
+        // kubectl takes the last `-n`: this namespace, not the test's.
+        let (ok, out, _) = env.kubectl(&["-n", &ns, "logs", &name]).await;
         (ok && out == "from-the-long-named-pod\n").then_some(())
     })
     .await;

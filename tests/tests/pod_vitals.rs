@@ -16,8 +16,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Pod;
 use pod_support::{Env, WAIT, phase};
 use tart_kubelet_tests::{
-    agent::free_port,
-    cluster::{ControlPlane, testing::run_program, wait_for},
+    cluster::{testing::run_program, wait_for},
     fake::{GuestVitals, Knobs, VmKnob},
 };
 
@@ -247,14 +246,8 @@ async fn kubectl(env: &Env, args: &[&str]) -> (bool, String, String) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stats_summary_and_resource_metrics_serve_what_metrics_server_reads() {
-    let cp = tokio::task::spawn_blocking(ControlPlane::shared)
-        .await
-        .expect("control plane");
-    let mut args = cp.kubelet_api_args(free_port().expect("free port").port());
-    args.extend(["--vitals-interval".to_string(), "1s".to_string()]);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let mut env = Env::new("top", guest(GuestVitals::default()), &args).await;
-    env.start_agent();
+    let knobs = guest(GuestVitals::default());
+    let (env, _) = Env::with_kubelet_api("top", knobs, &["--vitals-interval", "1s"]).await;
     env.create(&job(&env, "busy", "sleep 600")).await;
     let pod = env
         .wait_pod("busy", "Running", |p| phase(p) == "Running")

@@ -2,7 +2,6 @@
 //! (docs/guest.md, "Vitals") and reading the newest of them from the host. Parsing is pure;
 //! [`read_tail`] reads at most the given number of bytes from the end of the file.
 
-use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
 use super::model::{GuestSample, PressureLevel};
@@ -92,21 +91,6 @@ pub fn read_tail(status_dir: &Path, max: u64) -> Result<Vec<GuestSample>, GuestF
         Err(GuestFileError::Missing) => Ok(Vec::new()),
         Err(e) => Err(e),
     }
-}
-
-/// The last `max` bytes of `path` (a file of the agent's own, such as `tart run`'s log),
-/// lossily decoded, and whether the file was longer.
-///
-/// # Errors
-/// The open or read error.
-pub fn read_last(path: &Path, max: u64) -> std::io::Result<(String, bool)> {
-    let mut f = std::fs::File::open(path)?;
-    let len = f.metadata()?.len();
-    let start = len.saturating_sub(max);
-    f.seek(SeekFrom::Start(start))?;
-    let mut buf = Vec::with_capacity((len - start) as usize);
-    f.take(max).read_to_end(&mut buf)?;
-    Ok((String::from_utf8_lossy(&buf).into_owned(), start > 0))
 }
 
 #[cfg(test)]

@@ -148,14 +148,15 @@ impl Env {
     }
 
     /// A started agent that serves the kubelet API on its own port with the cluster's test
-    /// PKI (`ControlPlane::kubelet_api_args`), and that port.
-    pub async fn with_kubelet_api(label: &str, knobs: Knobs) -> (Env, u16) {
+    /// PKI (`ControlPlane::kubelet_api_args`) and takes `extra_args` too, and that port.
+    pub async fn with_kubelet_api(label: &str, knobs: Knobs, extra_args: &[&str]) -> (Env, u16) {
         let cp = tokio::task::spawn_blocking(ControlPlane::shared)
             .await
             .expect("control plane");
         let port = free_port().port();
         let args = cp.kubelet_api_args(port);
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let mut args: Vec<&str> = args.iter().map(String::as_str).collect();
+        args.extend_from_slice(extra_args);
         let mut env = Env::new(label, knobs, &args).await;
         env.start_agent();
         (env, port)

@@ -90,7 +90,7 @@ pub fn read_end(status: &Path, fallback_to_logs: bool) -> GuestEnd {
         message = tail;
     }
     // Read by others while the VM runs (the sampler, the job poll), which only skip them.
-    for name in [VITALS_FILE, JOB_FILE] {
+    for name in [crate::vitals::guest::FILE, JOB_FILE] {
         if let Err(GuestFileError::Refused(kind)) = guest_file::open_in(status, name) {
             refused.push((name, kind));
         }
@@ -110,9 +110,6 @@ pub fn clear_end(status: &Path) {
         let _ = std::fs::remove_file(status.join(f));
     }
 }
-
-/// The guest's vitals in the status share (read by `vitals::guest`).
-const VITALS_FILE: &str = "vitals";
 
 /// The file in the status share where the job marks itself `busy` or `idle`.
 pub const JOB_FILE: &str = "job";

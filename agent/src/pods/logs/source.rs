@@ -231,23 +231,13 @@ impl Follower {
 }
 
 /// Open a source: the guest's files as untrusted ([`guest_file`]), `tart run`'s own log
-/// (`tart_log`, in the agent's `--vm-log-dir`, which may sit behind a link the operator made)
-/// as any file.
+/// (`tart_log`) as the agent's own ([`GuestFile::open_own`]).
 fn open(path: &std::path::Path, tart_log: bool) -> Result<GuestFile, GuestFileError> {
-    use std::os::unix::fs::MetadataExt;
-    if !tart_log {
-        return guest_file::open_path(path);
+    if tart_log {
+        GuestFile::open_own(path)
+    } else {
+        guest_file::open_path(path)
     }
-    let file = std::fs::File::open(path).map_err(|e| match e.kind() {
-        io::ErrorKind::NotFound => GuestFileError::Missing,
-        _ => GuestFileError::Io(e),
-    })?;
-    let meta = file.metadata()?;
-    Ok(GuestFile {
-        len: meta.len(),
-        ino: meta.ino(),
-        file,
-    })
 }
 
 #[cfg(test)]

@@ -15,12 +15,14 @@ use crate::pods::{
         model::ConfigError,
         prepare::prepare,
         refresh::{self, RefreshDeps},
+        status::JOB_FILE,
     },
     metrics::KindLabels,
     plan::crash_backoff,
     reasons::WaitingReason,
     status::ContainerView,
 };
+use crate::vitals;
 
 /// The status share's files the agent reads, in the order that numbers their events.
 const GUEST_FILES: [&str; 7] = [
@@ -29,20 +31,20 @@ const GUEST_FILES: [&str; 7] = [
     "termination-log",
     "stdout",
     "stderr",
-    "vitals",
-    "job",
+    vitals::guest::FILE,
+    JOB_FILE,
 ];
 
-/// The event of a fault of the guest's file `name` (in the status share) in run `run`, and
+/// The event of a `fault` in the guest's file `name` (in the status share) in run `run`, and
 /// its number: one event per file, kind of fault and run.
 pub(super) fn guest_fault(run: u32, name: &str, fault: Fault) -> (u32, Occurrence) {
+    // One number per file of `GUEST_FILES` in each run, and one more for any other file.
+    const SLOTS: u32 = GUEST_FILES.len() as u32 + 1;
     let slot = GUEST_FILES
         .iter()
         .position(|f| *f == name)
         .unwrap_or(GUEST_FILES.len());
-    let seq = run
-        .saturating_mul(8)
-        .saturating_add(u32::try_from(slot).unwrap_or(7));
+    let seq = run.saturating_mul(SLOTS).saturating_add(slot as u32);
     let file = format!("status/{name}");
     let occ = match fault {
         Fault::Refused(r) => Occurrence::GuestFileRefused {

@@ -11,6 +11,7 @@ use tokio::time::Instant;
 use tracing::{info, warn};
 
 use super::{Worker, WorkerInput};
+use crate::guest_file::GuestFile;
 use crate::pods::{
     ending::{self, AgentStop, RunEnd, StopSignal, exit_code, job_failed},
     events::{Occurrence, without_error_prefix},
@@ -21,10 +22,7 @@ use crate::pods::{
     reasons::WaitingReason,
     status::{ContainerView, Terminated},
 };
-use crate::vitals::{
-    death::{Ending, Verdict, host_fault_in},
-    guest::read_last,
-};
+use crate::vitals::death::{Ending, Verdict, host_fault_in};
 
 /// How a failed provisioning step is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -164,14 +162,14 @@ impl<T: Tart> Worker<T> {
         Some(end)
     }
 
-    /// One WARN and one event per file of the status share the guest put something else than
-    /// a file in (docs/guest.md, "What the agent trusts").
+    /// One event and one WARN per file of the status share the guest put something else than
+    /// a file in (the collector reports its own files the same way).
     fn report_refused(&self, end: &GuestEnd) {
         let input = self.input.borrow().clone();
         for (name, found) in &end.refused {
-            warn!(file = %format_args!("status/{name}"), found = found.as_str(), "guest file refused: not a regular file");
-            let (seq, occ) =
-                super::guest::guest_fault(self.state.facts.restarts, name, Fault::Refused(*found));
+            warn!(file = %name, found = found.as_str(), "status file refused: not a regular file");
+            let fault = Fault::Refused(*found);
+            let (seq, occ) = super::guest::guest_fault(self.state.facts.restarts, name, fault);
             self.emit(&input, seq, occ);
         }
     }
@@ -191,9 +189,10 @@ impl<T: Tart> Worker<T> {
         let vm = &self.state.vm;
         let status = end.map(|_| self.ctx.cfg.guest.layout.status(vm));
         let log = self.ctx.cfg.vm_log_dir.join(format!("{vm}.log"));
-        let fault = read_last(&log, RUN_LOG_TAIL)
+        let fault = GuestFile::open_own(&log)
+            .and_then(|f| f.read_last(RUN_LOG_TAIL))
             .ok()
-            .and_then(|(t, _)| host_fault_in(&t));
+            .and_then(|(t, _)| host_fault_in(&String::from_utf8_lossy(&t)));
         let ending = Ending {
             guest_exit: end.and_then(|e| e.exit_code),
             command_ran: end.is_some_and(|e| e.state.as_deref() == Some("running")),
