@@ -37,9 +37,12 @@ pub(super) enum Failure {
 
 impl<T: Tart> Worker<T> {
     /// The agent asked the VM to stop for `why` and `tart stop` ended with `outcome` (`None`:
-    /// it failed): the run's end, whenever it comes, is the agent's doing.
+    /// it failed): the run's end, whenever it comes, is the agent's doing. A stop that finds
+    /// the VM already stopped changes nothing: an earlier attempt that failed may have ended it.
     pub(super) fn stopping(&mut self, why: AgentStop, outcome: Option<StopOutcome>) {
-        self.stopped = StopSignal::of(outcome).map(|s| (why, s));
+        if let Some(signal) = StopSignal::of(outcome) {
+            self.stopped = Some((why, signal));
+        }
     }
 
     /// Stop the run for `why` (`after` names it in the log) within `grace`, then take its

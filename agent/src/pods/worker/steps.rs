@@ -366,17 +366,17 @@ impl<T: Tart> Worker<T> {
         let tart = self.ctx.tart.clone();
         let grace = self.stop_grace(input);
         info!(grace_s = grace.as_secs(), "stopping vm");
+        let f = &input.facts;
+        let why = if f.deleting {
+            AgentStop::Deletion
+        } else if f.deadline_exceeded {
+            AgentStop::Deadline
+        } else {
+            AgentStop::PodFinished
+        };
         match tart.stop(&proc, grace).await {
             Ok(outcome) => {
                 info!(outcome = outcome.as_str(), "vm stopped");
-                let f = &input.facts;
-                let why = if f.deleting {
-                    AgentStop::Deletion
-                } else if f.deadline_exceeded {
-                    AgentStop::Deadline
-                } else {
-                    AgentStop::PodFinished
-                };
                 self.stopping(why, Some(outcome));
                 let info = tokio::time::timeout(super::STOP_SLACK, proc.wait()).await;
                 let info = info.unwrap_or(tart::ExitInfo {
@@ -388,6 +388,8 @@ impl<T: Tart> Worker<T> {
                 self.finish();
             }
             Err(error) => {
+                // The VM may still go down before the retry: that end is the agent's too.
+                self.stopping(why, None);
                 warn!(%error, "stop failed; retrying");
                 tokio::time::sleep(TEARDOWN_RETRY).await;
             }

@@ -258,6 +258,34 @@ async fn deletion_stops_then_deletes_the_vm() {
     assert!(!r.worker.slots.holds(&uid(7)));
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_run_that_ends_after_a_failed_stop_is_still_the_agents_kill() {
+    let mut r = rig(MemTart::new(), 2);
+    let vm = VmNaming::default().vm_name(&uid(8)).unwrap();
+    let i = input(&uid(8), RestartPolicy::Never);
+    let mut h = spawn(r.worker.clone(), vm.clone(), i.clone(), Start::Fresh, 0);
+    until(&mut h, "running", running_with_ip).await;
+    r.tart.fail(Op::Stop, ErrorKind::Timeout);
+    let mut del = i;
+    del.facts.deleting = true;
+    h.input.send_replace(del);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while r.tart.calls_of(Op::Stop).is_empty() {
+        assert!(tokio::time::Instant::now() < deadline, "no stop");
+        tokio::task::yield_now().await;
+    }
+    // The VM goes down on its own before the stop is retried, with `tart run` exiting 0.
+    assert!(r.tart.exit_vm(&vm, 0));
+    let s = until(&mut h, "terminated", |s| {
+        matches!(s.view, ContainerView::Terminated(_))
+    })
+    .await;
+    let ContainerView::Terminated(t) = s.view else {
+        unreachable!()
+    };
+    assert_eq!((t.exit_code, t.reason.as_str()), (137, "Error"));
+}
+
 #[tokio::test]
 async fn an_adopted_vm_is_never_run_again_nor_counted() {
     let r = rig(MemTart::new().with_cached(IMAGE), 2);
