@@ -260,7 +260,7 @@ async fn deletion_stops_then_deletes_the_vm() {
 
 #[tokio::test(start_paused = true)]
 async fn a_run_that_ends_after_a_failed_stop_is_still_the_agents_kill() {
-    let mut r = rig(MemTart::new(), 2);
+    let r = rig(MemTart::new(), 2);
     let vm = VmNaming::default().vm_name(&uid(8)).unwrap();
     let i = input(&uid(8), RestartPolicy::Never);
     let mut h = spawn(r.worker.clone(), vm.clone(), i.clone(), Start::Fresh, 0);

@@ -287,8 +287,9 @@ async fn supervise(
                 // had nothing to run: then the guest keeps running what the image starts.
                 guest = None;
                 let idle = status_state(record_shares.as_deref()).as_deref() == Some("idle");
-                let attack = crate::rules::load(&ctx.home).unwrap_or(knobs.clone()).vm(name).guest_attack;
-                if let (Some(attack), Some(status)) = (attack, status_dir(record_shares.as_deref())) {
+                let fresh = crate::rules::load(&ctx.home).unwrap_or(knobs.clone());
+                let status = status_dir(record_shares.as_deref());
+                if let (Some(attack), Some(status)) = (fresh.vm(name).guest_attack, status) {
                     crate::guest_attack::play(&status, &attack)?;
                 }
                 if shutdown_at.is_none() && !idle {
