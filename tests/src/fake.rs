@@ -2,8 +2,8 @@
 //! file (`fake-tart/knobs.json`, read by `fake-tart` on every invocation) is written from a
 //! typed [`Knobs`] value, plus helpers that read VM state straight from disk.
 //!
-//! The knob schema itself lives in `bin/fake_tart/knobs.rs` and is compiled into both this
-//! library and the binary, so the two cannot drift. The binary's path is not known here: pass
+//! The knob schema itself lives in `fake/knobs.rs`; the `fake-tart` binary uses this library's
+//! copy, so the two cannot drift. The binary's path is not known here: pass
 //! `env!("CARGO_BIN_EXE_fake-tart")` from an integration test.
 
 use std::fs::{self, File};
@@ -17,11 +17,9 @@ use tempfile::TempDir;
 
 /// The shared registry bandwidth's bookkeeping, as fake-tart does it: count the pulls active in
 /// a `registry_dir`, or hold a place there as another Mac's pull would.
-#[path = "bin/fake_tart/bandwidth.rs"]
 pub mod bandwidth;
 mod guest;
-#[path = "bin/fake_tart/knobs.rs"]
-mod knobs;
+pub mod knobs;
 
 pub use knobs::{
     Action, AttackKind, Auth, DEFAULT_BOOT_MS, DEFAULT_CLONE_MS, DEFAULT_PULL_MB_PER_S,

@@ -3,51 +3,31 @@
 //! codes, and reads failure knobs from `$TART_HOME/fake-tart/knobs.json` on every invocation.
 //!
 //! This file owns dispatch: argv -> subcommand, knob rules, tmp GC, exit code. The commands
-//! live in `fake_tart/`.
+//! live in the modules beside this file.
 
-#[path = "fake_tart/autoprune.rs"]
 mod autoprune;
-#[path = "fake_tart/bandwidth.rs"]
-mod bandwidth;
-#[path = "fake_tart/cli.rs"]
 mod cli;
-#[path = "fake_tart/dirs.rs"]
 mod dirs;
-#[path = "fake_tart/endpoints.rs"]
 mod endpoints;
-#[path = "fake_tart/error.rs"]
 mod error;
-#[path = "fake_tart/guest.rs"]
 mod guest;
-#[path = "fake_tart/guest_attack.rs"]
 mod guest_attack;
-#[path = "fake_tart/guest_exec.rs"]
 mod guest_exec;
-#[path = "fake_tart/guest_mode.rs"]
 mod guest_mode;
-#[path = "fake_tart/guest_tools.rs"]
 mod guest_tools;
-#[path = "fake_tart/home.rs"]
 mod home;
-#[path = "fake_tart/info.rs"]
 mod info;
-#[path = "fake_tart/knobs.rs"]
-#[allow(dead_code)]
-mod knobs;
-#[path = "fake_tart/locks.rs"]
 mod locks;
-#[path = "fake_tart/maint.rs"]
 mod maint;
-#[path = "fake_tart/pull.rs"]
 mod pull;
-#[path = "fake_tart/registry.rs"]
 mod registry;
-#[path = "fake_tart/rules.rs"]
 mod rules;
-#[path = "fake_tart/time.rs"]
 mod time;
-#[path = "fake_tart/vm.rs"]
 mod vm;
+
+// The knob schema and the registry's pull bookkeeping are the library's, shared with the tests
+// that write the knobs.
+use tart_kubelet_tests::fake::{bandwidth, knobs};
 
 use std::io::Write;
 use std::time::Duration;
