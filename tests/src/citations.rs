@@ -198,9 +198,13 @@ mod tests {
         assert_eq!(got, ["1", "1.4", "2.10"]);
     }
 
+    /// A file, its text and each mark's (file, section).
+    type Case = (&'static str, &'static str, &'static [Mark]);
+    type Mark = (Option<&'static str>, Option<&'static str>);
+
     #[test]
     fn marks_take_the_nearest_path_before_them_on_their_line() {
-        let cases: &[(&str, &str, &[(Option<&str>, Option<&str>)])] = &[
+        let cases: &[Case] = &[
             (
                 "a.rs",
                 "// docs/reference/tart-cli.md $2.6, $3.2",
