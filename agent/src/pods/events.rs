@@ -1,9 +1,9 @@
 //! Which event to publish for what happened, with kubelet's reasons and messages
-//! (host-and-conventions.md §5.3), plus our own `CreatingVM`, `WaitingForVMSlot` and the host
-//! fault Warnings. Each [`Occurrence`] is published once: the caller supplies a sequence number
-//! naming the occurrence (e.g. the attempt number), the sink drops repeats of the pair
-//! ([`EventKind`], number), so a re-run reconcile never repeats an event. Pure; publishing lives
-//! in `pods::sink`.
+//! (docs/reference/host-and-conventions.md §5.3), plus our own `CreatingVM`, `WaitingForVMSlot` and
+//! the host fault Warnings. Each [`Occurrence`] is published once: the caller supplies a sequence
+//! number naming the occurrence (e.g. the attempt number), the sink drops repeats of the pair
+//! ([`EventKind`], number), so a re-run reconcile never repeats an event. Pure; publishing lives in
+//! `pods::sink`.
 
 use std::time::Duration;
 

@@ -1,6 +1,6 @@
-//! PURE: SPDY/3.1 frames as Go's spdystream writes and reads them (kubelet-api.md §5.2): an
-//! 8-byte header, big-endian integers, 24-bit lengths. Header blocks stay compressed here;
-//! [`super::zlib`] turns them into names and values.
+//! PURE: SPDY/3.1 frames as Go's spdystream writes and reads them
+//! (docs/reference/kubelet-api.md §5.2): an 8-byte header, big-endian integers, 24-bit lengths.
+//! Header blocks stay compressed here; [`super::zlib`] turns them into names and values.
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
