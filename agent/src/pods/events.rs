@@ -64,7 +64,6 @@ pub enum Occurrence {
     },
     /// Waiting to restart a VM that exited.
     BackOffRestart {
-        /// Container name.
         container: String,
         /// `<pod>_<ns>(<uid>)`.
         pod: String,
@@ -110,7 +109,6 @@ pub enum Occurrence {
     },
     /// A volume's files (a Secret, a ConfigMap, a token) could not be brought up to date.
     VolumeUpdateFailed {
-        /// The volume.
         volume: String,
         /// Why (never a value).
         error: String,
@@ -239,7 +237,6 @@ pub enum EventKind {
 }
 
 impl Occurrence {
-    /// Its kind.
     pub fn kind(&self) -> EventKind {
         match self {
             Self::CreatingVm { .. } => EventKind::CreatingVm,

@@ -25,7 +25,6 @@ const GB: u128 = 1_000_000_000;
 pub struct VmResources {
     /// Whole CPU cores.
     pub cpu: Option<u16>,
-    /// Memory in MiB.
     pub memory_mib: Option<u64>,
     /// Disk in GB (10⁹ bytes).
     pub disk_gb: Option<u16>,
@@ -36,9 +35,7 @@ pub struct VmResources {
 pub struct RawResources {
     /// Millicores.
     pub cpu_millis: Option<u64>,
-    /// Bytes.
     pub memory_bytes: Option<u64>,
-    /// Bytes.
     pub disk_bytes: Option<u64>,
 }
 

@@ -94,7 +94,6 @@ pub enum Step {
     },
 }
 
-/// Inputs of [`install_plan`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InstallPlanInput {
     /// Where the job is loaded.

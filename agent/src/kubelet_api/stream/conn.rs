@@ -43,7 +43,6 @@ const OUT_QUEUE: usize = 64;
 /// A stream the client opened (already accepted).
 #[derive(Debug)]
 pub struct NewStream {
-    /// Stream id.
     pub id: u32,
     /// Its headers (`streamtype`, `port`, `requestid`).
     pub headers: Headers,

@@ -164,7 +164,6 @@ pub struct Streams {
 
 /// A session whose streams are all open.
 pub struct Opened {
-    /// The streams.
     pub streams: Streams,
     /// The connection.
     pub link: Link,

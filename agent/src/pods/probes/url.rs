@@ -20,7 +20,6 @@ pub struct Url {
     pub scheme: Scheme,
     /// Host name or IP literal, without brackets.
     pub host: String,
-    /// Port.
     pub port: u16,
     /// Path and query as given (`""` is the root).
     pub path: String,
