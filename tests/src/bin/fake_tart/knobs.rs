@@ -237,7 +237,6 @@ pub struct VmKnob {
 pub struct GuestAttack {
     /// Status share files (`stdout`, `exit_code`, `termination-log`, `vitals`, …) to attack.
     pub files: Vec<String>,
-    /// How.
     pub how: AttackKind,
 }
 
