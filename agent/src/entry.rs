@@ -49,9 +49,7 @@ pub enum RunError {
     /// The admin address could not be bound.
     #[error("cannot listen on {addr}")]
     Bind {
-        /// The address.
         addr: std::net::SocketAddr,
-        /// Cause.
         #[source]
         source: std::io::Error,
     },
@@ -254,7 +252,6 @@ pub fn tart_cli(cfg: &Config, observer: Arc<dyn tart::Observer>) -> tart::TartCl
 pub struct Parts<T: Tart> {
     /// The claimed Lease ([`node::claim::claim`]).
     pub claimed: node::claim::Claimed,
-    /// Tart driver.
     pub tart: Arc<T>,
     /// Host facts.
     pub host: Arc<dyn HostInfo>,

@@ -25,9 +25,7 @@ pub enum Refused {
     Fifo,
     /// A block or character device.
     Device,
-    /// A socket.
     Socket,
-    /// A directory.
     Directory,
 }
 

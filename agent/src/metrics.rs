@@ -18,7 +18,6 @@ macro_rules! register {
 }
 pub(crate) use register;
 
-/// `outcome` label.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct OutcomeLabels {
     /// `ok` or `error`.
@@ -35,7 +34,6 @@ pub struct BuildLabels {
     pub tart_version: String,
 }
 
-/// `condition` label.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ConditionLabels {
     /// Node condition type.

@@ -36,17 +36,13 @@ const SCAN_DEADLINE: Duration = Duration::from_secs(30);
 
 /// What the image side is started from.
 pub struct ImageDeps<T> {
-    /// Configuration.
     pub cfg: Arc<Config>,
-    /// Tart driver.
     pub tart: Arc<T>,
     /// Host facts (the volume's size).
     pub host: Arc<dyn HostInfo>,
-    /// API client.
     pub client: kube::Client,
     /// The Pods this agent serves (their images are never evicted).
     pub served: ServedPods,
-    /// Image metrics.
     pub metrics: ImageMetrics,
     /// Our Node (its labels select the pre-pull images).
     pub node: watch::Receiver<ObservedNode>,
@@ -58,7 +54,6 @@ pub struct ImageDeps<T> {
 
 /// What the image side hands back.
 pub struct ImageSide {
-    /// Its tasks.
     pub tasks: Vec<JoinHandle<()>>,
     /// The inventory for `status.images`.
     pub inventory: watch::Receiver<Option<Vec<Held>>>,

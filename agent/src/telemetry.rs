@@ -26,16 +26,13 @@ pub enum TelemetryError {
     Filter {
         /// The directive.
         filter: String,
-        /// Cause.
         #[source]
         source: tracing_subscriber::filter::ParseError,
     },
     /// The log file cannot be opened.
     #[error("cannot open log file {path}")]
     File {
-        /// The file.
         path: std::path::PathBuf,
-        /// Cause.
         #[source]
         source: std::io::Error,
     },

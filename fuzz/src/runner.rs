@@ -68,14 +68,12 @@ pub struct Finding {
     pub kind: FindingKind,
     /// The panic's place and message, the time, or the bytes allocated.
     pub message: String,
-    /// The input.
     pub input: Vec<u8>,
 }
 
 /// One target's figures.
 #[derive(Debug, Clone)]
 pub struct Report {
-    /// The target.
     pub target: &'static str,
     /// Inputs run (corpus and mutated).
     pub inputs: u64,

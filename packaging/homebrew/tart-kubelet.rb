@@ -23,7 +23,7 @@ class TartKubelet < Formula
   end
 
   # `brew services` can only express part of what the agent needs: it has no ExitTimeOut,
-  # UserName or AbandonProcessGroup (host-and-conventions.md §2.5). Prefer
+  # UserName or AbandonProcessGroup (docs/reference/host-and-conventions.md §2.5). Prefer
   # `sudo tart-kubelet install` (see caveats); this block is for `brew services start` in the
   # auto-login user's session (a LaunchAgent), e.g. for evaluation.
   service do

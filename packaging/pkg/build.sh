@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build a macOS installer package for tart-kubelet. macOS only: pkgbuild and productbuild
-# exist nowhere else (host-and-conventions.md §2.4). From Linux, ship the release tarball and
-# the Homebrew formula instead, or sign an existing pkg with rcodesign.
+# exist nowhere else (docs/reference/host-and-conventions.md §2.4). From Linux, ship the release
+# tarball and the Homebrew formula instead, or sign an existing pkg with rcodesign.
 #
 # Usage: packaging/pkg/build.sh <tart-kubelet binary> <version> [out.pkg]
 #   SIGN_IDENTITY="Developer ID Installer: Example (TEAMID)"  sign the product (optional)

@@ -1,6 +1,6 @@
-//! The OCI cache as Tart lays it out on disk (§1.1): one directory per manifest digest under
-//! `$TART_HOME/cache/OCIs/<host>/<repository>/sha256:<hex>/`, and each tag a symlink beside it
-//! pointing at its digest directory. A `:port` in the host is stored as `%3A`.
+//! The OCI cache as Tart lays it out on disk (docs/reference/tart-cli.md §1.1): one directory per
+//! manifest digest under `$TART_HOME/cache/OCIs/<host>/<repository>/sha256:<hex>/`, and each tag a
+//! symlink beside it pointing at its digest directory. A `:port` in the host is stored as `%3A`.
 //!
 //! [`scan`] reads it without running `tart`, so an agent can account for every cached image
 //! (its size, its tags, when it was last used) cheaply. It is blocking file-system work: call it

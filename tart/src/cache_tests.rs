@@ -1,4 +1,4 @@
-//! Tests of [`super::scan`] on a cache laid out as tart-cli.md §1.1 describes.
+//! Tests of [`super::scan`] on a cache laid out as docs/reference/tart-cli.md §1.1 describes.
 
 use std::{fs, os::unix::fs::symlink, path::Path};
 

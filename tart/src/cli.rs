@@ -70,7 +70,7 @@ impl TartCli {
     /// SIGKILL the process groups of tart commands that an earlier agent left running when it
     /// died (recorded when the client was built with `track_inflight(true)`); returns their
     /// PIDs. Call once at start-up: a hung orphan would otherwise hold Tart's pull or home lock
-    /// (§1.4).
+    /// (docs/reference/tart-cli.md §1.4).
     pub async fn reap_orphans(&self) -> Vec<u32> {
         match &self.inner.inflight {
             Some(dir) => inflight::reap(dir, &self.inner.program).await,
@@ -78,7 +78,8 @@ impl TartCli {
         }
     }
 
-    /// `$TART_HOME/vms/<vm>/config.json`, whose fcntl lock marks a running VM (§1.4).
+    /// `$TART_HOME/vms/<vm>/config.json`, whose fcntl lock marks a running VM
+    /// (docs/reference/tart-cli.md §1.4).
     pub(crate) fn config_json(&self, vm: &VmName) -> PathBuf {
         self.inner
             .tart_home
@@ -90,7 +91,8 @@ impl TartCli {
     fn env_with(&self, creds: Option<&Credentials>) -> Vec<(OsString, OsString)> {
         let mut env = self.inner.env.clone();
         if let Some(c) = creds {
-            // §1.2: the environment provider is consulted first; never argv.
+            // docs/reference/tart-cli.md §1.2: the environment provider is consulted first; never
+            // argv.
             env.push(("TART_REGISTRY_USERNAME".into(), c.username.clone().into()));
             env.push(("TART_REGISTRY_PASSWORD".into(), c.password.clone().into()));
             if let Some(h) = &c.hostname {
@@ -239,7 +241,8 @@ impl Tart for TartCli {
     async fn clone_vm(&self, source: &str, vm: &VmName, creds: Option<&Credentials>) -> Result<()> {
         let d = &self.inner.deadlines;
         let args = command::clone(source, vm).map_err(|e| arg_error(Op::Clone, e))?;
-        // An uncached remote source is pulled first with the same progress lines (§2.2).
+        // An uncached remote source is pulled first with the same progress lines
+        // (docs/reference/tart-cli.md §2.2).
         let (deadline, stall, size_deadline) = if command::is_remote(source) {
             (d.clone.max(d.pull), Some(d.pull_stall), Some(d.pull_size))
         } else {

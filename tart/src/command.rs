@@ -1,4 +1,4 @@
-//! Argv builders: one pure function per `tart` subcommand (§2).
+//! Argv builders: one pure function per `tart` subcommand (docs/reference/tart-cli.md §2).
 //!
 //! Every value from a Pod (image names, share paths, exec argv) becomes exactly one argv entry:
 //! there is never a shell between a Pod field and `tart`. Values that `tart`'s argument parser
@@ -19,7 +19,8 @@ pub(crate) enum ArgError {
     /// An image or source name that is empty, starts with `-` or contains a control character.
     #[error("invalid image reference {0:?}")]
     InvalidImage(String),
-    /// A `--dir` share whose path, name or tag would be misparsed by `tart` (§2.6).
+    /// A `--dir` share whose path, name or tag would be misparsed by `tart`
+    /// (docs/reference/tart-cli.md §2.6).
     #[error("invalid --dir share: {0}")]
     InvalidDirShare(String),
 }
@@ -39,7 +40,8 @@ pub(crate) fn get(vm: &VmName) -> Vec<OsString> {
     argv(["get", vm.as_str(), "--format", "json"])
 }
 
-/// `tart pull <image>`. Credentials go through the environment, never argv (§1.2).
+/// `tart pull <image>`. Credentials go through the environment, never argv
+/// (docs/reference/tart-cli.md §1.2).
 ///
 /// # Errors
 /// [`ArgError::InvalidImage`] when `image` could be read as a flag.
@@ -109,13 +111,14 @@ pub(crate) fn run(vm: &VmName, opts: &RunOpts) -> Result<Vec<OsString>, ArgError
 }
 
 /// The `--dir` value: `[name:]path[:options]` where options are `ro` and `tag=TAG`,
-/// comma-separated, in the last `:` segment (§2.6).
+/// comma-separated, in the last `:` segment (docs/reference/tart-cli.md §2.6).
 pub(crate) fn dir_spec(share: &DirShare) -> Result<OsString, ArgError> {
     let path = share.path.as_os_str();
     if path.is_empty() {
         return Err(ArgError::InvalidDirShare("empty path".into()));
     }
-    // `:` separates name, path and options; a path containing one would be split (§2.6).
+    // `:` separates name, path and options; a path containing one would be split
+    // (docs/reference/tart-cli.md §2.6).
     if path.as_bytes().contains(&b':') {
         return Err(ArgError::InvalidDirShare(format!(
             "path {} contains ':'",
@@ -150,7 +153,8 @@ pub(crate) fn dir_spec(share: &DirShare) -> Result<OsString, ArgError> {
     Ok(out)
 }
 
-/// `tart stop <vm> --timeout <secs>` (`--timeout 0`: SIGINT then SIGKILL at once, §2.7).
+/// `tart stop <vm> --timeout <secs>` (`--timeout 0`: SIGINT then SIGKILL at once,
+/// docs/reference/tart-cli.md §2.7).
 pub(crate) fn stop(vm: &VmName, timeout: Duration) -> Vec<OsString> {
     argv([
         "stop",
@@ -165,7 +169,8 @@ pub(crate) fn delete(vm: &VmName) -> Vec<OsString> {
     argv(["delete", vm.as_str()])
 }
 
-/// `tart delete <remote name>`: one OCI cache entry, a tag or a digest (§2.9).
+/// `tart delete <remote name>`: one OCI cache entry, a tag or a digest
+/// (docs/reference/tart-cli.md §2.9).
 ///
 /// # Errors
 /// [`ArgError::InvalidImage`] when `image` is not a remote name (it could be a local VM's).
@@ -178,7 +183,7 @@ pub(crate) fn delete_image(image: &str) -> Result<Vec<OsString>, ArgError> {
 }
 
 /// `tart ip <vm> --wait <secs> --resolver <r>`. `--wait` is a UInt16 in Tart, so it is capped
-/// at 65535 s (§2.11).
+/// at 65535 s (docs/reference/tart-cli.md §2.11).
 pub(crate) fn ip(vm: &VmName, wait: Duration, resolver: IpResolver) -> Vec<OsString> {
     let wait = wait.as_secs().min(u64::from(u16::MAX));
     argv([
@@ -192,7 +197,8 @@ pub(crate) fn ip(vm: &VmName, wait: Duration, resolver: IpResolver) -> Vec<OsStr
 }
 
 /// `tart exec <vm> <argv...>`: flags must precede the name and everything after it is passed
-/// through verbatim, so no `--` (it would reach the guest as the first word, §2.10).
+/// through verbatim, so no `--` (it would reach the guest as the first word,
+/// docs/reference/tart-cli.md §2.10).
 pub(crate) fn exec(vm: &VmName, command: &[String]) -> Vec<OsString> {
     let mut v = argv(["exec", vm.as_str()]);
     v.extend(command.iter().map(OsString::from));
@@ -200,7 +206,7 @@ pub(crate) fn exec(vm: &VmName, command: &[String]) -> Vec<OsString> {
 }
 
 /// `tart exec [-i] [-t] <vm> <argv...>` for a streaming exec: the flags precede the name, as
-/// Tart requires (§2.10).
+/// Tart requires (docs/reference/tart-cli.md §2.10).
 pub(crate) fn exec_streaming(
     vm: &VmName,
     command: &[String],
@@ -232,7 +238,8 @@ pub(crate) fn prune(opts: &PruneOpts) -> Vec<OsString> {
     v
 }
 
-/// Whether `name` is a remote image reference (anything with a `/`, §1.6).
+/// Whether `name` is a remote image reference (anything with a `/`,
+/// docs/reference/tart-cli.md §1.6).
 pub(crate) fn is_remote(name: &str) -> bool {
     name.contains('/')
 }

@@ -1,12 +1,13 @@
-//! Per-operation deadlines for `TartCli`, with the defaults of spec §7.4. Pure data that
-//! refers to no other module; enforcing them (SIGKILL of the process group) is the `process`
-//! module's job.
+//! Per-operation deadlines for `TartCli`, with the defaults of docs/reference/tart-cli.md §7.4.
+//! Pure data that refers to no other module; enforcing them (SIGKILL of the process group) is the
+//! `process` module's job.
 
 use std::time::Duration;
 
 use tokio::time::Instant;
 
-/// Per-operation deadlines (spec §7.4). On expiry the process group is SIGKILLed.
+/// Per-operation deadlines (docs/reference/tart-cli.md §7.4). On expiry the process group is
+/// SIGKILLed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Deadlines {
     /// `tart --version`; default 10 s.
@@ -23,9 +24,11 @@ pub struct Deadlines {
     /// `max(clone, pull)` plus the stall watchdog.
     pub clone: Duration,
     /// `pull` overall: the upper bound. Once the compressed disk size is printed, the pull
-    /// must also end within [`Deadlines::pull_size`] of that line (§7.4).
+    /// must also end within [`Deadlines::pull_size`] of that line
+    /// (docs/reference/tart-cli.md §7.4).
     pub pull: Duration,
-    /// The size-aware part of a pull's deadline (§7.4: 60 s per GB + 10 min).
+    /// The size-aware part of a pull's deadline (docs/reference/tart-cli.md §7.4: 60 s per GB + 10
+    /// min).
     pub pull_size: SizeDeadline,
     /// No new stdout line for this long kills a pull (or a remote clone), except while it is
     /// `waiting for lock...`.
@@ -60,8 +63,8 @@ impl Default for Deadlines {
     }
 }
 
-/// The part of a pull's deadline that grows with the image (§7.4: `compressed_GB × 60 s +
-/// 10 min`).
+/// The part of a pull's deadline that grows with the image (docs/reference/tart-cli.md §7.4:
+/// `compressed_GB × 60 s + 10 min`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SizeDeadline {
     /// Added for every compressed GB the disk line announces (default 60 s).

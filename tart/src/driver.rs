@@ -89,8 +89,8 @@ pub trait Tart: Send + Sync + 'static {
     /// `tart prune ...`.
     fn prune(&self, opts: &PruneOpts) -> impl Future<Output = Result<()>> + Send;
     /// The manifest digest (`sha256:<hex>`) the cached tag `host/repository:tag` points at,
-    /// read from the OCI cache's tag symlink (§1.1); `None` when not cached or unreadable.
-    /// Runs no `tart` process. For a Pod's `imageID`.
+    /// read from the OCI cache's tag symlink (docs/reference/tart-cli.md §1.1); `None` when not
+    /// cached or unreadable. Runs no `tart` process. For a Pod's `imageID`.
     fn cached_digest(
         &self,
         host: &str,

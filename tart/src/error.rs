@@ -1,5 +1,6 @@
 //! Errors from Tart operations, and the classifier that turns an exit code plus stderr into a
-//! closed [`ErrorKind`] (§1.3). The kind decides retry (here and in the agent) and metric labels.
+//! closed [`ErrorKind`] (docs/reference/tart-cli.md §1.3). The kind decides retry (here and in the
+//! agent) and metric labels.
 
 use crate::Op;
 
@@ -15,7 +16,7 @@ pub enum ErrorKind {
     AlreadyRunning,
     /// `VM "<name>" is not running` (exit 2).
     NotRunning,
-    /// Apple's two-VM limit (§3.4): host fault.
+    /// Apple's two-VM limit (docs/reference/tart-cli.md §3.4): host fault.
     VmLimit,
     /// `Failed to lock auxiliary storage.`: host fault, usually a lingering VM process.
     AuxStorageLocked,
@@ -190,7 +191,8 @@ fn summary(op: Op, kind: ErrorKind, stderr: &str) -> Option<String> {
     Some(pick.to_owned())
 }
 
-/// Classify a failed operation from its exit code **and** stderr (§1.3, §2, §3.4, §6).
+/// Classify a failed operation from its exit code **and** stderr
+/// (docs/reference/tart-cli.md §1.3, §2, §3.4, §6).
 ///
 /// Text decides first, because exit codes are overloaded: `tart run <missing>` exits 1
 /// (validate path) while other commands exit 2 for the same error, and `tart exec` exits with
@@ -210,7 +212,7 @@ pub(crate) fn classify(op: Op, exit_code: Option<i32>, stderr: &str) -> ErrorKin
 
 /// For `tart exec`: `Some(kind)` when stderr carries one of Tart's own failure messages (VM
 /// missing or not running, guest agent unreachable), `None` when the non-zero exit is simply
-/// the guest command's (§2.10).
+/// the guest command's (docs/reference/tart-cli.md §2.10).
 pub(crate) fn classify_exec(stderr: &str) -> Option<ErrorKind> {
     classify_text(Op::Exec, stderr)
 }
@@ -219,19 +221,21 @@ pub(crate) fn classify_exec(stderr: &str) -> Option<ErrorKind> {
 fn classify_text(op: Op, text: &str) -> Option<ErrorKind> {
     let lower = text.to_lowercase();
     let has = |needle: &str| lower.contains(needle);
-    // §3.4: since 2.18.1 Tart's own text; before it the raw Virtualization.framework text.
+    // docs/reference/tart-cli.md §3.4: since 2.18.1 Tart's own text; before it the raw
+    // Virtualization.framework text.
     if has("exceeds the system limit") || has("maximum supported number of active virtual machines")
     {
         return Some(ErrorKind::VmLimit);
     }
-    // §2.6: NVRAM held by another (possibly lingering) VM process.
+    // docs/reference/tart-cli.md §2.6: NVRAM held by another (possibly lingering) VM process.
     if has("failed to lock auxiliary storage") {
         return Some(ErrorKind::AuxStorageLocked);
     }
     if has("\" is already running!") {
         return Some(ErrorKind::AlreadyRunning);
     }
-    // `VM "x" is not running`, and suspend's double-wrapped variant (§2.8).
+    // `VM "x" is not running`, and suspend's double-wrapped variant
+    // (docs/reference/tart-cli.md §2.8).
     if has("\" is not running") {
         return Some(ErrorKind::NotRunning);
     }
@@ -239,7 +243,7 @@ fn classify_text(op: Op, text: &str) -> Option<ErrorKind> {
         return Some(ErrorKind::NotFound);
     }
     // A guest command's stderr is free text: for exec, only Tart's exact forms above count,
-    // plus the agent-unreachable message (§2.10).
+    // plus the agent-unreachable message (docs/reference/tart-cli.md §2.10).
     if op == Op::Exec {
         if has("failed to connect to the vm using its control socket")
             || has("is only available on macos")
@@ -248,7 +252,8 @@ fn classify_text(op: Op, text: &str) -> Option<ErrorKind> {
         }
         return None;
     }
-    // §2.9: delete of a running VM; §1.3 PIDLockFailed `failed to lock <url>: <errno>`.
+    // docs/reference/tart-cli.md §2.9: delete of a running VM; §1.3 PIDLockFailed `failed to lock
+    // <url>: <errno>`.
     if lower
         .lines()
         .any(|l| l.trim_end().ends_with("\" is running"))
@@ -270,9 +275,10 @@ fn classify_text(op: Op, text: &str) -> Option<ErrorKind> {
     {
         return Some(ErrorKind::Auth);
     }
-    // §2.1: a missing image is the registry's 404. A bare "does not exist" is not enough:
-    // `TART_HOME is invalid: <path> does not exist, yet we can't create it` (§1.1) is a broken
-    // host, and calling it NotFound would make every `delete` look like success.
+    // docs/reference/tart-cli.md §2.1: a missing image is the registry's 404. A bare "does not
+    // exist" is not enough: `TART_HOME is invalid: <path> does not exist, yet we can't create it`
+    // (docs/reference/tart-cli.md §1.1) is a broken host, and calling it NotFound would make every
+    // `delete` look like success.
     if has("code: 404") {
         return Some(ErrorKind::NotFound);
     }

@@ -1,10 +1,10 @@
-//! Table-driven classifier tests with the exact strings of tart-cli.md.
+//! Table-driven classifier tests with the exact strings of docs/reference/tart-cli.md.
 
 use super::*;
 
 /// (op, exit code, stderr, expected kind)
 const TABLE: &[(Op, Option<i32>, &str, ErrorKind)] = &[
-    // §1.3 E1 RuntimeErrors.
+    // docs/reference/tart-cli.md §1.3 E1 RuntimeErrors.
     (
         Op::Get,
         Some(2),
@@ -29,7 +29,8 @@ const TABLE: &[(Op, Option<i32>, &str, ErrorKind)] = &[
         "the specified VM \"src\" does not exist",
         ErrorKind::NotFound,
     ),
-    // §1.3: `tart run <missing>` goes through validate(): prefix and exit 1.
+    // docs/reference/tart-cli.md §1.3: `tart run <missing>` goes through validate(): prefix and
+    // exit 1.
     (
         Op::Run,
         Some(1),
@@ -42,7 +43,7 @@ const TABLE: &[(Op, Option<i32>, &str, ErrorKind)] = &[
         "VM \"vm-a\" is not running",
         ErrorKind::NotRunning,
     ),
-    // §2.8 double-wrapped suspend message.
+    // docs/reference/tart-cli.md §2.8 double-wrapped suspend message.
     (
         Op::Stop,
         Some(2),
@@ -67,7 +68,7 @@ const TABLE: &[(Op, Option<i32>, &str, ErrorKind)] = &[
         "failed to lock file:///Users/u/.tart/vms/a/config.json: 35",
         ErrorKind::LockBusy,
     ),
-    // §3.4.
+    // docs/reference/tart-cli.md §3.4.
     (
         Op::Run,
         Some(1),
@@ -86,7 +87,7 @@ const TABLE: &[(Op, Option<i32>, &str, ErrorKind)] = &[
         "The maximum supported number of active virtual machines has been reached.",
         ErrorKind::VmLimit,
     ),
-    // §2.6.
+    // docs/reference/tart-cli.md §2.6.
     (
         Op::Run,
         Some(1),
@@ -99,7 +100,7 @@ const TABLE: &[(Op, Option<i32>, &str, ErrorKind)] = &[
         "Error Domain=VZErrorDomain Code=2 \"Failed to lock auxiliary storage.\"",
         ErrorKind::AuxStorageLocked,
     ),
-    // §2.1 network.
+    // docs/reference/tart-cli.md §2.1 network.
     (
         Op::Pull,
         Some(1),
@@ -130,7 +131,7 @@ const TABLE: &[(Op, Option<i32>, &str, ErrorKind)] = &[
         "Error: The Internet connection appears to be offline.",
         ErrorKind::Network,
     ),
-    // §2.1 disk full (fake-tart's text).
+    // docs/reference/tart-cli.md §2.1 disk full (fake-tart's text).
     (
         Op::Pull,
         Some(1),
@@ -143,7 +144,7 @@ const TABLE: &[(Op, Option<i32>, &str, ErrorKind)] = &[
         "Error: write failed: ENOSPC",
         ErrorKind::NoSpace,
     ),
-    // §2.1 auth.
+    // docs/reference/tart-cli.md §2.1 auth.
     (
         Op::Pull,
         Some(1),
@@ -174,7 +175,7 @@ const TABLE: &[(Op, Option<i32>, &str, ErrorKind)] = &[
         "invalid credentials: bad password",
         ErrorKind::Auth,
     ),
-    // §2.1 image not found.
+    // docs/reference/tart-cli.md §2.1 image not found.
     (
         Op::Pull,
         Some(1),
@@ -187,7 +188,7 @@ const TABLE: &[(Op, Option<i32>, &str, ErrorKind)] = &[
         "Error: UnexpectedHTTPStatusCode(when: \"pulling manifest\", code: 404, details: \"\")",
         ErrorKind::NotFound,
     ),
-    // §1.3 E3/E4 usage.
+    // docs/reference/tart-cli.md §1.3 E3/E4 usage.
     (
         Op::List,
         Some(64),
@@ -227,7 +228,7 @@ const TABLE: &[(Op, Option<i32>, &str, ErrorKind)] = &[
     ),
     (Op::Get, Some(1), "", ErrorKind::Other),
     (Op::Get, None, "", ErrorKind::Other),
-    // §2.10: exec exit codes are the guest's.
+    // docs/reference/tart-cli.md §2.10: exec exit codes are the guest's.
     (Op::Exec, Some(64), "usage: mytool", ErrorKind::Other),
     (
         Op::Exec,
@@ -331,8 +332,8 @@ fn retryable_and_host_fault_sets_are_as_documented() {
 
 #[test]
 fn an_invalid_tart_home_is_not_a_missing_vm() {
-    // §1.1: this message contains "does not exist" but says nothing about the VM; a delete
-    // that treated it as NotFound would report success on a broken host.
+    // docs/reference/tart-cli.md §1.1: this message contains "does not exist" but says nothing
+    // about the VM; a delete that treated it as NotFound would report success on a broken host.
     let stderr = "Error: TART_HOME is invalid: /Volumes/x/.tart does not exist, yet we can't \
                   create it: Permission denied";
     for op in [Op::Delete, Op::Get, Op::Clone, Op::Pull] {

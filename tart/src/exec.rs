@@ -1,6 +1,6 @@
-//! A streaming `tart exec [-i] [-t] <vm> <argv...>` (§2.10): the child's stdin, stdout and
-//! stderr are handed to the caller as async pipes (or, with a TTY, one pseudo-terminal whose
-//! window size the caller sets), and its exit code comes back when it ends.
+//! A streaming `tart exec [-i] [-t] <vm> <argv...>` (docs/reference/tart-cli.md §2.10): the child's
+//! stdin, stdout and stderr are handed to the caller as async pipes (or, with a TTY, one
+//! pseudo-terminal whose window size the caller sets), and its exit code comes back when it ends.
 //!
 //! The child runs in its own process group (with a TTY: its own session, the terminal as its
 //! controlling terminal), and that group is SIGKILLed when the session is killed or dropped,
@@ -241,7 +241,7 @@ fn winsize(size: WindowSize) -> nix::pty::Winsize {
 }
 
 /// `TIOCSWINSZ` on the terminal: the kernel then sends SIGWINCH to its foreground group,
-/// which is how `tart exec -t` learns of a resize (§2.10).
+/// which is how `tart exec -t` learns of a resize (docs/reference/tart-cli.md §2.10).
 #[allow(unsafe_code)]
 fn set_window_size(fd: &OwnedFd, size: WindowSize) {
     let ws = winsize(size);

@@ -1,14 +1,14 @@
 //! In-flight records: one small file per running `tart` command, so that commands orphaned by
 //! a dead agent can be ended by the next one.
 //!
-//! Every short-lived child runs in a process group of its own (§7.1) — the agent must be able
-//! to kill a hung command with all it started — so when the agent itself is SIGKILLed (a
-//! crash, `launchctl kill`), its in-flight commands live on. A hung `pull` keeps the host's
-//! pull lock and a hung `clone` the `$TART_HOME` lock (§1.4): every later pull or clone would
-//! wait behind them. So while a command runs, `<dir>/<pid>` holds the owner's PID and the
-//! program; the file is removed when the command ends (or its future is dropped). At start-up
-//! the agent calls [`reap`]: a record left by another owner whose process still leads its
-//! group and runs the same program is SIGKILLed with its group.
+//! Every short-lived child runs in a process group of its own (docs/reference/tart-cli.md §7.1) —
+//! the agent must be able to kill a hung command with all it started — so when the agent itself is
+//! SIGKILLed (a crash, `launchctl kill`), its in-flight commands live on. A hung `pull` keeps the
+//! host's pull lock and a hung `clone` the `$TART_HOME` lock (docs/reference/tart-cli.md §1.4):
+//! every later pull or clone would wait behind them. So while a command runs, `<dir>/<pid>` holds
+//! the owner's PID and the program; the file is removed when the command ends (or its future is
+//! dropped). At start-up the agent calls [`reap`]: a record left by another owner whose process
+//! still leads its group and runs the same program is SIGKILLed with its group.
 //!
 //! The check against PID reuse is `ps -o pgid=,command= -p <pid>` (same output on macOS and
 //! Linux): the process must still lead its own group and run our tart program.

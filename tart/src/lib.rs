@@ -8,8 +8,8 @@
 //! its implementation over a real program.
 //!
 //! It knows nothing of Kubernetes or metrics: callers count attempts through an [`Observer`].
-//! The behaviour it encodes is written from `tart-cli.md` (the project's spec of the real
-//! CLI); section numbers in comments (§) refer to it.
+//! The behaviour it encodes is written from docs/reference/tart-cli.md (the facts of the real
+//! CLI), which comments cite by section.
 //!
 //! This file only wires the modules together. Their order, lowest first: `model`, `error`,
 //! `observe`, `deadlines`, `signal` (pure data and primitives); `command`, `parse`, `retry`

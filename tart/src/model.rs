@@ -76,9 +76,9 @@ impl fmt::Display for Op {
     }
 }
 
-/// A validated *local* VM name (§1.6): non-empty, at most [`VmName::MAX_LEN`] bytes, only
-/// `[A-Za-z0-9._-]`, not starting with `-` or `.`. Such a name can never be mistaken for a
-/// remote image or a flag.
+/// A validated *local* VM name (docs/reference/tart-cli.md §1.6): non-empty, at most
+/// [`VmName::MAX_LEN`] bytes, only `[A-Za-z0-9._-]`, not starting with `-` or `.`. Such a name can
+/// never be mistaken for a remote image or a flag.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct VmName(String);
 
@@ -125,7 +125,7 @@ impl fmt::Display for VmName {
     }
 }
 
-/// VM state as Tart reports it (§3.1). There is no "starting" state.
+/// VM state as Tart reports it (docs/reference/tart-cli.md §3.1). There is no "starting" state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum VmState {
     /// A `tart run` process holds the `config.json` lock.
@@ -136,7 +136,8 @@ pub enum VmState {
     Stopped,
 }
 
-/// Where a `tart list` entry lives. Parsed case-insensitively (`OCI` vs pre-2.11 `oci`, §2.5).
+/// Where a `tart list` entry lives. Parsed case-insensitively (`OCI` vs pre-2.11 `oci`,
+/// docs/reference/tart-cli.md §2.5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {
     /// `$TART_HOME/vms/<name>`.
@@ -145,7 +146,7 @@ pub enum Source {
     Oci,
 }
 
-/// One entry of `tart list --format json` (§2.5).
+/// One entry of `tart list --format json` (docs/reference/tart-cli.md §2.5).
 #[derive(Debug, Clone, PartialEq)]
 pub struct VmInfo {
     /// Local VM or OCI cache entry.
@@ -154,7 +155,8 @@ pub struct VmInfo {
     pub name: String,
     /// Logical disk size in GB (10⁹).
     pub disk_gb: u64,
-    /// Allocated size in GB (10⁹); an int in `list`, a `"%.3f"` string in `get` (§2.4).
+    /// Allocated size in GB (10⁹); an int in `list`, a `"%.3f"` string in `get`
+    /// (docs/reference/tart-cli.md §2.4).
     pub size_gb: f64,
     /// Last access, ISO-8601, when the Tart version reports it (2.31+).
     pub accessed: Option<String>,
@@ -162,7 +164,7 @@ pub struct VmInfo {
     pub state: VmState,
 }
 
-/// `tart get <vm> --format json` (§2.4).
+/// `tart get <vm> --format json` (docs/reference/tart-cli.md §2.4).
 #[derive(Debug, Clone, PartialEq)]
 pub struct VmDetails {
     /// `darwin` or `linux`.
@@ -183,7 +185,8 @@ pub struct VmDetails {
     pub state: VmState,
 }
 
-/// A parsed `tart --version`: `2.35.0`, or `SNAPSHOT` for builds made outside CI (§1.7).
+/// A parsed `tart --version`: `2.35.0`, or `SNAPSHOT` for builds made outside CI
+/// (docs/reference/tart-cli.md §1.7).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Version {
     /// The text as printed, trimmed.
@@ -193,7 +196,7 @@ pub struct Version {
 }
 
 /// Registry credentials, passed to `tart` only through `TART_REGISTRY_*` environment variables
-/// (§1.2), never argv. `Debug` redacts the password.
+/// (docs/reference/tart-cli.md §1.2), never argv. `Debug` redacts the password.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Credentials {
     /// `TART_REGISTRY_USERNAME`.
@@ -214,7 +217,8 @@ impl fmt::Debug for Credentials {
     }
 }
 
-/// Options for `tart set` (§2.3). `None`/`false` fields are left out of argv.
+/// Options for `tart set` (docs/reference/tart-cli.md §2.3). `None`/`false` fields are left out of
+/// argv.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SetOpts {
     /// `--cpu N`.
@@ -229,7 +233,7 @@ pub struct SetOpts {
     pub random_serial: bool,
 }
 
-/// A `--dir [name:]path[:ro][,tag=TAG]` share (§2.6).
+/// A `--dir [name:]path[:ro][,tag=TAG]` share (docs/reference/tart-cli.md §2.6).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DirShare {
     /// Share name; required when several shares use one tag.
@@ -242,7 +246,7 @@ pub struct DirShare {
     pub tag: Option<String>,
 }
 
-/// VM networking for `tart run` (§2.6, §3.3).
+/// VM networking for `tart run` (docs/reference/tart-cli.md §2.6, §3.3).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum Network {
     /// Shared NAT (default).
@@ -261,7 +265,7 @@ pub enum Network {
     Host,
 }
 
-/// Options for `tart run` (§2.6). `--no-graphics` is always passed.
+/// Options for `tart run` (docs/reference/tart-cli.md §2.6). `--no-graphics` is always passed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunOpts {
     /// `--dir` shares.
@@ -278,7 +282,7 @@ pub struct RunOpts {
     pub start_window: Duration,
 }
 
-/// `tart ip --resolver` (§2.11).
+/// `tart ip --resolver` (docs/reference/tart-cli.md §2.11).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum IpResolver {
     /// `/var/db/dhcpd_leases` (default).
@@ -301,7 +305,7 @@ impl IpResolver {
     }
 }
 
-/// `tart prune` options (§2.12).
+/// `tart prune` options (docs/reference/tart-cli.md §2.12).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PruneOpts {
     /// `--entries vms` instead of the default `caches`.
@@ -312,7 +316,7 @@ pub struct PruneOpts {
     pub space_budget_gb: Option<u64>,
 }
 
-/// Output of `tart exec`. Its exit code is the guest command's (§2.10).
+/// Output of `tart exec`. Its exit code is the guest command's (docs/reference/tart-cli.md §2.10).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExecOutput {
     /// Exit code of the guest command.
@@ -330,7 +334,7 @@ pub enum ExitReason {
     Completed,
     /// Non-zero exit code.
     Failed,
-    /// Killed by a signal (SIGKILL, SIGTERM: power cut, §3.2).
+    /// Killed by a signal (SIGKILL, SIGTERM: power cut, docs/reference/tart-cli.md §3.2).
     Signaled,
     /// The process is gone but was not our child (re-attached); the outcome was inferred from
     /// its log.

@@ -1,6 +1,6 @@
-//! Parsers for `tart` output (§2): `list`/`get --format json` with their version quirks,
-//! `ip`, `--version` and `pull` progress lines. Pure functions; the JSON is read through
-//! [`serde_json::Value`] so that unknown or missing fields never break the agent.
+//! Parsers for `tart` output (docs/reference/tart-cli.md §2): `list`/`get --format json` with their
+//! version quirks, `ip`, `--version` and `pull` progress lines. Pure functions; the JSON is read
+//! through [`serde_json::Value`] so that unknown or missing fields never break the agent.
 
 use std::net::Ipv4Addr;
 
@@ -24,8 +24,8 @@ pub(crate) enum ParseError {
     NoIp,
 }
 
-/// `tart list --format json` (§2.5): `Size` an int, `Source` in any case, optional
-/// `Accessed`, legacy `SizeOnDisk` ignored, `Running` used when `State` is missing.
+/// `tart list --format json` (docs/reference/tart-cli.md §2.5): `Size` an int, `Source` in any
+/// case, optional `Accessed`, legacy `SizeOnDisk` ignored, `Running` used when `State` is missing.
 ///
 /// # Errors
 /// [`ParseError::Json`] when the text is not an array of objects with `Name` and `Source`.
@@ -59,8 +59,8 @@ pub(crate) fn list(text: &str) -> Result<Vec<VmInfo>, ParseError> {
         .collect()
 }
 
-/// `tart get <vm> --format json` (§2.4): `Size` a `"%.3f"` string, `DiskFormat` missing means
-/// `raw`, `Running` used when `State` is missing.
+/// `tart get <vm> --format json` (docs/reference/tart-cli.md §2.4): `Size` a `"%.3f"` string,
+/// `DiskFormat` missing means `raw`, `Running` used when `State` is missing.
 ///
 /// # Errors
 /// [`ParseError::Json`] when the text is not a JSON object.
@@ -93,7 +93,7 @@ pub(crate) fn get(text: &str) -> Result<VmDetails, ParseError> {
     })
 }
 
-/// `tart ip`: the IPv4 address on the first non-empty line (§2.11).
+/// `tart ip`: the IPv4 address on the first non-empty line (docs/reference/tart-cli.md §2.11).
 ///
 /// # Errors
 /// [`ParseError::NoIp`] otherwise.
@@ -105,7 +105,8 @@ pub(crate) fn ip(text: &str) -> Result<Ipv4Addr, ParseError> {
         .ok_or(ParseError::NoIp)
 }
 
-/// `tart --version`: `2.35.0`, or `SNAPSHOT` for local builds (§1.7). Never fails.
+/// `tart --version`: `2.35.0`, or `SNAPSHOT` for local builds (docs/reference/tart-cli.md §1.7).
+/// Never fails.
 pub(crate) fn version(text: &str) -> Version {
     let raw = text.trim().to_owned();
     let mut parts = raw.split('.').map(|p| {
@@ -121,7 +122,8 @@ pub(crate) fn version(text: &str) -> Version {
     Version { raw, semver }
 }
 
-/// One stdout line of `tart pull` (or the pull inside `tart clone`), with `CI` set (§2.1).
+/// One stdout line of `tart pull` (or the pull inside `tart clone`), with `CI` set
+/// (docs/reference/tart-cli.md §2.1).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum PullLine {
     /// `pulling <name>...`
@@ -195,7 +197,7 @@ fn state(o: &Map<String, Value>) -> VmState {
         Some(s) if s.eq_ignore_ascii_case("running") => VmState::Running,
         Some(s) if s.eq_ignore_ascii_case("suspended") => VmState::Suspended,
         Some(_) => VmState::Stopped,
-        // Before 1.8.0 only the `Running` bool existed (§2.4).
+        // Before 1.8.0 only the `Running` bool existed (docs/reference/tart-cli.md §2.4).
         None => match o.get("Running").and_then(Value::as_bool) {
             Some(true) => VmState::Running,
             _ => VmState::Stopped,
@@ -203,8 +205,8 @@ fn state(o: &Map<String, Value>) -> VmState {
     }
 }
 
-/// A number given as a JSON number or as a numeric string (`get`'s `Size`, §2.4). A string
-/// that reads as infinite or NaN is no number.
+/// A number given as a JSON number or as a numeric string (`get`'s `Size`,
+/// docs/reference/tart-cli.md §2.4). A string that reads as infinite or NaN is no number.
 fn num(v: Option<&Value>) -> Option<f64> {
     let n = match v? {
         Value::Number(n) => n.as_f64(),
@@ -229,8 +231,8 @@ fn json_err(what: &'static str, detail: String) -> ParseError {
 }
 
 /// `$TART_HOME/cache/OCIs/<host>/<repository>/<tag>`, the tag symlink of a cached image
-/// (§1.1; a `:port` in the host is percent-encoded). `None` for a component that could step
-/// outside the cache (empty, `.`, `..`, or a `/` in the host or tag).
+/// (docs/reference/tart-cli.md §1.1; a `:port` in the host is percent-encoded). `None` for a
+/// component that could step outside the cache (empty, `.`, `..`, or a `/` in the host or tag).
 pub(crate) fn tag_link(
     tart_home: &std::path::Path,
     host: &str,

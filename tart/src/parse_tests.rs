@@ -1,4 +1,4 @@
-//! Tests of [`super`] against the texts of tart-cli.md §2.
+//! Tests of [`super`] against the texts of docs/reference/tart-cli.md §2.
 
 use super::*;
 

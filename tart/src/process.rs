@@ -1,11 +1,12 @@
-//! Running one short-lived `tart` child (§7.1, §7.4): its own process group, null stdin,
-//! stdout/stderr read concurrently as bytes (capped, tail kept, decoded lossily), a per-call
-//! deadline and an optional stall watchdog that SIGKILL the whole group and reap it.
+//! Running one short-lived `tart` child (docs/reference/tart-cli.md §7.1, §7.4): its own process
+//! group, null stdin, stdout/stderr read concurrently as bytes (capped, tail kept, decoded
+//! lossily), a per-call deadline and an optional stall watchdog that SIGKILL the whole group and
+//! reap it.
 //!
 //! After the child exits the pipes are drained for at most 100 ms (`DRAIN`) and then dropped:
-//! a grandchild that inherited them must never hold us up (§2.6). Long-lived `tart run`
-//! processes are spawned by the `run` module, which shares `command` with this one.
-//! Classifying the result is the caller's job.
+//! a grandchild that inherited them must never hold us up (docs/reference/tart-cli.md §2.6).
+//! Long-lived `tart run` processes are spawned by the `run` module, which shares `command` with
+//! this one. Classifying the result is the caller's job.
 
 use std::{
     ffi::OsString,
@@ -51,11 +52,11 @@ pub struct Spec<'a> {
     /// Kill the group when the call takes longer than this.
     pub deadline: Duration,
     /// Kill the group when no stdout line arrived for this long, except while the last line
-    /// was `waiting for lock...` (§7.4).
+    /// was `waiting for lock...` (docs/reference/tart-cli.md §7.4).
     pub stall: Option<Duration>,
-    /// A pull's size-aware deadline (§7.4): once `pulling disk (N GB compressed)...` is
-    /// printed, the call must end within `base + N × per_gb` of that line (never later than
-    /// `deadline`).
+    /// A pull's size-aware deadline (docs/reference/tart-cli.md §7.4): once `pulling disk (N GB
+    /// compressed)...` is printed, the call must end within `base + N × per_gb` of that line (never
+    /// later than `deadline`).
     pub size_deadline: Option<SizeDeadline>,
     /// Stored bytes per stream.
     pub output_cap: usize,

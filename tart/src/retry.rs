@@ -1,10 +1,12 @@
-//! Bounded kill-and-retry of one operation (style guide §3: the inner of the two retry layers).
+//! Bounded kill-and-retry of one operation (the inner of the two retry
+//! layers, docs/tart-crate.md "Retry policy").
 //!
 //! Only [`ErrorKind::is_retryable`] kinds (timeout, stall, transient network, lock-busy) are
 //! retried, with exponential backoff and jitter; everything else returns at once. A pull or
 //! clone that we killed is retried **immediately** the first time, before any other `tart`
-//! command can run tmp GC and delete its resumable download (§1.5, §7.5). Every attempt is
-//! reported to the [`Observer`]. Requeueing after a final error is the controller's job.
+//! command can run tmp GC and delete its resumable download
+//! (docs/reference/tart-cli.md §1.5, §7.5). Every attempt is reported to the [`Observer`].
+//! Requeueing after a final error is the controller's job.
 
 use std::{future::Future, time::Duration};
 
@@ -89,7 +91,7 @@ impl RetryPolicy {
             let retryable = matches!(&result, Err(e) if e.kind.is_retryable());
             let delay = if retryable && n < self.max_attempts.max(1) {
                 // The first retry of a killed download keeps its tmp dir only if it comes
-                // before anything else runs (§7.5).
+                // before anything else runs (docs/reference/tart-cli.md §7.5).
                 let download = matches!(op, Op::Pull | Op::Clone);
                 if download && killed && !immediate_used {
                     immediate_used = true;

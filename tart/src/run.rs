@@ -1,8 +1,8 @@
 //! `tart run` processes: spawned detached (own session, `setsid`) so a VM outlives the agent,
 //! output to a size-capped per-VM log file, an early-exit start window classified from the log,
 //! exit watching, and re-attachment after an agent restart by the `config.json` fcntl lock
-//! (§1.4), never by `tart ip`. Each process is handed out as a [`VmProcess`]; signalling it is
-//! the stop sequence's job.
+//! (docs/reference/tart-cli.md §1.4), never by `tart ip`. Each process is handed out as a
+//! [`VmProcess`]; signalling it is the stop sequence's job.
 
 use std::{
     ffi::OsString,
@@ -115,7 +115,7 @@ pub(crate) async fn spawn(l: Launch<'_>) -> Result<VmProcess> {
 }
 
 /// Make the child a session (and process group) leader so it survives the agent and launchd's
-/// process-group kill (host-and-conventions §1.3) and can be killed as a group.
+/// process-group kill (docs/reference/host-and-conventions.md §1.3) and can be killed as a group.
 #[allow(unsafe_code)]
 fn detach(cmd: &mut Command) {
     // SAFETY: the closure runs in the forked child before exec and only calls setsid(2), which
@@ -130,8 +130,8 @@ fn detach(cmd: &mut Command) {
 }
 
 /// PID of the `tart run` process holding `config.json`'s fcntl write lock, found with
-/// `F_GETLK` on a read-only descriptor (§1.4). Takes no lock. `Ok(None)` when unlocked or when
-/// the file does not exist.
+/// `F_GETLK` on a read-only descriptor (docs/reference/tart-cli.md §1.4). Takes no lock. `Ok(None)`
+/// when unlocked or when the file does not exist.
 ///
 /// Never call this from the process that holds the lock: POSIX drops a process's locks when it
 /// closes *any* descriptor of the file.
@@ -200,7 +200,7 @@ pub(crate) fn adopt(vm: &VmName, pid: u32, config_json: PathBuf, opts: &RunOpts)
     VmProcess::new(vm.clone(), pid, true, rx)
 }
 
-/// Infer how an adopted `tart run` ended from its log (§2.6 exit paths).
+/// Infer how an adopted `tart run` ended from its log (docs/reference/tart-cli.md §2.6 exit paths).
 pub(crate) fn infer_exit(log_tail: &str) -> ExitInfo {
     let clean = log_tail.lines().rev().take(50).any(|l| {
         l.contains("guest has stopped the virtual machine") || l.trim() == "Stopping VM..."

@@ -36,7 +36,7 @@ async fn start(script: &str, o: &RunOpts) -> Result<VmProcess> {
         .expect("spawn returned")
 }
 
-/// What `tart stop` says about a VM it cannot see (§2.7).
+/// What `tart stop` says about a VM it cannot see (docs/reference/tart-cli.md §2.7).
 fn not_running() -> Error {
     Error::new(
         Op::Stop,

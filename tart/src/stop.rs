@@ -1,11 +1,12 @@
-//! The graceful stop sequence for a `tart run` process (§2.7, §3.2, §7.3):
+//! The graceful stop sequence for a `tart run` process
+//! (docs/reference/tart-cli.md §2.7, §3.2, §7.3):
 //!
 //! 1. SIGUSR2: ask the guest OS to shut down; wait up to `grace - reserve`
 //!    (`reserve = min(5 s, grace / 4)`);
 //! 2. `tart stop <vm> --timeout <reserve>` (SIGINT: hard power-off, clean for Tart), then wait
 //!    up to [`AFTER_TART_STOP`] for our process to exit;
 //!    if `tart stop` says "not running" while our process lives, it is still starting up
-//!    (§2.7 race): SIGINT it ourselves and wait up to `reserve`;
+//!    (docs/reference/tart-cli.md §2.7 race): SIGINT it ourselves and wait up to `reserve`;
 //! 3. SIGKILL the process group and wait up to [`AFTER_KILL`].
 //!
 //! Running `tart stop` is injected as a closure so the sequence can be tested with plain
@@ -57,7 +58,7 @@ where
     }
     let (guest_time, reserve) = split_grace(grace);
 
-    // 1. Ask the guest (§3.2 SIGUSR2 → requestStop).
+    // 1. Ask the guest (docs/reference/tart-cli.md §3.2 SIGUSR2 → requestStop).
     match signal::send(vm.pid(), Signal::SIGUSR2) {
         Ok(true) => {}
         Ok(false) => {
@@ -80,7 +81,8 @@ where
             }
         }
         Err(e) if e.kind == ErrorKind::NotRunning && vm.is_alive() => {
-            // §2.7: before it takes the config.json lock, `tart stop` cannot see it.
+            // docs/reference/tart-cli.md §2.7: before it takes the config.json lock, `tart stop`
+            // cannot see it.
             debug!(vm = %vm.name(), "tart stop saw nothing running; sigint to our process");
             let _ = signal::send(vm.pid(), Signal::SIGINT);
             if let Some(exit) = vm.wait_for(reserve.max(Duration::from_secs(1))).await {

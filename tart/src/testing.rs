@@ -1,8 +1,8 @@
 //! [`MemTart`]: an in-memory [`Tart`](crate::Tart) for fast unit tests of the code above this crate
 //! (feature `testing`). It keeps local VMs and cached images in a map and follows the real
-//! CLI's observable rules (§2): `run` of a running VM is `AlreadyRunning`, `delete` of a
-//! running VM is `LockBusy`, `delete` of a missing one is `Ok`, `clone` of an uncached remote
-//! image caches it, and so on.
+//! CLI's observable rules (docs/reference/tart-cli.md §2): `run` of a running VM is
+//! `AlreadyRunning`, `delete` of a running VM is `LockBusy`, `delete` of a missing one is `Ok`,
+//! `clone` of an uncached remote image caches it, and so on.
 //!
 //! Tests script it: queued failures per operation ([`MemTart::fail`]), per-operation latency
 //! ([`MemTart::set_latency`], works with a paused clock), VM exits ([`MemTart::exit_vm`]) and a

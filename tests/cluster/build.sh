@@ -8,7 +8,7 @@
 # v1.20.2, it returns in under a second and needs neither root nor network. Otherwise it needs
 # root (apt-get) and the machine's Debian package registry; a cold run takes 5-12 min.
 # Concurrent callers serialize on $KUBE_CACHE.lock (flock), so only one builds.
-# See docs/testing.md and ../shared/control-plane-notes.md for the two build fixes.
+# See docs/testing.md, and docs/reference/control-plane-notes.md §1.3 for the two build fixes.
 set -euo pipefail
 
 # The whole body is one compound command: bash parses it completely before running it,

@@ -36,7 +36,6 @@ pub struct AgentOptions {
     pub tart_program: PathBuf,
     /// Kubeconfig of the agent's identity (mint it; never the admin's).
     pub kubeconfig: PathBuf,
-    /// Node name.
     pub node_name: String,
     /// Extra command-line arguments (e.g. `--lease-renew-interval 2s`).
     pub extra_args: Vec<String>,
@@ -73,11 +72,9 @@ impl AgentOptions {
 /// A response from the admin endpoint.
 #[derive(Debug, Clone)]
 pub struct HttpResponse {
-    /// Status code.
     pub status: u16,
     /// Raw header block.
     pub headers: String,
-    /// Body.
     pub body: String,
 }
 
@@ -212,7 +209,6 @@ impl Agent {
         &self.home
     }
 
-    /// The node name.
     pub fn node_name(&self) -> &str {
         &self.opts.node_name
     }

@@ -205,7 +205,8 @@ impl FakeHome {
         names
     }
 
-    /// `tmp/<md5(remote)>`: where a pull of canonical name `remote` downloads (spec §2.1).
+    /// `tmp/<md5(remote)>`: where a pull of canonical name `remote` downloads
+    /// (docs/reference/tart-cli.md §2.1).
     pub fn pull_tmp_dir(&self, canonical_remote: &str) -> PathBuf {
         let hex: String = md5_bytes(canonical_remote)
             .iter()

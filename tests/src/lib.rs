@@ -2,6 +2,7 @@
 //! failure knobs ([`fake`]).
 pub mod abuse;
 pub mod agent;
+pub mod citations;
 pub mod cluster;
 pub mod fake;
 pub mod logbench;

@@ -1,6 +1,6 @@
-//! fake-tart's bookkeeping commands against the spec texts (tart-cli.md §1-§2): version,
-//! list/get quirks, set, delete, prune, usage errors and tmp GC. Each test owns a temp home.
-//! pull and clone are in `fake_tart_pull.rs`.
+//! fake-tart's bookkeeping commands against the spec texts (docs/reference/tart-cli.md §1-§2):
+//! version, list/get quirks, set, delete, prune, usage errors and tmp GC. Each test owns a temp
+//! home. pull and clone are in `fake_tart_pull.rs`.
 
 use std::fs;
 
@@ -55,7 +55,7 @@ async fn list_json_has_int_size_source_casing_accessed_and_state() {
         .await
         .unwrap();
     assert_eq!(out.stdout, "vm1\n");
-    // Older versions: lowercase "oci", SizeOnDisk, no Accessed (spec §2.5).
+    // Older versions: lowercase "oci", SizeOnDisk, no Accessed (docs/reference/tart-cli.md §2.5).
     h.set_knobs(&small_images(Knobs::new()).with_version("2.10.0"))
         .unwrap();
     let old = parse_json(
@@ -349,7 +349,7 @@ async fn set_replaces_the_disk_from_a_file_and_clears_display_refit_unless_given
             .len(),
         70_000_000_000
     );
-    // Any set without the flag writes displayRefit = nil (spec §2.3).
+    // Any set without the flag writes displayRefit = nil (docs/reference/tart-cli.md §2.3).
     assert_eq!(
         h.tart(FT, &["set", "vm1", "--cpu", "5"])
             .await

@@ -1,4 +1,4 @@
-//! fake-tart's `tart run --dir` (tart-cli.md §2.6): each accepted form of
+//! fake-tart's `tart run --dir` (docs/reference/tart-cli.md §2.6): each accepted form of
 //! `[name:]path[:ro][,tag=TAG]` is recorded as a parsed share, every malformed value is an E3
 //! usage error (exit 64) before anything runs, and what the `tart` crate builds is accepted.
 

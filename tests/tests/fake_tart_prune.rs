@@ -1,7 +1,7 @@
-//! fake-tart's auto-prune (tart-cli.md §4): a pull or clone that needs more room than the
-//! volume has deletes OCI cache entries, least recently accessed first, never the clone's
-//! source and never a local VM, nothing when the whole cache cannot cover it, and nothing at
-//! all while `TART_NO_AUTO_PRUNE` is present.
+//! fake-tart's auto-prune (docs/reference/tart-cli.md §4): a pull or clone that needs more room
+//! than the volume has deletes OCI cache entries, least recently accessed first, never the clone's
+//! source and never a local VM, nothing when the whole cache cannot cover it, and nothing at all
+//! while `TART_NO_AUTO_PRUNE` is present.
 
 use std::fs::{self, File, FileTimes};
 use std::path::PathBuf;

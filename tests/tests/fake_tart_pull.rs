@@ -1,5 +1,6 @@
-//! fake-tart's `pull` and `clone` against the spec texts (tart-cli.md §2.1, §2.2, §1.4, §5):
-//! progress lines, the cache layout, the host lock, SIGINT/SIGKILL, MACs and overwrites.
+//! fake-tart's `pull` and `clone` against the spec texts
+//! (docs/reference/tart-cli.md §2.1, §2.2, §1.4, §5): progress lines, the cache layout, the host
+//! lock, SIGINT/SIGKILL, MACs and overwrites.
 
 use std::fs;
 use std::os::unix::fs::MetadataExt;
@@ -198,7 +199,8 @@ async fn clone_of_a_cached_image_does_not_contact_the_registry() {
     let h = home();
     h.set_knobs(&small_images(Knobs::new())).unwrap();
     assert_eq!(h.tart(FT, &["pull", IMG]).await.unwrap().code, Some(0));
-    // The registry now answers 404, yet the cached image clones silently (spec §2.2).
+    // The registry now answers 404, yet the cached image clones silently
+    // (docs/reference/tart-cli.md §2.2).
     h.set_knobs(&small_images(Knobs::new()).with_image(IMG, ImageKnob::missing()))
         .unwrap();
     let out = h.tart(FT, &["clone", IMG, "vm1"]).await.unwrap();
@@ -206,7 +208,7 @@ async fn clone_of_a_cached_image_does_not_contact_the_registry() {
         (out.code, out.stdout.as_str(), out.stderr.as_str()),
         (Some(0), "", "")
     );
-    // ...but pull still fetches the manifest, so it fails (spec §2.1).
+    // ...but pull still fetches the manifest, so it fails (docs/reference/tart-cli.md §2.1).
     let out = h.tart(FT, &["pull", IMG]).await.unwrap();
     assert_eq!(out.code, Some(1));
 }
@@ -225,7 +227,7 @@ async fn only_a_colliding_clone_gets_a_new_mac_and_an_existing_target_is_overwri
     );
     let (a, b) = (h.vm_mac("a").unwrap(), h.vm_mac("b").unwrap());
     assert_ne!(a, b, "b collides with a, so it gets a fresh MAC");
-    // Clone a over b: silently replaced (spec §2.2).
+    // Clone a over b: silently replaced (docs/reference/tart-cli.md §2.2).
     fs::write(h.vm_dir("b").join("marker"), b"x").unwrap();
     let out = h.tart(FT, &["clone", "a", "b"]).await.unwrap();
     assert_eq!((out.code, out.stderr.as_str()), (Some(0), ""));

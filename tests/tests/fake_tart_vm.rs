@@ -1,5 +1,5 @@
-//! fake-tart's VM lifecycle against the spec (tart-cli.md §2.6-§2.11, §3): `run` holds a
-//! classic POSIX lock on config.json, signals, `stop`'s algorithm, `ip`, `exec`, `suspend`.
+//! fake-tart's VM lifecycle against the spec (docs/reference/tart-cli.md §2.6-§2.11, §3): `run`
+//! holds a classic POSIX lock on config.json, signals, `stop`'s algorithm, `ip`, `exec`, `suspend`.
 
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
@@ -76,13 +76,14 @@ async fn run_holds_a_posix_lock_that_shows_it_running_with_its_pid() {
         record["args"],
         serde_json::json!(["run", "vm1", "--no-graphics", "--dir", "src:/tmp:ro"])
     );
-    // A second run of the same VM: already running, exit 2 (spec §1.4).
+    // A second run of the same VM: already running, exit 2 (docs/reference/tart-cli.md §1.4).
     let again = h.tart(FT, &["run", "vm1"]).await.unwrap();
     assert_eq!(
         (again.code, again.stderr.as_str()),
         (Some(2), "VM \"vm1\" is already running!\n")
     );
-    // A set rewrites config.json in place: the lock (and so "running") survives (spec §2.3).
+    // A set rewrites config.json in place: the lock (and so "running") survives
+    // (docs/reference/tart-cli.md §2.3).
     assert_eq!(
         h.tart(FT, &["set", "vm1", "--cpu", "8"])
             .await

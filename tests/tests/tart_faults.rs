@@ -207,7 +207,8 @@ async fn pull_waiting_for_the_host_lock_is_not_a_stall() {
 
     let rec = Recorder::new();
     let mut d = deadlines(Duration::from_secs(30));
-    // Progress lines come at most once a second (§2.1), so the window must exceed that.
+    // Progress lines come at most once a second (docs/reference/tart-cli.md §2.1), so the window
+    // must exceed that.
     d.pull_stall = Duration::from_millis(1500);
     let cli = home.cli().deadlines(d).observer(rec.clone()).build();
     let start = Instant::now();

@@ -12,7 +12,6 @@ use crate::{
 };
 use tart::fuzz::{COPY_BOUND, Target, strings};
 
-/// The guest targets.
 pub fn targets() -> Vec<Target> {
     vec![
         Target {

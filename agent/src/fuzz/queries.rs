@@ -14,7 +14,6 @@ use tart::fuzz::{COPY_BOUND, Target, strings};
 /// Query separators and escapes the mutator splices in.
 const QUERY: &[&str] = &["&", "=", "%", "%2C", "%00", "+", ","];
 
-/// The query targets.
 pub fn targets() -> Vec<Target> {
     vec![
         Target {

@@ -7,7 +7,6 @@ use rustls::pki_types::{CertificateDer, pem::PemObject};
 use crate::{images::reference::ImageRef, kubelet_api::x509, quantity};
 use tart::fuzz::{COPY_BOUND, Target, strings};
 
-/// The value targets.
 pub fn targets() -> Vec<Target> {
     vec![
         Target {

@@ -11,7 +11,6 @@ use crate::kubelet_api::stream::{
 };
 use tart::fuzz::{COPY_BOUND, Target, strings};
 
-/// The WebSocket targets.
 pub fn targets() -> Vec<Target> {
     vec![
         Target {

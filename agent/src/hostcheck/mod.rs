@@ -60,7 +60,6 @@ impl HostCheck {
 /// One failing check and what was found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Failure {
-    /// Which check.
     pub check: HostCheck,
     /// What was found, for the condition message and the event.
     pub message: String,

@@ -1,7 +1,7 @@
 //! Golden base VMs: one local VM per image digest, cloned once from the OCI cache, from which
 //! every Pod's VM is cloned (a clonefile on APFS, so a Pod's clone costs neither a pull nor a
-//! copy). Local VMs are never auto-pruned by Tart (tart-cli.md §4), so the agent owns their
-//! life: the disk budget removes a golden with its digest when nothing needs it.
+//! copy). Local VMs are never auto-pruned by Tart (docs/reference/tart-cli.md §4), so the agent
+//! owns their life: the disk budget removes a golden with its digest when nothing needs it.
 //!
 //! A golden's name is `<prefix>golden-<first hex digits of the digest>`, as long as a Pod VM's
 //! name, so any prefix valid for Pod VMs is valid here; it never parses as a Pod VM's name

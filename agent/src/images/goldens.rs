@@ -1,7 +1,7 @@
 //! Making golden base VMs: single-flight per golden, so two Pods of one new digest share one
 //! `tart clone` from the cache, and a golden that failed half-way is deleted rather than left
 //! for a Pod to clone from. `tart clone` itself is atomic (it copies into `tmp/` and swaps the
-//! directory in, tart-cli.md §2.2), so a golden that exists is whole.
+//! directory in, docs/reference/tart-cli.md §2.2), so a golden that exists is whole.
 
 use std::{
     collections::HashMap,

@@ -41,7 +41,6 @@ pub trait CacheView: Send + Sync + 'static {
 
 /// The real view: `TART_HOME` on this host.
 pub struct TartHomeView {
-    /// `TART_HOME`.
     pub tart_home: PathBuf,
     /// Host facts (the volume's free space).
     pub host: Arc<dyn HostInfo>,
@@ -102,15 +101,12 @@ pub enum PassError {
 /// images the Pods on this node use, or `None` while that is not known yet (before the Pod
 /// watch's first list): nothing is evicted then.
 pub struct Keeper<T, V, U> {
-    /// Tart driver.
     pub tart: Arc<T>,
     /// The cache view.
     pub view: Arc<V>,
     /// Images in use.
     pub in_use: U,
-    /// Settings.
     pub cfg: KeeperConfig,
-    /// Metrics.
     pub metrics: ImageMetrics,
     /// Where the inventory is published.
     pub inventory: watch::Sender<Option<Vec<Held>>>,

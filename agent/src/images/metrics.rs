@@ -12,28 +12,24 @@ use prometheus_client::{
 use super::{budget::Trigger, goldens::GoldenResult, prepull::tokens::PullSource};
 use crate::metrics::register;
 
-/// `result` label.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ResultLabels {
     /// [`GoldenResult::as_str`].
     pub result: &'static str,
 }
 
-/// `trigger` label.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct TriggerLabels {
     /// [`Trigger::as_str`].
     pub trigger: &'static str,
 }
 
-/// `source` label.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct SourceLabels {
     /// [`PullSource::as_str`].
     pub source: &'static str,
 }
 
-/// `state` label.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct StateLabels {
     /// A pre-pull image's state.

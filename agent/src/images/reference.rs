@@ -1,9 +1,9 @@
 //! Container image references and the pull decision.
 //!
 //! A Pod's image must be a *remote* Tart name, `host[:port]/namespace[/…][:tag|@sha256:hex]`
-//! (tart-cli.md §1.6): anything else would be taken by Tart as a local VM name, which a Pod must
-//! never be able to clone from. The pull decision follows `imagePullPolicy` as kubelet does.
-//! Pure; no I/O.
+//! (docs/reference/tart-cli.md §1.6): anything else would be taken by Tart as a local VM name,
+//! which a Pod must never be able to clone from. The pull decision follows `imagePullPolicy` as
+//! kubelet does. Pure; no I/O.
 
 use std::fmt;
 

@@ -45,11 +45,9 @@ pub struct Api {
     pub gate: Gate,
     /// The Pods this agent runs.
     pub pods: Arc<dyn PodSource>,
-    /// Container logs.
     pub logs: Arc<dyn LogSource>,
     /// Exec into the guests; `None` answers that exec is not implemented.
     pub exec: Option<Arc<dyn ExecSource>>,
-    /// Exec session metrics.
     pub exec_metrics: ExecMetrics,
     /// CPU and memory for `/stats/summary` and `/metrics/resource`.
     pub stats: Option<Arc<dyn StatsSource>>,

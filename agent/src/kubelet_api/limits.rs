@@ -84,7 +84,6 @@ impl Limit {
     }
 }
 
-/// `limit` label.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct LimitLabels {
     limit: &'static str,

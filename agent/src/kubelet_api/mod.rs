@@ -140,7 +140,6 @@ pub enum StartError {
     /// The port could not be bound.
     #[error("cannot listen on {addr} for the kubelet API")]
     Bind {
-        /// The address.
         addr: SocketAddr,
         #[source]
         source: std::io::Error,
@@ -158,7 +157,6 @@ pub struct Services {
     pub logs: Option<Arc<dyn logs::LogSource>>,
     /// Commands in the guest; `None`: exec requests answer that exec is not available.
     pub exec: Option<Arc<dyn stream::ExecSource>>,
-    /// Exec session metrics.
     pub exec_metrics: stream::ExecMetrics,
     /// What the limits refused.
     pub limit_metrics: LimitMetrics,

@@ -20,7 +20,6 @@ pub const AUTHENTICATED: &str = "system:authenticated";
 /// An authenticated caller.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct UserInfo {
-    /// User name.
     pub name: String,
     /// UID (empty for certificate users).
     pub uid: String,
@@ -50,7 +49,6 @@ impl UserInfo {
 pub struct AccessRequest {
     /// The caller.
     pub user: UserInfo,
-    /// Verb.
     pub verb: Verb,
     /// Subresource of `nodes`.
     pub subresource: Subresource,

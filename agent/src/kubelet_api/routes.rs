@@ -43,40 +43,29 @@ pub enum Route<'a> {
     Pods,
     /// `GET /containerLogs/{namespace}/{pod}/{container}`.
     ContainerLogs {
-        /// Namespace.
         namespace: &'a str,
-        /// Pod name.
         pod: &'a str,
-        /// Container name.
         container: &'a str,
     },
     /// `GET`/`POST /exec/{namespace}/{pod}[/{uid}]/{container}`.
     Exec {
-        /// Namespace.
         namespace: &'a str,
-        /// Pod name.
         pod: &'a str,
         /// Pod UID, when the path has four segments.
         uid: Option<&'a str>,
-        /// Container name.
         container: &'a str,
     },
     /// `GET`/`POST /attach/{namespace}/{pod}[/{uid}]/{container}`.
     Attach {
-        /// Namespace.
         namespace: &'a str,
-        /// Pod name.
         pod: &'a str,
         /// Pod UID, when the path has four segments.
         uid: Option<&'a str>,
-        /// Container name.
         container: &'a str,
     },
     /// `GET`/`POST /portForward/{namespace}/{pod}[/{uid}]`.
     PortForward {
-        /// Namespace.
         namespace: &'a str,
-        /// Pod name.
         pod: &'a str,
         /// Pod UID, when the path has three segments.
         uid: Option<&'a str>,

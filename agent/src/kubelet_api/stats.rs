@@ -1,7 +1,7 @@
-//! `/stats/summary` and `/metrics/resource` (kubelet-api.md §3.4, §3.5): what metrics-server
-//! and `kubectl top` read. The numbers come from a [`StatsSource`] (the vitals sampler); this
-//! file only renders them — the `stats/v1alpha1` Summary JSON and the Prometheus text with
-//! per-sample millisecond timestamps. Pure.
+//! `/stats/summary` and `/metrics/resource` (docs/reference/kubelet-api.md §3.4, §3.5): what
+//! metrics-server and `kubectl top` read. The numbers come from a [`StatsSource`] (the vitals
+//! sampler); this file only renders them — the `stats/v1alpha1` Summary JSON and the Prometheus
+//! text with per-sample millisecond timestamps. Pure.
 //!
 //! metrics-server drops a node whose CPU or memory is 0 and a whole Pod when any of its
 //! containers has a 0, so a Pod without a positive sample of both is left out rather than

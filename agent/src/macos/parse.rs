@@ -1,5 +1,6 @@
-//! Pure parsers of the exact text macOS tools print (host-and-conventions.md §3, §1.2).
-//! Tested on Linux against those formats; no I/O here.
+//! Pure parsers of the exact text macOS tools print
+//! (docs/reference/host-and-conventions.md §3, §1.2). Tested on Linux against those formats; no I/O
+//! here.
 use std::collections::BTreeMap;
 
 pub mod vitals;

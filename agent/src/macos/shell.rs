@@ -22,7 +22,6 @@ pub enum ShellError {
     Timeout {
         /// argv[0].
         program: String,
-        /// The deadline.
         deadline: Duration,
     },
     /// It exited unsuccessfully.

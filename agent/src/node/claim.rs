@@ -53,7 +53,6 @@ pub enum ClaimError {
          renewed by {holder}; stop that agent (or give this one another --node-name)"
     )]
     HeldByAnother {
-        /// Node name.
         node: String,
         /// The live holder.
         holder: String,

@@ -30,7 +30,6 @@ use crate::metrics::NodeMetrics;
 pub struct NodeEvent {
     /// Warning (else Normal).
     pub warning: bool,
-    /// Reason.
     pub reason: &'static str,
     /// Note.
     pub message: String,

@@ -34,7 +34,6 @@ pub enum TartProbe {
     VersionUnsupported {
         /// The version as printed.
         version: String,
-        /// The minimum.
         minimum: String,
     },
     /// `tart --version` failed or timed out.

@@ -63,7 +63,6 @@ pub struct LeaseTask {
     pub interval: Duration,
     /// Deadline of one renewal request.
     pub timeout: Duration,
-    /// Metrics.
     pub metrics: NodeMetrics,
     /// Readiness bookkeeping for `/readyz`.
     pub readiness: Readiness,

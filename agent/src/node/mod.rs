@@ -47,7 +47,6 @@ pub enum RegisterError {
     /// An API call failed.
     #[error("{verb} node failed")]
     Api {
-        /// The verb.
         verb: &'static str,
         /// Cause.
         #[source]

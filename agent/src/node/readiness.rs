@@ -30,7 +30,6 @@ use crate::{
     metrics::register,
 };
 
-/// `check` label.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct CheckLabels {
     /// [`HostCheck::as_str`].

@@ -44,7 +44,6 @@ pub struct StatusInput<'a> {
     pub internal_ip: &'a str,
     /// Conditions we last wrote (or the server's at start-up), for transition times.
     pub previous: &'a [NodeCondition],
-    /// Now.
     pub now: &'a Time,
     /// The images this Mac holds (`status.images`), once measured.
     pub images: Option<&'a [ContainerImage]>,

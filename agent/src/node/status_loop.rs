@@ -62,7 +62,6 @@ pub struct StatusLoop<T: Tart> {
     pub host: Arc<dyn HostInfo>,
     /// Health shared with the Pod side.
     pub health: HostHealth,
-    /// Metrics.
     pub metrics: NodeMetrics,
     /// Host readiness metrics.
     pub readiness_metrics: ReadinessMetrics,

@@ -126,7 +126,6 @@ pub struct Rejection {
 pub struct Admitted {
     /// The single container's name.
     pub container: String,
-    /// Its image.
     pub image: ImageRef,
     /// Its resources (limits else requests).
     pub resources: RawResources,

@@ -1,9 +1,9 @@
 //! Which event to publish for what happened, with kubelet's reasons and messages
-//! (host-and-conventions.md §5.3), plus our own `CreatingVM`, `WaitingForVMSlot` and the host
-//! fault Warnings. Each [`Occurrence`] is published once: the caller supplies a sequence number
-//! naming the occurrence (e.g. the attempt number), the sink drops repeats of the pair
-//! ([`EventKind`], number), so a re-run reconcile never repeats an event. Pure; publishing lives
-//! in `pods::sink`.
+//! (docs/reference/host-and-conventions.md §5.3), plus our own `CreatingVM`, `WaitingForVMSlot` and
+//! the host fault Warnings. Each [`Occurrence`] is published once: the caller supplies a sequence
+//! number naming the occurrence (e.g. the attempt number), the sink drops repeats of the pair
+//! ([`EventKind`], number), so a re-run reconcile never repeats an event. Pure; publishing lives in
+//! `pods::sink`.
 
 use std::time::Duration;
 
@@ -64,7 +64,6 @@ pub enum Occurrence {
     },
     /// Waiting to restart a VM that exited.
     BackOffRestart {
-        /// Container name.
         container: String,
         /// `<pod>_<ns>(<uid>)`.
         pod: String,
@@ -110,7 +109,6 @@ pub enum Occurrence {
     },
     /// A volume's files (a Secret, a ConfigMap, a token) could not be brought up to date.
     VolumeUpdateFailed {
-        /// The volume.
         volume: String,
         /// Why (never a value).
         error: String,
@@ -239,7 +237,6 @@ pub enum EventKind {
 }
 
 impl Occurrence {
-    /// Its kind.
     pub fn kind(&self) -> EventKind {
         match self {
             Self::CreatingVm { .. } => EventKind::CreatingVm,

@@ -59,7 +59,8 @@ impl VmNaming {
                 Self::MAX_PREFIX_LEN
             )));
         }
-        // Validate with a sample UUID so the whole name obeys Tart's rules (§1.6).
+        // Validate with a sample UUID so the whole name obeys Tart's rules
+        // (docs/reference/tart-cli.md §1.6).
         VmName::new(format!("{prefix}00000000-0000-0000-0000-000000000000"))
             .map_err(|e| bad(&e))?;
         Ok(Self { prefix })

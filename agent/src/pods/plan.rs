@@ -157,7 +157,6 @@ pub enum PodStep {
     AddFinalizer,
     /// Mark the Pod Failed with this reason; emit a Warning.
     Reject(Rejection),
-    /// Remove our finalizer.
     RemoveFinalizer,
     /// Delete the Pod with grace 0 and a UID precondition.
     DeletePod,

@@ -1,12 +1,12 @@
 //! Image pulls: single-flight per image and credentials, and registry credentials from `imagePullSecrets`.
 //!
 //! Two Pods that need the same image with the same credentials at once share one `tart pull`
-//! (Tart serialises pulls per registry host anyway, §5, and a second pull would only wait on
-//! its lock). Pods with other credentials — or none — get a pull of their own: one
-//! namespace's secret must never authorise another namespace's pull, nor its failure be
-//! blamed on it. Credentials come from the Pod's `kubernetes.io/dockerconfigjson` secrets,
-//! matched by registry host, and go to tart only through `TART_REGISTRY_*` (never argv, never
-//! logs: `tart::Credentials` redacts its password in `Debug`).
+//! (Tart serialises pulls per registry host anyway, docs/reference/tart-cli.md §5, and a second
+//! pull would only wait on its lock). Pods with other credentials — or none — get a pull of their
+//! own: one namespace's secret must never authorise another namespace's pull, nor its failure be
+//! blamed on it. Credentials come from the Pod's `kubernetes.io/dockerconfigjson` secrets, matched
+//! by registry host, and go to tart only through `TART_REGISTRY_*` (never argv, never logs:
+//! `tart::Credentials` redacts its password in `Debug`).
 
 use std::{
     collections::HashMap,
@@ -94,7 +94,7 @@ impl Pulls {
 
 /// Credentials for `host` from the named dockerconfigjson secrets, first match wins.
 /// Secrets that are missing, unreadable or malformed are skipped (tart then falls back to the
-/// host's own credential store, §1.2).
+/// host's own credential store, docs/reference/tart-cli.md §1.2).
 pub async fn credentials_for(
     secrets: &Api<Secret>,
     names: &[String],

@@ -4,8 +4,9 @@
 //! *request*, else the image's own value is kept (the option is left out of `tart set`).
 //! Rounding is always **up**, so a VM never gets less than the Pod asked for:
 //! - cpu: millicores rounded up to whole cores (`500m` -> 1, `1500m` -> 2), at least 1;
-//! - memory: bytes rounded up to whole MiB (`--memory` is MiB, §2.3);
-//! - ephemeral-storage: bytes rounded up to whole GB of 10⁹ bytes (`--disk-size`, §2.3).
+//! - memory: bytes rounded up to whole MiB (`--memory` is MiB, docs/reference/tart-cli.md §2.3);
+//! - ephemeral-storage: bytes rounded up to whole GB of 10⁹ bytes (`--disk-size`,
+//!   docs/reference/tart-cli.md §2.3).
 //!
 //! Quantities are parsed by [`crate::quantity`] (k8s-openapi keeps them as strings). Pure;
 //! no I/O.
@@ -24,7 +25,6 @@ const GB: u128 = 1_000_000_000;
 pub struct VmResources {
     /// Whole CPU cores.
     pub cpu: Option<u16>,
-    /// Memory in MiB.
     pub memory_mib: Option<u64>,
     /// Disk in GB (10⁹ bytes).
     pub disk_gb: Option<u16>,
@@ -35,9 +35,7 @@ pub struct VmResources {
 pub struct RawResources {
     /// Millicores.
     pub cpu_millis: Option<u64>,
-    /// Bytes.
     pub memory_bytes: Option<u64>,
-    /// Bytes.
     pub disk_bytes: Option<u64>,
 }
 

@@ -1,14 +1,14 @@
 //! Observation -> Pod status, built with k8s-openapi's types and sent as the body of a
 //! strategic-merge patch on `pods/status`.
 //!
-//! Follows kubelet's `getPhase` and container-state conventions (host-and-conventions.md §5.3)
-//! with one synthesized container whose `containerID` is `tart://<vm>`. Only fields that exist in
-//! Kubernetes 1.20 are written. Condition transition times are carried over from the current
-//! status while a condition's status is unchanged, so an unchanged observation builds an
-//! identical patch and [`needs_patch`] says no: our own status writes retrigger the watch, and
-//! this is what keeps that from looping. A `True` condition carries no reason or message, as
-//! kubelet's; the patch deletes any left from when it was `False` (a strategic merge keeps
-//! fields it is not told to remove). Pure; no I/O, time is passed in.
+//! Follows kubelet's `getPhase` and container-state conventions
+//! (docs/reference/host-and-conventions.md §5.3) with one synthesized container whose `containerID`
+//! is `tart://<vm>`. Only fields that exist in Kubernetes 1.20 are written. Condition transition
+//! times are carried over from the current status while a condition's status is unchanged, so an
+//! unchanged observation builds an identical patch and [`needs_patch`] says no: our own status
+//! writes retrigger the watch, and this is what keeps that from looping. A `True` condition carries
+//! no reason or message, as kubelet's; the patch deletes any left from when it was `False` (a
+//! strategic merge keeps fields it is not told to remove). Pure; no I/O, time is passed in.
 
 use k8s_openapi::{
     api::core::v1::{

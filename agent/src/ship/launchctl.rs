@@ -3,7 +3,7 @@
 //!
 //! `--dry-run` prints [`render_plan`]; the real run executes the same steps
 //! (the `install` module), so what is printed is exactly what is done. launchctl 2 syntax,
-//! host-and-conventions.md §1.5: `bootout` returns before the job has exited, and a
+//! docs/reference/host-and-conventions.md §1.5: `bootout` returns before the job has exited, and a
 //! `bootstrap` during that window fails with "Bootstrap failed: 5", so every bootout is
 //! followed by a poll of `launchctl print` until the job is really gone.
 use std::fmt::Write as _;
@@ -94,7 +94,6 @@ pub enum Step {
     },
 }
 
-/// Inputs of [`install_plan`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InstallPlanInput {
     /// Where the job is loaded.

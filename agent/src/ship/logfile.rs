@@ -1,11 +1,11 @@
 //! The agent's own log file with size-based rotation, usable as a tracing-subscriber writer.
 //!
 //! newsyslog on macOS only renames files and has no copy-truncate mode, so a process that keeps
-//! its file descriptor writes into the renamed file forever (host-and-conventions.md §1.6).
-//! The agent therefore rotates its own file: when a write would take it past `max_bytes`,
-//! `log` becomes `log.1`, `log.1` becomes `log.2`, ... and the oldest beyond `keep` is deleted.
-//! If something else renames or deletes the file (an operator, newsyslog), the writer notices
-//! within a second and reopens the path.
+//! its file descriptor writes into the renamed file forever
+//! (docs/reference/host-and-conventions.md §1.6). The agent therefore rotates its own file: when a
+//! write would take it past `max_bytes`, `log` becomes `log.1`, `log.1` becomes `log.2`, ... and
+//! the oldest beyond `keep` is deleted. If something else renames or deletes the file (an operator,
+//! newsyslog), the writer notices within a second and reopens the path.
 //!
 //! Use (agent entry code):
 //! ```ignore

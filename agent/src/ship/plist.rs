@@ -3,11 +3,11 @@
 //! `launchd/tart-kubelet.{daemon,agent}.plist` in the repository are this function's output
 //! for [`PlistSpec::reference`] (a golden test keeps them in step), so the reason for every
 //! key lives in one place: the XML comments written here. Key semantics are from
-//! launchd.plist(5); see host-and-conventions.md §1.3 and docs/install.md.
+//! launchd.plist(5); see docs/reference/host-and-conventions.md §1.3 and docs/install.md.
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-/// Which launchd flavour to install (host-and-conventions.md §1.1).
+/// Which launchd flavour to install (docs/reference/host-and-conventions.md §1.1).
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Variant {
     /// `/Library/LaunchDaemons`, domain `system`, `UserName` = the auto-login console user.

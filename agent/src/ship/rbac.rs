@@ -18,7 +18,6 @@ pub struct Permission {
     pub resource: &'static str,
     /// Subresource (`""` = none).
     pub subresource: &'static str,
-    /// Verb.
     pub verb: &'static str,
     /// Namespace (`""` = all namespaces / cluster-scoped).
     pub namespace: &'static str,

@@ -46,13 +46,14 @@ impl DeathCause {
 /// A fault of the host that `tart run`'s own output names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HostFaultKind {
-    /// Apple's VM limit (tart-cli.md §3.4).
+    /// Apple's VM limit (docs/reference/tart-cli.md §3.4).
     VmLimit,
     /// `guest has stopped the virtual machine due to error`, a `VZErrorDomain` error.
     Virtualization,
 }
 
-/// The host fault named in the last lines of `tart run`'s output, if any (tart-cli.md §2.7).
+/// The host fault named in the last lines of `tart run`'s output, if any
+/// (docs/reference/tart-cli.md §2.6).
 pub fn host_fault_in(run_output_tail: &str) -> Option<HostFaultKind> {
     let t = run_output_tail;
     if t.contains("exceeds the system limit")

@@ -1,6 +1,6 @@
 //! One look at the host's memory and disk. On macOS from `sysctl` and `memory_pressure`
-//! (host-and-conventions.md §3.1); on Linux from `/proc/meminfo` and `/proc/stat`, with an
-//! optional file whose `vitals …` line overrides any field, so tests can drive the host's
+//! (docs/reference/host-and-conventions.md §3.1); on Linux from `/proc/meminfo` and `/proc/stat`,
+//! with an optional file whose `vitals …` line overrides any field, so tests can drive the host's
 //! memory pressure and swap. Each source that fails leaves its field empty.
 
 use std::path::{Path, PathBuf};

@@ -8,7 +8,8 @@ use k8s_openapi::jiff::Timestamp;
 /// Samples kept per series.
 pub const HISTORY: usize = 30;
 
-/// macOS's memory pressure level in its dispatch encoding (host-and-conventions.md §3.1).
+/// macOS's memory pressure level in its dispatch encoding
+/// (docs/reference/host-and-conventions.md §3.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum PressureLevel {
     Normal,

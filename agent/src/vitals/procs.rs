@@ -2,8 +2,8 @@
 //!
 //! On macOS a VM lives in Virtualization.framework's XPC service process (one per VM, found
 //! with `ps`, mapped to its Tart VM through the `disk.img` it holds open, `lsof`;
-//! host-and-conventions.md §3.3); on Linux, where fake-tart stands in, a VM is its `tart run
-//! <vm>` process and every process under it (the guest launcher and the job), read from
+//! docs/reference/host-and-conventions.md §3.3); on Linux, where fake-tart stands in, a VM is its
+//! `tart run <vm>` process and every process under it (the guest launcher and the job), read from
 //! `/proc`. The summing over process trees ([`usage_by_vm`]) is pure.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};

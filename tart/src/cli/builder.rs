@@ -35,7 +35,8 @@ impl TartCliBuilder {
         self.env_clear = yes;
         self
     }
-    /// Set `TART_NO_AUTO_PRUNE` (§4: its mere presence disables auto-prune).
+    /// Set `TART_NO_AUTO_PRUNE` (docs/reference/tart-cli.md §4: its mere presence disables
+    /// auto-prune).
     pub fn no_auto_prune(mut self, yes: bool) -> Self {
         self.no_auto_prune = yes;
         self
@@ -46,7 +47,7 @@ impl TartCliBuilder {
         self.track_inflight = yes;
         self
     }
-    /// Per-operation deadlines (default: those of §7.4).
+    /// Per-operation deadlines (default: those of docs/reference/tart-cli.md §7.4).
     pub fn deadlines(mut self, d: Deadlines) -> Self {
         self.deadlines = d;
         self
@@ -77,7 +78,7 @@ impl TartCliBuilder {
             .filter(|(k, _)| k != "TART_HOME" && k != "CI")
             .collect();
         env.push(("TART_HOME".into(), self.tart_home.clone().into_os_string()));
-        // §1.2: plain progress lines instead of ANSI rewrites.
+        // docs/reference/tart-cli.md §1.2: plain progress lines instead of ANSI rewrites.
         env.push(("CI".into(), "1".into()));
         if self.no_auto_prune {
             env.push(("TART_NO_AUTO_PRUNE".into(), "1".into()));

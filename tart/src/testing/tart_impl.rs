@@ -1,4 +1,5 @@
-//! `impl Tart for MemTart`: the CLI's observable rules (§2) over the in-memory state.
+//! `impl Tart for MemTart`: the CLI's observable rules (docs/reference/tart-cli.md §2) over the
+//! in-memory state.
 
 use std::{net::Ipv4Addr, time::Duration};
 
@@ -81,7 +82,7 @@ impl Tart for MemTart {
                 &VmName::new(source).map_err(|m| err(Op::Clone, ErrorKind::NotFound, &m))?,
             )?;
         }
-        // §2.2: an existing target is silently overwritten.
+        // docs/reference/tart-cli.md §2.2: an existing target is silently overwritten.
         s.create(vm.as_str());
         Ok(())
     }
@@ -115,7 +116,7 @@ impl Tart for MemTart {
         s.next += 1;
         let pid = 10_000 + s.next;
         let e = s.vm(Op::Run, vm).map_err(|mut e| {
-            e.exit_code = Some(1); // §1.3: `tart run <missing>` exits 1
+            e.exit_code = Some(1); // docs/reference/tart-cli.md §1.3: `tart run <missing>` exits 1
             e
         })?;
         if running(e) {

@@ -151,7 +151,8 @@ pub enum Action {
     /// Write invalid UTF-8 on stdout and stderr, then behave normally.
     InvalidUtf8(bool),
     /// pull / uncached clone: at this percentage the connection times out; the five retry
-    /// lines go to stdout, then `Error: The request timed out.`, exit 1 (spec §2.1, #944).
+    /// lines go to stdout, then `Error: The request timed out.`, exit 1
+    /// (docs/reference/tart-cli.md §2.1, #944).
     TimeoutAtPercent(u32),
 }
 
@@ -196,7 +197,8 @@ pub struct VmKnob {
     /// The IP never appears.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ip_never: Option<bool>,
-    /// `ip` returns the IP even when the VM is stopped (a stale DHCP lease, spec §2.11).
+    /// `ip` returns the IP even when the VM is stopped (a stale DHCP lease,
+    /// docs/reference/tart-cli.md §2.11).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stale_lease: Option<bool>,
     /// `exec` cannot reach the guest agent: fails after `exec_connect_ms` (scaled).
@@ -235,7 +237,6 @@ pub struct VmKnob {
 pub struct GuestAttack {
     /// Status share files (`stdout`, `exit_code`, `termination-log`, `vitals`, …) to attack.
     pub files: Vec<String>,
-    /// How.
     pub how: AttackKind,
 }
 

@@ -21,7 +21,6 @@ pub const NODE_STATUS_PERIOD: Duration = Duration::from_secs(10);
 
 /// Paths of the binaries the sandbox drives, next to the sandbox binary itself.
 pub struct Binaries {
-    /// `fake-tart`.
     pub fake_tart: PathBuf,
     /// `agent-under-test` (the tart-kubelet binary).
     pub agent: PathBuf,
@@ -53,7 +52,6 @@ impl Binaries {
 pub struct Launch {
     /// `agent-under-test`.
     pub agent: PathBuf,
-    /// `fake-tart`.
     pub fake_tart: PathBuf,
     /// The agents' kubeconfig.
     pub kubeconfig: PathBuf,
@@ -63,7 +61,6 @@ pub struct Launch {
 
 /// One simulated Mac mini.
 pub struct SimMac {
-    /// Node name.
     pub node: String,
     /// The agent process.
     pub agent: Agent,

@@ -10,7 +10,6 @@ pub struct Sample {
     pub name: String,
     /// Labels in order of appearance.
     pub labels: Vec<(String, String)>,
-    /// Value.
     pub value: f64,
 }
 

@@ -54,7 +54,6 @@ pub struct Stages {
 /// One agent's resource use.
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct AgentUsage {
-    /// Node name.
     pub node: String,
     /// Resident set size at the end of the run, bytes.
     pub rss_bytes: u64,

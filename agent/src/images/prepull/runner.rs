@@ -69,11 +69,8 @@ pub struct PrepullConfig {
 
 /// The task.
 pub struct Prepuller<T> {
-    /// Tart driver.
     pub tart: Arc<T>,
-    /// API client.
     pub client: kube::Client,
-    /// Settings.
     pub cfg: PrepullConfig,
     /// Fleet tokens.
     pub pacer: Pacer,
@@ -85,7 +82,6 @@ pub struct Prepuller<T> {
     pub wanted: watch::Sender<BTreeSet<String>>,
     /// Progress, for the Node's status (`None` until the declaration was first read).
     pub progress: watch::Sender<Option<Progress>>,
-    /// Metrics.
     pub metrics: ImageMetrics,
 }
 

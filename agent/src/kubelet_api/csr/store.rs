@@ -29,7 +29,6 @@ pub struct Store {
 pub struct Pair {
     /// DER certificates, leaf first.
     pub chain: Vec<CertificateDer<'static>>,
-    /// The private key.
     pub key: ServingKey,
 }
 
@@ -39,7 +38,6 @@ impl Store {
         Self { dir: dir.into() }
     }
 
-    /// The directory.
     pub fn dir(&self) -> &Path {
         &self.dir
     }

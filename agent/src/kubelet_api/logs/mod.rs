@@ -17,11 +17,8 @@ pub use query::LogQuery;
 /// The container a log request names.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct LogTarget {
-    /// Namespace.
     pub namespace: String,
-    /// Pod name.
     pub pod: String,
-    /// Container name.
     pub container: String,
 }
 

@@ -1,5 +1,5 @@
-//! One attach session (remotecommand, kubelet-api.md §5.3, §5.6), over SPDY or WebSocket:
-//! the guest launcher's job output, from the moment of attaching, to the client, and the
+//! One attach session (remotecommand, docs/reference/kubelet-api.md §5.3, §5.6), over SPDY or
+//! WebSocket: the guest launcher's job output, from the moment of attaching, to the client, and the
 //! client's stdin into the job when its container sets `stdin: true`.
 //!
 //! The launcher mirrors the job's stdout and stderr into the status share, and the Pod log

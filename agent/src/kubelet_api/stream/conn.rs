@@ -1,9 +1,9 @@
 //! One server-side SPDY/3.1 connection over an upgraded HTTP connection, behaving as Go's
-//! spdystream does toward kubectl (kubelet-api.md §5.2): every stream the client opens is
-//! accepted at once with an empty SYN_REPLY; client pings are echoed; SETTINGS and
-//! WINDOW_UPDATE are ignored and DATA is sent without waiting for a window (in frames of at
-//! most 32 KiB); FIN half-closes; a stream's data waits in a small queue and, when it is full,
-//! the socket is not read (TCP is the backpressure, as in Go).
+//! spdystream does toward kubectl (docs/reference/kubelet-api.md §5.2): every stream the client
+//! opens is accepted at once with an empty SYN_REPLY; client pings are echoed; SETTINGS and
+//! WINDOW_UPDATE are ignored and DATA is sent without waiting for a window (in frames of at most 32
+//! KiB); FIN half-closes; a stream's data waits in a small queue and, when it is full, the socket
+//! is not read (TCP is the backpressure, as in Go).
 //!
 //! The connection is closed — and [`Conn::closed`] resolves — when the client closes the
 //! socket, sends GOAWAY, breaks the protocol, or nothing moved either way for the idle
@@ -43,7 +43,6 @@ const OUT_QUEUE: usize = 64;
 /// A stream the client opened (already accepted).
 #[derive(Debug)]
 pub struct NewStream {
-    /// Stream id.
     pub id: u32,
     /// Its headers (`streamtype`, `port`, `requestid`).
     pub headers: Headers,

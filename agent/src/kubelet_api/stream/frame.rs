@@ -1,6 +1,6 @@
-//! PURE: SPDY/3.1 frames as Go's spdystream writes and reads them (kubelet-api.md §5.2): an
-//! 8-byte header, big-endian integers, 24-bit lengths. Header blocks stay compressed here;
-//! [`super::zlib`] turns them into names and values.
+//! PURE: SPDY/3.1 frames as Go's spdystream writes and reads them
+//! (docs/reference/kubelet-api.md §5.2): an 8-byte header, big-endian integers, 24-bit lengths.
+//! Header blocks stay compressed here; [`super::zlib`] turns them into names and values.
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
@@ -74,7 +74,6 @@ pub enum Frame {
     },
     /// Acceptance of a stream.
     SynReply {
-        /// Stream id.
         stream_id: u32,
         /// [`FLAG_FIN`].
         flags: u8,
@@ -83,7 +82,6 @@ pub enum Frame {
     },
     /// Abnormal end of a stream, both directions.
     RstStream {
-        /// Stream id.
         stream_id: u32,
         /// Why.
         status: RstStatus,
@@ -101,7 +99,6 @@ pub enum Frame {
     },
     /// More headers for a stream.
     Headers {
-        /// Stream id.
         stream_id: u32,
         /// [`FLAG_FIN`].
         flags: u8,
@@ -110,14 +107,12 @@ pub enum Frame {
     },
     /// Flow-control credit (ignored: spdystream has no flow control).
     WindowUpdate {
-        /// Stream id.
         stream_id: u32,
         /// Credit.
         delta: u32,
     },
     /// Stream payload.
     Data {
-        /// Stream id.
         stream_id: u32,
         /// [`FLAG_FIN`].
         flags: u8,

@@ -1,4 +1,4 @@
-//! Frame bytes as spdystream puts them on the wire (kubelet-api.md §5.2).
+//! Frame bytes as spdystream puts them on the wire (docs/reference/kubelet-api.md §5.2).
 
 use super::*;
 

@@ -14,13 +14,10 @@ use crate::{kubelet_api::PodSource, pods::naming::VmNaming};
 /// The container an exec request names.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExecTarget {
-    /// Namespace.
     pub namespace: String,
-    /// Pod name.
     pub pod: String,
     /// Pod UID, when the path carries one (it narrows the lookup to that instance).
     pub uid: Option<String>,
-    /// Container name.
     pub container: String,
 }
 
@@ -36,9 +33,7 @@ pub enum ExecError {
     /// The container's VM is not running (the Pod is pending, finished, or restarting).
     #[error("container not found ({container:?}): pod {pod:?} is not running (phase {phase})")]
     NotRunning {
-        /// Container name.
         container: String,
-        /// Pod name.
         pod: String,
         /// The Pod's phase.
         phase: String,

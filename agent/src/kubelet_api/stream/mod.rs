@@ -16,9 +16,8 @@
 //! session), [`guest`] (finding a Pod's running VM or IP and starting `tart exec` in it),
 //! [`metrics`] (exec session counts and times).
 //!
-//! "kubelet-api.md §n" in these files is the project's research note on the kubelet API (wire
-//! facts checked against the 1.20 API server and kubectl 1.32), as "tart-cli.md §n" is for
-//! Tart; what the agent does is described in docs/kubelet-api.md.
+//! The wire facts these files cite are in docs/reference/kubelet-api.md (checked against the 1.20
+//! API server and kubectl 1.32); what the agent does is described in docs/kubelet-api.md.
 
 pub mod activity;
 pub mod attach;

@@ -1,10 +1,10 @@
-//! `kubectl port-forward` over SPDY (`portforward.k8s.io`, kubelet-api.md §5.5): for each
-//! local connection the client opens a pair of streams — `error` then `data` — with the same
-//! `port` and `requestid`; once both are there the agent connects to the guest's IP on that
-//! port (from the Mac, as the Pod's IP is reachable from it) and copies bytes both ways,
-//! passing half-closes on. A failed connection is one line on the error stream, in kubelet's
-//! words, and a reset of the data stream. A pair left incomplete for 30 s is dropped the same
-//! way. Everything ends when the connection closes.
+//! `kubectl port-forward` over SPDY (`portforward.k8s.io`, docs/reference/kubelet-api.md §5.5): for
+//! each local connection the client opens a pair of streams — `error` then `data` — with the same
+//! `port` and `requestid`; once both are there the agent connects to the guest's IP on that port
+//! (from the Mac, as the Pod's IP is reachable from it) and copies bytes both ways, passing
+//! half-closes on. A failed connection is one line on the error stream, in kubelet's words, and a
+//! reset of the data stream. A pair left incomplete for 30 s is dropped the same way. Everything
+//! ends when the connection closes.
 
 use std::{
     collections::HashMap,

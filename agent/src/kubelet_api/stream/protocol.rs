@@ -1,5 +1,5 @@
-//! PURE: remotecommand over SPDY (kubelet-api.md §3.2, §5.1, §5.3) — the protocol versions
-//! served, the exec query, the stream roles a session waits for, the status written on the
+//! PURE: remotecommand over SPDY (docs/reference/kubelet-api.md §3.2, §5.1, §5.3) — the protocol
+//! versions served, the exec query, the stream roles a session waits for, the status written on the
 //! error stream, and the resize stream's JSON.
 
 use serde::Deserialize;

@@ -1,7 +1,7 @@
-//! One exec session over an accepted SPDY connection (remotecommand, kubelet-api.md §5.3):
-//! wait for the streams the request implies (30 s), then run the session core
-//! ([`super::session`]); its end is FIN on the output streams, the status on the error
-//! stream, GOAWAY, and the client hanging up.
+//! One exec session over an accepted SPDY connection (remotecommand,
+//! docs/reference/kubelet-api.md §5.3): wait for the streams the request implies (30 s), then run
+//! the session core ([`super::session`]); its end is FIN on the output streams, the status on the
+//! error stream, GOAWAY, and the client hanging up.
 
 use tracing::{debug, warn};
 

@@ -1,8 +1,8 @@
-//! The transport-neutral core of an exec session (remotecommand, kubelet-api.md §5.3, §5.6):
-//! once the client's streams are open — SPDY streams or WebSocket channels, opened by the
-//! transport module — start the command, copy stdin in and stdout/stderr out, apply
-//! terminal sizes, and when the command exits: end the output, write the status on the error
-//! stream, and end the connection as its transport does.
+//! The transport-neutral core of an exec session (remotecommand,
+//! docs/reference/kubelet-api.md §5.3, §5.6): once the client's streams are open — SPDY streams or
+//! WebSocket channels, opened by the transport module — start the command, copy stdin in and
+//! stdout/stderr out, apply terminal sizes, and when the command exits: end the output, write the
+//! status on the error stream, and end the connection as its transport does.
 //!
 //! When the client goes away first (socket closed, GOAWAY or Close, idle timeout) the session
 //! is dropped, which kills the command's process group: no `tart exec` outlives its client.
@@ -164,7 +164,6 @@ pub struct Streams {
 
 /// A session whose streams are all open.
 pub struct Opened {
-    /// The streams.
     pub streams: Streams,
     /// The connection.
     pub link: Link,

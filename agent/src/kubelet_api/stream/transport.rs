@@ -1,7 +1,7 @@
 //! Which transport an exec or attach request gets, and opening it after the 101: SPDY/3.1
-//! with a remotecommand version (kubelet-api.md §5.1), or a WebSocket with a channel
-//! subprotocol (§5.6). Both end in the same [`Opened`] session, so the session logic (the
-//! session and attach modules) is written once.
+//! with a remotecommand version (docs/reference/kubelet-api.md §5.1), or a WebSocket with a channel
+//! subprotocol (docs/reference/kubelet-api.md §5.6). Both end in the same [`Opened`] session, so
+//! the session logic (the session and attach modules) is written once.
 //!
 //! A WebSocket asking for nothing served (the `SPDY/3.1+portforward.k8s.io` tunnel, an
 //! unknown version, no protocol at all) is refused with a 4xx before upgrading, never a 101,

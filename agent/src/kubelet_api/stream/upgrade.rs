@@ -1,4 +1,4 @@
-//! PURE: the HTTP side of a streaming request (kubelet-api.md §5.1, §5.8, §8 items 9–10) —
+//! PURE: the HTTP side of a streaming request (docs/reference/kubelet-api.md §5.1, §5.6, §5.8) —
 //! which upgrade it asks for and what to answer: 101 with the agreed remotecommand version
 //! for SPDY/3.1; a 403 before any upgrade for WebSocket, which this node does not serve, so
 //! kubectl falls back to SPDY; 400 without an upgrade.

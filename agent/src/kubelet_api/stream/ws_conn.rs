@@ -1,10 +1,10 @@
-//! One server-side WebSocket connection for exec, attach or port-forward (kubelet-api.md
-//! §5.6–5.7), the WebSocket counterpart of [`super::conn`]: client messages are split by
-//! channel — for exec stdin (channel 0) and terminal sizes (channel 4), for port-forward each
-//! port's data channel — each into a small queue, and when a queue is full the socket is not
-//! read (TCP is the backpressure, as with SPDY); a v5 close signal `[0xFF, ch]` ends channel
-//! `ch`; messages for other channels are dropped. Pings are answered by the
-//! WebSocket layer as it reads. Writes go through one task in order.
+//! One server-side WebSocket connection for exec, attach or port-forward
+//! (docs/reference/kubelet-api.md §5.6–§5.7), the WebSocket counterpart of [`super::conn`]: client
+//! messages are split by channel — for exec stdin (channel 0) and terminal sizes (channel 4), for
+//! port-forward each port's data channel — each into a small queue, and when a queue is full the
+//! socket is not read (TCP is the backpressure, as with SPDY); a v5 close signal `[0xFF, ch]` ends
+//! channel `ch`; messages for other channels are dropped. Pings are answered by the WebSocket layer
+//! as it reads. Writes go through one task in order.
 //!
 //! The connection is closed — and [`WsConn::closed`] resolves — when the client closes the
 //! socket or sends Close, breaks the protocol, or nothing moved either way for the idle

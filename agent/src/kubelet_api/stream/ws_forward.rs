@@ -1,4 +1,4 @@
-//! The legacy WebSocket port-forward (kubelet-api.md §5.7), the one kube-rs and
+//! The legacy WebSocket port-forward (docs/reference/kubelet-api.md §5.7), the one kube-rs and
 //! python-kubernetes speak: the ports come in the query (`port=p1[,p2…]`, repeatable); for the
 //! i-th port channel `2i` carries data both ways and channel `2i+1` errors to the client, and
 //! the first message on each is the port, two bytes little-endian. Each port gets one

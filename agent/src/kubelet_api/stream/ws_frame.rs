@@ -1,7 +1,7 @@
-//! PURE: the WebSocket channel protocols of exec and attach (kubelet-api.md §5.6) — which
-//! subprotocol is agreed, the `Sec-WebSocket-Accept` answer, and how channel bytes map onto
-//! messages: binary `[channel, bytes…]`, or text `'0'+channel` followed by base64 for the
-//! `base64` variants; `v5.channel.k8s.io` adds the client's close signal `[0xFF, channel]`.
+//! PURE: the WebSocket channel protocols of exec and attach (docs/reference/kubelet-api.md §5.6) —
+//! which subprotocol is agreed, the `Sec-WebSocket-Accept` answer, and how channel bytes map onto
+//! messages: binary `[channel, bytes…]`, or text `'0'+channel` followed by base64 for the `base64`
+//! variants; `v5.channel.k8s.io` adds the client's close signal `[0xFF, channel]`.
 
 use base64::{Engine, engine::general_purpose::STANDARD};
 use bytes::{BufMut, Bytes, BytesMut};

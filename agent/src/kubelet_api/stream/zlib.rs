@@ -1,7 +1,7 @@
 //! SPDY/3 header blocks: the name/value layout (32-bit lengths, lowercase names, several
 //! values joined by NUL) and its zlib compression with SPDY's preset dictionary — one context
-//! per direction for the whole connection, each block ended with a sync flush (kubelet-api.md
-//! §5.2).
+//! per direction for the whole connection, each block ended with a sync flush
+//! (docs/reference/kubelet-api.md §5.2).
 
 use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress, Status};
 

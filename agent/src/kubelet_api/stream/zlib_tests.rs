@@ -1,5 +1,5 @@
 //! Header blocks against bytes from an independent zlib (Python's, level 9, SPDY dictionary)
-//! and against kubectl's first bytes (kubelet-api.md §5.2, §9 item 17).
+//! and against kubectl's first bytes (docs/reference/kubelet-api.md §5.2).
 
 use super::*;
 

@@ -1,6 +1,6 @@
 //! Pure parsers of the memory, swap and process texts macOS tools print on the host
-//! (host-and-conventions.md §3.1, §3.3), for the vitals sampler. The guest launcher reads the
-//! guest's `vm_stat`, `df` and load itself (docs/guest.md, "Vitals").
+//! (docs/reference/host-and-conventions.md §3.1, §3.3), for the vitals sampler. The guest launcher
+//! reads the guest's `vm_stat`, `df` and load itself (docs/guest.md, "Vitals").
 
 /// `memory_pressure -Q`: the percentage in `System-wide memory free percentage: 64%`.
 pub fn memory_free_percent(text: &str) -> Option<u8> {
@@ -104,7 +104,7 @@ fn cpu_time(v: &str) -> Option<f64> {
     Some(days * 86400.0 + secs)
 }
 
-/// The Virtualization framework's per-VM XPC service (§3.3).
+/// The Virtualization framework's per-VM XPC service (docs/reference/host-and-conventions.md §3.3).
 pub const VZ_XPC_SERVICE: &str = "com.apple.Virtualization.VirtualMachine";
 
 /// `lsof -Fn -p <pid>` of a VM's XPC process -> the Tart VM whose `…/vms/<name>/disk.img` it

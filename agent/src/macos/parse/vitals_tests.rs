@@ -1,4 +1,4 @@
-//! Fixtures are the exact formats in host-and-conventions.md §3.
+//! Fixtures are the exact formats in docs/reference/host-and-conventions.md §3.
 use super::*;
 
 #[test]

@@ -88,7 +88,6 @@ pub enum ConfigError {
     MissingObject {
         /// Secret or ConfigMap.
         kind: ObjectKind,
-        /// Its name.
         name: String,
     },
     /// A required key is not in the object.
@@ -100,7 +99,6 @@ pub enum ConfigError {
         namespace: String,
         /// The object's name.
         name: String,
-        /// The key.
         key: String,
     },
     /// A `fieldRef` or `resourceFieldRef` the agent cannot resolve (unsupported path, bad
@@ -116,7 +114,6 @@ pub enum ConfigError {
     /// A volume file path that would leave its volume (`..`, absolute) or collides.
     #[error("invalid path {path:?} in volume {volume:?}: {why}")]
     InvalidPath {
-        /// The volume's name.
         volume: String,
         /// The path as given.
         path: String,
@@ -126,7 +123,6 @@ pub enum ConfigError {
     /// The service-account token could not be issued.
     #[error("cannot issue a service-account token for {service_account:?}: {why}")]
     Token {
-        /// The service account.
         service_account: String,
         /// What the API server said (never the token).
         why: String,
@@ -140,7 +136,6 @@ pub enum ConfigError {
     Fetch {
         /// Secret or ConfigMap.
         kind: ObjectKind,
-        /// Its name.
         name: String,
         /// The API error's kind and status (never a value).
         why: String,
@@ -206,7 +201,6 @@ pub struct TokenSpec {
     pub expiration_seconds: i64,
 }
 
-/// One file of a volume.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VolumeFile {
     /// Relative path inside the volume, checked: no `..` component, not absolute, not empty.
@@ -296,7 +290,6 @@ pub struct ControlSpec {
     pub workdir: Option<String>,
     /// `securityContext.runAsUser` as a numeric UID.
     pub user: Option<String>,
-    /// The mounts.
     pub mounts: Vec<MountSpec>,
     /// `terminationMessagePath` (a guest path; the launcher copies the file's first 4 KiB into
     /// the status share when the command ends).

@@ -51,9 +51,7 @@ pub struct GuestSettings {
 pub struct NodeAllocatable {
     /// Millicores.
     pub cpu_millis: u64,
-    /// Bytes.
     pub memory_bytes: u64,
-    /// Bytes.
     pub ephemeral_bytes: u64,
 }
 

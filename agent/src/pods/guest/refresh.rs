@@ -43,9 +43,7 @@ pub struct RefreshDeps {
     pub settings: GuestSettings,
     /// Node allocatable at start (for `resourceFieldRef` files).
     pub alloc: NodeAllocatable,
-    /// Events.
     pub events: EventSink,
-    /// Metrics.
     pub metrics: PodMetrics,
 }
 

@@ -27,7 +27,6 @@ pub const MIN_EXPIRATION_SECONDS: i64 = 600;
 /// The longest lifetime the API server accepts (2³² s).
 pub const MAX_EXPIRATION_SECONDS: i64 = 1 << 32;
 
-/// A token as issued.
 #[derive(Clone, PartialEq, Eq)]
 pub struct IssuedToken {
     /// The bearer token. Secret: [`IssuedToken`]'s Debug leaves it out.

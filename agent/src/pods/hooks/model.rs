@@ -6,7 +6,6 @@ use k8s_openapi::api::core::v1::{Container, LifecycleHandler};
 
 use crate::pods::probes::model::{HttpGet, http_get};
 
-/// Which hook.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum HookKind {
     /// `lifecycle.postStart`: runs once the guest has an IP.

@@ -144,7 +144,6 @@ fn is_stamp(s: &str) -> bool {
     })
 }
 
-/// One run's files.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RunFiles {
     /// Rotated files, oldest first.

@@ -217,7 +217,6 @@ pub enum ProbeSpecError {
     /// A number below its minimum.
     #[error("{field}: must be greater than or equal to {min} (got {value})")]
     TooSmall {
-        /// The field.
         field: String,
         /// The value given.
         value: i64,

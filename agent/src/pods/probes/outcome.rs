@@ -21,7 +21,6 @@ pub enum Outcome {
 pub enum ProbeResult {
     /// Success or warning.
     Success,
-    /// Failure.
     Failure,
     /// The attempt could not be made.
     Error,

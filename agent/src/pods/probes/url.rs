@@ -20,7 +20,6 @@ pub struct Url {
     pub scheme: Scheme,
     /// Host name or IP literal, without brackets.
     pub host: String,
-    /// Port.
     pub port: u16,
     /// Path and query as given (`""` is the root).
     pub path: String,
@@ -111,7 +110,7 @@ impl fmt::Display for Url {
     }
 }
 
-/// RFC 3986 §5.2.4 on the path part (the query is kept as is).
+/// RFC 3986 section 5.2.4 (`remove_dot_segments`) on the path part (the query is kept as is).
 fn remove_dot_segments(path_and_query: &str) -> String {
     let (path, query) = match path_and_query.find('?') {
         Some(i) => path_and_query.split_at(i),

@@ -137,7 +137,6 @@ pub enum Start<V> {
     Adopted {
         /// The live `tart run`.
         vm: V,
-        /// Its slot.
         slot: Option<SlotGuard>,
         /// When this run started, as the Pod's status already says; `None` takes the time
         /// the process started.

@@ -115,7 +115,6 @@ pub enum TartProbe {
     Version {
         /// Resolved program path.
         path: String,
-        /// Its output.
         output: String,
     },
     /// Ran but failed or timed out.

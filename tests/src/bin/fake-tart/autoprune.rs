@@ -1,7 +1,7 @@
-//! Tart's automatic cache pruning (spec §4, `reclaimIfNeeded`): before a pull downloads and
-//! after a clone copies, OCI cache entries are deleted, least recently accessed first, until
-//! the volume has the room the operation asks for. `TART_NO_AUTO_PRUNE`, present with any
-//! value, turns it off. Local VMs are never touched. Nothing is printed.
+//! Tart's automatic cache pruning (docs/reference/tart-cli.md §4, `reclaimIfNeeded`): before a pull
+//! downloads and after a clone copies, OCI cache entries are deleted, least recently accessed
+//! first, until the volume has the room the operation asks for. `TART_NO_AUTO_PRUNE`, present with
+//! any value, turns it off. Local VMs are never touched. Nothing is printed.
 //!
 //! The fake's disks are sparse, so sizes are simulated: a cache entry counts its logical size
 //! (a real pulled disk is written out), and the volume's free space is the knob

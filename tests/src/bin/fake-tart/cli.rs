@@ -1,6 +1,7 @@
-//! Argument parsing the swift-argument-parser way (spec §1.7): `--opt value` and `--opt=value`,
-//! options and positionals interleaved (except `exec`, §2.10), parse errors as E4 with the
-//! subcommand's usage block (exit 64). Pure: argv in, [`Parsed`] or [`Failure`] out.
+//! Argument parsing the swift-argument-parser way (docs/reference/tart-cli.md §1.7): `--opt value`
+//! and `--opt=value`, options and positionals interleaved (except `exec`,
+//! docs/reference/tart-cli.md §2.10), parse errors as E4 with the subcommand's usage block (exit
+//! 64). Pure: argv in, [`Parsed`] or [`Failure`] out.
 
 use std::collections::BTreeMap;
 
@@ -235,7 +236,8 @@ pub fn parse(spec: &Spec, args: &[String]) -> Result<Parsed, Failure> {
     while i < args.len() {
         let a = &args[i];
         i += 1;
-        // exec: everything from the VM name on is passed through as-is (spec §2.10).
+        // exec: everything from the VM name on is passed through as-is
+        // (docs/reference/tart-cli.md §2.10).
         let passthrough = spec.name == "exec" && !out.positionals.is_empty();
         if only_positionals || passthrough || a == "-" || !a.starts_with('-') {
             out.positionals.push(a.clone());

@@ -1,6 +1,7 @@
-//! `tart run --dir` values (spec §2.6): `[name:]path[:options]`, where the options are the last
-//! `:`-separated segment, comma-separated `ro` and `tag=TAG`. Pure parsing and the per-tag
-//! naming rule; `vm.rs` records the result and `guest_mode.rs` builds the guest's view of it.
+//! `tart run --dir` values (docs/reference/tart-cli.md §2.6): `[name:]path[:options]`, where the
+//! options are the last `:`-separated segment, comma-separated `ro` and `tag=TAG`. Pure parsing and
+//! the per-tag naming rule; `vm.rs` records the result and `guest_mode.rs` builds the guest's view
+//! of it.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -9,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::Failure;
 
-/// The tag macOS guests automount at `/Volumes/My Shared Files` (spec §2.6).
+/// The tag macOS guests automount at `/Volumes/My Shared Files` (docs/reference/tart-cli.md §2.6).
 pub const AUTOMOUNT_TAG: &str = "com.apple.virtio-fs.automount";
 
 /// One parsed `--dir` share, as recorded in the run record.

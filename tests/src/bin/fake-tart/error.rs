@@ -1,5 +1,6 @@
-//! How fake-tart fails: the four error paths of spec §1.3 (E1 unprefixed RuntimeError with exit
-//! 1/2, E2 `Error: …` exit 1, E3/E4 `Error: …` plus a usage block exit 64) and plain exit codes.
+//! How fake-tart fails: the four error paths of docs/reference/tart-cli.md §1.3 (E1 unprefixed
+//! RuntimeError with exit 1/2, E2 `Error: …` exit 1, E3/E4 `Error: …` plus a usage block exit 64)
+//! and plain exit codes.
 
 use std::fmt;
 use std::io;

@@ -1,7 +1,7 @@
-//! What the fake guest answers: `ip` (spec §2.11: a stable IP from the MAC once the boot
-//! delay after `run` has passed — the loopback one under `loopback_ips` —, the
-//! `no IP address found` variants, `--wait`) and `exec` (§2.10: the guest agent's
-//! availability and speed, then a real process (`guest_exec`) or a few builtins with their
+//! What the fake guest answers: `ip` (docs/reference/tart-cli.md §2.11: a stable IP from the MAC
+//! once the boot delay after `run` has passed — the loopback one under `loopback_ips` —, the `no IP
+//! address found` variants, `--wait`) and `exec` (docs/reference/tart-cli.md §2.10: the guest
+//! agent's availability and speed, then a real process (`guest_exec`) or a few builtins with their
 //! exit codes).
 
 use std::io::{Read, Write};

@@ -1,10 +1,10 @@
 //! `exec` as a real process (VM knob `real_exec`, implied by `guest_launcher`): the words after
 //! the VM name are spawned on the host the way the Tart Guest Agent spawns them in the guest
-//! (`exec.CommandContext`, spec §2.10) — no shell, a `PATH` lookup, stdin only with `-i`
-//! (otherwise `/dev/null`), stdout and stderr straight through — in the VM's fake guest root
-//! `<vm dir>/guest`, and `exec` exits with the command's code. The guest launcher's installed
-//! path runs this repository's launcher with the same `TART_GUEST_ROOT` as `run` gives it, as
-//! an image with the launcher baked in would.
+//! (`exec.CommandContext`, docs/reference/tart-cli.md §2.10) — no shell, a `PATH` lookup, stdin
+//! only with `-i` (otherwise `/dev/null`), stdout and stderr straight through — in the VM's fake
+//! guest root `<vm dir>/guest`, and `exec` exits with the command's code. The guest launcher's
+//! installed path runs this repository's launcher with the same `TART_GUEST_ROOT` as `run` gives
+//! it, as an image with the launcher baked in would.
 //!
 //! The command stays in `exec`'s process group, so a kill of that group ends both. It also gets
 //! SIGKILL when the `exec` process dies of anything (SIGINT, SIGTERM, a SIGKILL of the PID

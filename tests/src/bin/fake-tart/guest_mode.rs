@@ -100,7 +100,7 @@ pub fn start(home: &Path, vm_dir: &Path, vm: &str, shares: &[Share]) -> io::Resu
 
 /// `<root>/Volumes/My Shared Files/<name>` -> host path for every automounted share; a single
 /// unnamed automounted share is the `My Shared Files` directory itself. Shares under another
-/// tag are not automounted on macOS guests (spec §2.6), so they get no link.
+/// tag are not automounted on macOS guests (docs/reference/tart-cli.md §2.6), so they get no link.
 fn layout(root: &Path, shares: &[Share]) -> io::Result<()> {
     if root.exists() {
         fs::remove_dir_all(root)?;

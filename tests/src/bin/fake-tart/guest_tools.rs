@@ -1,7 +1,7 @@
 //! Stand-ins for the macOS tools the guest launcher's vitals loop calls (`vm_stat`,
 //! `memory_pressure`, `sysctl`, `df`), put first on the launcher's `PATH` under
 //! `guest_launcher`. Each is a two-line script that calls back into fake-tart, which prints the
-//! exact macOS text (host-and-conventions.md §3.1–§3.2) with the values of the VM's
+//! exact macOS text (docs/reference/host-and-conventions.md §3.1–§3.2) with the values of the VM's
 //! `guest_vitals` knob, read at every call. Jetsam reports the knob asks for are created as
 //! `JetsamEvent-<n>.ips` files in the guest's `Library/Logs/DiagnosticReports`.
 
@@ -116,7 +116,7 @@ pub fn text(tool: &str, args: &[&str], v: &GuestVitals) -> Option<String> {
     }
 }
 
-/// `vm_stat`'s 22 lines, `printf("%-30s %16llu.\n")` (§3.2).
+/// `vm_stat`'s 22 lines, `printf("%-30s %16llu.\n")` (docs/reference/host-and-conventions.md §3.2).
 fn vm_stat(v: &GuestVitals) -> String {
     let rows: [(&str, u64); 22] = [
         ("Pages free:", v.free_pages.unwrap_or(120_000)),

@@ -1,5 +1,6 @@
-//! `$TART_HOME` layout (spec §1.1), `config.json` (schema §1.1, pretty-printed the Apple way),
-//! sparse disk files and their sizes. Owns paths and file formats; leaves locks to `locks.rs`.
+//! `$TART_HOME` layout (docs/reference/tart-cli.md §1.1), `config.json` (schema §1.1,
+//! pretty-printed the Apple way), sparse disk files and their sizes. Owns paths and file formats;
+//! leaves locks to `locks.rs`.
 
 use std::fs::{self, File, FileTimes, OpenOptions};
 use std::io::{self, Write};
@@ -25,7 +26,8 @@ pub struct Home {
 }
 
 impl Home {
-    /// `$TART_HOME` (default `~/.tart`), creating missing components (spec §1.1).
+    /// `$TART_HOME` (default `~/.tart`), creating missing components
+    /// (docs/reference/tart-cli.md §1.1).
     pub fn from_env() -> Result<Home, Failure> {
         let root = match std::env::var_os("TART_HOME") {
             Some(h) if !h.is_empty() => PathBuf::from(h),
@@ -64,7 +66,7 @@ impl Home {
     pub fn fake_dir(&self) -> PathBuf {
         self.root.join("fake-tart")
     }
-    /// Whether a local VM exists (has a `config.json`, spec §2.9).
+    /// Whether a local VM exists (has a `config.json`, docs/reference/tart-cli.md §2.9).
     pub fn vm_exists(&self, name: &str) -> bool {
         !name.is_empty() && !name.contains('/') && self.config_path(name).is_file()
     }
@@ -93,7 +95,7 @@ pub struct Display {
     pub unit: Option<String>,
 }
 
-/// `config.json` of a VM (spec §1.1).
+/// `config.json` of a VM (docs/reference/tart-cli.md §1.1).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct VmConfig {
@@ -209,8 +211,8 @@ pub fn create_sparse(path: &Path, len: u64) -> io::Result<()> {
     f.set_len(len)
 }
 
-/// Copies `src` to `dst` keeping holes (there is no APFS clonefile on Linux, spec §8), so a
-/// 50 GB mostly-empty disk copies in milliseconds.
+/// Copies `src` to `dst` keeping holes (there is no APFS clonefile on Linux,
+/// docs/reference/tart-cli.md §8), so a 50 GB mostly-empty disk copies in milliseconds.
 pub fn sparse_copy(src: &Path, dst: &Path) -> io::Result<()> {
     use nix::unistd::{Whence, lseek};
     let from = File::open(src)?;
@@ -263,7 +265,8 @@ pub fn disk_len(dir: &Path) -> u64 {
         .unwrap_or(0)
 }
 
-/// Updates a directory's access time, as Tart's `open()` does with `utimes` (spec §2.4).
+/// Updates a directory's access time, as Tart's `open()` does with `utimes`
+/// (docs/reference/tart-cli.md §2.4).
 pub fn touch_accessed(dir: &Path) -> Result<(), Failure> {
     let f = File::open(dir)?;
     f.set_times(FileTimes::new().set_accessed(SystemTime::now()))
@@ -307,7 +310,8 @@ fn format_mac(b: [u8; 6]) -> String {
         .join(":")
 }
 
-/// The IPv4 the fake DHCP server gives `mac`: stable, in 192.168.64.2-254 (spec §3.3).
+/// The IPv4 the fake DHCP server gives `mac`: stable, in 192.168.64.2-254
+/// (docs/reference/tart-cli.md §3.3).
 pub fn ip_for_mac(mac: &str) -> String {
     let d = Md5::digest(mac.to_ascii_lowercase().as_bytes());
     let host = 2 + (u16::from_be_bytes([d[0], d[1]]) % 253);

@@ -1,6 +1,6 @@
-//! The read-only commands: `get` (§2.4) and `list` (§2.5) with their JSON quirks (`Size`
-//! string vs int, `Source` casing and `SizeOnDisk`/`Accessed` by version), plus the VM state
-//! and OCI-cache walk the other commands share.
+//! The read-only commands: `get` (docs/reference/tart-cli.md §2.4) and `list` (§2.5) with their
+//! JSON quirks (`Size` string vs int, `Source` casing and `SizeOnDisk`/`Accessed` by version), plus
+//! the VM state and OCI-cache walk the other commands share.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -16,7 +16,7 @@ use crate::locks;
 use crate::time::{iso8601, relative};
 
 /// `running` if a `tart run` holds the config lock, else `suspended` if a snapshot exists,
-/// else `stopped` (spec §3.1).
+/// else `stopped` (docs/reference/tart-cli.md §3.1).
 pub fn vm_state(home: &Home, name: &str) -> &'static str {
     if locks::lock_holder(&home.config_path(name)).is_some() {
         "running"

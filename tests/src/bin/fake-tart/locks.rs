@@ -1,6 +1,7 @@
-//! The locks of spec §1.4: the classic POSIX `fcntl` write lock on `config.json` that `run`
-//! holds for the VM's life (and `F_GETLK` to find its PID), and `flock`s on `$TART_HOME`, the
-//! per-host OCI cache directory and `tmp/<entry>` working directories. Also tmp GC (§1.5).
+//! The locks of docs/reference/tart-cli.md §1.4: the classic POSIX `fcntl` write lock on
+//! `config.json` that `run` holds for the VM's life (and `F_GETLK` to find its PID), and `flock`s
+//! on `$TART_HOME`, the per-host OCI cache directory and `tmp/<entry>` working directories. Also
+//! tmp GC (docs/reference/tart-cli.md §1.5).
 
 use std::fs::{self, File, OpenOptions};
 use std::io;
@@ -24,8 +25,8 @@ fn whole_file_lock(kind: libc::c_short) -> libc::flock {
     }
 }
 
-/// The PID holding a POSIX write lock on `config` (`F_GETLK`), if any (spec §1.4). A missing
-/// file counts as unlocked.
+/// The PID holding a POSIX write lock on `config` (`F_GETLK`), if any
+/// (docs/reference/tart-cli.md §1.4). A missing file counts as unlocked.
 pub fn lock_holder(config: &Path) -> Option<i32> {
     let f = File::open(config).ok()?;
     let mut fl = whole_file_lock(libc::F_WRLCK as libc::c_short);
@@ -33,9 +34,9 @@ pub fn lock_holder(config: &Path) -> Option<i32> {
     (fl.l_type != libc::F_UNLCK as libc::c_short && fl.l_pid != 0).then_some(fl.l_pid)
 }
 
-/// Try-locks `config` with a classic POSIX `F_SETLK`/`F_WRLCK` (NOT an OFD lock, spec §8).
-/// The returned `File` must be kept open for as long as the lock must be held; closing ANY
-/// descriptor of that file in this process releases it (POSIX semantics).
+/// Try-locks `config` with a classic POSIX `F_SETLK`/`F_WRLCK` (NOT an OFD lock,
+/// docs/reference/tart-cli.md §8). The returned `File` must be kept open for as long as the lock
+/// must be held; closing ANY descriptor of that file in this process releases it (POSIX semantics).
 pub fn try_lock_config(config: &Path) -> io::Result<Option<File>> {
     let f = OpenOptions::new().read(true).write(true).open(config)?;
     let fl = whole_file_lock(libc::F_WRLCK as libc::c_short);
@@ -72,7 +73,8 @@ pub fn try_flock(path: &Path) -> io::Result<Option<FlockGuard>> {
     }
 }
 
-/// Locks `path`, waiting with no timeout (spec §1.4: the `$TART_HOME` and host locks block).
+/// Locks `path`, waiting with no timeout (docs/reference/tart-cli.md §1.4: the `$TART_HOME` and
+/// host locks block).
 pub async fn flock(path: &Path) -> io::Result<FlockGuard> {
     loop {
         if let Some(g) = try_flock(path)? {
@@ -88,7 +90,8 @@ pub fn flock_blocking(path: &Path) -> io::Result<FlockGuard> {
     Flock::lock(f, FlockArg::LockExclusive).map_err(|(_, e)| e.into())
 }
 
-/// Tmp GC (spec §1.5): delete every `tmp/` entry no live process holds a flock on.
+/// Tmp GC (docs/reference/tart-cli.md §1.5): delete every `tmp/` entry no live process holds a
+/// flock on.
 pub fn gc_tmp(tmp: &Path) -> io::Result<()> {
     let entries = match fs::read_dir(tmp) {
         Ok(e) => e,

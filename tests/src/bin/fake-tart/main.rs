@@ -1,4 +1,4 @@
-//! `fake-tart`: a stand-in for the Tart CLI on Linux, written from `tart-cli.md` (see
+//! `fake-tart`: a stand-in for the Tart CLI on Linux, written from docs/reference/tart-cli.md (see
 //! `docs/fake-tart.md`). It keeps the same `$TART_HOME` layout, locks, output texts and exit
 //! codes, and reads failure knobs from `$TART_HOME/fake-tart/knobs.json` on every invocation.
 //!
@@ -168,7 +168,7 @@ async fn dispatch(args: Vec<String>) -> Result<(), Failure> {
     let knobs = rules::load(&home)?;
     let action = rules::take(&home, &knobs, &sub, &rule_names(&sub, &parsed))?;
     let action = apply_generic(action).await?;
-    // Tmp GC before every command except pull and clone (spec §1.5).
+    // Tmp GC before every command except pull and clone (docs/reference/tart-cli.md §1.5).
     if sub != "pull"
         && sub != "clone"
         && let Err(e) = locks::gc_tmp(&home.tmp())

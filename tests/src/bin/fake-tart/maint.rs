@@ -1,5 +1,5 @@
-//! The commands that change things at rest: `set` (§2.3), `delete` (§2.9), `prune` (§2.12)
-//! and the OCI cache GC (untagged digests go unless `.explicitly-pulled`, §1.1).
+//! The commands that change things at rest (docs/reference/tart-cli.md §2.3, §2.9, §2.12, §1.1):
+//! `set`, `delete`, `prune` and the OCI cache GC (untagged digests go unless `.explicitly-pulled`).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -82,7 +82,7 @@ pub fn set(ctx: &Ctx, p: &Parsed) -> Result<(), Failure> {
             cfg.display.unit = unit;
         }
     }
-    // `set` always writes displayRefit = <flag or nil> (spec §2.3).
+    // `set` always writes displayRefit = <flag or nil> (docs/reference/tart-cli.md §2.3).
     cfg.display_refit = if p.flag("display-refit") {
         Some(true)
     } else if p.flag("no-display-refit") {
@@ -99,7 +99,7 @@ pub fn set(ctx: &Ctx, p: &Parsed) -> Result<(), Failure> {
             &home::md5_hex(&home::random_mac())[..12]
         ));
     }
-    // config.json first, then --disk, then --disk-size (spec §2.3).
+    // config.json first, then --disk, then --disk-size (docs/reference/tart-cli.md §2.3).
     cfg.write(&path)?;
     if let Some(src) = p.opt("disk") {
         let work = ctx.home.tmp().join(format!("set-disk-{}", crate::uuid()));
@@ -134,7 +134,8 @@ pub fn set(ctx: &Ctx, p: &Parsed) -> Result<(), Failure> {
 // === delete ===
 
 pub fn delete(ctx: &Ctx, p: &Parsed) -> Result<(), Failure> {
-    // In order; stop at the first failure, earlier deletions stay done (spec §2.9).
+    // In order; stop at the first failure, earlier deletions stay done
+    // (docs/reference/tart-cli.md §2.9).
     for name in &p.positionals {
         if is_remote(name) {
             let remote = Remote::parse(name)?;

@@ -1,7 +1,7 @@
-//! `pull` (spec §2.1) and `clone` (§2.2): the manifest check, the per-host flock with
-//! `waiting for lock...`, simulated progress lines (`CI` plain vs ANSI rewrite), the resumable
-//! `tmp/<md5(name)>` download (SIGINT deletes it and prints `Error: cancelled`, SIGKILL leaves
-//! it), the cache layout with tag symlink, and the `$TART_HOME`-locked copy of a clone.
+//! `pull` (docs/reference/tart-cli.md §2.1) and `clone` (§2.2): the manifest check, the per-host
+//! flock with `waiting for lock...`, simulated progress lines (`CI` plain vs ANSI rewrite), the
+//! resumable `tmp/<md5(name)>` download (SIGINT deletes it and prints `Error: cancelled`, SIGKILL
+//! leaves it), the cache layout with tag symlink, and the `$TART_HOME`-locked copy of a clone.
 
 use std::cell::Cell;
 use std::fs::{self, OpenOptions};
@@ -65,7 +65,8 @@ async fn fetch(
     tokio::select! {
         res = download(ctx, remote, given, action, &tmp, &owns_tmp) => res,
         _ = sigint.recv() => {
-            // SIGINT cancels: the resumable tmp directory is removed (spec §2.1).
+            // SIGINT cancels: the resumable tmp directory is removed
+            // (docs/reference/tart-cli.md §2.1).
             if owns_tmp.get() {
                 let _ = fs::remove_dir_all(&tmp);
             }
@@ -88,7 +89,8 @@ async fn download(
     let hex = remote.digest(&img);
     let host_dir = remote.host_dir(&ctx.home);
     fs::create_dir_all(&host_dir)?;
-    // Per-host lock for the whole download: try first, else say so and block (spec §1.4).
+    // Per-host lock for the whole download: try first, else say so and block
+    // (docs/reference/tart-cli.md §1.4).
     let _host = match locks::try_flock(&host_dir)? {
         Some(g) => g,
         None => {
@@ -185,9 +187,9 @@ enum Stop {
 }
 
 /// Simulated download: one step per simulated second, a line whenever the integer percentage
-/// changes (at most once per simulated second, spec §2.1); resumes from a killed pull's
-/// `.fake-progress`; grows `disk.img` by 4 KiB per percent so a size watchdog sees progress.
-/// With a `registry_dir`, each step's rate is the pull's share of the registry bandwidth.
+/// changes (at most once per simulated second, docs/reference/tart-cli.md §2.1); resumes from a
+/// killed pull's `.fake-progress`; grows `disk.img` by 4 KiB per percent so a size watchdog sees
+/// progress. With a `registry_dir`, each step's rate is the pull's share of the registry bandwidth.
 async fn progress(
     ctx: &Ctx,
     tmp: &Path,
@@ -229,7 +231,8 @@ async fn progress(
             if ctx.ci || first {
                 println!("{pct}%");
             } else {
-                // Without CI the previous line is rewritten with ANSI escapes (spec §2.1).
+                // Without CI the previous line is rewritten with ANSI escapes
+                // (docs/reference/tart-cli.md §2.1).
                 println!("\x1b[1A\r\x1b[J{pct}%");
             }
             first = false;
@@ -242,8 +245,9 @@ async fn progress(
                     std::future::pending::<()>().await
                 }
                 Some(Stop::TimedOut(s)) if pct >= s => {
-                    // Only URLErrors are retried, 5 attempts per layer (spec §2.1); the partial
-                    // download stays in tmp for a later resume.
+                    // Only URLErrors are retried, 5 attempts per layer
+                    // (docs/reference/tart-cli.md §2.1); the partial download stays in tmp for a
+                    // later resume.
                     for _ in 0..5 {
                         println!(
                             "Error pulling disk layer 0: \"The request timed out.\", attempting to re-try..."
@@ -290,7 +294,7 @@ pub async fn clone(ctx: &Ctx, p: &Parsed, action: Option<Action>) -> Result<(), 
     let source_dir = if is_remote(src) {
         let remote = Remote::parse(src)?;
         match cached_dir(ctx, &remote) {
-            // Cached: the registry is not contacted (spec §2.2).
+            // Cached: the registry is not contacted (docs/reference/tart-cli.md §2.2).
             Some(d) => d,
             None => {
                 fetch(ctx, &remote, src, action.as_ref()).await?;
@@ -325,7 +329,7 @@ async fn copy_in(
     dst: &str,
     work: &Path,
 ) -> Result<(), Failure> {
-    // The global $TART_HOME flock covers the copy and the move (spec §1.4).
+    // The global $TART_HOME flock covers the copy and the move (docs/reference/tart-cli.md §1.4).
     let _home_lock = locks::flock(&ctx.home.root).await?;
     fs::create_dir_all(work)?;
     let _work_lock = locks::flock(work).await?;
@@ -342,7 +346,8 @@ async fn copy_in(
     if delay > 0 {
         tokio::time::sleep(Duration::from_millis(delay)).await;
     }
-    // A new MAC only if another local VM already uses the source's (spec §2.2).
+    // A new MAC only if another local VM already uses the source's
+    // (docs/reference/tart-cli.md §2.2).
     let cfg_path = work.join("config.json");
     let mut cfg = VmConfig::read(&cfg_path)?;
     let collides = ctx
@@ -360,7 +365,7 @@ async fn copy_in(
     }
     fs::create_dir_all(ctx.home.vms())?;
     let target = ctx.home.vm_dir(dst);
-    // An existing VM of that name is silently replaced (spec §2.2).
+    // An existing VM of that name is silently replaced (docs/reference/tart-cli.md §2.2).
     if target.exists() {
         let old = ctx.home.tmp().join(format!("{}-old", crate::uuid()));
         fs::rename(&target, &old)?;
@@ -373,8 +378,8 @@ async fn copy_in(
     Ok(())
 }
 
-/// After the copy, auto-prune makes room for the source's still-unallocated part (spec §4);
-/// the source is the initiator and is never deleted.
+/// After the copy, auto-prune makes room for the source's still-unallocated part
+/// (docs/reference/tart-cli.md §4); the source is the initiator and is never deleted.
 fn reserve_after_clone(ctx: &Ctx, limit_gib: u64, source_dir: &Path) -> Result<(), Failure> {
     let (logical, allocated) = home::dir_sizes(source_dir);
     let required = autoprune::clone_required(logical, allocated, limit_gib);

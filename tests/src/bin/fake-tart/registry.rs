@@ -1,7 +1,8 @@
-//! The fake registry: remote-name parsing (spec §1.6), the manifest answer for an image
-//! (404, 401 from the knobs and `TART_REGISTRY_*`, spec §1.2/§2.1) and the OCI cache layout
-//! (`cache/OCIs/<host>/<ns>/<sha256:hex>/` plus a tag symlink, spec §1.1). Pure except the
-//! cache-path helpers, which only build paths.
+//! The fake registry: remote-name parsing (docs/reference/tart-cli.md §1.6), the manifest answer
+//! for an image (404, 401 from the knobs and `TART_REGISTRY_*`,
+//! docs/reference/tart-cli.md §1.2/§2.1) and the OCI cache layout
+//! (`cache/OCIs/<host>/<ns>/<sha256:hex>/` plus a tag symlink, docs/reference/tart-cli.md §1.1).
+//! Pure except the cache-path helpers, which only build paths.
 
 use std::path::PathBuf;
 
@@ -24,7 +25,7 @@ pub enum Reference {
     Digest(String),
 }
 
-/// Whether `name` is remote: anything containing `/` (spec §1.6).
+/// Whether `name` is remote: anything containing `/` (docs/reference/tart-cli.md §1.6).
 pub fn is_remote(name: &str) -> bool {
     name.contains('/')
 }
@@ -119,7 +120,8 @@ impl Remote {
     }
 }
 
-/// What the registry answers for the manifest of `remote` (spec §2.1): 404 or 401 as E2.
+/// What the registry answers for the manifest of `remote` (docs/reference/tart-cli.md §2.1): 404 or
+/// 401 as E2.
 pub fn check_manifest(remote: &Remote, img: &ImageKnob) -> Result<(), Failure> {
     if img.missing == Some(true) {
         return Err(Failure::other(
@@ -129,7 +131,8 @@ pub fn check_manifest(remote: &Remote, img: &ImageKnob) -> Result<(), Failure> {
     if let Some(auth) = &img.auth {
         let user = std::env::var("TART_REGISTRY_USERNAME").ok();
         let pass = std::env::var("TART_REGISTRY_PASSWORD").ok();
-        // TART_REGISTRY_HOSTNAME restricts the credentials to one host (spec §1.2).
+        // TART_REGISTRY_HOSTNAME restricts the credentials to one host
+        // (docs/reference/tart-cli.md §1.2).
         let host_ok = std::env::var("TART_REGISTRY_HOSTNAME")
             .map(|h| h == remote.host)
             .unwrap_or(true);

@@ -1,5 +1,5 @@
-//! Wall-clock helpers: ISO-8601 UTC (`list` `Accessed`, spec §2.5), relative "N minutes ago"
-//! text, and milliseconds since the epoch for the run record. Pure.
+//! Wall-clock helpers: ISO-8601 UTC (`list` `Accessed`, docs/reference/tart-cli.md §2.5), relative
+//! "N minutes ago" text, and milliseconds since the epoch for the run record. Pure.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

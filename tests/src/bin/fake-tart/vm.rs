@@ -1,8 +1,9 @@
-//! The life of a VM: `run` (spec §2.6, §3.2: config.json fcntl lock for life, foreground,
-//! SIGINT/SIGUSR1/SIGUSR2 handling, guest exit and crash), `stop` (the §2.7 algorithm) and
-//! `suspend` (§2.8). While the VM runs and has booted, `run` also serves the guest's endpoints
-//! (`endpoints.rs`). The run record `.fake-run.json` (start time, PID, argv) is a separate
-//! file, so `run` never reopens its locked `config.json` (spec §8); `guest.rs` reads it.
+//! The life of a VM: `run` (docs/reference/tart-cli.md §2.6, §3.2: config.json fcntl lock for life,
+//! foreground, SIGINT/SIGUSR1/SIGUSR2 handling, guest exit and crash), `stop` (the
+//! docs/reference/tart-cli.md §2.7 algorithm) and `suspend` (docs/reference/tart-cli.md §2.8).
+//! While the VM runs and has booted, `run` also serves the guest's endpoints (`endpoints.rs`). The
+//! run record `.fake-run.json` (start time, PID, argv) is a separate file, so `run` never reopens
+//! its locked `config.json` (docs/reference/tart-cli.md §8); `guest.rs` reads it.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -32,7 +33,8 @@ pub struct RunRecord {
     pub started_at_ms: u64,
     pub suspendable: bool,
     pub args: Vec<String>,
-    /// The parsed `--dir` shares (spec §2.6), so tests and the guest mode see them.
+    /// The parsed `--dir` shares (docs/reference/tart-cli.md §2.6), so tests and the guest mode see
+    /// them.
     #[serde(default)]
     pub shares: Vec<Share>,
 }
@@ -62,8 +64,8 @@ fn others_running(ctx: &Ctx, name: &str) -> Vec<String> {
         .collect()
 }
 
-/// The signals `run` handles (spec §3.2), registered before the run record says "up", so a
-/// signal sent as soon as the VM shows as running never meets the default action.
+/// The signals `run` handles (docs/reference/tart-cli.md §3.2), registered before the run record
+/// says "up", so a signal sent as soon as the VM shows as running never meets the default action.
 struct RunSignals {
     int: UnixSignal,
     usr1: UnixSignal,
@@ -94,7 +96,8 @@ pub async fn run(
 ) -> Result<(), Failure> {
     let name = p.positionals[0].clone();
     let signals = RunSignals::register()?;
-    // validate() opens the VM, so a missing VM is E4 with the prefix and exit 1 (spec §1.3).
+    // validate() opens the VM, so a missing VM is E4 with the prefix and exit 1
+    // (docs/reference/tart-cli.md §1.3).
     if !ctx.home.vm_exists(&name) {
         return Err(Failure::other(format!(
             "the specified VM \"{name}\" does not exist"
@@ -140,7 +143,8 @@ pub async fn run(
     let dir = ctx.home.vm_dir(&name);
     let config = ctx.home.config_path(&name);
     home::touch_accessed(&dir)?;
-    // Blocking flock on $TART_HOME from here until the config lock is taken (spec §2.6).
+    // Blocking flock on $TART_HOME from here until the config lock is taken
+    // (docs/reference/tart-cli.md §2.6).
     let home_lock = locks::flock(&ctx.home.root).await?;
     // All reads of config.json happen BEFORE the lock: closing any fd of it would drop the lock.
     let mut cfg = VmConfig::read(&config)?;
@@ -214,8 +218,8 @@ async fn supervise(
         ));
     }
     if matches!(action, Some(Action::AuxStorageLocked(true))) {
-        // §2.6: a VM that fails to start is printed as `"\(error)"`, without the `Error: `
-        // prefix of other thrown errors.
+        // docs/reference/tart-cli.md §2.6: a VM that fails to start is printed as `"\(error)"`,
+        // without the `Error: ` prefix of other thrown errors.
         return Err(Failure::runtime(
             "Error Domain=VZErrorDomain Code=2 \"Failed to lock auxiliary storage.\" UserInfo={NSLocalizedFailure=Failed to lock auxiliary storage.}",
             1,
@@ -240,7 +244,8 @@ async fn supervise(
     let softnet = record.is_some_and(|r| r.args.iter().any(|a| a.starts_with("--net-softnet")));
     if softnet && crate::info::version_tuple(&ctx.version()) >= (2, 34, 0) {
         // #1323 (2.34.0 through at least 2.36.0): softnet closes tart's stdout once the VM
-        // starts, so every later stdout line is lost (spec §2.6, output caveats).
+        // starts, so every later stdout line is lost (docs/reference/tart-cli.md §2.6, output
+        // caveats).
         use std::io::Write;
         let _ = std::io::stdout().flush();
         if let Ok(null) = fs::OpenOptions::new().write(true).open("/dev/null") {
@@ -357,7 +362,7 @@ pub async fn stop(ctx: &Ctx, p: &Parsed) -> Result<(), Failure> {
     };
     let pid = Pid::from_raw(pid);
     let _ = kill(pid, Signal::SIGINT);
-    // Poll the lock every 100 ms for up to --timeout seconds (spec §2.7).
+    // Poll the lock every 100 ms for up to --timeout seconds (docs/reference/tart-cli.md §2.7).
     let deadline = Instant::now() + Duration::from_secs(timeout);
     loop {
         if locks::lock_holder(&config).is_none() {
@@ -383,7 +388,7 @@ pub fn suspend(ctx: &Ctx, p: &Parsed) -> Result<(), Failure> {
         return Err(Failure::not_found(name));
     }
     let Some(pid) = locks::lock_holder(&ctx.home.config_path(name)) else {
-        // The double-wrapped message is a real Tart bug (spec §2.8).
+        // The double-wrapped message is a real Tart bug (docs/reference/tart-cli.md §2.8).
         return Err(Failure::runtime(
             format!("VM \"VM \"{name}\" is not running\" is not running"),
             2,

@@ -26,9 +26,7 @@ pub struct Tick {
 pub struct Course {
     /// The part started.
     pub started: Option<Mark>,
-    /// The roll began.
     pub roll_began: Option<Mark>,
-    /// The roll ended.
     pub roll_ended: Option<Mark>,
     /// The part ended.
     pub ended: Option<Mark>,
@@ -54,7 +52,6 @@ pub struct Mark {
 /// A Pod's pull Event (`Pulling`, `Pulled`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PullEvent {
-    /// The Pod's name.
     pub pod: String,
     /// `Pulling` or `Pulled`.
     pub reason: String,

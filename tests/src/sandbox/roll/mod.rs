@@ -293,7 +293,8 @@ fn busy_slots(pods: &PoolState) -> BTreeMap<&str, u32> {
 }
 
 /// Whether the `TART_HOME` holds `image` (`host/ns:tag`): its tag links to a whole digest
-/// entry of the OCI cache (spec §1.1), which happens only when a pull has finished.
+/// entry of the OCI cache (docs/reference/tart-cli.md §1.1), which happens only when a pull has
+/// finished.
 pub fn holds(home: &Path, image: &str) -> bool {
     let Some((repo, tag)) = image.rsplit_once(':') else {
         return false;

@@ -16,7 +16,6 @@ use serde_json::json;
 pub const NAMESPACE: &str = "tart-kubelet";
 /// The ConfigMap the agents read by default (`--prepull-config`).
 pub const CONFIG_MAP: &str = "tart-kubelet-prepull";
-/// Its data key.
 pub const DATA_KEY: &str = "prepull.json";
 /// The Nodes the runner Pods select, and so the ones that pre-pull.
 const NODE_SELECTOR: (&str, &str) = ("type", "virtual-kubelet");
