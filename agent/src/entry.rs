@@ -325,11 +325,11 @@ pub async fn run<T: Tart>(
         cfg.api_timeout,
     ));
     let pods: Arc<dyn crate::kubelet_api::PodSource> = Arc::new(served.clone());
-    let logs = Arc::new(pods::logs::serve::PodLogStore::new(
+    let logs = Arc::new(pods::served::logs::PodLogStore::new(
         cfg.pod_log_dir.clone(),
         pods.clone(),
     ));
-    let exec = pods::naming::VmNaming::new(cfg.vm_name_prefix.clone())
+    let exec = crate::vm_name::VmNaming::new(cfg.vm_name_prefix.clone())
         .ok()
         .map(|naming| {
             let exec =
@@ -341,10 +341,10 @@ pub async fn run<T: Tart>(
         shutdown.clone(),
     );
     tasks_early.extend(vitals_task);
-    let stats = pods::naming::VmNaming::new(cfg.vm_name_prefix.clone())
+    let stats = crate::vm_name::VmNaming::new(cfg.vm_name_prefix.clone())
         .ok()
         .map(|naming| {
-            Arc::new(crate::vitals::stats::VitalsStats {
+            Arc::new(pods::served::stats::VitalsStats {
                 vitals: vitals.clone(),
                 pods: pods.clone(),
                 naming,
@@ -546,7 +546,7 @@ fn vitals_start(
     pods: Arc<dyn crate::kubelet_api::PodSource>,
     metrics: crate::vitals::metrics::VitalsMetrics,
 ) -> crate::vitals::Start {
-    let naming = pods::naming::VmNaming::new(cfg.vm_name_prefix.clone()).ok();
+    let naming = crate::vm_name::VmNaming::new(cfg.vm_name_prefix.clone()).ok();
     let layout = pods::guest::layout::GuestLayout::new(cfg.guest_dir.clone());
     crate::vitals::Start {
         interval: cfg.vitals_interval,

@@ -33,6 +33,7 @@ mod slots;
 mod start_images;
 mod telemetry;
 mod vitals;
+mod vm_name;
 
 pub use entry::cli_main;
-pub use pods::naming::DEFAULT_PREFIX as VM_NAME_PREFIX;
+pub use vm_name::DEFAULT_PREFIX as VM_NAME_PREFIX;

@@ -1,7 +1,9 @@
 //! Logging set-up: `tracing` to stderr as text or JSON lines, filtered by the configured
-//! directive (default `info,kube=warn`), optionally also written to a size-rotated file ([`crate::ship::logfile`]).
+//! directive (default `info,kube=warn`), optionally also written to a size-rotated file ([`logfile`]).
 
 use std::path::Path;
+
+pub(crate) mod logfile;
 
 use tracing_subscriber::{
     EnvFilter,
@@ -15,7 +17,7 @@ use tracing_subscriber::{
 
 use crate::{
     config::LogFormat,
-    ship::logfile::{DEFAULT_KEEP, DEFAULT_MAX_BYTES, RotatingFile},
+    telemetry::logfile::{DEFAULT_KEEP, DEFAULT_MAX_BYTES, RotatingFile},
 };
 
 /// Why logging could not be set up.

@@ -122,3 +122,12 @@ fn test_items_strings_comments_and_mod_declarations_are_not_edges() {
     assert_eq!(targets["a/inner.rs"], set(&["c.rs"]));
     assert!(c.cycles().is_empty());
 }
+
+#[test]
+fn zz_print_folder_edges() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../agent/src");
+    let krate = Crate::load(|rel| std::fs::read_to_string(root.join(rel)).ok());
+    for ((a, b), ex) in krate.folder_edges() {
+        println!("EDGE {a} -> {b}   [{ex}]");
+    }
+}

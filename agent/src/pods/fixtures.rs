@@ -23,10 +23,10 @@ use super::{
     events::{Occurrence, spec},
     guest::{layout::GuestLayout, prepare::GuestSettings},
     metrics::PodMetrics,
-    naming::VmNaming,
     sink::EventSink,
     worker::{Waker, WorkerConfig, WorkerContext},
 };
+use crate::vm_name::VmNaming;
 use crate::{
     images::{goldens::Goldens, metrics::ImageMetrics},
     node::health::HostHealth,

@@ -1,7 +1,7 @@
 //! Pod side of the agent: every Pod bound to this node becomes a Tart VM.
 //!
 //! Wiring only. Pure cores: [`admission`], [`image`], [`resources`], [`input`], [`plan`],
-//! [`status`], [`reasons`], [`events`], [`naming`]. I/O: [`reconcile`] (the Pod object: Pod
+//! [`status`], [`reasons`], [`events`]. I/O: [`reconcile`] (the Pod object: Pod
 //! steps, worker input, status), [`worker`] (the per-Pod task that owns the VM: VM steps),
 //! [`recovery`] (restart recovery and orphans), [`sink`] (events), [`pull`] (single-flight pulls
 //! and credentials), [`metrics`]. docs/architecture.md draws the arrows between them.
@@ -21,7 +21,6 @@ pub use crate::images::reference as image;
 pub mod input;
 pub mod logs;
 pub mod metrics;
-pub mod naming;
 pub mod plan;
 pub mod probes;
 pub mod pull;
@@ -55,12 +54,12 @@ use self::{
     context::{NodeView, PodsConfig, Shared},
     guest::{layout::GuestLayout, prepare::GuestSettings},
     metrics::PodMetrics,
-    naming::VmNaming,
     plan::Process,
     sink::{EventApi, EventSink},
     status::ContainerView,
     worker::{Waker, WorkerConfig, WorkerContext},
 };
+use crate::vm_name::VmNaming;
 use crate::{
     backoff::{WATCH_RETRY, WatchBackoff},
     config::{Config, PullCredentials},

@@ -11,7 +11,6 @@ pub(crate) mod args;
 pub(crate) mod doctor;
 pub(crate) mod install;
 pub(crate) mod launchctl;
-pub(crate) mod logfile;
 pub(crate) mod plist;
 pub mod rbac;
 

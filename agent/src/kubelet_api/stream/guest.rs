@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 use tart::{ExecOpts, ExecSession, Tart, VmName};
 
-use crate::{kubelet_api::PodSource, pods::naming::VmNaming};
+use crate::{kubelet_api::PodSource, vm_name::VmNaming};
 
 /// The container an exec request names.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,12 +6,12 @@ use std::sync::Arc;
 
 use k8s_openapi::{api::core::v1::Pod, jiff::Timestamp};
 
-use super::{Vitals, model::Snapshot};
 use crate::kubelet_api::{
     PodSource,
     stats::{PodUsage, StatsSource, StatsView, Usage},
 };
-use crate::pods::naming::VmNaming;
+use crate::vitals::{Vitals, model::Snapshot};
+use crate::vm_name::VmNaming;
 
 /// A [`StatsSource`] over the sampler's snapshot and the Pods bound here.
 pub struct VitalsStats {

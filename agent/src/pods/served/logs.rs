@@ -1,17 +1,17 @@
 //! The log store behind the kubelet API's `/containerLogs`: finds the Pod among those this
 //! agent runs (for its UID, which names its log directory), checks the container, and streams
-//! its log with [`super::read`]. Errors keep kubelet's words.
+//! its log with [`read`]. Errors keep kubelet's words.
 
 use std::{path::PathBuf, sync::Arc};
 
 use futures::{FutureExt, future::BoxFuture};
 use kube::ResourceExt;
 
-use super::{LogError as StoreError, PodLogId, read};
 use crate::kubelet_api::{
     PodSource,
     logs::{LogError, LogQuery, LogSource, LogStream, LogTarget},
 };
+use crate::pods::logs::{LogError as StoreError, PodLogId, read};
 
 /// Container logs under the Pod log root, for the Pods `pods` lists.
 pub struct PodLogStore {

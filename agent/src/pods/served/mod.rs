@@ -8,6 +8,9 @@ use kube::runtime::reflector::Store;
 
 use crate::kubelet_api::PodSource;
 
+pub mod logs;
+pub mod stats;
+
 /// A shared view of the controller's Pod store; clones share it.
 #[derive(Clone, Default)]
 pub struct ServedPods(Arc<OnceLock<Store<Pod>>>);
