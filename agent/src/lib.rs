@@ -16,6 +16,7 @@ mod backoff;
 mod cli;
 mod config;
 mod entry;
+mod errors;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzz;
 mod guest_file;

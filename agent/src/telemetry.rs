@@ -83,15 +83,3 @@ pub fn init(format: LogFormat, filter: &str, file: Option<&Path>) -> Result<(), 
     let _ = res;
     Ok(())
 }
-
-/// An error and its sources, `: `-joined, for one log line or message.
-pub fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        cur = c.source();
-    }
-    s
-}

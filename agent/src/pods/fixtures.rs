@@ -300,6 +300,7 @@ pub fn rig_with_client(tart: MemTart, slots: u32, client: kube::Client) -> Rig {
         pacer: None,
         waker: Waker::new(wake_tx),
         vitals: crate::vitals::Vitals::off(Default::default()),
+        running: Default::default(),
     });
     Rig {
         worker,

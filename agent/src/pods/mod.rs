@@ -59,7 +59,6 @@ use self::{
     status::ContainerView,
     worker::{Waker, WorkerConfig, WorkerContext},
 };
-use crate::vm_name::VmNaming;
 use crate::{
     backoff::{WATCH_RETRY, WatchBackoff},
     config::{Config, PullCredentials},
@@ -153,14 +152,7 @@ pub struct PodSide<T: Tart> {
 /// it; VMs keep running (they outlive the agent).
 pub async fn run<T: Tart>(deps: PodSide<T>) {
     let cfg = PodsConfig::from_config(&deps.cfg, deps.host_ip.clone());
-    let naming = match VmNaming::new(deps.cfg.vm_name_prefix.clone()) {
-        Ok(n) => n,
-        Err(error) => {
-            // Config validation should have caught this; without names nothing can run.
-            tracing::error!(%error, "invalid VM name prefix; the Pod side does not start");
-            return;
-        }
-    };
+    let naming = deps.cfg.vm_naming.clone();
     let (wake_tx, wake_rx) = futures::channel::mpsc::unbounded();
     let (wake_all_tx, wake_all_rx) = futures::channel::mpsc::unbounded::<()>();
     let (node_tx, node_rx) = watch::channel(NodeView::default());
@@ -189,6 +181,7 @@ pub async fn run<T: Tart>(deps: PodSide<T>) {
         pacer: Some(deps.pacer.clone()),
         waker: Waker::new(wake_tx),
         vitals: deps.vitals.clone(),
+        running: deps.served.running().clone(),
     });
     let shared = Arc::new(Shared {
         client: deps.client.clone(),

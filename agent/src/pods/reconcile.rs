@@ -35,9 +35,9 @@ use crate::vm_name::NamingError;
 use crate::{
     api::ApiErrorKind,
     backoff::REQUEUE,
+    errors::error_chain,
     metrics::{OutcomeLabels, count_api_error},
     node::fence::Fence,
-    telemetry::error_chain,
 };
 
 /// A failed reconcile.

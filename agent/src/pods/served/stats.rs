@@ -2,7 +2,7 @@
 //! bound Pod's VM as one container, the host as the node. The node's CPU is the host's own
 //! counter where the platform has one (`/proc/stat`), else the sum over the VMs.
 
-use std::sync::Arc;
+use std::{borrow::Borrow, sync::Arc};
 
 use k8s_openapi::{api::core::v1::Pod, jiff::Timestamp};
 
@@ -37,7 +37,7 @@ impl StatsSource for VitalsStats {
 /// PURE: the view of `snap` for `pods`. Only VMs sampled at the newest tick count as running.
 pub fn view(
     snap: &Snapshot,
-    pods: &[Pod],
+    pods: &[impl Borrow<Pod>],
     naming: &VmNaming,
     node_name: &str,
     started: Timestamp,
@@ -45,6 +45,7 @@ pub fn view(
     let tick = snap.host.last().and_then(|h| h.at);
     let mut out = Vec::new();
     for p in pods {
+        let p = p.borrow();
         let Some(uid) = p.metadata.uid.as_deref() else {
             continue;
         };
