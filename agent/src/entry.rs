@@ -544,14 +544,7 @@ fn vitals_start(
         interval: cfg.vitals_interval,
         host_overrides: cfg.vitals_host_file.clone(),
         tart_home: cfg.tart_home.clone(),
-        wanted: Arc::new(move || {
-            pods.pods()
-                .iter()
-                .filter_map(|p| p.metadata.uid.as_deref())
-                .filter_map(|uid| naming.vm_name(uid).ok())
-                .map(|vm| vm.to_string())
-                .collect()
-        }),
+        wanted: pods::served::stats::wanted(pods, naming),
         status_dir: Arc::new(move |vm| tart::VmName::new(vm).ok().map(|vm| layout.status(&vm))),
         metrics,
     }

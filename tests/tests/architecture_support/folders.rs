@@ -2,7 +2,8 @@
 //! its `x.rs`, or a top-level file), compared with the table docs/architecture.md keeps as data.
 //!
 //! The table is the fenced block whose info string is `text folders`. Each line is
-//! `module: allowed, allowed, …`; `(root)` is `lib.rs` itself, `*` allows every module, a
+//! `module: allowed, allowed, …`; `(root)` is `lib.rs` itself, `*` allows every module but
+//! `(root)` (nothing imports the crate root; a path through it resolves to the file beyond), a
 //! name starting with `@` is a group defined by a line `@group: module, …`, and `#` starts a
 //! comment. The table itself must have no cycle, so a crate that keeps to it has none.
 
@@ -71,11 +72,11 @@ impl Table {
     pub fn allows(&self, from: &str, to: &str) -> bool {
         self.0
             .get(from)
-            .is_some_and(|allowed| allowed.contains("*") || allowed.contains(to))
+            .is_some_and(|allowed| allowed.contains(to) || (allowed.contains("*") && to != ROOT))
     }
 
     /// Every problem of the table itself: a name with no row, and each cycle of its arrows
-    /// (`*` counted as an arrow to every other row).
+    /// (`*` counted as an arrow to every other row but the root's).
     pub fn problems(&self) -> Vec<String> {
         let mut out = Vec::new();
         for (from, allowed) in &self.0 {
@@ -148,17 +149,69 @@ impl Crate {
         }
         out.into_iter().collect()
     }
+}
 
-    /// The arrows between top-level modules, each with one file-level example.
-    pub fn folder_edges(&self) -> BTreeMap<(String, String), String> {
-        let mut out = BTreeMap::new();
-        for ((a, b), why) in self.edges() {
-            let (from, to) = (self.folder(a), self.folder(b));
-            if from != to {
-                let example = format!("{} -> {}: {}", self.0[a].rel, self.0[b].rel, why[0]);
-                out.entry((from, to)).or_insert(example);
-            }
-        }
-        out
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn krate(files: &[(&str, &str)]) -> Crate {
+        let map: BTreeMap<&str, &str> = files.iter().copied().collect();
+        Crate::load(|rel| map.get(rel).map(|s| s.to_string()))
+    }
+
+    fn table(rows: &str) -> Table {
+        Table::parse(&format!("# Doc\n\n```text folders\n{rows}```\n")).unwrap()
+    }
+
+    const FILES: &[(&str, &str)] = &[
+        ("lib.rs", "mod a;\nmod b;\nmod c;\n"),
+        ("a.rs", "mod inner;\n"),
+        ("a/inner.rs", "use crate::b::X;\n"),
+        ("b.rs", "pub struct X;\n"),
+        ("c.rs", ""),
+    ];
+
+    #[test]
+    fn a_file_belongs_to_its_top_level_module_and_lib_rs_to_the_root() {
+        let k = krate(FILES);
+        let folder = |rel: &str| k.folder(k.0.iter().position(|f| f.rel == rel).unwrap());
+        assert_eq!(folder("a/inner.rs"), "a");
+        assert_eq!(folder("a.rs"), "a");
+        assert_eq!(folder("b.rs"), "b");
+        assert_eq!(folder("lib.rs"), ROOT);
+    }
+
+    #[test]
+    fn an_arrow_the_table_does_not_list_fails_naming_the_file_and_the_import() {
+        let k = krate(FILES);
+        let bad = k.folder_violations(&table("(root): *\na: c\nb:\nc:\n"));
+        assert_eq!(
+            bad,
+            ["`a` may not import `b`: a/inner.rs -> b.rs: line 1 `crate::b::X`"]
+        );
+        assert!(
+            k.folder_violations(&table("(root): *\na: b\nb:\nc:\n"))
+                .is_empty()
+        );
+        let missing = k.folder_violations(&table("(root): *\na: b\nb:\n"));
+        assert_eq!(missing, ["`c` (c.rs) has no row"]);
+    }
+
+    #[test]
+    fn groups_and_stars_expand_and_a_table_with_a_cycle_or_an_unknown_name_is_refused() {
+        let t = table("@low: b, c  # foundations\n(root): *\na: @low\nb:\nc:\n");
+        assert!(t.allows("a", "c") && t.allows("(root)", "a") && !t.allows("b", "a"));
+        assert!(!t.allows("(root)", ROOT), "`*` never reaches the root");
+        assert!(t.problems().is_empty(), "{:?}", t.problems());
+        let cyclic = table("a: b\nb: c\nc: a\n").problems();
+        assert_eq!(cyclic.len(), 3, "{cyclic:?}");
+        assert!(cyclic[0].contains("from `a` back to it"), "{cyclic:?}");
+        let star = table("a: *\nb: a\n").problems();
+        assert!(!star.is_empty(), "`*` is an arrow to every other row");
+        let unknown = table("a: d\n").problems();
+        assert_eq!(unknown, ["`a` may import `d`, which has no row"]);
+        assert!(Table::parse("no block").is_err());
+        assert!(Table::parse("```text folders\na: b\na: c\n```").is_err());
     }
 }
