@@ -1,5 +1,5 @@
 //! Shipping the agent to a Mac mini: the `install`, `uninstall` and `doctor`
-//! subcommands and the agent's own rotating log file.
+//! subcommands.
 //!
 //! Wiring only. The subcommands' clap `Args` live in [`args`]; the top-level CLI
 //! (the `cli` module) dispatches to the entry points re-exported here. The decisions (plist text,
