@@ -2,18 +2,19 @@
 //! starts (or is adopted) and the listing ends with the run, so exec asks the workers, not the
 //! Pod statuses they wrote, whether a VM runs.
 
-use std::{collections::BTreeSet, sync::Arc};
+use std::{collections::BTreeMap, sync::Arc};
 
 use tart::VmName;
 use tokio::sync::watch;
 
-/// The shared view; clones share it.
+/// The shared view, each VM with the number of its live listings (a listing replaced by the
+/// next one of the same VM never unlists it); clones share it.
 #[derive(Clone)]
-pub struct RunningVms(Arc<watch::Sender<BTreeSet<VmName>>>);
+pub struct RunningVms(Arc<watch::Sender<BTreeMap<VmName, usize>>>);
 
 impl Default for RunningVms {
     fn default() -> Self {
-        Self(Arc::new(watch::Sender::new(BTreeSet::new())))
+        Self(Arc::new(watch::Sender::new(BTreeMap::new())))
     }
 }
 
@@ -21,9 +22,8 @@ impl RunningVms {
     /// Lists `vm` as running until the returned guard is dropped.
     #[must_use = "the VM is listed only while the guard lives"]
     pub fn started(&self, vm: &VmName) -> RunListing {
-        self.0.send_modify(|vms| {
-            vms.insert(vm.clone());
-        });
+        self.0
+            .send_modify(|vms| *vms.entry(vm.clone()).or_default() += 1);
         RunListing {
             vms: self.clone(),
             vm: vm.clone(),
@@ -32,7 +32,7 @@ impl RunningVms {
 
     /// Whether a worker holds `vm`'s run.
     pub fn contains(&self, vm: &VmName) -> bool {
-        self.0.borrow().contains(vm)
+        self.0.borrow().contains_key(vm)
     }
 }
 
@@ -46,7 +46,12 @@ pub struct RunListing {
 impl Drop for RunListing {
     fn drop(&mut self) {
         self.vms.0.send_modify(|vms| {
-            vms.remove(&self.vm);
+            if let Some(n) = vms.get_mut(&self.vm) {
+                *n -= 1;
+                if *n == 0 {
+                    vms.remove(&self.vm);
+                }
+            }
         });
     }
 }
@@ -71,5 +76,19 @@ mod tests {
         assert!(running.contains(&vm(2)), "the other run stays");
         drop(two);
         assert!(!running.contains(&vm(2)));
+    }
+
+    #[test]
+    fn a_listing_replaced_by_the_next_of_the_same_vm_does_not_unlist_it() {
+        let running = RunningVms::default();
+        let old = running.started(&vm(1));
+        let new = running.started(&vm(1));
+        drop(old);
+        assert!(
+            running.contains(&vm(1)),
+            "the old listing's drop leaves the new one"
+        );
+        drop(new);
+        assert!(!running.contains(&vm(1)));
     }
 }
