@@ -12,6 +12,7 @@
 //! ([`Config::load`], [`HostDefaults::detect`]).
 
 mod args;
+mod limits;
 mod model;
 mod resolve;
 pub(crate) mod units;
@@ -20,6 +21,7 @@ mod values;
 use std::path::Path;
 
 pub use args::RunArgs;
+pub use limits::Limits;
 pub use model::{Config, ConfigError, HostDefaults, Identity, LogFormat, PullCredentials};
 pub(crate) use model::{LABEL_PREFIX, VM_SLOTS_RESOURCE};
 pub(crate) use units::parse_semver;

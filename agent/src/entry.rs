@@ -21,6 +21,7 @@ use crate::{
     admin::{self, Readiness},
     cli::{Cli, Command},
     config::{Config, HostDefaults},
+    errors::error_chain,
     host::HostInfo,
     metrics::NodeMetrics,
     node::{
@@ -29,7 +30,6 @@ use crate::{
     },
     pods::{self, PodSide, metrics::PodMetrics},
     slots::VmSlots,
-    telemetry::error_chain,
 };
 
 /// Exit code for configuration errors (the same as clap's usage errors).
@@ -322,33 +322,25 @@ pub async fn run<T: Tart>(
         cfg.api_timeout,
     ));
     let pods: Arc<dyn crate::kubelet_api::PodSource> = Arc::new(served.clone());
-    let logs = Arc::new(pods::logs::serve::PodLogStore::new(
+    let logs = Arc::new(pods::served::logs::PodLogStore::new(
         cfg.pod_log_dir.clone(),
         pods.clone(),
     ));
-    let exec = pods::naming::VmNaming::new(cfg.vm_name_prefix.clone())
-        .ok()
-        .map(|naming| {
-            let exec =
-                crate::kubelet_api::stream::GuestExec::new(pods.clone(), naming, tart.clone());
-            Arc::new(exec) as Arc<dyn crate::kubelet_api::stream::ExecSource>
-        });
+    let exec =
+        pods::served::exec::GuestExec::new(served.clone(), cfg.vm_naming.clone(), tart.clone());
+    let exec = Some(Arc::new(exec) as Arc<dyn crate::kubelet_api::stream::ExecSource>);
     let (vitals, vitals_task) = crate::vitals::start(
         vitals_start(&cfg, pods.clone(), vitals_metrics),
         shutdown.clone(),
     );
     tasks_early.extend(vitals_task);
-    let stats = pods::naming::VmNaming::new(cfg.vm_name_prefix.clone())
-        .ok()
-        .map(|naming| {
-            Arc::new(crate::vitals::stats::VitalsStats {
-                vitals: vitals.clone(),
-                pods: pods.clone(),
-                naming,
-                node_name: cfg.node_name.clone(),
-                started: k8s_openapi::jiff::Timestamp::now(),
-            }) as Arc<dyn crate::kubelet_api::stats::StatsSource>
-        });
+    let stats = Some(Arc::new(pods::served::stats::VitalsStats {
+        vitals: vitals.clone(),
+        pods: pods.clone(),
+        naming: cfg.vm_naming.clone(),
+        node_name: cfg.node_name.clone(),
+        started: k8s_openapi::jiff::Timestamp::now(),
+    }) as Arc<dyn crate::kubelet_api::stats::StatsSource>);
     let services = crate::kubelet_api::Services {
         reviewer,
         pods,
@@ -543,23 +535,13 @@ fn vitals_start(
     pods: Arc<dyn crate::kubelet_api::PodSource>,
     metrics: crate::vitals::metrics::VitalsMetrics,
 ) -> crate::vitals::Start {
-    let naming = pods::naming::VmNaming::new(cfg.vm_name_prefix.clone()).ok();
+    let naming = cfg.vm_naming.clone();
     let layout = pods::guest::layout::GuestLayout::new(cfg.guest_dir.clone());
     crate::vitals::Start {
         interval: cfg.vitals_interval,
         host_overrides: cfg.vitals_host_file.clone(),
         tart_home: cfg.tart_home.clone(),
-        wanted: Arc::new(move || {
-            let Some(naming) = &naming else {
-                return Default::default();
-            };
-            pods.pods()
-                .iter()
-                .filter_map(|p| p.metadata.uid.as_deref())
-                .filter_map(|uid| naming.vm_name(uid).ok())
-                .map(|vm| vm.to_string())
-                .collect()
-        }),
+        wanted: pods::served::stats::wanted(pods, naming),
         status_dir: Arc::new(move |vm| tart::VmName::new(vm).ok().map(|vm| layout.status(&vm))),
         metrics,
     }

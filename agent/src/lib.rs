@@ -16,6 +16,7 @@ mod backoff;
 mod cli;
 mod config;
 mod entry;
+mod errors;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzz;
 mod guest_file;
@@ -33,6 +34,7 @@ mod slots;
 mod start_images;
 mod telemetry;
 mod vitals;
+mod vm_name;
 
 pub use entry::cli_main;
-pub use pods::naming::DEFAULT_PREFIX as VM_NAME_PREFIX;
+pub use vm_name::DEFAULT_PREFIX as VM_NAME_PREFIX;

@@ -1,7 +1,9 @@
 //! Logging set-up: `tracing` to stderr as text or JSON lines, filtered by the configured
-//! directive (default `info,kube=warn`), optionally also written to a size-rotated file ([`crate::ship::logfile`]).
+//! directive (default `info,kube=warn`), optionally also written to a size-rotated file ([`logfile`]).
 
 use std::path::Path;
+
+pub(crate) mod logfile;
 
 use tracing_subscriber::{
     EnvFilter,
@@ -15,7 +17,7 @@ use tracing_subscriber::{
 
 use crate::{
     config::LogFormat,
-    ship::logfile::{DEFAULT_KEEP, DEFAULT_MAX_BYTES, RotatingFile},
+    telemetry::logfile::{DEFAULT_KEEP, DEFAULT_MAX_BYTES, RotatingFile},
 };
 
 /// Why logging could not be set up.
@@ -77,16 +79,4 @@ pub fn init(format: LogFormat, filter: &str, file: Option<&Path>) -> Result<(), 
     // Already initialised (tests, or a second call): keep the first subscriber.
     let _ = res;
     Ok(())
-}
-
-/// An error and its sources, `: `-joined, for one log line or message.
-pub fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        cur = c.source();
-    }
-    s
 }

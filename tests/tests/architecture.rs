@@ -9,14 +9,16 @@
 //! names, then through re-exports (`pub use a::X` in that module) to the file that defines the
 //! item, so `crate::Error` leads to `error.rs`, not to `lib.rs`. `mod x;` itself is no edge, and
 //! `#[cfg(test)]` items are dropped. Every strongly connected component of more than one file
-//! is a cycle; the failure names its files and the paths that tie them. The reading and
-//! resolving live in `architecture_support/`.
+//! is a cycle; the failure names its files and the paths that tie them. Between the top-level
+//! modules of `agent/src` (a folder, or a file at the crate root) only the arrows of
+//! docs/architecture.md's folder table are allowed, and that table has no cycle. The reading,
+//! resolving and the folder check live in `architecture_support/`.
 
 mod architecture_support;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use architecture_support::Crate;
+use architecture_support::{Crate, Table};
 
 fn check(src_dir: &str) {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -121,4 +123,20 @@ fn test_items_strings_comments_and_mod_declarations_are_not_edges() {
     assert!(!targets.contains_key("a.rs"), "{targets:?}");
     assert_eq!(targets["a/inner.rs"], set(&["c.rs"]));
     assert!(c.cycles().is_empty());
+}
+
+/// The folder table of docs/architecture.md, checked against the imports of `agent/src`.
+#[test]
+fn agent_src_folders_import_only_as_docs_architecture_md_allows() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let doc = std::fs::read_to_string(dir.join("docs/architecture.md")).unwrap();
+    let table = Table::parse(&doc).unwrap_or_else(|e| panic!("docs/architecture.md: {e}"));
+    let src = dir.join("agent/src");
+    let krate = Crate::load(|rel| std::fs::read_to_string(src.join(rel)).ok());
+    let problems = [table.problems(), krate.folder_violations(&table)].concat();
+    assert!(
+        problems.is_empty(),
+        "agent/src against docs/architecture.md's folder table:\n{}",
+        problems.join("\n")
+    );
 }

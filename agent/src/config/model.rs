@@ -1,6 +1,7 @@
 //! What the configuration is: the validated [`Config`], its closed choices, the errors that
 //! name a bad setting, and the host-derived defaults.
 
+use crate::vm_name::VmNaming;
 use std::{
     collections::{BTreeMap, HashMap},
     net::{IpAddr, SocketAddr},
@@ -167,6 +168,8 @@ pub struct Config {
     pub pull_credentials: PullCredentials,
     /// Pod side: prefix of every VM name the agent creates (adoption/GC touch only these).
     pub vm_name_prefix: String,
+    /// Pod side: VM names from that prefix, built once when the prefix is checked.
+    pub vm_naming: VmNaming,
     /// Pod side: number of Pods reconciled concurrently.
     pub pod_concurrency: u16,
     /// Whose credentials the agent runs with.

@@ -10,8 +10,8 @@ use std::{
     time::Duration,
 };
 
-use super::{Config, ConfigError, DiskThreshold, HostDefaults, RunArgs, TaintSpec, units};
-use crate::kubelet_api::limits::Limits;
+use super::{Config, ConfigError, DiskThreshold, HostDefaults, Limits, RunArgs, TaintSpec, units};
+use crate::vm_name::VmNaming;
 
 impl Config {
     /// Fill in the defaults of settings not given and validate. Pure.
@@ -19,11 +19,12 @@ impl Config {
     /// # Errors
     /// [`ConfigError::Invalid`] naming the setting.
     pub fn resolve(a: RunArgs, host: &HostDefaults) -> Result<Self, ConfigError> {
-        let cfg = with_defaults(a, host);
+        let mut cfg = with_defaults(a, host);
         check_identity(&cfg)?;
         check_capacity(&cfg)?;
         check_heartbeat(&cfg)?;
         check_tart(&cfg)?;
+        cfg.vm_naming = vm_naming(&cfg.vm_name_prefix)?;
         check_pods(&cfg)?;
         check_kubelet_api(&cfg)?;
         Ok(cfg)
@@ -130,6 +131,8 @@ fn with_defaults(a: RunArgs, host: &HostDefaults) -> Config {
         default_termination_grace: a.default_termination_grace.unwrap_or(secs(30)),
         pull_credentials: a.pull_credentials.unwrap_or_default(),
         vm_name_prefix: a.vm_name_prefix.unwrap_or_else(|| "tkl-".into()),
+        // `resolve` replaces it once the prefix is checked.
+        vm_naming: VmNaming::default(),
         pod_concurrency: a.pod_concurrency.unwrap_or(8),
         identity: a.identity.unwrap_or_default(),
         token_refresh_max: a.token_refresh_max.unwrap_or(secs(24 * 3600)),
@@ -280,14 +283,22 @@ fn check_tart(c: &Config) -> Result<(), ConfigError> {
     )
 }
 
-fn check_pods(c: &Config) -> Result<(), ConfigError> {
-    let prefix = &c.vm_name_prefix;
-    // The prefix plus a 36-character UID must still be a valid VM name.
+/// The one [`VmNaming`] of the agent, from a prefix that is 1-16 valid characters (stricter
+/// than [`VmNaming::new`], which also leaves room for the UID).
+fn vm_naming(prefix: &str) -> Result<VmNaming, ConfigError> {
+    let message = "must be 1-16 characters [A-Za-z0-9._-], not starting with '-' or '.'";
     ensure(
         !prefix.is_empty() && prefix.len() <= 16 && tart::VmName::new(format!("{prefix}x")).is_ok(),
         "--vm-name-prefix",
-        "must be 1-16 characters [A-Za-z0-9._-], not starting with '-' or '.'",
+        message,
     )?;
+    VmNaming::new(prefix).map_err(|_| ConfigError::Invalid {
+        setting: "--vm-name-prefix",
+        message: message.into(),
+    })
+}
+
+fn check_pods(c: &Config) -> Result<(), ConfigError> {
     ensure(
         !c.token_refresh_max.is_zero(),
         "--token-refresh-max",

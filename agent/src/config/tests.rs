@@ -68,10 +68,7 @@ fn defaults_follow_kubelet_conventions() {
         c.streaming_connection_idle_timeout,
         Duration::from_secs(4 * 3600)
     );
-    assert_eq!(
-        crate::kubelet_api::limits(&c),
-        crate::kubelet_api::Limits::default()
-    );
+    assert_eq!(crate::kubelet_api::limits(&c), Limits::default());
 }
 
 #[test]
@@ -261,4 +258,16 @@ fn load_reads_the_config_file_and_reports_a_bad_one() {
     let missing = dir.path().join("missing.toml");
     let e = Config::load(parse(&["--config", missing.to_str().unwrap()]), &host()).unwrap_err();
     assert!(e.to_string().contains("cannot read config file"), "{e}");
+}
+
+#[test]
+fn the_vm_naming_is_built_once_from_the_checked_prefix() {
+    const UID: &str = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
+    let c = resolve(&["--vm-name-prefix=ci-"]).unwrap();
+    assert_eq!(
+        c.vm_naming.vm_name(UID).unwrap().as_str(),
+        format!("ci-{UID}")
+    );
+    let e = resolve(&["--vm-name-prefix=seventeen-chars-x"]).unwrap_err();
+    assert!(e.to_string().contains("--vm-name-prefix"), "{e}");
 }

@@ -41,7 +41,7 @@ pub async fn observe(softnet: Option<&Path>, deadline: Duration) -> Observed {
     .await
     .map(|r| {
         r.ok()
-            .and_then(|t| crate::ship::launchctl::parse_domain_session(&t))
+            .and_then(|t| crate::macos::launchctl::parse_domain_session(&t))
     });
     let keychain = run(
         "/usr/bin/security",

@@ -13,7 +13,7 @@ use super::{
     cache::TtlCache,
     review::{AccessRequest, Reviewer, UserInfo},
 };
-use crate::telemetry::error_chain;
+use crate::errors::error_chain;
 
 /// Token review answers, valid or not, are kept this long (kubelet's `cacheTTL`).
 pub const TOKEN_TTL: Duration = Duration::from_secs(120);

@@ -188,11 +188,13 @@ pub async fn handle<B>(
 
 /// `GET /pods`: a v1 PodList of the Pods this agent runs.
 fn pod_list(pods: &dyn PodSource) -> Response<Body> {
+    let pods = pods.pods();
+    let items: Vec<&k8s_openapi::api::core::v1::Pod> = pods.iter().map(|p| &**p).collect();
     let list = serde_json::json!({
         "kind": "PodList",
         "apiVersion": "v1",
         "metadata": {},
-        "items": pods.pods(),
+        "items": items,
     });
     full(200, "application/json", list.to_string())
 }
@@ -327,10 +329,7 @@ async fn attach(
         Ok(vm) => vm,
         Err(e) => return refuse(e.status(), &e.to_string()),
     };
-    let pod = api.pods.pods().into_iter().find(|p| {
-        p.metadata.namespace.as_deref() == Some(target.namespace.as_str())
-            && p.metadata.name.as_deref() == Some(target.pod.as_str())
-    });
+    let pod = api.pods.pod(&target.namespace, &target.pod);
     if let Some(message) = pod
         .as_ref()
         .and_then(|p| attaching::refusal(p, &target.container, &options))

@@ -41,7 +41,7 @@ fn api_with_follows(follows: usize) -> Arc<Api> {
     .unwrap();
     Arc::new(Api {
         gate: Gate::new("mac-1".into(), Arc::new(Mock)),
-        pods: Arc::new(move || vec![pod.clone()]),
+        pods: Arc::new(move || vec![Arc::new(pod.clone())]),
         logs: Arc::new(MemoryLogs::default().with("ns", "p1", "c", &["one", "two", "three"])),
         exec: None,
         exec_metrics: Default::default(),

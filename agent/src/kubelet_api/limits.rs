@@ -4,7 +4,7 @@
 //! idle timeout. A request over a session cap gets `429`; what the connection cap does is
 //! `conns.rs`'s. Every refusal is counted by the limit that made it.
 
-use std::{sync::Arc, time::Duration};
+use std::sync::Arc;
 
 use prometheus_client::{
     encoding::EncodeLabelSet,
@@ -13,39 +13,8 @@ use prometheus_client::{
 };
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::stream::session::IDLE;
+pub use crate::config::Limits;
 use crate::metrics::register;
-
-/// What the kubelet port allows, from the configuration; [`Default`] holds the flags' defaults.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
-    /// A connection's TLS handshake must finish within this.
-    pub handshake: Duration,
-    /// Each request's headers must arrive within this, counted from the end of the handshake
-    /// or of the previous response (so it is also the keep-alive idle timeout).
-    pub header: Duration,
-    /// Connections open at once (streaming sessions, which left HTTP, not counted).
-    pub max_connections: usize,
-    /// exec, attach and port-forward sessions at once.
-    pub max_streams: usize,
-    /// `/containerLogs?follow=true` responses at once.
-    pub max_log_follows: usize,
-    /// A streaming session with nothing moving either way for this long is closed.
-    pub streaming_idle: Duration,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Self {
-            handshake: Duration::from_secs(10),
-            header: Duration::from_secs(30),
-            max_connections: 96,
-            max_streams: 16,
-            max_log_follows: 32,
-            streaming_idle: IDLE,
-        }
-    }
-}
 
 /// Which limit refused or closed something (`limit` label).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -189,6 +158,14 @@ mod tests {
         drop(a);
         assert!(slots.take("streaming sessions").is_ok());
         assert_eq!(m.count(Limit::LogFollows), 0);
+    }
+
+    #[test]
+    fn the_configured_idle_default_is_the_sessions_default() {
+        assert_eq!(
+            Limits::default().streaming_idle,
+            super::super::stream::session::IDLE
+        );
     }
 
     #[test]

@@ -295,7 +295,7 @@ pub async fn serve_requested(
     {
         Ok(r) => r,
         Err(e) => {
-            tracing::error!(error = %crate::telemetry::error_chain(&e), "cannot start the kubelet API");
+            tracing::error!(error = %crate::errors::error_chain(&e), "cannot start the kubelet API");
             return;
         }
     };

@@ -20,7 +20,7 @@ use rustls::{
 use tokio::sync::watch;
 use tracing::{info, warn};
 
-use crate::telemetry::error_chain;
+use crate::errors::error_chain;
 
 /// The serving certificate and key files.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -3,6 +3,7 @@
 //! implements `crate::host::HostInfo` with them; the agent's entry code picks it on macOS.
 //! `doctor` uses the same parsers for its host checks.
 pub mod host;
+pub mod launchctl;
 pub mod parse;
 pub mod shell;
 

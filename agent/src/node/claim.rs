@@ -21,7 +21,7 @@ use super::{
     holder::{ClaimStep, Instance, Reading, claim_step, instance_identity, predecessor_gone},
     lease::{NAMESPACE, new_lease, renewed},
 };
-use crate::{backoff::API_RETRY, config::Config, telemetry::error_chain};
+use crate::{backoff::API_RETRY, config::Config, errors::error_chain};
 
 /// Longest wait between two readings of a Lease held by another instance.
 const POLL: Duration = Duration::from_secs(1);

@@ -12,10 +12,10 @@ use tokio::sync::watch;
 
 use super::{
     admission::HostLimits,
-    naming::VmNaming,
     worker::{WorkerContext, WorkerHandle, WorkerState},
 };
 use crate::metrics::ApiErrors;
+use crate::vm_name::VmNaming;
 
 /// The controller's settings.
 #[derive(Debug, Clone)]

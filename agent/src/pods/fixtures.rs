@@ -23,10 +23,10 @@ use super::{
     events::{Occurrence, spec},
     guest::{layout::GuestLayout, prepare::GuestSettings},
     metrics::PodMetrics,
-    naming::VmNaming,
     sink::EventSink,
     worker::{Waker, WorkerConfig, WorkerContext},
 };
+use crate::vm_name::VmNaming;
 use crate::{
     images::{goldens::Goldens, metrics::ImageMetrics},
     node::health::HostHealth,
@@ -300,6 +300,7 @@ pub fn rig_with_client(tart: MemTart, slots: u32, client: kube::Client) -> Rig {
         pacer: None,
         waker: Waker::new(wake_tx),
         vitals: crate::vitals::Vitals::off(Default::default()),
+        running: Default::default(),
     });
     Rig {
         worker,

@@ -1,7 +1,7 @@
 //! Pod side of the agent: every Pod bound to this node becomes a Tart VM.
 //!
 //! Wiring only. Pure cores: [`admission`], [`image`], [`resources`], [`input`], [`plan`],
-//! [`status`], [`reasons`], [`events`], [`naming`]. I/O: [`reconcile`] (the Pod object: Pod
+//! [`status`], [`reasons`], [`events`]. I/O: [`reconcile`] (the Pod object: Pod
 //! steps, worker input, status), [`worker`] (the per-Pod task that owns the VM: VM steps),
 //! [`recovery`] (restart recovery and orphans), [`sink`] (events), [`pull`] (single-flight pulls
 //! and credentials), [`metrics`]. docs/architecture.md draws the arrows between them.
@@ -21,7 +21,6 @@ pub use crate::images::reference as image;
 pub mod input;
 pub mod logs;
 pub mod metrics;
-pub mod naming;
 pub mod plan;
 pub mod probes;
 pub mod pull;
@@ -55,7 +54,6 @@ use self::{
     context::{NodeView, PodsConfig, Shared},
     guest::{layout::GuestLayout, prepare::GuestSettings},
     metrics::PodMetrics,
-    naming::VmNaming,
     plan::Process,
     sink::{EventApi, EventSink},
     status::ContainerView,
@@ -154,14 +152,7 @@ pub struct PodSide<T: Tart> {
 /// it; VMs keep running (they outlive the agent).
 pub async fn run<T: Tart>(deps: PodSide<T>) {
     let cfg = PodsConfig::from_config(&deps.cfg, deps.host_ip.clone());
-    let naming = match VmNaming::new(deps.cfg.vm_name_prefix.clone()) {
-        Ok(n) => n,
-        Err(error) => {
-            // Config validation should have caught this; without names nothing can run.
-            tracing::error!(%error, "invalid VM name prefix; the Pod side does not start");
-            return;
-        }
-    };
+    let naming = deps.cfg.vm_naming.clone();
     let (wake_tx, wake_rx) = futures::channel::mpsc::unbounded();
     let (wake_all_tx, wake_all_rx) = futures::channel::mpsc::unbounded::<()>();
     let (node_tx, node_rx) = watch::channel(NodeView::default());
@@ -190,6 +181,7 @@ pub async fn run<T: Tart>(deps: PodSide<T>) {
         pacer: Some(deps.pacer.clone()),
         waker: Waker::new(wake_tx),
         vitals: deps.vitals.clone(),
+        running: deps.served.running().clone(),
     });
     let shared = Arc::new(Shared {
         client: deps.client.clone(),

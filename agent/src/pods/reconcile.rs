@@ -27,17 +27,17 @@ use super::{
     guest::prepare::NodeAllocatable,
     input::{FINALIZER, deadline_left, is_terminal, pod_facts, worker_input},
     metrics::{KindLabels, ReasonLabels},
-    naming::NamingError,
     plan::{PodFacts, PodStep, plan},
     status::{self, Desired, Observation},
     worker::{self, Start, WorkerState},
 };
+use crate::vm_name::NamingError;
 use crate::{
     api::ApiErrorKind,
     backoff::REQUEUE,
+    errors::error_chain,
     metrics::{OutcomeLabels, count_api_error},
     node::fence::Fence,
-    telemetry::error_chain,
 };
 
 /// A failed reconcile.

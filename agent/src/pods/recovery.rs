@@ -1,7 +1,7 @@
 //! Restart recovery and orphan garbage collection.
 //!
 //! Recovery runs once, before the controller starts: list local VMs, keep those whose name is
-//! ours ([`VmNaming::pod_uid`](super::naming::VmNaming::pod_uid)), and give each one whose Pod
+//! ours ([`VmNaming::pod_uid`](crate::vm_name::VmNaming::pod_uid)), and give each one whose Pod
 //! still exists a worker — re-attached to its live `tart run` process when there is one (found
 //! by the `config.json` lock, not by `tart ip`), so a running VM is never started again and
 //! its histograms are never observed again; it keeps the start time its Pod's status already

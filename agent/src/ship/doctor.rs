@@ -13,7 +13,7 @@ use std::time::Duration;
 use super::DoctorArgs;
 use crate::{
     config::{Config, Identity},
-    telemetry::error_chain,
+    errors::error_chain,
 };
 
 pub mod checks;

@@ -1,5 +1,5 @@
 //! The install/uninstall plan as data (pure): which files to write or remove and which
-//! `launchctl` commands to run in which order, plus the parser of `launchctl print`.
+//! `launchctl` commands to run in which order, plus the parser of `launchctl print` for a job.
 //!
 //! `--dry-run` prints [`render_plan`]; the real run executes the same steps
 //! (the `install` module), so what is printed is exactly what is done. launchctl 2 syntax,
@@ -260,16 +260,6 @@ pub fn parse_print(text: &str) -> JobStatus {
     st
 }
 
-/// Parses `launchctl print gui/<uid>` output for the domain's session type (`Aqua` when the
-/// user has a live GUI session).
-#[cfg_attr(not(target_os = "macos"), allow(dead_code))]
-pub fn parse_domain_session(text: &str) -> Option<String> {
-    text.lines().find_map(|l| {
-        let (k, v) = l.trim().split_once(" = ")?;
-        (k == "session").then(|| v.trim().to_string())
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -318,13 +308,6 @@ mod tests {
         assert_eq!(st.state.as_deref(), Some("waiting"));
         assert_eq!(st.pid, None);
         assert_eq!(st.last_exit_code, None);
-    }
-
-    #[test]
-    fn gui_domain_session_type_is_found() {
-        let t = "gui/501 = {\n\ttype = gui\n\thandle = 501\n\tsession = Aqua\n\tcreator = loginwindow[123]\n}\n";
-        assert_eq!(parse_domain_session(t).as_deref(), Some("Aqua"));
-        assert_eq!(parse_domain_session("Could not print domain: 125"), None);
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! Shipping the agent to a Mac mini: the `install`, `uninstall` and `doctor`
-//! subcommands and the agent's own rotating log file.
+//! subcommands.
 //!
 //! Wiring only. The subcommands' clap `Args` live in [`args`]; the top-level CLI
 //! (the `cli` module) dispatches to the entry points re-exported here. The decisions (plist text,
@@ -11,7 +11,6 @@ pub(crate) mod args;
 pub(crate) mod doctor;
 pub(crate) mod install;
 pub(crate) mod launchctl;
-pub(crate) mod logfile;
 pub(crate) mod plist;
 pub mod rbac;
 

@@ -14,7 +14,6 @@ pub mod metrics;
 pub mod model;
 pub mod procs;
 pub mod sampler;
-pub mod stats;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -5,7 +5,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use self::lex::{Tok, inline_paths, lex, strip_tests, text, use_tree};
 
+mod folders;
 mod lex;
+
+pub use folders::Table;
 
 pub type Module = Vec<String>;
 

@@ -25,9 +25,9 @@ use super::{
 };
 use crate::{
     backoff::REQUEUE,
+    errors::error_chain,
     metrics::{NodeMetrics, count_api_error},
     node::events::NodeEvents,
-    telemetry::error_chain,
 };
 
 /// Requests, keeps and renews the serving certificate.

@@ -11,7 +11,7 @@ use super::{
     naming::request_name,
     store::Store,
 };
-use crate::telemetry::error_chain;
+use crate::errors::error_chain;
 
 /// Where the certificate stands, as `doctor` reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]

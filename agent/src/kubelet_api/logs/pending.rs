@@ -27,10 +27,7 @@ impl LogSource for NotCollected {
         target: &LogTarget,
         _query: &LogQuery,
     ) -> BoxFuture<'static, Result<LogStream, LogError>> {
-        let pod = self.pods.pods().into_iter().find(|p| {
-            p.metadata.namespace.as_deref() == Some(target.namespace.as_str())
-                && p.metadata.name.as_deref() == Some(target.pod.as_str())
-        });
+        let pod = self.pods.pod(&target.namespace, &target.pod);
         let has_container = pod.as_ref().is_some_and(|p| {
             p.spec
                 .iter()

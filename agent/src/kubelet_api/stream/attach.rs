@@ -191,7 +191,7 @@ async fn feed(rx: mpsc::Receiver<Bytes>, start: Starter, stderr: Option<Sink>) -
     let mut session = match timeout(RELAY_START, start(opts)).await {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => {
-            warn!(error = %crate::telemetry::error_chain(&e), "stdin relay could not start");
+            warn!(error = %crate::errors::error_chain(&e), "stdin relay could not start");
             return Some(Relay::new(None, tokio::spawn(drain(rx))));
         }
         Err(_) => {

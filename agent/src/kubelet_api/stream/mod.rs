@@ -39,5 +39,5 @@ pub mod zlib;
 #[cfg(test)]
 mod fixtures;
 
-pub use guest::{ExecSource, ExecTarget, GuestExec};
+pub use guest::{ExecSource, ExecTarget};
 pub use metrics::ExecMetrics;

@@ -192,7 +192,7 @@ pub async fn exec(
         tty: options.tty.then_some(DEFAULT_SIZE),
     };
     let started = match timeout(START_DEADLINE, start(opts)).await {
-        Ok(r) => r.map_err(|e| crate::telemetry::error_chain(&e)),
+        Ok(r) => r.map_err(|e| crate::errors::error_chain(&e)),
         Err(_) => Err("tart exec did not start in time".to_owned()),
     };
     let mut session = match started {

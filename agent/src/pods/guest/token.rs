@@ -20,7 +20,7 @@ use k8s_openapi::{
 use kube::{Client, Resource, api::PostParams, core::Request};
 
 use super::model::{ConfigError, TokenSpec};
-use crate::{api::ApiErrorKind, backoff::API_RETRY, telemetry::error_chain};
+use crate::{api::ApiErrorKind, backoff::API_RETRY, errors::error_chain};
 
 /// The shortest lifetime the API server issues (its validation refuses less).
 pub const MIN_EXPIRATION_SECONDS: i64 = 600;

@@ -21,10 +21,10 @@ use crate::pods::{
     context::{NodeView, Shared},
     fixtures::{Rig, UID, rig_with_client, test_pod},
     input::{FINALIZER, pod_facts, worker_input},
-    naming::VmNaming,
     plan::Process,
     worker::{self, Start, WorkerHandle, WorkerState},
 };
+use crate::vm_name::VmNaming;
 
 const WAIT: Duration = Duration::from_secs(2);
 const POD: &str = "/api/v1/namespaces/ci/pods/runner";

@@ -13,7 +13,10 @@ use tart::{Tart, VmName};
 use crate::{
     images::{goldens::Goldens, metrics::ImageMetrics, prepull::pacer::Pacer},
     node::health::HostHealth,
-    pods::{guest::prepare::GuestSettings, metrics::PodMetrics, pull::Pulls, sink::EventSink},
+    pods::{
+        guest::prepare::GuestSettings, metrics::PodMetrics, pull::Pulls, served::RunningVms,
+        sink::EventSink,
+    },
     slots::VmSlots,
     vitals::Vitals,
 };
@@ -99,4 +102,6 @@ pub struct WorkerContext<T: Tart> {
     pub waker: Waker,
     /// The VMs' vitals: what explains a death.
     pub vitals: Vitals,
+    /// The VMs whose runs the workers hold, where each lists its own.
+    pub running: RunningVms,
 }

@@ -36,6 +36,7 @@ use super::{
     status::{ContainerView, Terminated},
     termination::{JOB_POLL, JobActivity, TermClock},
 };
+use crate::pods::served::running::RunListing;
 use crate::slots::SlotGuard;
 
 mod context;
@@ -173,6 +174,8 @@ struct Worker<T: Tart> {
     input: watch::Receiver<WorkerInput>,
     state: WorkerState,
     proc: Option<Arc<T::Vm>>,
+    /// The run's place among the VMs this agent runs; it lives as long as `proc`.
+    listed: Option<RunListing>,
     slot: Option<SlotGuard>,
     once: PodOnce,
     /// Consecutive failed provisioning attempts (backoff); reset by a successful start.
@@ -239,6 +242,7 @@ impl<T: Tart> Worker<T> {
                 job: None,
             },
             proc: None,
+            listed: None,
             slot: None,
             once: PodOnce::default(),
             failures: 0,
@@ -322,6 +326,7 @@ impl<T: Tart> Worker<T> {
                     ready: false,
                 };
                 self.state.adopted = true;
+                self.listed = Some(self.ctx.running.started(&self.state.vm));
                 self.proc = Some(Arc::new(vm));
                 self.slot = slot;
                 self.once = PodOnce::adopted();

@@ -137,6 +137,7 @@ impl<T: Tart> Worker<T> {
         }
         self.slot = None;
         self.proc = None;
+        self.listed = None;
         self.run_started = None;
         self.state.pod_ip = None;
         self.job_ended();

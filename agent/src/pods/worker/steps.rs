@@ -269,6 +269,7 @@ impl<T: Tart> Worker<T> {
                     .get_or_create(&outcome("ok"))
                     .inc();
                 self.failures = 0;
+                self.listed = Some(self.ctx.running.started(&vm));
                 self.proc = Some(Arc::new(proc));
                 self.start_refresher(input);
                 self.start_collector(input);

@@ -6,7 +6,8 @@ use std::time::Duration;
 use tart::{ErrorKind, Op, Tart, testing::MemTart};
 
 use super::{outcomes::Failure, *};
-use crate::pods::{fixtures::rig, naming::VmNaming, plan::RestartPolicy};
+use crate::pods::{fixtures::rig, plan::RestartPolicy};
+use crate::vm_name::VmNaming;
 
 const IMAGE: &str = "ghcr.io/cirruslabs/macos:15";
 

@@ -1,17 +1,18 @@
 //! The vitals as the kubelet API's `/stats/summary` and `/metrics/resource` see them: each
 //! bound Pod's VM as one container, the host as the node. The node's CPU is the host's own
-//! counter where the platform has one (`/proc/stat`), else the sum over the VMs.
+//! counter where the platform has one (`/proc/stat`), else the sum over the VMs. And the
+//! sampler's own seam: which VMs it samples.
 
-use std::sync::Arc;
+use std::{borrow::Borrow, sync::Arc};
 
 use k8s_openapi::{api::core::v1::Pod, jiff::Timestamp};
 
-use super::{Vitals, model::Snapshot};
 use crate::kubelet_api::{
     PodSource,
     stats::{PodUsage, StatsSource, StatsView, Usage},
 };
-use crate::pods::naming::VmNaming;
+use crate::vitals::{Vitals, model::Snapshot, sampler::WantedVms};
+use crate::vm_name::VmNaming;
 
 /// A [`StatsSource`] over the sampler's snapshot and the Pods bound here.
 pub struct VitalsStats {
@@ -34,10 +35,23 @@ impl StatsSource for VitalsStats {
     }
 }
 
+/// The vitals sampler's seam: the VMs of the Pods bound here, running or not (an exited VM's
+/// samples explain its death while its Pod is bound).
+pub fn wanted(pods: Arc<dyn PodSource>, naming: VmNaming) -> WantedVms {
+    Arc::new(move || {
+        pods.pods()
+            .iter()
+            .filter_map(|p| p.metadata.uid.as_deref())
+            .filter_map(|uid| naming.vm_name(uid).ok())
+            .map(|vm| vm.to_string())
+            .collect()
+    })
+}
+
 /// PURE: the view of `snap` for `pods`. Only VMs sampled at the newest tick count as running.
 pub fn view(
     snap: &Snapshot,
-    pods: &[Pod],
+    pods: &[impl Borrow<Pod>],
     naming: &VmNaming,
     node_name: &str,
     started: Timestamp,
@@ -45,6 +59,7 @@ pub fn view(
     let tick = snap.host.last().and_then(|h| h.at);
     let mut out = Vec::new();
     for p in pods {
+        let p = p.borrow();
         let Some(uid) = p.metadata.uid.as_deref() else {
             continue;
         };
@@ -173,5 +188,16 @@ mod tests {
         let n = v.node.unwrap();
         assert_eq!(n.cpu_seconds_total, 1010.0);
         assert_eq!(n.cpu_cores, Some(1.0));
+    }
+
+    #[test]
+    fn the_sampler_wants_the_vm_of_every_bound_pod_with_a_uid() {
+        let uid = "00000000-0000-0000-0000-00000000000a";
+        let mut nameless = pod(uid, "b");
+        nameless.metadata.uid = None;
+        let pods: Arc<dyn PodSource> =
+            Arc::new(move || vec![Arc::new(pod(uid, "a")), Arc::new(nameless.clone())]);
+        let wanted = wanted(pods, VmNaming::new("tkl-").unwrap());
+        assert_eq!(wanted(), [format!("tkl-{uid}")].into_iter().collect());
     }
 }

@@ -1,17 +1,17 @@
 //! The log store behind the kubelet API's `/containerLogs`: finds the Pod among those this
 //! agent runs (for its UID, which names its log directory), checks the container, and streams
-//! its log with [`super::read`]. Errors keep kubelet's words.
+//! its log with [`read`]. Errors keep kubelet's words.
 
 use std::{path::PathBuf, sync::Arc};
 
 use futures::{FutureExt, future::BoxFuture};
 use kube::ResourceExt;
 
-use super::{LogError as StoreError, PodLogId, read};
 use crate::kubelet_api::{
     PodSource,
     logs::{LogError, LogQuery, LogSource, LogStream, LogTarget},
 };
+use crate::pods::logs::{LogError as StoreError, PodLogId, read};
 
 /// Container logs under the Pod log root, for the Pods `pods` lists.
 pub struct PodLogStore {
@@ -32,10 +32,7 @@ impl LogSource for PodLogStore {
         target: &LogTarget,
         query: &LogQuery,
     ) -> BoxFuture<'static, Result<LogStream, LogError>> {
-        let found = self.pods.pods().into_iter().find(|p| {
-            p.namespace().as_deref() == Some(target.namespace.as_str())
-                && p.name_any() == target.pod
-        });
+        let found = self.pods.pod(&target.namespace, &target.pod);
         let Some(pod) = found else {
             let e = LogError::PodNotFound {
                 pod: target.pod.clone(),
@@ -87,7 +84,7 @@ mod tests {
     use crate::pods::fixtures::test_pod;
 
     fn store(root: &std::path::Path) -> PodLogStore {
-        let pods: Arc<dyn PodSource> = Arc::new(|| vec![test_pod().build()]);
+        let pods: Arc<dyn PodSource> = Arc::new(|| vec![Arc::new(test_pod().build())]);
         PodLogStore::new(root.to_path_buf(), pods)
     }
 

@@ -1,0 +1,29 @@
+//! The one way to write an error for a log line, an Event or a message: the error and each of
+//! its sources. A foundation beside `api.rs`; it refers to nothing of ours.
+
+/// An error and its sources, `: `-joined, for one log line or message.
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cur = c.source();
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("outer")]
+    struct Outer(#[source] std::io::Error);
+
+    #[test]
+    fn each_source_follows_its_error_after_a_colon() {
+        let e = Outer(std::io::Error::other("inner"));
+        assert_eq!(error_chain(&e), "outer: inner");
+    }
+}

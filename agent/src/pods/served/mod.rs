@@ -1,0 +1,91 @@
+//! The Pod side's implementations of the seams through which the kubelet API and the vitals
+//! reach the Pods this agent runs: the Pods themselves ([`ServedPods`], `/pods` and every
+//! lookup), their logs ([`logs`], `/containerLogs`), exec into their VMs ([`exec`]) and their
+//! usage ([`stats`], `/stats/summary`). All of them read the controller's Pod store by
+//! reference and ask the workers' [`RunningVms`] which VMs run.
+
+use std::sync::{Arc, OnceLock};
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::runtime::reflector::{ObjectRef, Store};
+
+use crate::kubelet_api::PodSource;
+
+pub mod exec;
+pub mod logs;
+pub mod running;
+pub mod stats;
+
+pub use running::RunningVms;
+
+/// A shared view of the controller's Pod store, empty until the controller starts, and of the
+/// VMs its workers run; clones share both.
+#[derive(Clone, Default)]
+pub struct ServedPods {
+    store: Arc<OnceLock<Store<Pod>>>,
+    running: RunningVms,
+}
+
+impl ServedPods {
+    /// Serve `store` from now on (the first store set wins).
+    pub fn set(&self, store: Store<Pod>) {
+        let _ = self.store.set(store);
+    }
+
+    /// The VMs the workers run; the workers list theirs here.
+    pub fn running(&self) -> &RunningVms {
+        &self.running
+    }
+
+    /// The Pods, once the controller's watch has listed them; `None` before (an empty answer
+    /// then would mean "no Pods" when it only means "not known yet").
+    pub fn synced_pods(&self) -> Option<Vec<Pod>> {
+        let store = self.store.get()?;
+        listed(store).then(|| store.state().iter().map(|p| (**p).clone()).collect())
+    }
+}
+
+/// Whether the controller's watch has listed the Pods into `store` (its first full list is
+/// in). Polled, never awaited: the store's readiness wakes only its latest waiter, and more
+/// than one reader asks.
+pub fn listed(store: &Store<Pod>) -> bool {
+    use futures::FutureExt;
+    matches!(store.wait_until_ready().now_or_never(), Some(Ok(())))
+}
+
+impl PodSource for ServedPods {
+    fn pods(&self) -> Vec<Arc<Pod>> {
+        self.store.get().map(Store::state).unwrap_or_default()
+    }
+
+    fn pod(&self, namespace: &str, name: &str) -> Option<Arc<Pod>> {
+        self.store
+            .get()?
+            .get(&ObjectRef::new(name).within(namespace))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kube::runtime::{reflector::store::Writer, watcher::Event};
+
+    use super::*;
+    use crate::pods::fixtures::test_pod;
+
+    #[test]
+    fn a_pod_is_found_by_namespace_and_name_and_shared_with_the_store() {
+        let served = ServedPods::default();
+        assert!(served.pods().is_empty(), "no store yet");
+        assert!(served.pod("ci", "runner").is_none());
+        let mut writer = Writer::<Pod>::default();
+        writer.apply_watcher_event(&Event::Apply(test_pod().build()));
+        served.set(writer.as_reader());
+        let pod = served.pod("ci", "runner").expect("in the store");
+        assert_eq!(pod.metadata.name.as_deref(), Some("runner"));
+        assert!(served.pod("ci", "other").is_none());
+        assert!(served.pod("other", "runner").is_none());
+        let again = served.pods();
+        assert_eq!(again.len(), 1);
+        assert!(Arc::ptr_eq(&pod, &again[0]), "the store's Pod, not a copy");
+    }
+}
