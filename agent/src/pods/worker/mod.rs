@@ -44,7 +44,7 @@ mod hooks;
 mod outcomes;
 mod overhead;
 mod probing;
-mod steps;
+mod provision;
 mod termination;
 
 pub use context::{Waker, WorkerConfig, WorkerContext};
