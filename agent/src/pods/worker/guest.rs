@@ -20,7 +20,6 @@ use crate::pods::{
         status::JOB_FILE,
     },
     metrics::KindLabels,
-    plan::crash_backoff,
     reasons::WaitingReason,
     status::ContainerView,
 };
@@ -100,10 +99,7 @@ impl<T: Tart> Worker<T> {
     /// The container cannot be configured yet: wait `CreateContainerConfigError` with
     /// kubelet's message and event, back off, try again.
     fn config_error(&mut self, input: &WorkerInput, e: &ConfigError) {
-        self.failures += 1;
-        self.fail_seq += 1;
-        let backoff = crash_backoff(self.failures - 1);
-        self.state.facts.blocked_until = Some(tokio::time::Instant::now() + backoff);
+        let backoff = self.back_off();
         let message = e.to_string();
         warn!(kind = e.kind(), %message, backoff_s = backoff.as_secs(), "container cannot be configured yet");
         self.ctx

@@ -1,12 +1,16 @@
 //! The per-Pod worker: one task per Pod that owns its VM.
 //!
 //! It carries out the VM half of [`plan`]'s decision — pull, prepare, clone, set, slot, run,
-//! ip, restart, stop, delete — owns the `tart run` handle and the slot guard, watches the VM's exit,
-//! and publishes a [`WorkerState`] the reconciler turns into Pod status. Slow tart calls run
-//! here, never in a reconcile, so one stuck Pod never holds up another. A teardown request (Pod
-//! deleted) cancels an in-flight pull, clone, set or ip wait at once; the tart crate kills the
-//! process group of a dropped call. `tart run` is never cancelled half-way: it is bounded by its
-//! start window. Time is tokio's, so tests can pause it.
+//! ip, restart, stop, delete — watches the VM's exit, and publishes a [`WorkerState`] the
+//! reconciler turns into Pod status. Its state is grouped by lifetime: the worker's own (event
+//! numbering, backoff, the once-per-Pod metrics), the provisioned VM's ([`provision`]: pull
+//! credentials, image digest, shares), one run's ([`run`]: the `tart run` handle, its slot and
+//! the tasks serving the guest, ended by dropping it) and the termination's ([`termination`]).
+//! Each step file works on its part. Slow tart calls run here, never in a reconcile, so one
+//! stuck Pod never holds up another. A teardown request (Pod deleted) cancels an in-flight pull,
+//! clone, set or ip wait at once; the tart crate kills the process group of a dropped call.
+//! `tart run` is never cancelled half-way: it is bounded by its start window. Time is tokio's,
+//! so tests can pause it.
 
 use std::{
     net::Ipv4Addr,

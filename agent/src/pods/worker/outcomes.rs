@@ -243,6 +243,16 @@ impl<T: Tart> Worker<T> {
         self.fail_with(input, how, err.kind(), err.message.clone());
     }
 
+    /// Count a failed provisioning attempt and block the next one for the backoff it earns,
+    /// which is returned.
+    pub(super) fn back_off(&mut self) -> Duration {
+        self.failures += 1;
+        self.fail_seq += 1;
+        let backoff = crash_backoff(self.failures - 1);
+        self.state.facts.blocked_until = Some(Instant::now() + backoff);
+        backoff
+    }
+
     pub(super) fn fail_with(
         &mut self,
         input: &WorkerInput,
@@ -250,10 +260,7 @@ impl<T: Tart> Worker<T> {
         kind: ErrorKind,
         message: String,
     ) {
-        self.failures += 1;
-        self.fail_seq += 1;
-        let backoff = crash_backoff(self.failures - 1);
-        self.state.facts.blocked_until = Some(Instant::now() + backoff);
+        let backoff = self.back_off();
         let n = self.fail_seq;
         let message = without_error_prefix(&message).to_owned();
         warn!(kind = kind.as_str(), %message, failures = self.failures, backoff_s = backoff.as_secs(), "vm step failed");
