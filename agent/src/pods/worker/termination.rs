@@ -196,10 +196,7 @@ impl<T: Tart> Worker<T> {
             return;
         };
         self.stop_probing();
-        let occ = Occurrence::Killing {
-            container: input.container.clone(),
-        };
-        self.emit(input, 0, occ);
+        self.killing(input);
         let tart = self.ctx.tart.clone();
         let grace = self.stop_grace(input);
         info!(grace_s = grace.as_secs(), "stopping vm");
