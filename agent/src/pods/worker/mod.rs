@@ -3,10 +3,10 @@
 //! It carries out the VM half of [`plan`]'s decision — pull, prepare, clone, set, slot, run,
 //! ip, restart, stop, delete — watches the VM's exit, and publishes a [`WorkerState`] the
 //! reconciler turns into Pod status. Its state is grouped by lifetime: the worker's own (event
-//! numbering, backoff, the once-per-Pod metrics), the provisioned VM's ([`provision`]: pull
-//! credentials, image digest, shares), one run's ([`run`]: the `tart run` handle, its slot and
-//! the tasks serving the guest, ended by dropping it) and the termination's ([`termination`]).
-//! Each step file works on its part. Slow tart calls run here, never in a reconcile, so one
+//! numbering, backoff, the once-per-Pod metrics), the provisioned VM's (pull credentials, image
+//! digest, shares) and one run's (the `tart run` handle, its slot and the tasks serving the
+//! guest, ended by dropping it), both in `lifetimes.rs`, and the termination's. Each step file
+//! (`provision.rs`, `run.rs`, `termination.rs`) works on its part. Slow tart calls run here, never in a reconcile, so one
 //! stuck Pod never holds up another. A teardown request (Pod deleted) cancels an in-flight pull,
 //! clone, set or ip wait at once; the tart crate kills the process group of a dropped call.
 //! `tart run` is never cancelled half-way: it is bounded by its start window. Time is tokio's,
@@ -44,6 +44,7 @@ use crate::slots::SlotGuard;
 mod context;
 mod guest;
 mod hooks;
+mod lifetimes;
 mod outcomes;
 mod overhead;
 mod probing;
@@ -52,9 +53,8 @@ mod run;
 mod termination;
 
 pub use context::{Waker, WorkerConfig, WorkerContext};
+use lifetimes::{Provisioning, Run};
 use overhead::OverheadClock;
-use provision::Provisioning;
-use run::Run;
 
 /// What the worker is told about its Pod (replaced on every reconcile).
 #[derive(Debug, Clone, PartialEq)]

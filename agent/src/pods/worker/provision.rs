@@ -1,7 +1,7 @@
 //! Provisioning: what a Pod's VM gets before it first runs — its image pulled, the VM cloned
-//! (from the image's golden base when there is one) and set as the Pod asks — and the state that
-//! lives as long as that VM: the pull credentials, the image's digest (resolved once), whether
-//! the clone came from a golden, and the guest's prepared shares. Each step is bounded (tart
+//! (from the image's golden base when there is one) and set as the Pod asks. The state these
+//! steps keep for as long as the VM lives (credentials, the image's digest resolved once, the
+//! golden) is a [`Provisioning`](super::lifetimes::Provisioning). Each step is bounded (tart
 //! deadlines inside the tart crate, API deadlines here) and cancelled by a teardown.
 
 use k8s_openapi::api::core::v1::Secret;
@@ -10,58 +10,18 @@ use tart::{SetOpts, Source, Tart};
 use tokio::{sync::watch, time::Instant};
 use tracing::{info, warn};
 
-use super::{Worker, WorkerContext, WorkerInput, WorkerState, outcomes::Failure, teardown};
+use super::{
+    Worker, WorkerContext, WorkerInput, WorkerState, lifetimes::pinned, outcomes::Failure, teardown,
+};
 use crate::images::goldens::GoldenResult;
 use crate::pods::{
     events::Occurrence,
-    guest::prepare::Tokens,
     image::{ImageRef, PullDecision, PullPolicy, pull_decision},
     metrics::Stage,
     pull::credentials_for,
     reasons::WaitingReason,
     status::ContainerView,
 };
-
-/// What lives as long as the provisioned VM: from the worker's start until the VM is deleted.
-#[derive(Default)]
-pub(super) struct Provisioning {
-    /// Credentials from the Pod's `imagePullSecrets`, once read.
-    creds: Option<tart::Credentials>,
-    /// The image's digest, once known.
-    digest: Option<String>,
-    /// The VM was cloned from a golden base (its serial is made fresh by `tart set`).
-    from_golden: bool,
-    /// The guest's `--dir` shares, once prepared.
-    pub(super) shares: Vec<tart::DirShare>,
-    /// Tokens issued while preparing, handed to the first run's refresher.
-    pub(super) tokens: Option<Tokens>,
-}
-
-impl Provisioning {
-    /// The image's digest: its own when pinned, else the digest its cached tag points at
-    /// (Tart's default tag is `latest`). Resolved once per provisioning, so the VM's clone and
-    /// the `imageID` reported for it name the same image even if the tag moves meanwhile; a
-    /// digest not known yet (the tag not cached) is asked for again.
-    pub(super) async fn digest<T: Tart>(&mut self, tart: &T, image: &ImageRef) -> Option<String> {
-        if self.digest.is_none() {
-            self.digest = match &image.digest {
-                Some(d) => Some(d.clone()),
-                None => {
-                    let tag = image.tag.as_deref().unwrap_or("latest");
-                    tart.cached_digest(&image.host, &image.repository, tag)
-                        .await
-                }
-            };
-        }
-        self.digest.clone()
-    }
-}
-
-/// `<host>/<repository>@<digest>`: the image pinned to `digest` (the Pod's `imageID`, and what a
-/// golden base is made from).
-pub(super) fn pinned(image: &ImageRef, digest: &str) -> String {
-    format!("{}/{}@{digest}", image.host, image.repository)
-}
 
 impl<T: Tart> Worker<T> {
     async fn credentials(&mut self, input: &WorkerInput) -> Option<tart::Credentials> {

@@ -1,9 +1,8 @@
 //! One run of the VM, from `tart run` until its process ends, and the steps that start it: take
-//! a slot, run, wait for the IP, report it running. A [`Run`] owns what lives as long as the
-//! process: the `tart run` handle, the slot, the guest's volume refresher, the log collector,
-//! the prober and how the agent stopped it. A run starts in [`Worker::start_run`] and ends in
-//! [`Worker::end_run`], which drops it: dropping it ends its tasks, so nothing of a run outlives
-//! it and nothing is cleared by hand.
+//! a slot, run, wait for the IP, report it running. The run's state is a [`Run`]: the `tart run`
+//! handle, the slot, the guest's volume refresher, the log collector, the prober and how the
+//! agent stopped it. A run starts in `start_run` and ends in `end_run`, which drops it: dropping
+//! it ends its tasks, so nothing of a run outlives it and nothing is cleared by hand.
 
 use std::{sync::Arc, time::Duration};
 
@@ -13,54 +12,18 @@ use tokio::{sync::watch, time::Instant};
 use tracing::{info, warn};
 
 use super::{
-    Worker, WorkerInput, WorkerState, outcomes::Failure, provision::pinned, teardown,
+    Worker, WorkerInput, WorkerState,
+    lifetimes::{Run, pinned},
+    outcomes::Failure,
+    teardown,
     termination::TEARDOWN_RETRY,
 };
 use crate::metrics::OutcomeLabels;
 use crate::pods::{
-    ending::{AgentStop, StopSignal},
-    events::Occurrence,
-    guest::{refresh::RefreshTask, status::clear_end},
-    logs::CollectorHandle,
-    metrics::Stage,
-    plan::Process,
-    probes::ProberHandle,
-    reasons::WaitingReason,
-    status::ContainerView,
+    events::Occurrence, guest::status::clear_end, metrics::Stage, plan::Process,
+    reasons::WaitingReason, status::ContainerView,
 };
 use crate::slots::SlotGuard;
-
-/// One run of the VM. Dropping it ends the run's tasks: the refresher and the prober at once
-/// (their handles abort on drop), the collector after a last read of the run's output; the
-/// slot is freed with its guard.
-pub(super) struct Run<V> {
-    /// The `tart run` process.
-    pub(super) proc: Arc<V>,
-    /// The node's VM slot it holds (none for a VM adopted without one).
-    _slot: Option<SlotGuard>,
-    /// When it began (monotonic, wall); `None` for a run adopted after an agent restart.
-    pub(super) started: Option<(Instant, Timestamp)>,
-    /// Keeps the running guest's volumes current.
-    pub(super) refresher: Option<RefreshTask>,
-    /// Copies the run's output into the Pod's log.
-    pub(super) collector: Option<CollectorHandle>,
-    /// Probes the running guest; dropped early when the agent stops the run.
-    pub(super) prober: Option<ProberHandle>,
-    /// The agent stopped this run, and what the job got: its end is reported as the agent's
-    /// doing ([`crate::pods::ending`]).
-    pub(super) stopped: Option<(AgentStop, StopSignal)>,
-}
-
-impl<V> Drop for Run<V> {
-    fn drop(&mut self) {
-        // The last of the run's output is copied and the run marked ended in the background:
-        // the run's end is handled at once. (Without a runtime there is nothing left to copy
-        // with; the handle's own drop stops the collector.)
-        if let (Some(c), Ok(rt)) = (self.collector.take(), tokio::runtime::Handle::try_current()) {
-            rt.spawn(c.finish());
-        }
-    }
-}
 
 impl<T: Tart> Worker<T> {
     /// A run began: `proc` holds `slot` from now until the run ends. Its tasks are started by
@@ -71,15 +34,7 @@ impl<T: Tart> Worker<T> {
         slot: Option<SlotGuard>,
         started: Option<(Instant, Timestamp)>,
     ) {
-        self.run = Some(Run {
-            proc: Arc::new(proc),
-            _slot: slot,
-            started,
-            refresher: None,
-            collector: None,
-            prober: None,
-            stopped: None,
-        });
+        self.run = Some(Run::new(proc, slot, started));
     }
 
     /// Start the run's tasks that serve the guest for as long as it runs: its volumes kept

@@ -11,7 +11,7 @@ use tart::{RunningVm, Tart};
 use tokio::time::Instant;
 use tracing::{info, warn};
 
-use super::{Worker, WorkerInput, provision::Provisioning};
+use super::{Worker, WorkerInput, lifetimes::Provisioning};
 use crate::pods::{
     ending::AgentStop,
     events::Occurrence,
