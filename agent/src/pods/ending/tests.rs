@@ -84,7 +84,7 @@ fn report(policy: RestartPolicy, why: Option<&AgentStop>, e: Ended) -> Row {
         disruption: e.disruption.clone(),
     };
     // A probe or hook kill goes through the plan; the deadline, a deletion and a final phase
-    // stop the VM for good (`worker/steps.rs:stop` finishes at once).
+    // stop the VM for good (`worker/termination.rs:stop` finishes at once).
     let agent_killed = matches!(why, Some(Liveness | Startup | PostStart { .. }));
     let finishes_at_once = why.is_some() && !agent_killed;
     let pod = PodFacts {

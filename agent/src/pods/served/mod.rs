@@ -16,7 +16,7 @@ pub mod logs;
 pub mod running;
 pub mod stats;
 
-pub use running::RunningVms;
+pub use running::{RunListing, RunningVms};
 
 /// A shared view of the controller's Pod store, empty until the controller starts, and of the
 /// VMs its workers run; clones share both.

@@ -8,17 +8,18 @@ use tart::Tart;
 use tracing::{info, warn};
 
 use super::{Worker, WorkerInput};
-use crate::pods::logs::{self, CollectorSpec, Fault, FaultReport, Origin, PodLogId, Source};
+use crate::pods::logs::{
+    self, CollectorHandle, CollectorSpec, Fault, FaultReport, Origin, PodLogId, Source,
+};
 use crate::pods::{
     events::Occurrence,
     guest::{
         model::ConfigError,
         prepare::prepare,
-        refresh::{self, RefreshDeps},
+        refresh::{self, RefreshDeps, RefreshTask},
         status::JOB_FILE,
     },
     metrics::KindLabels,
-    plan::crash_backoff,
     reasons::WaitingReason,
     status::ContainerView,
 };
@@ -80,8 +81,8 @@ impl<T: Tart> Worker<T> {
                 for (i, occ) in p.warnings.into_iter().enumerate() {
                     self.emit(input, u32::try_from(i).unwrap_or(u32::MAX), occ);
                 }
-                self.shares = p.shares;
-                self.tokens = Some(p.tokens);
+                self.prov.shares = p.shares;
+                self.prov.tokens = Some(p.tokens);
                 self.state.facts.prepared = true;
                 if matches!(
                     self.state.view.waiting_reason(),
@@ -98,10 +99,7 @@ impl<T: Tart> Worker<T> {
     /// The container cannot be configured yet: wait `CreateContainerConfigError` with
     /// kubelet's message and event, back off, try again.
     fn config_error(&mut self, input: &WorkerInput, e: &ConfigError) {
-        self.failures += 1;
-        self.fail_seq += 1;
-        let backoff = crash_backoff(self.failures - 1);
-        self.state.facts.blocked_until = Some(tokio::time::Instant::now() + backoff);
+        let backoff = self.back_off();
         let message = e.to_string();
         warn!(kind = e.kind(), %message, backoff_s = backoff.as_secs(), "container cannot be configured yet");
         self.ctx
@@ -115,7 +113,7 @@ impl<T: Tart> Worker<T> {
     }
 
     /// Start keeping the running guest's volumes current.
-    pub(super) fn start_refresher(&mut self, input: &WorkerInput) {
+    pub(super) fn start_refresher(&mut self, input: &WorkerInput) -> RefreshTask {
         let deps = RefreshDeps {
             client: self.ctx.client.clone(),
             settings: self.ctx.cfg.guest.clone(),
@@ -123,19 +121,14 @@ impl<T: Tart> Worker<T> {
             events: self.ctx.events.clone(),
             metrics: self.ctx.metrics.clone(),
         };
-        let tokens = self.tokens.take();
-        self.refresher = Some(refresh::spawn(
-            deps,
-            input.pod.0.clone(),
-            self.state.vm.clone(),
-            tokens,
-        ));
+        let tokens = self.prov.tokens.take();
+        refresh::spawn(deps, input.pod.0.clone(), self.state.vm.clone(), tokens)
     }
 
     /// Start copying this run's output (the guest's stdout and stderr, `tart run`'s own) into
     /// the Pod's log, run number `restarts`. What the guest does wrong to its two files (a
     /// link or FIFO in their place, more output than the log keeps) becomes an event.
-    pub(super) fn start_collector(&mut self, input: &WorkerInput) {
+    pub(super) fn start_collector(&self, input: &WorkerInput) -> CollectorHandle {
         let spec = CollectorSpec::for_vm(
             self.ctx.cfg.pod_log_dir.clone(),
             log_id(input),
@@ -165,12 +158,11 @@ impl<T: Tart> Worker<T> {
             report: Some(FaultReport(Arc::new(report))),
             ..spec
         };
-        self.collector = Some(logs::spawn(spec));
+        logs::spawn(spec)
     }
 
     /// Remove the Pod's logs (its VM is gone and it is being deleted).
-    pub(super) async fn remove_logs(&mut self, input: &WorkerInput) {
-        self.collector = None;
+    pub(super) async fn remove_logs(&self, input: &WorkerInput) {
         let (root, id) = (self.ctx.cfg.pod_log_dir.clone(), log_id(input));
         match tokio::task::spawn_blocking(move || logs::remove_pod_logs(&root, &id)).await {
             Ok(Ok(())) => {}
@@ -180,9 +172,7 @@ impl<T: Tart> Worker<T> {
     }
 
     /// Remove the VM's guest directory (shares, volumes, tokens).
-    pub(super) async fn remove_guest_dir(&mut self) {
-        self.refresher = None;
-        self.shares.clear();
+    pub(super) async fn remove_guest_dir(&self) {
         let layout = self.ctx.cfg.guest.layout.clone();
         let vm = self.state.vm.clone();
         let res = tokio::task::spawn_blocking(move || layout.remove(&vm)).await;

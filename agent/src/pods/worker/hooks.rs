@@ -29,7 +29,7 @@ impl<T: Tart> Worker<T> {
             .as_ref()
             .and_then(|s| s.containers.first())
             .and_then(|c| hook(c, HookKind::PostStart));
-        let (Some(action), Some(proc)) = (action, self.proc.clone()) else {
+        let (Some(action), Some(proc)) = (action, self.proc()) else {
             self.state.facts.post_started = true;
             self.start_probing(input);
             return;
@@ -82,7 +82,7 @@ impl<T: Tart> Worker<T> {
         let message = hook.failed_reason().to_owned();
         self.emit(input, n, Occurrence::ProbeKilling { message });
         self.state.facts.agent_killed = true;
-        let Some(proc) = self.proc.clone() else {
+        let Some(proc) = self.proc() else {
             return;
         };
         let why = AgentStop::PostStart { message: msg };

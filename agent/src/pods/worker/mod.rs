@@ -1,12 +1,16 @@
 //! The per-Pod worker: one task per Pod that owns its VM.
 //!
 //! It carries out the VM half of [`plan`]'s decision — pull, prepare, clone, set, slot, run,
-//! ip, restart, stop, delete — owns the `tart run` handle and the slot guard, watches the VM's exit,
-//! and publishes a [`WorkerState`] the reconciler turns into Pod status. Slow tart calls run
-//! here, never in a reconcile, so one stuck Pod never holds up another. A teardown request (Pod
-//! deleted) cancels an in-flight pull, clone, set or ip wait at once; the tart crate kills the
-//! process group of a dropped call. `tart run` is never cancelled half-way: it is bounded by its
-//! start window. Time is tokio's, so tests can pause it.
+//! ip, restart, stop, delete — watches the VM's exit, and publishes a [`WorkerState`] the
+//! reconciler turns into Pod status. Its state is grouped by lifetime: the worker's own (event
+//! numbering, backoff, the once-per-Pod metrics), the provisioned VM's (pull credentials, image
+//! digest, shares) and one run's (the `tart run` handle, its slot and the tasks serving the
+//! guest, ended by dropping it), both in `lifetimes.rs`, and the termination's. Each step file
+//! (`provision.rs`, `run.rs`, `termination.rs`) works on its part. Slow tart calls run here, never in a reconcile, so one
+//! stuck Pod never holds up another. A teardown request (Pod deleted) cancels an in-flight pull,
+//! clone, set or ip wait at once; the tart crate kills the process group of a dropped call.
+//! `tart run` is never cancelled half-way: it is bounded by its start window. Time is tokio's,
+//! so tests can pause it.
 
 use std::{
     net::Ipv4Addr,
@@ -23,32 +27,33 @@ use tokio::{sync::watch, task::AbortHandle, time::Instant};
 use tracing::{Instrument, debug, info_span};
 
 use super::{
-    ending::{AgentStop, StopSignal, unwatched},
+    ending::unwatched,
     events::Occurrence,
-    guest::{prepare::NodeAllocatable, refresh::RefreshTask},
+    guest::prepare::NodeAllocatable,
     image::{ImageRef, PullPolicy},
-    logs::CollectorHandle,
     metrics::PodOnce,
     plan::{PodFacts, Process, VmFacts, VmStep, plan},
-    probes::{ProberEvent, ProberHandle},
+    probes::ProberEvent,
     reasons::WaitingReason,
     resources::VmResources,
     status::{ContainerView, Terminated},
     termination::{JOB_POLL, JobActivity, TermClock},
 };
-use crate::pods::served::running::RunListing;
 use crate::slots::SlotGuard;
 
 mod context;
 mod guest;
 mod hooks;
+mod lifetimes;
 mod outcomes;
 mod overhead;
 mod probing;
-mod steps;
+mod provision;
+mod run;
 mod termination;
 
 pub use context::{Waker, WorkerConfig, WorkerContext};
+use lifetimes::{Provisioning, Run};
 use overhead::OverheadClock;
 
 /// What the worker is told about its Pod (replaced on every reconcile).
@@ -138,6 +143,7 @@ pub enum Start<V> {
     Adopted {
         /// The live `tart run`.
         vm: V,
+        /// Its slot.
         slot: Option<SlotGuard>,
         /// When this run started, as the Pod's status already says; `None` takes the time
         /// the process started.
@@ -169,47 +175,34 @@ pub fn spawn<T: Tart>(
     }
 }
 
+/// A Pod's worker. It keeps what lives as long as the worker; what lives for the provisioned VM,
+/// for one run and for the termination is grouped by lifetime, each dropped as one.
 struct Worker<T: Tart> {
     ctx: Arc<WorkerContext<T>>,
     input: watch::Receiver<WorkerInput>,
     state: WorkerState,
-    proc: Option<Arc<T::Vm>>,
-    /// The run's place among the VMs this agent runs; it lives as long as `proc`.
-    listed: Option<RunListing>,
-    slot: Option<SlotGuard>,
     once: PodOnce,
     /// Consecutive failed provisioning attempts (backoff); reset by a successful start.
     failures: u32,
     /// Every failed provisioning attempt of this Pod, never reset: events are numbered with
     /// it, so a fault after a restart is a new occurrence, not a repeat of one before it.
     fail_seq: u32,
-    /// When the current run began (monotonic, wall).
-    run_started: Option<(Instant, Timestamp)>,
     /// The last exit, until the plan decides between restart and finish.
     pending_exit: Option<Terminated>,
+    /// Numbers the Pod's slot waits across runs.
     slot_waits: u32,
-    creds: Option<tart::Credentials>,
-    /// This run's VM was cloned from a golden base (its serial is made fresh after the clone).
-    from_golden: bool,
     /// The agent's own time for this Pod before `tart run` (`pod_agent_overhead_seconds`).
     overhead: OverheadClock,
-    /// The guest's `--dir` shares, once prepared.
-    shares: Vec<tart::DirShare>,
-    /// Tokens issued while preparing, handed to the refresher when the VM starts.
-    tokens: Option<super::guest::prepare::Tokens>,
-    /// Keeps the running guest's volumes current; dropped when the VM stops.
-    refresher: Option<RefreshTask>,
-    /// Copies the run's output into the Pod's log; dropped (after a last read) when it ends.
-    collector: Option<CollectorHandle>,
-    /// Probes the running guest; dropped when the run ends.
-    prober: Option<ProberHandle>,
     /// Numbers the Pod's `Unhealthy` events across runs.
     unhealthy_seq: Arc<AtomicU32>,
+    /// What lives as long as the provisioned VM (until it is deleted).
+    prov: Provisioning,
+    /// The slot taken for the next run; the run holds it once it starts.
+    next_slot: Option<SlotGuard>,
+    /// The current run, while `tart run` lives: dropping it ends the run's tasks.
+    run: Option<Run<T::Vm>>,
     /// The Pod's deletion, once seen: for `pod_termination_seconds`.
     term: Option<TermClock>,
-    /// The agent stopped the current run, and what the job got: its end is reported as the
-    /// agent's doing ([`super::ending`]).
-    stopped: Option<(AgentStop, StopSignal)>,
 }
 
 /// How long a stopped VM's `tart run` may take to exit after `tart stop` returned.
@@ -241,26 +234,17 @@ impl<T: Tart> Worker<T> {
                 image_id: None,
                 job: None,
             },
-            proc: None,
-            listed: None,
-            slot: None,
             once: PodOnce::default(),
             failures: 0,
             fail_seq: 0,
-            run_started: None,
             pending_exit: None,
             slot_waits: 0,
-            creds: None,
-            from_golden: false,
             overhead: OverheadClock::new(),
-            shares: vec![],
-            tokens: None,
-            refresher: None,
-            collector: None,
-            prober: None,
             unhealthy_seq: Arc::new(AtomicU32::new(0)),
+            prov: Provisioning::default(),
+            next_slot: None,
+            run: None,
             term: None,
-            stopped: None,
         };
         w.begin(start);
         w.state.facts.restarts = prior_restarts;
@@ -326,9 +310,7 @@ impl<T: Tart> Worker<T> {
                     ready: false,
                 };
                 self.state.adopted = true;
-                self.listed = Some(self.ctx.running.started(&self.state.vm));
-                self.proc = Some(Arc::new(vm));
-                self.slot = slot;
+                self.start_run(vm, slot, None);
                 self.once = PodOnce::adopted();
             }
         }
@@ -343,8 +325,7 @@ impl<T: Tart> Worker<T> {
         if self.state.adopted {
             // The shares exist from before the agent restarted; keep their volumes current and
             // go on copying the run's output (the collector resumes from its checkpoint).
-            self.start_refresher(&first);
-            self.start_collector(&first);
+            self.serve_run(&first);
         }
         loop {
             if self.input.has_changed().is_err() {
@@ -473,7 +454,7 @@ impl<T: Tart> Worker<T> {
 
     /// Wait for new input, the VM's exit, or `max`.
     async fn idle(&mut self, max: Option<Duration>) {
-        let proc = self.proc.clone().filter(|_| self.alive());
+        let proc = self.proc().filter(|_| self.alive());
         let exit = async move {
             match proc {
                 Some(p) => p.wait().await,
@@ -482,11 +463,11 @@ impl<T: Tart> Worker<T> {
         };
         // A running job's busy/idle mark is read this often.
         let max = match max {
-            None if self.alive() && !self.shares.is_empty() => Some(JOB_POLL),
+            None if self.alive() && !self.prov.shares.is_empty() => Some(JOB_POLL),
             other => other,
         };
         let sleep = tokio::time::sleep(max.unwrap_or(Duration::from_secs(3600)));
-        let prober = self.prober.as_mut();
+        let prober = self.run.as_mut().and_then(|r| r.prober.as_mut());
         let probe = async move {
             match prober {
                 Some(p) => p.next().await,

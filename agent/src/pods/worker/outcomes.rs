@@ -40,8 +40,8 @@ impl<T: Tart> Worker<T> {
     /// it failed): the run's end, whenever it comes, is the agent's doing. A stop that finds
     /// the VM already stopped changes nothing: an earlier attempt that failed may have ended it.
     pub(super) fn stopping(&mut self, why: AgentStop, outcome: Option<StopOutcome>) {
-        if let Some(signal) = StopSignal::of(outcome) {
-            self.stopped = Some((why, signal));
+        if let (Some(signal), Some(run)) = (StopSignal::of(outcome), &mut self.run) {
+            run.stopped = Some((why, signal));
         }
     }
 
@@ -75,7 +75,7 @@ impl<T: Tart> Worker<T> {
     pub(super) fn on_exit(&mut self, info: ExitInfo) {
         let tart_code = exit_code(&info);
         let guest = self.guest_end();
-        let stopped = self.stopped.take();
+        let stopped = self.run.as_mut().and_then(|r| r.stopped.take());
         let verdict = match stopped {
             Some(_) => None,
             None => self.explain_death(&info, tart_code, guest.as_ref()),
@@ -110,8 +110,8 @@ impl<T: Tart> Worker<T> {
             .vm_exits
             .get_or_create(&ReasonLabels { reason })
             .inc();
-        let started_at = match (&self.run_started, &self.state.view) {
-            (Some((_, t)), _) => *t,
+        let started_at = match (self.run_started(), &self.state.view) {
+            (Some((_, t)), _) => t,
             (None, ContainerView::Running { started_at, .. }) => *started_at,
             _ => Timestamp::now(),
         };
@@ -127,27 +127,14 @@ impl<T: Tart> Worker<T> {
             disruption: end.disruption,
         });
         self.state.facts.process = Process::Exited { code };
-        self.state.facts.slot_held = false;
-        self.refresher = None;
-        self.prober = None;
-        if let Some(c) = self.collector.take() {
-            // The last of the run's output is copied and the run marked ended in the
-            // background: the exit is handled at once.
-            tokio::spawn(c.finish());
-        }
-        self.slot = None;
-        self.proc = None;
-        self.listed = None;
-        self.run_started = None;
-        self.state.pod_ip = None;
-        self.job_ended();
+        self.end_run();
         self.termination_done();
     }
 
     /// What the guest launcher left in the status share (with the termination message kubelet
     /// would read), when the VM has shares.
     fn guest_end(&self) -> Option<GuestEnd> {
-        if self.shares.is_empty() {
+        if self.prov.shares.is_empty() {
             return None;
         }
         let input = self.input.borrow();
@@ -256,6 +243,16 @@ impl<T: Tart> Worker<T> {
         self.fail_with(input, how, err.kind(), err.message.clone());
     }
 
+    /// Count a failed provisioning attempt and block the next one for the backoff it earns,
+    /// which is returned.
+    pub(super) fn back_off(&mut self) -> Duration {
+        self.failures += 1;
+        self.fail_seq += 1;
+        let backoff = crash_backoff(self.failures - 1);
+        self.state.facts.blocked_until = Some(Instant::now() + backoff);
+        backoff
+    }
+
     pub(super) fn fail_with(
         &mut self,
         input: &WorkerInput,
@@ -263,10 +260,7 @@ impl<T: Tart> Worker<T> {
         kind: ErrorKind,
         message: String,
     ) {
-        self.failures += 1;
-        self.fail_seq += 1;
-        let backoff = crash_backoff(self.failures - 1);
-        self.state.facts.blocked_until = Some(Instant::now() + backoff);
+        let backoff = self.back_off();
         let n = self.fail_seq;
         let message = without_error_prefix(&message).to_owned();
         warn!(kind = kind.as_str(), %message, failures = self.failures, backoff_s = backoff.as_secs(), "vm step failed");

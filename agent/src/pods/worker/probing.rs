@@ -79,7 +79,7 @@ impl<T: Tart> Worker<T> {
     /// The guest has an IP: start probing it, or, without probes, call it ready.
     pub(super) fn start_probing(&mut self, input: &WorkerInput) {
         let (Some(set), Some(ip)) = (probe_set(&input.pod.0), self.state.pod_ip) else {
-            self.prober = None;
+            self.stop_probing();
             self.set_probe_status(ProbeStatus {
                 started: true,
                 ready: true,
@@ -104,14 +104,17 @@ impl<T: Tart> Worker<T> {
             obj: input.obj.clone(),
             seq: self.unhealthy_seq.clone(),
         };
-        let started = self.run_started.map_or_else(Instant::now, |(i, _)| i);
-        self.prober = Some(probes::spawn(set, checker, report, started));
+        let started = self.run_started().map_or_else(Instant::now, |(i, _)| i);
+        if let Some(run) = &mut self.run {
+            run.prober = Some(probes::spawn(set, checker, report, started));
+        }
         self.set_probe_status(status);
     }
 
     /// The prober's latest verdict, if it changed.
     pub(super) fn probe_changed(&mut self) {
-        if let Some(s) = self.prober.as_mut().map(|p| *p.status.borrow_and_update()) {
+        let prober = self.run.as_mut().and_then(|r| r.prober.as_mut());
+        if let Some(s) = prober.map(|p| *p.status.borrow_and_update()) {
             self.set_probe_status(s);
         }
     }
@@ -128,8 +131,8 @@ impl<T: Tart> Worker<T> {
     /// period; the exit is reported as the agent's doing (the signal the job got, `Error`), and
     /// the plan restarts it per `restartPolicy`.
     pub(super) async fn probe_kill(&mut self, input: &WorkerInput, kill: Kill) {
-        self.prober = None;
-        let Some(proc) = self.proc.clone() else {
+        self.stop_probing();
+        let Some(proc) = self.proc() else {
             return;
         };
         let restarts = input.facts.restart_policy.restarts_after_agent_kill();

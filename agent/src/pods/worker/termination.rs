@@ -1,7 +1,9 @@
-//! The worker's side of termination: it records when it saw the deletion, keeps the job's
-//! busy/idle mark current from the status share, runs `preStop`, waits for a busy job within the
-//! grace period, decides the stop's grace and how the termination ended, and observes
-//! `pod_termination_seconds` once the VM is gone. The rules are [`crate::pods::termination`].
+//! The worker's side of termination: it records when it saw the deletion (the one piece of
+//! state that lives for the termination, a [`TermClock`]), keeps the job's busy/idle mark
+//! current from the status share, runs `preStop`, waits for a busy job within the grace period,
+//! decides the stop's grace and how the termination ended, stops the VM, deletes it (and with
+//! it the provisioning), and observes `pod_termination_seconds` once the VM is gone. The rules
+//! are [`crate::pods::termination`].
 
 use std::time::Duration;
 
@@ -9,15 +11,20 @@ use tart::{RunningVm, Tart};
 use tokio::time::Instant;
 use tracing::{info, warn};
 
-use super::{Worker, WorkerInput};
+use super::{Worker, WorkerInput, lifetimes::Provisioning};
 use crate::pods::{
+    ending::AgentStop,
     events::Occurrence,
     guest::status::read_job,
     hooks::{HookKind, HookRunner, hook, model::failure_message, run},
     metrics::HowLabels,
-    plan::Termination,
+    plan::{Process, Termination},
     termination::{JOB_POLL, JobActivity, TermClock, TerminationHow, stop_grace, termination_how},
 };
+
+/// Delay before retrying a teardown step that failed (stop, delete): they must converge, and
+/// each attempt is itself bounded by tart's deadlines.
+pub(super) const TEARDOWN_RETRY: Duration = Duration::from_secs(2);
 
 impl<T: Tart> Worker<T> {
     /// Record the deletion the first time it is seen (its grace runs from here), and read the
@@ -46,7 +53,7 @@ impl<T: Tart> Worker<T> {
 
     /// Read the job's busy/idle mark from the status share.
     pub(super) fn poll_job(&mut self) {
-        if self.shares.is_empty() || !self.alive() {
+        if self.prov.shares.is_empty() || !self.alive() {
             return;
         }
         let status = self.ctx.cfg.guest.layout.status(&self.state.vm);
@@ -78,7 +85,7 @@ impl<T: Tart> Worker<T> {
     /// Warning `FailedPreStopHook`, and the termination goes on.
     pub(super) async fn pre_stop(&mut self, input: &WorkerInput) {
         self.killing(input);
-        self.prober = None;
+        self.stop_probing();
         let Some(t) = self.state.facts.termination else {
             return;
         };
@@ -90,7 +97,7 @@ impl<T: Tart> Worker<T> {
             .and_then(|s| s.containers.first())
             .and_then(|c| hook(c, HookKind::PreStop));
         let left = t.deadline.saturating_duration_since(Instant::now());
-        if let (Some(action), Some(proc)) = (action, self.proc.clone())
+        if let (Some(action), Some(proc)) = (action, self.proc())
             && !left.is_zero()
         {
             let tart = self.ctx.tart.clone();
@@ -133,7 +140,7 @@ impl<T: Tart> Worker<T> {
             );
             self.emit(input, 0, Occurrence::WaitingForJob { left });
         }
-        let Some(proc) = self.proc.clone() else {
+        let Some(proc) = self.proc() else {
             return;
         };
         tokio::select! {
@@ -181,5 +188,67 @@ impl<T: Tart> Worker<T> {
             .termination
             .get_or_create(&HowLabels { how: how.as_str() })
             .observe(took.as_secs_f64());
+    }
+
+    pub(super) async fn stop(&mut self, input: &WorkerInput) {
+        let Some(proc) = self.proc() else {
+            self.state.facts.process = Process::Exited { code: 0 };
+            return;
+        };
+        self.stop_probing();
+        self.killing(input);
+        let tart = self.ctx.tart.clone();
+        let grace = self.stop_grace(input);
+        info!(grace_s = grace.as_secs(), "stopping vm");
+        let f = &input.facts;
+        let why = if f.deleting {
+            AgentStop::Deletion
+        } else if f.deadline_exceeded {
+            AgentStop::Deadline
+        } else {
+            AgentStop::PodFinished
+        };
+        match tart.stop(&proc, grace).await {
+            Ok(outcome) => {
+                info!(outcome = outcome.as_str(), "vm stopped");
+                self.stopping(why, Some(outcome));
+                let info = tokio::time::timeout(super::STOP_SLACK, proc.wait()).await;
+                let info = info.unwrap_or(tart::ExitInfo {
+                    reason: tart::ExitReason::Signaled,
+                    code: None,
+                    signal: Some(9),
+                });
+                self.on_exit(info);
+                self.finish();
+            }
+            Err(error) => {
+                // The VM may still go down before the retry: that end is the agent's too.
+                self.stopping(why, None);
+                warn!(%error, "stop failed; retrying");
+                tokio::time::sleep(TEARDOWN_RETRY).await;
+            }
+        }
+    }
+
+    pub(super) async fn delete(&mut self, input: &WorkerInput) {
+        let tart = self.ctx.tart.clone();
+        let vm = self.state.vm.clone();
+        match tart.delete(&vm).await {
+            Ok(()) => {
+                info!("vm deleted");
+                self.state.facts.cloned = false;
+                self.state.facts.configured = false;
+                self.state.facts.prepared = false;
+                let _ = tokio::fs::remove_file(self.run_opts().log_path).await;
+                // The provisioned VM is gone, and what lived as long as it with it.
+                self.prov = Provisioning::default();
+                self.remove_guest_dir().await;
+                self.remove_logs(input).await;
+            }
+            Err(error) => {
+                warn!(%error, "delete failed; retrying");
+                tokio::time::sleep(TEARDOWN_RETRY).await;
+            }
+        }
     }
 }

@@ -389,5 +389,6 @@ async fn a_fault_after_a_successful_start_is_a_new_event_not_a_repeat() {
 }
 
 mod hooks;
+mod lifetimes;
 mod probes;
 mod timing;

@@ -1,0 +1,235 @@
+//! One run of the VM, from `tart run` until its process ends, and the steps that start it: take
+//! a slot, run, wait for the IP, report it running. The run's state is a [`Run`]: the `tart run`
+//! handle, the slot, the guest's volume refresher, the log collector, the prober and how the
+//! agent stopped it. A run starts in `start_run` and ends in `end_run`, which drops it: dropping
+//! it ends its tasks, so nothing of a run outlives it and nothing is cleared by hand.
+
+use std::{sync::Arc, time::Duration};
+
+use k8s_openapi::jiff::Timestamp;
+use tart::{IpResolver, RunOpts, RunningVm, Tart};
+use tokio::{sync::watch, time::Instant};
+use tracing::{info, warn};
+
+use super::{
+    Worker, WorkerInput, WorkerState,
+    lifetimes::{Run, pinned},
+    outcomes::Failure,
+    teardown,
+    termination::TEARDOWN_RETRY,
+};
+use crate::metrics::OutcomeLabels;
+use crate::pods::{
+    events::Occurrence, guest::status::clear_end, metrics::Stage, plan::Process,
+    reasons::WaitingReason, status::ContainerView,
+};
+use crate::slots::SlotGuard;
+
+impl<T: Tart> Worker<T> {
+    /// A run began: `proc` holds `slot` from now until the run ends. Its tasks are started by
+    /// [`Self::serve_run`].
+    pub(super) fn start_run(
+        &mut self,
+        proc: T::Vm,
+        slot: Option<SlotGuard>,
+        started: Option<(Instant, Timestamp)>,
+    ) {
+        let listed = self.ctx.running.started(&self.state.vm);
+        self.run = Some(Run::new(proc, slot, listed, started));
+    }
+
+    /// Start the run's tasks that serve the guest for as long as it runs: its volumes kept
+    /// current and its output copied into the Pod's log.
+    pub(super) fn serve_run(&mut self, input: &WorkerInput) {
+        let refresher = self.start_refresher(input);
+        let collector = self.start_collector(input);
+        if let Some(run) = &mut self.run {
+            run.refresher = Some(refresher);
+            run.collector = Some(collector);
+        }
+    }
+
+    /// The run is over: it is dropped (which ends its tasks and frees its slot), and the state
+    /// says so — no slot, no IP, the job ended with it.
+    pub(super) fn end_run(&mut self) {
+        self.run = None;
+        self.state.facts.slot_held = false;
+        self.state.pod_ip = None;
+        self.job_ended();
+    }
+
+    /// Stop probing the current run: the agent is stopping it.
+    pub(super) fn stop_probing(&mut self) {
+        if let Some(run) = &mut self.run {
+            run.prober = None;
+        }
+    }
+
+    /// The current run's `tart run` process.
+    pub(super) fn proc(&self) -> Option<Arc<T::Vm>> {
+        self.run.as_ref().map(|r| r.proc.clone())
+    }
+
+    /// When the current run began, if this worker started it.
+    pub(super) fn run_started(&self) -> Option<(Instant, Timestamp)> {
+        self.run.as_ref().and_then(|r| r.started)
+    }
+
+    /// `tart run` options for this VM, with its guest's shares.
+    pub(super) fn run_opts(&self) -> RunOpts {
+        RunOpts {
+            dirs: self.prov.shares.clone(),
+            ..self.ctx.cfg.run_opts(&self.state.vm)
+        }
+    }
+
+    pub(super) async fn wait_slot(
+        &mut self,
+        input: &WorkerInput,
+        out: &watch::Sender<WorkerState>,
+    ) {
+        if let Some(g) = self.ctx.slots.try_acquire(&input.uid) {
+            self.next_slot = Some(g);
+            self.state.facts.slot_held = true;
+            return;
+        }
+        let (used, total) = (self.ctx.slots.used(), self.ctx.slots.total());
+        let msg = format!("waiting for a free VM slot ({used} of {total} in use)");
+        let episode = self.state.view.waiting_reason() == Some(WaitingReason::WaitingForVmSlot);
+        if !episode {
+            self.slot_waits += 1;
+            let occ = Occurrence::WaitingForSlot { used, total };
+            self.emit(input, self.slot_waits, occ);
+        }
+        self.state.view = ContainerView::waiting(WaitingReason::WaitingForVmSlot, Some(msg));
+        self.publish(out);
+        let mut changed = self.ctx.slots.changed();
+        tokio::select! {
+            _ = changed.changed() => {}
+            () = teardown(&mut self.input) => {}
+            // A safety net: a slot freed between try_acquire and subscribe is seen here.
+            () = tokio::time::sleep(Duration::from_secs(5)) => {}
+        }
+    }
+
+    pub(super) async fn run_vm(&mut self, input: &WorkerInput) {
+        let tart = self.ctx.tart.clone();
+        let vm = self.state.vm.clone();
+        let opts = self.run_opts();
+        if let Some(parent) = opts.log_path.parent() {
+            let _ = tokio::fs::create_dir_all(parent).await;
+        }
+        if !self.prov.shares.is_empty() {
+            clear_end(&self.ctx.cfg.guest.layout.status(&vm));
+        }
+        let own_time = self.overhead.own_time();
+        let started = Instant::now();
+        let started_ts = Timestamp::now();
+        // Not cancellable: a half-started detached VM must not be left behind untracked; the
+        // call is bounded by the start window.
+        let res = tart.run(&vm, &opts).await;
+        self.ctx.metrics.stage(Stage::Run, started.elapsed());
+        let outcome = |o| OutcomeLabels { outcome: o };
+        match res {
+            Ok(proc) => {
+                if let Some(created) = input.created {
+                    let delay = started_ts.duration_since(created);
+                    let delay = Duration::try_from(delay).unwrap_or_default();
+                    let first = self.once.provision(&self.ctx.metrics, delay);
+                    if first && self.overhead.clean {
+                        let secs = own_time.as_secs_f64();
+                        self.ctx.metrics.agent_overhead.observe(secs);
+                    }
+                }
+                self.ctx.health.record_vm_start_ok();
+                self.ctx
+                    .metrics
+                    .pod_starts
+                    .get_or_create(&outcome("ok"))
+                    .inc();
+                self.failures = 0;
+                let slot = self.next_slot.take();
+                self.start_run(proc, slot, Some((started, started_ts)));
+                self.serve_run(input);
+                self.state.facts.process = Process::Running {
+                    has_ip: false,
+                    marked: false,
+                };
+                self.state.facts.post_started = false;
+                self.state.view = ContainerView::Running {
+                    started_at: started_ts,
+                    // A postStart hook holds `started` back like a startup probe does.
+                    started: Self::starts_unprobed(input) && !input.facts.post_start,
+                    ready: false,
+                };
+                info!("vm started");
+                let occ = Occurrence::Started {
+                    container: input.container.clone(),
+                };
+                self.emit(input, self.state.facts.restarts, occ);
+            }
+            Err(e) => {
+                self.ctx
+                    .metrics
+                    .pod_starts
+                    .get_or_create(&outcome("error"))
+                    .inc();
+                self.next_slot = None;
+                self.state.facts.slot_held = false;
+                self.failed(input, Failure::Create, &e);
+            }
+        }
+    }
+
+    /// Report the VM running and ready, with its image's digest.
+    pub(super) async fn mark_running(&mut self, input: &WorkerInput) {
+        if self.state.image_id.is_none() {
+            let digest = self.prov.digest(&*self.ctx.tart, &input.image).await;
+            self.state.image_id = digest.map(|d| pinned(&input.image, &d));
+        }
+        self.state.facts.process = Process::Running {
+            has_ip: true,
+            marked: true,
+        };
+        info!(ip = ?self.state.pod_ip, "vm running");
+    }
+
+    pub(super) async fn wait_ip(&mut self, input: &WorkerInput) {
+        let tart = self.ctx.tart.clone();
+        let vm = self.state.vm.clone();
+        let Some(proc) = self.proc() else {
+            // Running without a handle cannot happen; treat as exited so the plan moves on.
+            self.state.facts.process = Process::Exited { code: 1 };
+            return;
+        };
+        let started = Instant::now();
+        let wait = self.ctx.cfg.ip_wait;
+        tokio::select! {
+            r = tart.ip(&vm, wait, IpResolver::Dhcp) => {
+                self.ctx.metrics.stage(Stage::Ip, started.elapsed());
+                match r {
+                    Ok(ip) => {
+                        if let Some((run_at, _)) = self.run_started() {
+                            self.once.boot(&self.ctx.metrics, run_at.elapsed());
+                        }
+                        self.state.pod_ip = Some(ip);
+                        self.state.facts.process = Process::Running { has_ip: true, marked: false };
+                        // With a postStart hook, probing starts once the hook is done.
+                        if !input.facts.post_start {
+                            self.start_probing(input);
+                        }
+                    }
+                    Err(error) => {
+                        warn!(%error, "no IP yet; asking again");
+                        tokio::select! {
+                            info = proc.wait() => self.on_exit(info),
+                            () = tokio::time::sleep(TEARDOWN_RETRY) => {}
+                        }
+                    }
+                }
+            }
+            info = proc.wait() => self.on_exit(info),
+            () = teardown(&mut self.input) => {}
+        }
+    }
+}
