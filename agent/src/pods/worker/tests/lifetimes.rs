@@ -29,7 +29,7 @@ async fn eventually(what: &str, cond: impl Fn() -> bool) {
 }
 
 #[tokio::test(start_paused = true)]
-async fn dropping_a_run_ends_its_prober_refresher_and_collector_and_frees_its_slot() {
+async fn dropping_a_run_ends_its_tasks_frees_its_slot_and_unlists_its_vm() {
     let r = rig(MemTart::new().with_cached(IMAGE), 2);
     let id = uid(60);
     let vm = VmNaming::default().vm_name(&id).unwrap();
@@ -51,7 +51,7 @@ async fn dropping_a_run_ends_its_prober_refresher_and_collector_and_frees_its_sl
         slot,
         started_at: None,
     };
-    let mut w = Worker::new(r.worker.clone(), vm, rx, start, 0);
+    let mut w = Worker::new(r.worker.clone(), vm.clone(), rx, start, 0);
     w.serve_run(&i);
     w.state.pod_ip = Some(Ipv4Addr::new(192, 168, 64, 2));
     w.start_probing(&i);
@@ -65,6 +65,7 @@ async fn dropping_a_run_ends_its_prober_refresher_and_collector_and_frees_its_sl
     let with_run = pod_refs();
     assert_eq!(unhealthy_refs(), 2, "the prober holds the event numbering");
     assert!(r.worker.slots.holds(&id));
+    assert!(r.worker.running.contains(&vm), "the run is listed");
     let logs = r.worker.cfg.pod_log_dir.clone();
     assert!(!run_marked_ended(&logs), "the run's log is not over");
 
@@ -83,6 +84,7 @@ async fn dropping_a_run_ends_its_prober_refresher_and_collector_and_frees_its_sl
     })
     .await;
     assert!(!r.worker.slots.holds(&id), "the run's slot is freed");
+    assert!(!r.worker.running.contains(&vm), "the run is still listed");
     let probed = r.tart.calls_of(Op::Exec).len();
     tokio::time::advance(Duration::from_secs(30)).await;
     assert_eq!(
