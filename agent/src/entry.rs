@@ -547,7 +547,7 @@ fn vitals_start(
     metrics: crate::vitals::metrics::VitalsMetrics,
 ) -> crate::vitals::Start {
     let naming = pods::naming::VmNaming::new(cfg.vm_name_prefix.clone()).ok();
-    let layout = pods::guest::layout::GuestLayout::new(cfg.guest_dir.clone());
+    let layout = crate::guest_contract::layout::GuestLayout::new(cfg.guest_dir.clone());
     crate::vitals::Start {
         interval: cfg.vitals_interval,
         host_overrides: cfg.vitals_host_file.clone(),

@@ -15,14 +15,17 @@ mod api;
 mod backoff;
 mod cli;
 mod config;
+mod container_logs;
 mod entry;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzz;
+mod guest_contract;
 mod guest_file;
 mod host;
 mod hostcheck;
 mod images;
 mod kubelet_api;
+mod lifecycle;
 mod macos;
 mod metrics;
 mod node;

@@ -1,10 +1,11 @@
 //! Fuzz targets for what the guest writes in its `status` share and the host reads: the
 //! `vitals` lines ([`crate::vitals::guest`]) and what they explain about a death
 //! ([`crate::vitals::death`]), and the job's end — `exit_code`, the `job` mark and the output
-//! tail used as a termination message ([`crate::pods::guest::status`]).
+//! tail used as a termination message ([`crate::guest_contract::status`]).
 
 use crate::{
-    pods::{guest::status, termination},
+    guest_contract::status,
+    pods::termination,
     vitals::{
         death::{self, Ending},
         guest,

@@ -10,9 +10,8 @@ use std::time::Duration;
 use kube::runtime::events::EventType;
 use tart::ErrorKind;
 
-use super::{
-    admission::RejectReason, hooks::HookKind, probes::EventReason, reasons::host_fault_reason,
-};
+use super::{admission::RejectReason, reasons::host_fault_reason};
+use crate::lifecycle::{hooks::HookKind, probes::EventReason};
 
 /// Something worth an event.
 #[derive(Debug, Clone, PartialEq, Eq)]

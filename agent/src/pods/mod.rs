@@ -15,15 +15,16 @@ pub mod context;
 pub mod ending;
 pub mod events;
 pub mod fields;
-pub mod guest;
-pub mod hooks;
+pub mod guest_refresh;
 pub use crate::images::reference as image;
 pub mod input;
-pub mod logs;
+/// The kubelet API's log seam; the store it serves is [`crate::container_logs`].
+pub mod logs {
+    pub mod serve;
+}
 pub mod metrics;
 pub mod naming;
 pub mod plan;
-pub mod probes;
 pub mod pull;
 pub mod reasons;
 pub mod reconcile;
@@ -53,7 +54,6 @@ use tracing::{Instrument, info, info_span, warn};
 use self::{
     admission::HostLimits,
     context::{NodeView, PodsConfig, Shared},
-    guest::{layout::GuestLayout, prepare::GuestSettings},
     metrics::PodMetrics,
     naming::VmNaming,
     plan::Process,
@@ -64,6 +64,7 @@ use self::{
 use crate::{
     backoff::{WATCH_RETRY, WatchBackoff},
     config::{Config, PullCredentials},
+    guest_contract::{layout::GuestLayout, prepare::GuestSettings},
     images::{goldens::Goldens, metrics::ImageMetrics, prepull::pacer::Pacer},
     metrics::ApiErrors,
     node::fence::Fence,

@@ -24,7 +24,6 @@ use super::{
     context::Shared,
     events::Occurrence,
     fields::ignored_fields,
-    guest::prepare::NodeAllocatable,
     input::{FINALIZER, deadline_left, is_terminal, pod_facts, worker_input},
     metrics::{KindLabels, ReasonLabels},
     naming::NamingError,
@@ -35,6 +34,7 @@ use super::{
 use crate::{
     api::ApiErrorKind,
     backoff::REQUEUE,
+    guest_contract::prepare::NodeAllocatable,
     metrics::{OutcomeLabels, count_api_error},
     node::fence::Fence,
     telemetry::error_chain,

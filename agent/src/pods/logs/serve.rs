@@ -7,7 +7,7 @@ use std::{path::PathBuf, sync::Arc};
 use futures::{FutureExt, future::BoxFuture};
 use kube::ResourceExt;
 
-use super::{LogError as StoreError, PodLogId, read};
+use crate::container_logs::{LogError as StoreError, PodLogId, read};
 use crate::kubelet_api::{
     PodSource,
     logs::{LogError, LogQuery, LogSource, LogStream, LogTarget},

@@ -8,15 +8,13 @@ use tart::Tart;
 use tracing::{info, warn};
 
 use super::{Worker, WorkerInput};
-use crate::pods::logs::{self, CollectorSpec, Fault, FaultReport, Origin, PodLogId, Source};
+use crate::container_logs::{
+    self as logs, CollectorSpec, Fault, FaultReport, Origin, PodLogId, Source,
+};
+use crate::guest_contract::{model::ConfigError, prepare::prepare, status::JOB_FILE};
 use crate::pods::{
     events::Occurrence,
-    guest::{
-        model::ConfigError,
-        prepare::prepare,
-        refresh::{self, RefreshDeps},
-        status::JOB_FILE,
-    },
+    guest_refresh::{self as refresh, RefreshDeps},
     metrics::KindLabels,
     plan::crash_backoff,
     reasons::WaitingReason,

@@ -25,17 +25,18 @@ use tracing::{Instrument, debug, info_span};
 use super::{
     ending::{AgentStop, StopSignal, unwatched},
     events::Occurrence,
-    guest::{prepare::NodeAllocatable, refresh::RefreshTask},
+    guest_refresh::RefreshTask,
     image::{ImageRef, PullPolicy},
-    logs::CollectorHandle,
     metrics::PodOnce,
     plan::{PodFacts, Process, VmFacts, VmStep, plan},
-    probes::{ProberEvent, ProberHandle},
     reasons::WaitingReason,
     resources::VmResources,
     status::{ContainerView, Terminated},
     termination::{JOB_POLL, JobActivity, TermClock},
 };
+use crate::container_logs::CollectorHandle;
+use crate::guest_contract::prepare::NodeAllocatable;
+use crate::lifecycle::probes::{ProberEvent, ProberHandle};
 use crate::slots::SlotGuard;
 
 mod context;
@@ -194,7 +195,7 @@ struct Worker<T: Tart> {
     /// The guest's `--dir` shares, once prepared.
     shares: Vec<tart::DirShare>,
     /// Tokens issued while preparing, handed to the refresher when the VM starts.
-    tokens: Option<super::guest::prepare::Tokens>,
+    tokens: Option<crate::guest_contract::prepare::Tokens>,
     /// Keeps the running guest's volumes current; dropped when the VM stops.
     refresher: Option<RefreshTask>,
     /// Copies the run's output into the Pod's log; dropped (after a last read) when it ends.

@@ -10,12 +10,12 @@ use tokio::{sync::watch, time::Instant};
 use tracing::{info, warn};
 
 use super::{Worker, WorkerContext, WorkerInput, WorkerState, outcomes::Failure, teardown};
+use crate::guest_contract::status::clear_end;
 use crate::images::goldens::GoldenResult;
 use crate::metrics::OutcomeLabels;
 use crate::pods::{
     ending::AgentStop,
     events::Occurrence,
-    guest::status::clear_end,
     image::{ImageRef, PullDecision, PullPolicy, pull_decision},
     metrics::Stage,
     plan::Process,

@@ -10,10 +10,10 @@ use tokio::time::Instant;
 use tracing::{info, warn};
 
 use super::{Worker, WorkerInput};
+use crate::guest_contract::status::read_job;
+use crate::lifecycle::hooks::{HookKind, HookRunner, hook, model::failure_message, run};
 use crate::pods::{
     events::Occurrence,
-    guest::status::read_job,
-    hooks::{HookKind, HookRunner, hook, model::failure_message, run},
     metrics::HowLabels,
     plan::Termination,
     termination::{JOB_POLL, JobActivity, TermClock, TerminationHow, stop_grace, termination_how},

@@ -19,7 +19,7 @@ use tokio::{
 use tokio_rustls::TlsAcceptor;
 
 use super::*;
-use crate::pods::probes::url::USER_AGENT;
+use crate::lifecycle::handlers::url::USER_AGENT;
 
 const LOCAL: Ipv4Addr = Ipv4Addr::LOCALHOST;
 const T: Duration = Duration::from_secs(5);

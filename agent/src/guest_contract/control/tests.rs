@@ -5,7 +5,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use super::*;
-use crate::pods::guest::{atomic::write_atomic, model::MountSpec};
+use crate::guest_contract::{atomic::write_atomic, model::MountSpec};
 
 const LAUNCHER: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),

@@ -7,10 +7,10 @@ use std::{
 };
 
 use super::*;
-use crate::pods::probes::{
+use crate::lifecycle::handlers::outcome::ProbeResult;
+use crate::lifecycle::probes::{
     fixtures::{SpecExt, set, spec},
     model::{Action, ProbeKind::*},
-    outcome::ProbeResult,
 };
 
 const DEADLINE: Duration = Duration::from_secs(3600);

@@ -3,8 +3,8 @@ use std::time::Duration;
 use futures::StreamExt;
 
 use super::*;
-use crate::pods::logs::cri::{self, Stream as Out};
-use crate::pods::logs::writer::{Rotation, RunLog};
+use crate::container_logs::cri::{self, Stream as Out};
+use crate::container_logs::writer::{Rotation, RunLog};
 
 const WAIT: Duration = Duration::from_secs(5);
 
@@ -124,7 +124,7 @@ async fn a_container_without_logs_is_waiting_to_start() {
         .unwrap_err();
     assert_eq!(
         err.kind(),
-        crate::pods::logs::error::LogErrorKind::NotStarted
+        crate::container_logs::error::LogErrorKind::NotStarted
     );
     assert_eq!(
         err.to_string(),

@@ -21,9 +21,9 @@ use tokio::{
 use tracing::{Instrument, debug, info};
 
 use super::{
+    super::handlers::outcome::Outcome,
     check::Checker,
     model::{Action, ProbeKind, ProbeSet},
-    outcome::Outcome,
     state::{ProbeStatus, Probes},
 };
 

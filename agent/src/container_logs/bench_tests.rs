@@ -1,6 +1,6 @@
 //! The write→read latency of a log line: the guest appends a line to `status/stdout`, the
 //! collector turns it into a record, a following reader streams it. Run with
-//! `cargo test -p tart-kubelet pods::logs::bench_tests -- --ignored --nocapture`.
+//! `cargo test -p tart-kubelet container_logs::bench_tests -- --ignored --nocapture`.
 
 use std::io::Write;
 use std::time::{Duration, Instant};

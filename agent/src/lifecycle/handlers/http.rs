@@ -19,7 +19,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_rustls::TlsConnector;
 
 use super::{
-    model::{HttpGet, Scheme},
+    super::probes::model::{HttpGet, Scheme},
     outcome::Outcome,
     tcp::{dial, os_text},
     tls::insecure_connector,

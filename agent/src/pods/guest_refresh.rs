@@ -18,12 +18,12 @@ use tart::VmName;
 use tokio::task::AbortHandle;
 use tracing::{Instrument, info, info_span, warn};
 
-use super::{
-    model::ConfigError,
-    prepare::{GuestSettings, NodeAllocatable, Tokens, next_token_refresh, refresh_volumes},
-    token::retry_delay,
-};
 use crate::{
+    guest_contract::{
+        model::ConfigError,
+        prepare::{GuestSettings, NodeAllocatable, Tokens, next_token_refresh, refresh_volumes},
+        token::retry_delay,
+    },
     metrics::OutcomeLabels,
     pods::{events::Occurrence, metrics::PodMetrics, sink::EventSink},
 };

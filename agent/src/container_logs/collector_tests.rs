@@ -2,8 +2,8 @@ use std::io::Write;
 use std::time::Instant;
 
 use super::*;
+use crate::container_logs::files;
 use crate::guest_file::Refused;
-use crate::pods::logs::files;
 
 const WAIT: Duration = Duration::from_secs(5);
 

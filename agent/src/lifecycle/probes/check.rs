@@ -7,7 +7,8 @@ use std::{future::Future, net::Ipv4Addr, sync::Arc, time::Duration};
 
 use tart::{Tart, VmName};
 
-use super::{exec, http, model::Action, outcome::Outcome, tcp};
+use super::model::Action;
+use crate::lifecycle::handlers::{exec, http, outcome::Outcome, tcp};
 
 /// Makes one probe attempt. Implementations bound the attempt by `timeout` themselves and leave
 /// nothing behind (process, socket, task) when the returned future ends or is dropped.
@@ -56,7 +57,7 @@ mod tests {
     use tokio::net::TcpListener;
 
     use super::*;
-    use crate::pods::probes::model::{HttpGet, Scheme};
+    use crate::lifecycle::probes::model::{HttpGet, Scheme};
 
     const T: Duration = Duration::from_secs(2);
 

@@ -4,7 +4,8 @@
 
 use std::fmt;
 
-use super::{model::Scheme, outcome::Outcome, tcp::join_host_port};
+use super::{outcome::Outcome, tcp::join_host_port};
+use crate::lifecycle::probes::model::Scheme;
 
 /// kubelet's `User-Agent` for probes: `kube-probe/<major>.<minor>` of the API level the node
 /// reports (`kubeletVersion` v1.37).

@@ -11,22 +11,16 @@
 //! describes the behaviour and where it differs from kubelet.
 
 pub mod check;
-pub mod exec;
-pub mod http;
 pub mod model;
-pub mod outcome;
 pub mod prober;
 pub mod state;
-pub mod tcp;
-mod tls;
-pub mod url;
 
 #[cfg(test)]
 pub(crate) mod fixtures;
 
+pub use super::handlers::outcome::{Outcome, ProbeResult};
 pub use check::GuestChecker;
 pub use model::{ProbeKind, ProbeSet};
-pub use outcome::{Outcome, ProbeResult};
 pub use prober::{
     EventReason, Kill, ProbeReport, ProberEvent, ProberHandle, event_message, event_reason, spawn,
 };

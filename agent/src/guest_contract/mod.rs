@@ -19,7 +19,6 @@ pub mod fetch;
 pub mod layout;
 pub mod model;
 pub mod prepare;
-pub mod refresh;
 pub mod status;
 pub mod token;
 pub mod volumes;

@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::{
 use kube::api::ObjectMeta;
 
 use super::*;
-use crate::pods::guest::model::ObjectData;
+use crate::guest_contract::model::ObjectData;
 
 fn pod(volumes: Vec<Volume>, mounts: Vec<VolumeMount>) -> Pod {
     Pod {

@@ -4,8 +4,8 @@
 //! liveness or startup probe means a kill. Timing is the prober's.
 
 use super::{
+    super::handlers::outcome::ProbeResult,
     model::{ProbeKind, ProbeSet, ProbeSpec},
-    outcome::ProbeResult,
 };
 
 /// What the probes say about the container.

@@ -16,7 +16,7 @@ use tokio::time::timeout;
 use tower_test::mock::{self, Handle, SendResponse};
 
 use super::*;
-use crate::pods::guest::model::TokenSpec;
+use crate::guest_contract::model::TokenSpec;
 
 const WAIT: Duration = Duration::from_secs(2);
 const PATH: &str = "/api/v1/namespaces/ci/serviceaccounts/build/token";

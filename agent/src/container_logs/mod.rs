@@ -11,7 +11,6 @@ pub mod error;
 pub mod files;
 pub mod format;
 pub mod reader;
-pub mod serve;
 pub mod source;
 mod tail;
 pub mod writer;

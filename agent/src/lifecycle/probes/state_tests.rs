@@ -1,5 +1,5 @@
 use super::*;
-use crate::pods::probes::{
+use crate::lifecycle::probes::{
     fixtures::{SpecExt, set, spec},
     model::ProbeKind::{Liveness, Readiness, Startup},
 };

@@ -8,7 +8,7 @@ use std::{net::Ipv4Addr, time::Duration};
 use tart::{ErrorKind, Tart, VmName};
 
 use super::model::HookAction;
-use crate::pods::probes::{http::HttpClient, outcome::Outcome};
+use crate::lifecycle::handlers::{http::HttpClient, outcome::Outcome};
 
 /// Where a hook runs: the VM (for `exec`) and its guest's IP (for `httpGet`).
 pub struct HookRunner<'a, T: Tart> {
@@ -115,7 +115,7 @@ mod tests {
     use tokio::{io::AsyncWriteExt, net::TcpListener};
 
     use super::*;
-    use crate::pods::probes::model::{HttpGet, Scheme};
+    use crate::lifecycle::probes::model::{HttpGet, Scheme};
 
     fn run_opts() -> tart::RunOpts {
         tart::RunOpts {

@@ -1,0 +1,3 @@
+pub mod handlers;
+pub mod hooks;
+pub mod probes;
