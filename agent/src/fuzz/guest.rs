@@ -4,8 +4,7 @@
 //! tail used as a termination message ([`crate::guest_contract::status`]).
 
 use crate::{
-    guest_contract::status,
-    pods::termination,
+    guest_contract::{job, status},
     vitals::{
         death::{self, Ending},
         guest,
@@ -93,8 +92,8 @@ fn guest_status(data: &[u8]) {
     if let Some(code) = status::parse_exit_code(&text) {
         assert_eq!(status::parse_exit_code(&format!("{code}\n")), Some(code));
     }
-    if let Some(mark) = termination::parse_job_mark(&text) {
-        assert_ne!(mark, termination::JobActivity::Ended);
+    if let Some(mark) = job::parse_job_mark(&text) {
+        assert_ne!(mark, job::JobActivity::Ended);
     }
     let tail = status::log_tail(&text);
     assert!(tail.len() <= status::MAX_LOG_BYTES, "{} bytes", tail.len());

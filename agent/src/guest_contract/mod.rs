@@ -16,6 +16,7 @@ pub mod downward;
 pub mod env;
 pub mod expand;
 pub mod fetch;
+pub mod job;
 pub mod layout;
 pub mod model;
 pub mod prepare;

@@ -29,7 +29,6 @@ use super::{
     token::{IssuedToken, is_valid, refresh_at, request_token},
     volumes,
 };
-use crate::pods::events::Occurrence;
 
 /// What preparing a guest needs besides the Pod.
 #[derive(Debug, Clone)]
@@ -61,13 +60,34 @@ pub struct NodeAllocatable {
 #[derive(Debug, Default)]
 pub struct Tokens(BTreeMap<(String, String), IssuedToken>);
 
-/// A prepared guest: the shares for `tart run` and what the refresher keeps current.
+/// A warning for the Pod that preparing its guest found; the caller turns it into its event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GuestWarning {
+    /// `envFrom` keys skipped because they are not valid variable names.
+    InvalidEnvNames {
+        /// `configmap` or `secret`, as kubelet words it.
+        source_kind: &'static str,
+        /// `<namespace>/<name>` of the source.
+        source: String,
+        /// The skipped keys.
+        keys: Vec<String>,
+    },
+    /// Environment variables from `status.podIP`/`podIPs`, which are unknown before the VM
+    /// boots.
+    PodIpUnknown {
+        /// The variables' names.
+        names: Vec<String>,
+    },
+}
+
+/// A prepared guest: the shares for `tart run` and what the refresher keeps current. `W`: the
+/// caller's event type its warnings become, so this module needs no Pod-side vocabulary.
 #[derive(Debug)]
-pub struct Prepared {
+pub struct Prepared<W> {
     /// `--dir` shares: control, status, one per mounted volume.
     pub shares: Vec<DirShare>,
     /// Warnings for the Pod (invalid envFrom keys, podIP not yet known).
-    pub warnings: Vec<Occurrence>,
+    pub warnings: Vec<W>,
     /// The tokens written.
     pub tokens: Tokens,
     /// Time spent waiting on the API server (gets, TokenRequests): not the agent's own work.
@@ -148,13 +168,13 @@ async fn resolve<'a>(
 ///
 /// # Errors
 /// A [`ConfigError`] naming what is missing or wrong (never a value).
-pub async fn prepare(
+pub async fn prepare<W: From<GuestWarning>>(
     client: &kube::Client,
     s: &GuestSettings,
     pod: &Pod,
     alloc: NodeAllocatable,
     vm: &VmName,
-) -> Result<Prepared, ConfigError> {
+) -> Result<Prepared<W>, ConfigError> {
     let started = tokio::time::Instant::now();
     let r = resolve(client, s, pod, alloc, true).await?;
     let mut api_wait = started.elapsed();
@@ -205,7 +225,10 @@ pub async fn prepare(
     );
     Ok(Prepared {
         shares,
-        warnings: warnings(r.container, &env),
+        warnings: warnings(r.container, &env)
+            .into_iter()
+            .map(W::from)
+            .collect(),
         tokens,
         api_wait,
     })
@@ -376,11 +399,11 @@ fn env_lookup(env: &ResolvedEnv) -> impl Fn(&str) -> Option<String> + '_ {
 }
 
 /// Warnings kubelet would give, and ours for the VM's IP.
-fn warnings(c: &Container, env: &ResolvedEnv) -> Vec<Occurrence> {
-    let mut out: Vec<Occurrence> = env
+fn warnings(c: &Container, env: &ResolvedEnv) -> Vec<GuestWarning> {
+    let mut out: Vec<GuestWarning> = env
         .invalid_keys
         .iter()
-        .map(|k| Occurrence::InvalidEnvNames {
+        .map(|k| GuestWarning::InvalidEnvNames {
             source_kind: k.kind.as_str(),
             source: format!("{}/{}", k.namespace, k.name),
             keys: k.keys.clone(),
@@ -399,7 +422,7 @@ fn warnings(c: &Container, env: &ResolvedEnv) -> Vec<Occurrence> {
             })
             .map(|e| e.name.clone())
             .collect();
-        out.push(Occurrence::PodIpUnknown { names });
+        out.push(GuestWarning::PodIpUnknown { names });
     }
     out
 }

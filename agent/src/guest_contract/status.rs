@@ -7,8 +7,8 @@
 
 use std::path::Path;
 
+use super::job::{JobActivity, parse_job_mark};
 use crate::guest_file::{self, GuestFileError, Refused};
-use crate::pods::termination::{JobActivity, parse_job_mark};
 
 /// The most read of `exit_code`, `state` and `job`: a word or a number and a newline.
 const SMALL_FILE_BYTES: u64 = 64;

@@ -11,6 +11,7 @@ use kube::runtime::events::EventType;
 use tart::ErrorKind;
 
 use super::{admission::RejectReason, reasons::host_fault_reason};
+use crate::guest_contract::prepare::GuestWarning;
 use crate::lifecycle::{hooks::HookKind, probes::EventReason};
 
 /// Something worth an event.
@@ -235,6 +236,23 @@ pub enum EventKind {
     GuestFileRefused,
     /// [`Occurrence::GuestOutputSkipped`].
     GuestOutputSkipped,
+}
+
+impl From<GuestWarning> for Occurrence {
+    fn from(w: GuestWarning) -> Self {
+        match w {
+            GuestWarning::InvalidEnvNames {
+                source_kind,
+                source,
+                keys,
+            } => Self::InvalidEnvNames {
+                source_kind,
+                source,
+                keys,
+            },
+            GuestWarning::PodIpUnknown { names } => Self::PodIpUnknown { names },
+        }
+    }
 }
 
 impl Occurrence {

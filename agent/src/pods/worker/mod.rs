@@ -32,10 +32,10 @@ use super::{
     reasons::WaitingReason,
     resources::VmResources,
     status::{ContainerView, Terminated},
-    termination::{JOB_POLL, JobActivity, TermClock},
+    termination::{JOB_POLL, TermClock},
 };
 use crate::container_logs::CollectorHandle;
-use crate::guest_contract::prepare::NodeAllocatable;
+use crate::guest_contract::{job::JobActivity, prepare::NodeAllocatable};
 use crate::lifecycle::probes::{ProberEvent, ProberHandle};
 use crate::slots::SlotGuard;
 

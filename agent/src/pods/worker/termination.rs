@@ -10,13 +10,13 @@ use tokio::time::Instant;
 use tracing::{info, warn};
 
 use super::{Worker, WorkerInput};
-use crate::guest_contract::status::read_job;
+use crate::guest_contract::{job::JobActivity, status::read_job};
 use crate::lifecycle::hooks::{HookKind, HookRunner, hook, model::failure_message, run};
 use crate::pods::{
     events::Occurrence,
     metrics::HowLabels,
     plan::Termination,
-    termination::{JOB_POLL, JobActivity, TermClock, TerminationHow, stop_grace, termination_how},
+    termination::{JOB_POLL, TermClock, TerminationHow, stop_grace, termination_how},
 };
 
 impl<T: Tart> Worker<T> {
