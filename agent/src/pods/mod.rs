@@ -18,10 +18,7 @@ pub mod fields;
 pub mod guest_refresh;
 pub use crate::images::reference as image;
 pub mod input;
-/// The kubelet API's log seam; the store it serves is [`crate::container_logs`].
-pub mod logs {
-    pub mod serve;
-}
+pub mod logs;
 pub mod metrics;
 pub mod naming;
 pub mod plan;
