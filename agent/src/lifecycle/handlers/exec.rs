@@ -1,5 +1,6 @@
-//! `exec` probes: the command runs in the guest through `tart exec` with the probe's timeout as
-//! its deadline. What the result means is decided by [`outcome`] (pure).
+//! The `exec` handler: the command runs in the guest through `tart exec`, bounded by a deadline
+//! ([`run`], for probes and hooks alike). What its end means for a probe is [`outcome`]'s
+//! (pure); a hook reads it in `hooks::run`.
 
 use std::time::Duration;
 
@@ -10,40 +11,64 @@ use super::outcome::Outcome;
 /// Most bytes of output kept, as kubelet's exec prober keeps (10 KiB).
 pub const MAX_OUTPUT: usize = 10 << 10;
 
-/// One attempt: `tart exec <vm> <command…>`, bounded by `timeout`.
+/// How one `tart exec` within its deadline ended.
+#[derive(Debug)]
+pub enum ExecEnd {
+    /// The command ran to its end: its exit code and output.
+    Exited(ExecOutput),
+    /// The deadline passed (ours, or the one `tart exec` was given).
+    TimedOut,
+    /// `tart exec` failed otherwise.
+    Failed(tart::Error),
+}
+
+impl From<tart::Result<ExecOutput>> for ExecEnd {
+    fn from(result: tart::Result<ExecOutput>) -> Self {
+        match result {
+            Ok(out) => Self::Exited(out),
+            Err(e) if e.kind() == ErrorKind::Timeout => Self::TimedOut,
+            Err(e) => Self::Failed(e),
+        }
+    }
+}
+
+/// `tart exec <vm> <command…>`, bounded by `timeout`.
 ///
 /// # Cancellation
 /// Dropping the future kills the `tart exec` process group (the tart crate's guard).
+pub async fn run<T: Tart>(tart: &T, vm: &VmName, command: &[String], timeout: Duration) -> ExecEnd {
+    // The tart crate kills the group at the deadline; the outer bound holds for any `Tart`,
+    // and dropping the call at it kills the group just the same.
+    match tokio::time::timeout(timeout, tart.exec(vm, command, timeout)).await {
+        Ok(result) => result.into(),
+        Err(_) => ExecEnd::TimedOut,
+    }
+}
+
+/// One probe attempt: [`run`], read by [`outcome`].
 pub async fn check<T: Tart>(
     tart: &T,
     vm: &VmName,
     command: &[String],
     timeout: Duration,
 ) -> Outcome {
-    // The tart crate kills the group at the deadline; the outer bound holds for any `Tart`,
-    // and dropping the call at it kills the group just the same.
-    match tokio::time::timeout(timeout, tart.exec(vm, command, timeout)).await {
-        Ok(result) => outcome(command, result),
-        Err(_) => timed_out(command),
-    }
+    outcome(command, run(tart, vm, command, timeout).await)
 }
 
-/// What one `tart exec` result means for the probe:
+/// What one `tart exec` end means for the probe:
 /// - exit 0: success; any other exit: failure with the guest command's output (stdout, then
 ///   stderr, at most [`MAX_OUTPUT`] bytes), as kubelet reports it;
 /// - deadline passed: failure, kubelet's `command "…" timed out`;
 /// - the guest agent did not answer (Tart's `Failed to connect to the VM using its control
 ///   socket`, classified `Other`): failure — a guest whose agent is gone is not healthy;
 /// - anything else (VM missing or not running, `tart` missing, host faults): error, thrown away.
-pub fn outcome(command: &[String], result: tart::Result<ExecOutput>) -> Outcome {
-    match result {
-        Ok(out) if out.exit_code == 0 => Outcome::Success,
-        Ok(out) => Outcome::Failure(combined(&out)),
-        Err(e) => match e.kind() {
-            ErrorKind::Timeout => timed_out(command),
-            ErrorKind::Other => Outcome::Failure(e.message),
-            _ => Outcome::Error(e.to_string()),
-        },
+pub fn outcome(command: &[String], end: ExecEnd) -> Outcome {
+    match end {
+        ExecEnd::Exited(out) if out.exit_code == 0 => Outcome::Success,
+        ExecEnd::Exited(out) => Outcome::Failure(combined(&out)),
+        ExecEnd::TimedOut => timed_out(command),
+        ExecEnd::Failed(e) if e.kind() == ErrorKind::Other => Outcome::Failure(e.message),
+        ExecEnd::Failed(e) => Outcome::Error(e.to_string()),
     }
 }
 
@@ -129,14 +154,14 @@ mod tests {
         ];
         for (result, want) in cases {
             let shown = format!("{result:?}");
-            assert_eq!(outcome(&cmd, result), want, "{shown}");
+            assert_eq!(outcome(&cmd, result.into()), want, "{shown}");
         }
     }
 
     #[test]
     fn failure_output_is_cut_to_ten_kib_on_a_char_boundary() {
         let long = "é".repeat(MAX_OUTPUT); // 2 bytes each
-        let Outcome::Failure(text) = outcome(&argv(&["x"]), exited(1, &long, "tail")) else {
+        let Outcome::Failure(text) = outcome(&argv(&["x"]), exited(1, &long, "tail").into()) else {
             panic!("not a failure")
         };
         assert_eq!(text.len(), MAX_OUTPUT);

@@ -1,7 +1,9 @@
-//! `httpGet` probes: a GET from the Mac to the guest over HTTP/1.1 (HTTPS without certificate
-//! checks), one connection per request, redirects to the same host followed, at most
-//! [`MAX_BODY`] bytes of body read, the whole attempt bounded by the probe's timeout. The URL,
-//! headers and status rules are [`url`](super::url)'s; failures read as Go's client words them.
+//! The `httpGet` handler, for probes and hooks alike: a GET from the Mac to the guest over
+//! HTTP/1.1 (HTTPS without certificate checks), one connection per request, redirects to the
+//! same host followed, at most [`MAX_BODY`] bytes of body read, the whole attempt bounded by a
+//! deadline ([`HttpClient::get`]). The URL, headers and a probe's status rules are
+//! [`url`](super::url)'s; failures read as Go's client words them. A probe reads the end with
+//! [`HttpEnd::probe_outcome`]; a hook reads it in `hooks::run`.
 
 use std::{net::Ipv4Addr, time::Duration};
 
@@ -19,7 +21,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_rustls::TlsConnector;
 
 use super::{
-    super::probes::model::{HttpGet, Scheme},
+    model::{HttpGet, Scheme},
     outcome::Outcome,
     tcp::{dial, os_text},
     tls::insecure_connector,
@@ -29,7 +31,7 @@ use super::{
 /// Most body bytes read, as kubelet reads (10 KiB); the rest is left unread.
 pub const MAX_BODY: usize = 10 << 10;
 
-/// The HTTP side of `GuestChecker`.
+/// The `httpGet` client of probes (`GuestChecker`) and hooks.
 pub struct HttpClient {
     tls: TlsConnector,
 }
@@ -40,13 +42,44 @@ impl Default for HttpClient {
     }
 }
 
+/// How one GET ended, before a probe's or a hook's rules read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HttpEnd {
+    /// The final response arrived: its status and the start of its body, or why the body could
+    /// not be read (Go's words).
+    Response {
+        /// The status code.
+        status: u16,
+        /// At most [`MAX_BODY`] bytes of body, or the body read's error.
+        body: Result<String, String>,
+    },
+    /// No final response: Go's client's words (`Get "<url>": …`).
+    Failed(String),
+}
+
+impl HttpEnd {
+    /// What the end means for a probe: kubelet's status rules on a response
+    /// ([`status_outcome`]), a failure without one.
+    pub fn probe_outcome(self) -> Outcome {
+        match self {
+            Self::Response {
+                status,
+                body: Ok(body),
+            } => status_outcome(status, &body),
+            // kubelet: a body read error is a prober error, and its result is thrown away.
+            Self::Response { body: Err(why), .. } => Outcome::Error(why),
+            Self::Failed(why) => Outcome::Failure(why),
+        }
+    }
+}
+
 /// How far the attempt got, read when the timeout cuts it short.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
     /// Connecting, sending, or waiting for the response head (of any hop).
     Headers,
-    /// Reading the final response's body.
-    Body,
+    /// Reading the body of the final response, whose status is this.
+    Body(u16),
 }
 
 /// The request under way.
@@ -70,11 +103,16 @@ impl HttpClient {
         }
     }
 
-    /// One attempt of `get` against `pod_ip` (or its own host), bounded by `timeout`.
+    /// One probe attempt: [`get`](Self::get), read by [`HttpEnd::probe_outcome`].
+    pub async fn check(&self, get: &HttpGet, pod_ip: Ipv4Addr, timeout: Duration) -> Outcome {
+        self.get(get, pod_ip, timeout).await.probe_outcome()
+    }
+
+    /// One GET of `get` against `pod_ip` (or its own host), bounded by `timeout`.
     ///
     /// # Cancellation
     /// Every socket lives in the returned future; dropping it closes them.
-    pub async fn check(&self, get: &HttpGet, pod_ip: Ipv4Addr, timeout: Duration) -> Outcome {
+    pub async fn get(&self, get: &HttpGet, pod_ip: Ipv4Addr, timeout: Duration) -> HttpEnd {
         let host = get.host.clone().unwrap_or_else(|| pod_ip.to_string());
         let mut progress = Progress {
             url: Url::new(get.scheme, &host, get.port, &get.path),
@@ -82,28 +120,30 @@ impl HttpClient {
         };
         let result = tokio::time::timeout(timeout, self.attempt(get, &mut progress)).await;
         match result {
-            Ok(outcome) => outcome,
+            Ok(end) => end,
             Err(_) => match progress.phase {
-                Phase::Headers => Outcome::Failure(format!(
+                Phase::Headers => HttpEnd::Failed(format!(
                     "Get {:?}: context deadline exceeded (Client.Timeout exceeded while awaiting headers)",
                     progress.url.to_string()
                 )),
-                // kubelet: a body read error is a prober error, and its result is thrown away.
-                Phase::Body => Outcome::Error(
-                    "context deadline exceeded (Client.Timeout or context cancellation while reading body)"
-                        .into(),
-                ),
+                Phase::Body(status) => HttpEnd::Response {
+                    status,
+                    body: Err(
+                        "context deadline exceeded (Client.Timeout or context cancellation while reading body)"
+                            .into(),
+                    ),
+                },
             },
         }
     }
 
-    async fn attempt(&self, get: &HttpGet, progress: &mut Progress) -> Outcome {
+    async fn attempt(&self, get: &HttpGet, progress: &mut Progress) -> HttpEnd {
         let first_host = progress.url.host.clone();
         let mut host = host_header(&progress.url, &get.headers);
         let mut redirects = 0;
         loop {
             let url = progress.url.clone();
-            let fail = |why: String| Outcome::Failure(format!("Get {:?}: {why}", url.to_string()));
+            let fail = |why: String| HttpEnd::Failed(format!("Get {:?}: {why}", url.to_string()));
             let headers = request_headers(&host, &get.headers);
             let exchange = match self.exchange(&url, &headers, &first_host, progress).await {
                 Ok(x) => x,
@@ -129,9 +169,9 @@ impl HttpClient {
                     progress.url = next;
                 }
                 _ => {
-                    return match exchange.body {
-                        Ok(body) => status_outcome(exchange.status, &body),
-                        Err(why) => Outcome::Error(why),
+                    return HttpEnd::Response {
+                        status: exchange.status,
+                        body: exchange.body,
                     };
                 }
             }
@@ -209,7 +249,7 @@ where
             .and_then(|l| l.to_str().ok())
             .map(str::to_owned);
         let body = if is_final(status, location.as_deref()) {
-            *phase = Phase::Body;
+            *phase = Phase::Body(status);
             read_body(resp.into_body()).await
         } else {
             Ok(String::new())

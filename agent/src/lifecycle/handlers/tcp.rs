@@ -1,4 +1,4 @@
-//! `tcpSocket` probes, and the dialing the HTTP probe shares: connect from the Mac to the
+//! `tcpSocket` probes, and the dialing the `httpGet` handler shares: connect from the Mac to the
 //! guest within the timeout, with Go's wording for what went wrong (kubelet's messages are Go
 //! error texts, and users search for them).
 

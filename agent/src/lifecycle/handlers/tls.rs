@@ -1,4 +1,4 @@
-//! TLS for HTTPS probes the way kubelet does it: the guest's certificate is neither checked
+//! TLS for HTTPS probes and hooks the way kubelet does it: the guest's certificate is neither checked
 //! against a CA nor against the host name (kubelet's `InsecureSkipVerify`); the handshake
 //! signature is still verified, so the peer holds the key of the certificate it sent.
 

@@ -1,11 +1,10 @@
-//! The pure half of the HTTP probe: the URL kubelet builds from an `httpGet`, how a redirect's
+//! The pure half of the `httpGet` handler: the URL kubelet builds from an `httpGet`, how a redirect's
 //! `Location` resolves against it, the request headers kubelet sends, and what a final status
-//! means.
+//! means for a probe.
 
 use std::fmt;
 
-use super::{outcome::Outcome, tcp::join_host_port};
-use crate::lifecycle::probes::model::Scheme;
+use super::{model::Scheme, outcome::Outcome, tcp::join_host_port};
 
 /// kubelet's `User-Agent` for probes: `kube-probe/<major>.<minor>` of the API level the node
 /// reports (`kubeletVersion` v1.37).

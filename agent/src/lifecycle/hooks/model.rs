@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Container, LifecycleHandler};
 
-use crate::lifecycle::probes::model::{HttpGet, http_get};
+use crate::lifecycle::{handlers::model::HttpGet, probes::model::http_get};
 
 /// Which hook.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -136,7 +136,7 @@ mod tests {
     };
 
     use super::*;
-    use crate::lifecycle::probes::model::Scheme;
+    use crate::lifecycle::handlers::model::Scheme;
 
     fn container(post_start: LifecycleHandler) -> Container {
         Container {

@@ -1,14 +1,18 @@
-//! One hook run against the guest, bounded by `limit`: `exec` through `tart exec`, `httpGet`
-//! from the Mac to the guest with the probes' client, `sleep`. The result is kubelet's: an exec
-//! hook fails on a non-zero exit; an HTTP hook fails only when no response arrives (kubelet does
-//! not look at the status code of a lifecycle hook's response).
+//! One hook run against the guest, bounded by `limit`: `exec` through `tart exec` and `httpGet`
+//! from the Mac to the guest with the handlers probes use too ([`crate::lifecycle::handlers`]),
+//! `sleep`. The result is kubelet's: an exec hook fails on a non-zero exit; an HTTP hook fails
+//! only when no response arrives (kubelet does not look at the status code of a lifecycle
+//! hook's response).
 
 use std::{net::Ipv4Addr, time::Duration};
 
-use tart::{ErrorKind, Tart, VmName};
+use tart::{Tart, VmName};
 
 use super::model::HookAction;
-use crate::lifecycle::handlers::{http::HttpClient, outcome::Outcome};
+use crate::lifecycle::handlers::{
+    exec::{self, ExecEnd},
+    http::{HttpClient, HttpEnd},
+};
 
 /// Where a hook runs: the VM (for `exec`) and its guest's IP (for `httpGet`).
 pub struct HookRunner<'a, T: Tart> {
@@ -55,7 +59,11 @@ pub async fn run<T: Tart>(
             else {
                 return Err(HookFailure::new("the guest has no IP address"));
             };
-            http_result(HttpClient::new().check(get, ip, limit).await)
+            match HttpClient::new().get(get, ip, limit).await {
+                // Any response, whatever its status or body, is a success.
+                HttpEnd::Response { .. } => Ok(()),
+                HttpEnd::Failed(m) => Err(HookFailure::new(m)),
+            }
         }
         HookAction::Sleep(d) => {
             if *d > limit {
@@ -81,29 +89,17 @@ async fn exec<T: Tart>(
     if command.is_empty() {
         return Err(HookFailure::new("exec.command is empty"));
     }
-    match tokio::time::timeout(limit, r.tart.exec(r.vm, command, limit)).await {
-        Err(_) => Err(timed_out()),
-        Ok(Ok(out)) if out.exit_code == 0 => Ok(()),
-        Ok(Ok(out)) => Err(HookFailure {
+    match exec::run(r.tart, r.vm, command, limit).await {
+        ExecEnd::TimedOut => Err(timed_out()),
+        ExecEnd::Exited(out) if out.exit_code == 0 => Ok(()),
+        ExecEnd::Exited(out) => Err(HookFailure {
             error: format!(
                 "command '{shown}' exited with {}: {}",
                 out.exit_code, out.stderr
             ),
             output: format!("{}{}", out.stdout, out.stderr),
         }),
-        Ok(Err(e)) if e.kind() == ErrorKind::Timeout => Err(timed_out()),
-        Ok(Err(e)) => Err(HookFailure::new(e.to_string())),
-    }
-}
-
-/// An HTTP hook's result from the probe client's outcome: any response is a success.
-fn http_result(outcome: Outcome) -> Result<(), HookFailure> {
-    match outcome {
-        Outcome::Success | Outcome::Warning(_) => Ok(()),
-        // A response arrived (its status, or a body cut short, is not the hook's business).
-        Outcome::Error(_) => Ok(()),
-        Outcome::Failure(m) if m.starts_with("HTTP probe failed with statuscode") => Ok(()),
-        Outcome::Failure(m) => Err(HookFailure::new(m)),
+        ExecEnd::Failed(e) => Err(HookFailure::new(e.to_string())),
     }
 }
 
@@ -115,7 +111,7 @@ mod tests {
     use tokio::{io::AsyncWriteExt, net::TcpListener};
 
     use super::*;
-    use crate::lifecycle::probes::model::{HttpGet, Scheme};
+    use crate::lifecycle::handlers::model::{HttpGet, Scheme};
 
     fn run_opts() -> tart::RunOpts {
         tart::RunOpts {

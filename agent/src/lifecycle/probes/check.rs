@@ -1,7 +1,6 @@
-//! One probe attempt: the [`Checker`] seam the prober calls, and
-//! [`GuestChecker`], the real one — `tart exec` into the guest ([`exec`](super::exec)), HTTP
-//! ([`http`](super::http)) and TCP ([`tcp`](super::tcp)) from the Mac to the guest's IP.
-//! Scheduling and thresholds are the prober's.
+//! One probe attempt: the [`Checker`] seam the prober calls, and [`GuestChecker`], the real
+//! one — `tart exec` into the guest ([`exec`]), HTTP ([`http`]) and TCP ([`tcp`]) from the Mac
+//! to the guest's IP. Scheduling and thresholds are the prober's.
 
 use std::{future::Future, net::Ipv4Addr, sync::Arc, time::Duration};
 
@@ -57,7 +56,7 @@ mod tests {
     use tokio::net::TcpListener;
 
     use super::*;
-    use crate::lifecycle::probes::model::{HttpGet, Scheme};
+    use crate::lifecycle::handlers::model::{HttpGet, Scheme};
 
     const T: Duration = Duration::from_secs(2);
 

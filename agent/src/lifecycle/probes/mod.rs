@@ -2,10 +2,9 @@
 //! VM run).
 //!
 //! Wiring and re-exports only. Pure: [`model`] (the probes read from the container, defaults
-//! and validation), [`state`] (thresholds, gating, `started`/`ready`, kill decisions),
-//! [`url`] (the HTTP probe's URL, headers and status rules). I/O: [`check`] (one attempt, and
-//! [`GuestChecker`]: [`exec`] through `tart exec`, [`http`] and [`tcp`] from the Mac to the
-//! guest), [`prober`] (the task that runs the attempts on time). The Pod's worker spawns a
+//! and validation), [`state`] (thresholds, gating, `started`/`ready`, kill decisions). I/O:
+//! [`check`] (one attempt, and [`GuestChecker`], which runs it with the handlers hooks share,
+//! [`crate::lifecycle::handlers`]), [`prober`] (the task that runs the attempts on time). The Pod's worker spawns a
 //! prober when the VM runs, drops it when the VM exits, turns its status into the Pod's
 //! conditions, its kill into a stop, and its reports into events and metrics. docs/probes.md
 //! describes the behaviour and where it differs from kubelet.

@@ -9,6 +9,8 @@ use k8s_openapi::{
     apimachinery::pkg::util::intstr::IntOrString,
 };
 
+use crate::lifecycle::handlers::model::{HttpGet, Scheme};
+
 /// Which of a container's three probes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ProbeKind {
@@ -58,40 +60,6 @@ impl ProbeKind {
             Self::Liveness => 2,
         }
     }
-}
-
-/// `httpGet.scheme`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scheme {
-    /// Plain HTTP (the default).
-    Http,
-    /// HTTPS; the server's certificate is not verified, as kubelet does not verify it.
-    Https,
-}
-
-impl Scheme {
-    /// The URL scheme.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Http => "http",
-            Self::Https => "https",
-        }
-    }
-}
-
-/// An `httpGet` probe, its port resolved.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HttpGet {
-    /// HTTP or HTTPS.
-    pub scheme: Scheme,
-    /// Host to connect to; `None`: the Pod IP.
-    pub host: Option<String>,
-    /// Port to connect to.
-    pub port: u16,
-    /// Path (and query) as given; empty means `/`.
-    pub path: String,
-    /// `httpHeaders`, in order (a `Host` header sets the request's host).
-    pub headers: Vec<(String, String)>,
 }
 
 /// What one probe attempt does.
