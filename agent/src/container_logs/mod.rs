@@ -2,7 +2,8 @@
 //! and `tart run`'s log into CRI log files under the Pod log root (kubelet's layout and
 //! rotation), and the reader serves them to `containerLogs` with kubelet's semantics. The
 //! files stay until the Pod is deleted ([`remove_pod_logs`]). Starting collectors with each
-//! run belongs to the worker, serving HTTP to the kubelet API server.
+//! run belongs to the Pod's worker; serving `containerLogs` to the kubelet API belongs to the
+//! Pod side's log store (`pods::logs::serve`).
 
 mod checkpoint;
 pub mod collector;

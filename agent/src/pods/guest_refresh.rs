@@ -1,7 +1,9 @@
 //! Keeping a running guest's volumes current: Secret and ConfigMap volume files follow their
 //! objects, downward API files follow the Pod as it was at start, and service-account tokens
 //! are refreshed at 80 % of their life (or after `--token-refresh-max`). One task per running
-//! VM; dropping its [`RefreshTask`] stops it.
+//! VM; dropping its [`RefreshTask`] stops it. The files are the guest contract's
+//! ([`crate::guest_contract::prepare::refresh_volumes`]); this task times the refreshes and
+//! reports them as the Pod's events and metrics.
 //!
 //! Each file set is swapped atomically (`atomic`), so a reader in the guest sees the
 //! old set or the new one, never a mix. A failure keeps the files in place (a token that could

@@ -4,7 +4,10 @@
 //! [`status`], [`reasons`], [`events`], [`naming`]. I/O: [`reconcile`] (the Pod object: Pod
 //! steps, worker input, status), [`worker`] (the per-Pod task that owns the VM: VM steps),
 //! [`recovery`] (restart recovery and orphans), [`sink`] (events), [`pull`] (single-flight pulls
-//! and credentials), [`metrics`]. docs/architecture.md draws the arrows between them.
+//! and credentials), [`guest_refresh`] (keeping a running guest's volumes current),
+//! [`metrics`]. The worker runs the siblings `crate::lifecycle` (probes and hooks),
+//! `crate::container_logs` and `crate::guest_contract`, which know nothing of this module.
+//! docs/architecture.md draws the arrows between them.
 //!
 //! Start-up order: register metrics, then (once the node side runs) recovery — re-attach
 //! running VMs, then delete orphans — and only then the controller, with field selector
