@@ -536,7 +536,7 @@ fn vitals_start(
     metrics: crate::vitals::metrics::VitalsMetrics,
 ) -> crate::vitals::Start {
     let naming = cfg.vm_naming.clone();
-    let layout = pods::guest::layout::GuestLayout::new(cfg.guest_dir.clone());
+    let layout = crate::guest_contract::layout::GuestLayout::new(cfg.guest_dir.clone());
     crate::vitals::Start {
         interval: cfg.vitals_interval,
         host_overrides: cfg.vitals_host_file.clone(),

@@ -3,7 +3,8 @@
 //!
 //! Node side (`node`, `slots`, `host`, `admin`, `metrics`): registration,
 //! Lease heartbeat, status and conditions, VM slots, the admin endpoint. Pod side (`pods`):
-//! one VM per Pod. Shipping ([`ship`], `macos`): launchd and macOS host facts. `entry` wires
+//! one VM per Pod, with what runs inside it on kubelet's behalf as siblings — `lifecycle`
+//! (probes and hooks), `container_logs`, `guest_contract` (env, volumes, tokens). Shipping ([`ship`], `macos`): launchd and macOS host facts. `entry` wires
 //! them together; [`cli_main`] is the process entry point. docs/architecture.md has the map.
 
 // Only the process entry point, the RBAC table (which the tests hold against the shipped
@@ -15,15 +16,18 @@ mod api;
 mod backoff;
 mod cli;
 mod config;
+mod container_logs;
 mod entry;
 mod errors;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzz;
+mod guest_contract;
 mod guest_file;
 mod host;
 mod hostcheck;
 mod images;
 mod kubelet_api;
+mod lifecycle;
 mod macos;
 mod metrics;
 mod node;

@@ -1,10 +1,10 @@
 //! Fuzz targets for what the guest writes in its `status` share and the host reads: the
 //! `vitals` lines ([`crate::vitals::guest`]) and what they explain about a death
 //! ([`crate::vitals::death`]), and the job's end — `exit_code`, the `job` mark and the output
-//! tail used as a termination message ([`crate::pods::guest::status`]).
+//! tail used as a termination message ([`crate::guest_contract::status`]).
 
 use crate::{
-    pods::{guest::status, termination},
+    guest_contract::{job, status},
     vitals::{
         death::{self, Ending},
         guest,
@@ -91,8 +91,8 @@ fn guest_status(data: &[u8]) {
     if let Some(code) = status::parse_exit_code(&text) {
         assert_eq!(status::parse_exit_code(&format!("{code}\n")), Some(code));
     }
-    if let Some(mark) = termination::parse_job_mark(&text) {
-        assert_ne!(mark, termination::JobActivity::Ended);
+    if let Some(mark) = job::parse_job_mark(&text) {
+        assert_ne!(mark, job::JobActivity::Ended);
     }
     let tail = status::log_tail(&text);
     assert!(tail.len() <= status::MAX_LOG_BYTES, "{} bytes", tail.len());

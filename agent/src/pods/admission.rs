@@ -14,9 +14,9 @@ use k8s_openapi::api::core::v1::Pod;
 use super::{
     fields,
     image::ImageRef,
-    probes::ProbeSet,
     resources::{RawResources, raw_resources},
 };
+use crate::lifecycle::probes::ProbeSet;
 
 /// What the host can give one VM.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

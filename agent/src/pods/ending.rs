@@ -11,7 +11,8 @@
 
 use tart::{ExitInfo, ExitReason, StopOutcome};
 
-use super::{guest::status::GuestEnd, reasons::TerminatedReason, status::Disruption};
+use super::{reasons::TerminatedReason, status::Disruption};
+use crate::guest_contract::status::GuestEnd;
 use crate::vitals::death::{DeathCause, Verdict};
 
 /// Why the agent itself stopped a run.

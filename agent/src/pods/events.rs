@@ -10,9 +10,9 @@ use std::time::Duration;
 use kube::runtime::events::EventType;
 use tart::ErrorKind;
 
-use super::{
-    admission::RejectReason, hooks::HookKind, probes::EventReason, reasons::host_fault_reason,
-};
+use super::{admission::RejectReason, reasons::host_fault_reason};
+use crate::guest_contract::prepare::GuestWarning;
+use crate::lifecycle::{hooks::HookKind, probes::EventReason};
 
 /// Something worth an event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -234,6 +234,23 @@ pub enum EventKind {
     GuestFileRefused,
     /// [`Occurrence::GuestOutputSkipped`].
     GuestOutputSkipped,
+}
+
+impl From<GuestWarning> for Occurrence {
+    fn from(w: GuestWarning) -> Self {
+        match w {
+            GuestWarning::InvalidEnvNames {
+                source_kind,
+                source,
+                keys,
+            } => Self::InvalidEnvNames {
+                source_kind,
+                source,
+                keys,
+            },
+            GuestWarning::PodIpUnknown { names } => Self::PodIpUnknown { names },
+        }
+    }
 }
 
 impl Occurrence {

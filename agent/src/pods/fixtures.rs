@@ -21,13 +21,13 @@ use tokio::sync::{mpsc, watch};
 use super::{
     context::{NodeView, PodsConfig, Shared},
     events::{Occurrence, spec},
-    guest::{layout::GuestLayout, prepare::GuestSettings},
     metrics::PodMetrics,
     sink::EventSink,
     worker::{Waker, WorkerConfig, WorkerContext},
 };
 use crate::vm_name::VmNaming;
 use crate::{
+    guest_contract::{layout::GuestLayout, prepare::GuestSettings},
     images::{goldens::Goldens, metrics::ImageMetrics},
     node::health::HostHealth,
     slots::VmSlots,

@@ -9,11 +9,11 @@ use kube::{Resource, ResourceExt};
 
 use super::{
     admission::Admitted,
-    guest::prepare::NodeAllocatable,
     image::PullPolicy,
     plan::{PodFacts, RestartPolicy},
     worker::{PodSnapshot, WorkerInput},
 };
+use crate::guest_contract::prepare::NodeAllocatable;
 
 /// Our finalizer on every Pod we run; removed once the VM is gone.
 pub const FINALIZER: &str = "tart.run/vm";

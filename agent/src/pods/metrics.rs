@@ -15,11 +15,8 @@ use prometheus_client::{
 };
 use tart::{Attempt, AttemptOutcome, ErrorKind, Observer, Op};
 
-use super::{
-    admission::RejectReason,
-    probes::{ProbeKind, ProbeResult},
-    termination::TerminationHow,
-};
+use super::{admission::RejectReason, termination::TerminationHow};
+use crate::lifecycle::probes::{ProbeKind, ProbeResult};
 use crate::metrics::{OutcomeLabels, register};
 
 /// Buckets for VM-scale durations: a start that takes hours must not hide in the top bucket.

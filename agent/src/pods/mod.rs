@@ -4,7 +4,10 @@
 //! [`status`], [`reasons`], [`events`]. I/O: [`reconcile`] (the Pod object: Pod
 //! steps, worker input, status), [`worker`] (the per-Pod task that owns the VM: VM steps),
 //! [`recovery`] (restart recovery and orphans), [`sink`] (events), [`pull`] (single-flight pulls
-//! and credentials), [`metrics`]. docs/architecture.md draws the arrows between them.
+//! and credentials), [`guest_refresh`] (keeping a running guest's volumes current),
+//! [`metrics`]. The worker runs the siblings `crate::lifecycle` (probes and hooks),
+//! `crate::container_logs` and `crate::guest_contract`, which know nothing of this module.
+//! docs/architecture.md draws the arrows between them.
 //!
 //! Start-up order: register metrics, then (once the node side runs) recovery — re-attach
 //! running VMs, then delete orphans — and only then the controller, with field selector
@@ -15,14 +18,11 @@ pub mod context;
 pub mod ending;
 pub mod events;
 pub mod fields;
-pub mod guest;
-pub mod hooks;
+pub mod guest_refresh;
 pub use crate::images::reference as image;
 pub mod input;
-pub mod logs;
 pub mod metrics;
 pub mod plan;
-pub mod probes;
 pub mod pull;
 pub mod reasons;
 pub mod reconcile;
@@ -52,7 +52,6 @@ use tracing::{Instrument, info, info_span, warn};
 use self::{
     admission::HostLimits,
     context::{NodeView, PodsConfig, Shared},
-    guest::{layout::GuestLayout, prepare::GuestSettings},
     metrics::PodMetrics,
     plan::Process,
     sink::{EventApi, EventSink},
@@ -62,6 +61,7 @@ use self::{
 use crate::{
     backoff::{WATCH_RETRY, WatchBackoff},
     config::{Config, PullCredentials},
+    guest_contract::{layout::GuestLayout, prepare::GuestSettings},
     images::{goldens::Goldens, metrics::ImageMetrics, prepull::pacer::Pacer},
     metrics::ApiErrors,
     node::fence::Fence,

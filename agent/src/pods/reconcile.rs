@@ -24,7 +24,6 @@ use super::{
     context::Shared,
     events::Occurrence,
     fields::ignored_fields,
-    guest::prepare::NodeAllocatable,
     input::{FINALIZER, deadline_left, is_terminal, pod_facts, worker_input},
     metrics::{KindLabels, ReasonLabels},
     plan::{PodFacts, PodStep, plan},
@@ -36,6 +35,7 @@ use crate::{
     api::ApiErrorKind,
     backoff::REQUEUE,
     errors::error_chain,
+    guest_contract::prepare::NodeAllocatable,
     metrics::{OutcomeLabels, count_api_error},
     node::fence::Fence,
 };

@@ -24,8 +24,8 @@ use super::{
     admission::RejectReason,
     events::DEADLINE_MESSAGE,
     reasons::{TerminatedReason, WaitingReason},
-    termination::JobActivity,
 };
+use crate::guest_contract::job::JobActivity;
 
 /// A finished run of the VM.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,7 +1,8 @@
 //! Termination that never cuts a busy job short: the pure rules. On deletion the worker runs
 //! the container's `preStop` hook, then, while the job says it is busy, waits for it until the
 //! grace period runs out, then asks the guest to shut down. The job's busy/idle mark comes from
-//! the status share (docs/guest.md, "Busy and idle"). Pure; the time is passed in.
+//! the status share ([`crate::guest_contract::job`]; docs/guest.md, "Busy and idle"). Pure; the
+//! time is passed in.
 
 use std::time::Duration;
 
@@ -25,43 +26,6 @@ pub struct TermClock {
     pub how: Option<TerminationHow>,
     /// `pod_termination_seconds` was observed.
     pub observed: bool,
-}
-
-/// What the job says about itself, read from the status share.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum JobActivity {
-    /// The job marked itself busy.
-    Busy,
-    /// The job marked itself idle (or has not marked itself busy since it started).
-    Idle,
-    /// The job has ended (the launcher wrote its exit, or the VM stopped).
-    Ended,
-}
-
-impl JobActivity {
-    /// Whether a deletion waits for the job.
-    pub fn is_busy(self) -> bool {
-        self == Self::Busy
-    }
-
-    /// The `tart.run/JobBusy` condition's status and reason.
-    pub fn condition(self) -> (bool, &'static str) {
-        match self {
-            Self::Busy => (true, "JobBusy"),
-            Self::Idle => (false, "JobIdle"),
-            Self::Ended => (false, "JobEnded"),
-        }
-    }
-}
-
-/// The job file's content (`busy` or `idle`, a newline allowed): `None` when it says neither,
-/// e.g. read while the job rewrites it, so the last mark read stays in force.
-pub fn parse_job_mark(s: &str) -> Option<JobActivity> {
-    match s.trim() {
-        "busy" => Some(JobActivity::Busy),
-        "idle" => Some(JobActivity::Idle),
-        _ => None,
-    }
 }
 
 /// How a terminated Pod's VM went away (`how` label of `pod_termination_seconds`).
@@ -109,21 +73,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_job_file_says_busy_or_idle_and_anything_else_keeps_the_last_mark() {
-        let cases = [
-            ("busy\n", Some(JobActivity::Busy)),
-            ("busy", Some(JobActivity::Busy)),
-            (" idle \n", Some(JobActivity::Idle)),
-            ("", None),
-            ("bu", None),
-            ("BUSY", None),
-        ];
-        for (text, want) in cases {
-            assert_eq!(parse_job_mark(text), want, "{text:?}");
-        }
-    }
-
-    #[test]
     fn how_a_termination_ends() {
         use TerminationHow::*;
         let cases = [
@@ -146,13 +95,5 @@ mod tests {
         assert_eq!(stop_grace(now + s(25), now), s(25));
         assert_eq!(stop_grace(now + s(1), now), MIN_STOP_GRACE);
         assert_eq!(stop_grace(now, now + s(10)), MIN_STOP_GRACE);
-    }
-
-    #[test]
-    fn only_a_busy_job_is_waited_for_and_the_condition_says_which() {
-        assert!(JobActivity::Busy.is_busy());
-        assert!(!JobActivity::Idle.is_busy() && !JobActivity::Ended.is_busy());
-        assert_eq!(JobActivity::Busy.condition(), (true, "JobBusy"));
-        assert_eq!(JobActivity::Ended.condition(), (false, "JobEnded"));
     }
 }

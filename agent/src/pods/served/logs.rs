@@ -7,11 +7,11 @@ use std::{path::PathBuf, sync::Arc};
 use futures::{FutureExt, future::BoxFuture};
 use kube::ResourceExt;
 
+use crate::container_logs::{LogError as StoreError, PodLogId, read};
 use crate::kubelet_api::{
     PodSource,
     logs::{LogError, LogQuery, LogSource, LogStream, LogTarget},
 };
-use crate::pods::logs::{LogError as StoreError, PodLogId, read};
 
 /// Container logs under the Pod log root, for the Pods `pods` lists.
 pub struct PodLogStore {

@@ -85,7 +85,7 @@ fn pod_ref() -> ObjectReference {
 
 fn failed_probe(code: u16) -> Occurrence {
     Occurrence::Probe {
-        reason: crate::pods::probes::prober::EventReason::Unhealthy,
+        reason: crate::lifecycle::probes::prober::EventReason::Unhealthy,
         message: format!("Readiness probe failed: HTTP probe failed with statuscode: {code}"),
     }
 }

@@ -11,12 +11,10 @@ use kube::runtime::reflector::ObjectRef;
 use tart::{Tart, VmName};
 
 use crate::{
+    guest_contract::prepare::GuestSettings,
     images::{goldens::Goldens, metrics::ImageMetrics, prepull::pacer::Pacer},
     node::health::HostHealth,
-    pods::{
-        guest::prepare::GuestSettings, metrics::PodMetrics, pull::Pulls, served::RunningVms,
-        sink::EventSink,
-    },
+    pods::{metrics::PodMetrics, pull::Pulls, served::RunningVms, sink::EventSink},
     slots::VmSlots,
     vitals::Vitals,
 };

@@ -8,17 +8,13 @@ use tart::Tart;
 use tracing::{info, warn};
 
 use super::{Worker, WorkerInput};
-use crate::pods::logs::{
-    self, CollectorHandle, CollectorSpec, Fault, FaultReport, Origin, PodLogId, Source,
+use crate::container_logs::{
+    self as logs, CollectorHandle, CollectorSpec, Fault, FaultReport, Origin, PodLogId, Source,
 };
+use crate::guest_contract::{model::ConfigError, prepare::prepare, status::JOB_FILE};
 use crate::pods::{
     events::Occurrence,
-    guest::{
-        model::ConfigError,
-        prepare::prepare,
-        refresh::{self, RefreshDeps, RefreshTask},
-        status::JOB_FILE,
-    },
+    guest_refresh::{self as refresh, RefreshDeps, RefreshTask},
     metrics::KindLabels,
     reasons::WaitingReason,
     status::ContainerView,

@@ -1,7 +1,7 @@
 //! The worker's side of `postStart`: it runs once the guest has an IP, before the container
 //! counts as started or ready and before probes begin. Its failure is kubelet's: a Warning
 //! `FailedPostStartHook`, the run stopped (Normal `Killing`: `FailedPostStartHook`), and the plan
-//! restarts it under any policy but `Never`. The hook runner is [`crate::pods::hooks`].
+//! restarts it under any policy but `Never`. The hook runner is [`crate::lifecycle::hooks`].
 
 use std::time::Duration;
 
@@ -9,11 +9,8 @@ use tart::{RunningVm, Tart};
 use tracing::{info, warn};
 
 use super::{Worker, WorkerInput};
-use crate::pods::{
-    ending::AgentStop,
-    events::Occurrence,
-    hooks::{HookKind, HookRunner, hook, model::failure_message, run},
-};
+use crate::lifecycle::hooks::{HookKind, HookRunner, hook, model::failure_message, run};
+use crate::pods::{ending::AgentStop, events::Occurrence};
 
 /// The longest a `postStart` hook may run (kubelet sets none; every external call here has
 /// one). Past it the hook has failed.

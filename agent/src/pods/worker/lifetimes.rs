@@ -8,13 +8,14 @@ use k8s_openapi::jiff::Timestamp;
 use tart::Tart;
 use tokio::time::Instant;
 
+use crate::container_logs::CollectorHandle;
+use crate::guest_contract::prepare::Tokens;
+use crate::lifecycle::probes::ProberHandle;
 use crate::pods::served::RunListing;
 use crate::pods::{
     ending::{AgentStop, StopSignal},
-    guest::{prepare::Tokens, refresh::RefreshTask},
+    guest_refresh::RefreshTask,
     image::ImageRef,
-    logs::CollectorHandle,
-    probes::ProberHandle,
 };
 use crate::slots::SlotGuard;
 

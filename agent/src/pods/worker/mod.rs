@@ -29,16 +29,16 @@ use tracing::{Instrument, debug, info_span};
 use super::{
     ending::unwatched,
     events::Occurrence,
-    guest::prepare::NodeAllocatable,
     image::{ImageRef, PullPolicy},
     metrics::PodOnce,
     plan::{PodFacts, Process, VmFacts, VmStep, plan},
-    probes::ProberEvent,
     reasons::WaitingReason,
     resources::VmResources,
     status::{ContainerView, Terminated},
-    termination::{JOB_POLL, JobActivity, TermClock},
+    termination::{JOB_POLL, TermClock},
 };
+use crate::guest_contract::{job::JobActivity, prepare::NodeAllocatable};
+use crate::lifecycle::probes::ProberEvent;
 use crate::slots::SlotGuard;
 
 mod context;

@@ -11,12 +11,12 @@ use tokio::time::Instant;
 use tracing::{info, warn};
 
 use super::{Worker, WorkerInput};
+use crate::container_logs::Fault;
+use crate::guest_contract::status::{GuestEnd, read_end};
 use crate::guest_file::GuestFile;
 use crate::pods::{
     ending::{self, AgentStop, RunEnd, StopSignal, exit_code, job_failed},
     events::{Occurrence, without_error_prefix},
-    guest::status::{GuestEnd, read_end},
-    logs::Fault,
     metrics::ReasonLabels,
     plan::{Process, crash_backoff},
     reasons::WaitingReason,

@@ -2,7 +2,7 @@
 //! into the container's `started`/`ready`, and a failed liveness or startup probe into a stop of
 //! the VM that the plan then restarts per `restartPolicy` (kubelet's rule: any policy but
 //! `Never` restarts a container it killed for a probe). The probe engine itself is
-//! [`crate::pods::probes`].
+//! [`crate::lifecycle::probes`].
 
 use std::sync::{
     Arc,
@@ -15,11 +15,13 @@ use tokio::time::Instant;
 use tracing::{info, warn};
 
 use super::{Worker, WorkerInput};
+use crate::lifecycle::probes::{
+    self, GuestChecker, Kill, Outcome, ProbeKind, ProbeReport, ProbeSet, ProbeStatus,
+};
 use crate::pods::{
     ending::AgentStop,
     events::Occurrence,
     metrics::{PodMetrics, ProbeLabels},
-    probes::{self, GuestChecker, Kill, Outcome, ProbeKind, ProbeReport, ProbeSet, ProbeStatus},
     sink::EventSink,
     status::ContainerView,
 };

@@ -18,10 +18,11 @@ use super::{
     teardown,
     termination::TEARDOWN_RETRY,
 };
+use crate::guest_contract::status::clear_end;
 use crate::metrics::OutcomeLabels;
 use crate::pods::{
-    events::Occurrence, guest::status::clear_end, metrics::Stage, plan::Process,
-    reasons::WaitingReason, status::ContainerView,
+    events::Occurrence, metrics::Stage, plan::Process, reasons::WaitingReason,
+    status::ContainerView,
 };
 use crate::slots::SlotGuard;
 

@@ -12,14 +12,14 @@ use tokio::time::Instant;
 use tracing::{info, warn};
 
 use super::{Worker, WorkerInput, lifetimes::Provisioning};
+use crate::guest_contract::{job::JobActivity, status::read_job};
+use crate::lifecycle::hooks::{HookKind, HookRunner, hook, model::failure_message, run};
 use crate::pods::{
     ending::AgentStop,
     events::Occurrence,
-    guest::status::read_job,
-    hooks::{HookKind, HookRunner, hook, model::failure_message, run},
     metrics::HowLabels,
     plan::{Process, Termination},
-    termination::{JOB_POLL, JobActivity, TermClock, TerminationHow, stop_grace, termination_how},
+    termination::{JOB_POLL, TermClock, TerminationHow, stop_grace, termination_how},
 };
 
 /// Delay before retrying a teardown step that failed (stop, delete): they must converge, and

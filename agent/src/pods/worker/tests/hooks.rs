@@ -6,7 +6,7 @@
 use tart::ExecOutput;
 
 use super::*;
-use crate::pods::termination::JobActivity;
+use crate::guest_contract::job::JobActivity;
 
 fn hooked(uid: &str, policy: RestartPolicy, lifecycle: serde_json::Value) -> WorkerInput {
     let pod = crate::pods::fixtures::test_pod()

@@ -1,0 +1,14 @@
+//! The handlers probes and hooks share, one implementation each: [`exec`] (`tart exec` with a
+//! deadline, [`exec::run`]), [`http`] (a GET from the Mac to the guest, [`http::HttpClient`]),
+//! [`tcp`] (a connection from the Mac to the guest; probes only). Pure: [`model`] (the `httpGet`
+//! target), [`url`] (its URL and headers, and a probe's status rules), [`outcome`] (a probe
+//! attempt's end with kubelet's text). A probe reads a handler's end as an [`outcome::Outcome`];
+//! a hook reads it in `hooks::run`.
+
+pub mod exec;
+pub mod http;
+pub mod model;
+pub mod outcome;
+pub mod tcp;
+mod tls;
+pub mod url;
