@@ -20,10 +20,7 @@
 //! facts checked against the 1.20 API server and kubectl 1.32), as "tart-cli.md §n" is for
 //! Tart; what the agent does is described in docs/kubelet-api.md.
 
-pub mod activity;
 pub mod attach;
-pub mod conn;
-pub mod frame;
 pub mod guest;
 pub mod metrics;
 pub mod portforward;
@@ -35,10 +32,11 @@ pub mod upgrade;
 pub mod ws_conn;
 pub mod ws_forward;
 pub mod ws_frame;
-pub mod zlib;
 
 #[cfg(test)]
 mod fixtures;
+
+pub use spdy::{activity, conn, frame, zlib};
 
 pub use guest::{ExecSource, ExecTarget, GuestExec};
 pub use metrics::ExecMetrics;
