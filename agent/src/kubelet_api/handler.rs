@@ -27,14 +27,18 @@ use super::{
     routes::{self, Route},
     stats::{self, StatsSource},
     stream::{
-        ExecSource, ExecTarget, attach as attaching,
-        conn::Conn,
+        ExecSource, ExecTarget,
         metrics::{ExecMetrics, SessionClock},
-        portforward, protocol,
-        session::{self, Starter, Timeouts},
-        transport, upgrade, ws_forward, ws_frame,
+        portforward::{spdy as portforward, websocket as ws_forward},
+        remotecommand::{
+            attach as attaching, protocol,
+            session::{self, Starter, Timeouts},
+        },
+        transport, upgrade,
+        websocket::frame as ws_frame,
     },
 };
+use spdy::conn::Conn;
 
 /// A response body: a whole buffer or a log stream.
 pub type Body = UnsyncBoxBody<Bytes, io::Error>;

@@ -13,7 +13,7 @@ use prometheus_client::{
 };
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::stream::session::IDLE;
+use super::stream::remotecommand::session::IDLE;
 use crate::metrics::register;
 
 /// What the kubelet port allows, from the configuration; [`Default`] holds the flags' defaults.

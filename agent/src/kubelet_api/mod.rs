@@ -257,7 +257,7 @@ pub async fn start_with_cert(
             limits::Limit::LogFollows,
             limit_metrics.clone(),
         ),
-        timeouts: stream::session::Timeouts {
+        timeouts: stream::remotecommand::session::Timeouts {
             idle: l.streaming_idle,
             ..Default::default()
         },

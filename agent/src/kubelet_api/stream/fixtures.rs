@@ -14,7 +14,7 @@ pub use spdy::testing::{Client, T, stream_data};
 use tart::{ExecControl, ExecOpts, ExecReader, ExecWriter, WindowSize};
 use tokio::io::AsyncReadExt;
 
-use super::session::Starter;
+use super::remotecommand::session::Starter;
 
 /// What the session did to the scripted command.
 #[derive(Default)]

@@ -20,23 +20,16 @@
 //! facts checked against the 1.20 API server and kubectl 1.32), as "tart-cli.md §n" is for
 //! Tart; what the agent does is described in docs/kubelet-api.md.
 
-pub mod attach;
 pub mod guest;
 pub mod metrics;
 pub mod portforward;
-pub mod protocol;
 pub mod remotecommand;
-pub mod session;
 pub mod transport;
 pub mod upgrade;
-pub mod ws_conn;
-pub mod ws_forward;
-pub mod ws_frame;
+pub mod websocket;
 
 #[cfg(test)]
 mod fixtures;
-
-pub use spdy::{activity, conn, frame, zlib};
 
 pub use guest::{ExecSource, ExecTarget, GuestExec};
 pub use metrics::ExecMetrics;

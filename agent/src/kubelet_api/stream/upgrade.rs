@@ -5,7 +5,7 @@
 
 use hyper::header::{CONNECTION, HeaderMap, UPGRADE};
 
-use super::protocol::{self, NegotiationError, PROTOCOLS, Protocol};
+use super::remotecommand::protocol::{self, NegotiationError, PROTOCOLS, Protocol};
 
 /// Header with the client's remotecommand versions (one line each, or comma-separated).
 pub const PROTOCOL_HEADER: &str = "x-stream-protocol-version";
@@ -106,7 +106,7 @@ pub fn decide(headers: &HeaderMap) -> Result<Protocol, Answer> {
 /// # Errors
 /// As [`decide`].
 pub fn decide_forward(headers: &HeaderMap) -> Result<&'static str, Answer> {
-    negotiate_with(headers, &[super::portforward::PROTOCOL])
+    negotiate_with(headers, &[super::portforward::spdy::PROTOCOL])
 }
 
 fn negotiate_with(headers: &HeaderMap, served: &[&'static str]) -> Result<&'static str, Answer> {
