@@ -14,9 +14,12 @@ use hyper::{
     Request, Response, StatusCode,
     body::Frame,
     header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue},
+    upgrade::{OnUpgrade, Upgraded},
 };
 use hyper_util::rt::TokioIo;
-use tracing::{Instrument, debug, info, info_span};
+use k8s_openapi::{List, api::core::v1::Pod, apimachinery::pkg::apis::meta::v1::ListMeta};
+use tokio::time::Instant;
+use tracing::{Instrument, Span, debug, info, info_span};
 
 use super::{
     gate::Gate,
@@ -34,7 +37,7 @@ use super::{
             attach as attaching, protocol,
             session::{self, Starter, Timeouts},
         },
-        transport, upgrade,
+        status, transport, upgrade,
         websocket::frame as ws_frame,
     },
 };
@@ -91,7 +94,7 @@ pub async fn handle<B>(
     cert_user: Option<UserInfo>,
     req: Request<B>,
 ) -> Response<Body> {
-    let clock = SessionClock::start(api.exec_metrics.clone());
+    let received = Instant::now();
     let (mut parts, body) = req.into_parts();
     drop(body);
     let method = parts.method.clone();
@@ -141,6 +144,7 @@ pub async fn handle<B>(
                 uid: uid.map(str::to_owned),
                 container: container.into(),
             };
+            let clock = SessionClock::since(received, api.exec_metrics.clone());
             exec(&api, target, &query, &mut parts, clock)
         }
         Route::Attach {
@@ -194,13 +198,14 @@ pub async fn handle<B>(
 
 /// `GET /pods`: a v1 PodList of the Pods this agent runs.
 fn pod_list(pods: &dyn PodSource) -> Response<Body> {
-    let list = serde_json::json!({
-        "kind": "PodList",
-        "apiVersion": "v1",
-        "metadata": {},
-        "items": pods.pods(),
-    });
-    full(200, "application/json", list.to_string())
+    let list = List::<Pod> {
+        items: pods.pods(),
+        metadata: ListMeta::default(),
+    };
+    match serde_json::to_string(&list) {
+        Ok(json) => full(200, "application/json", json),
+        Err(e) => text(500, format!("the Pod list does not serialize: {e}")),
+    }
 }
 
 /// `/containerLogs`: a followed log takes a slot, held until its response ends.
@@ -282,30 +287,21 @@ fn exec(
     );
     let switching_headers = transport.switching_headers();
     let timeouts = api.timeouts;
-    tokio::spawn(
-        async move {
-            let _slot = slot;
-            match on_upgrade.await {
-                Ok(upgraded) => {
-                    let opened = transport
-                        .open(TokioIo::new(upgraded), &options, timeouts)
-                        .await;
-                    let end = match opened {
-                        Ok(o) => session::exec(o, options, start, timeouts, clock.clone()).await,
-                        Err(end) => end,
-                    };
-                    clock.ended(end.outcome());
-                    info!(?end, transport = via, "exec session ended");
-                }
-                Err(error) => {
-                    clock.upgrade_failed();
-                    debug!(%error, "exec upgrade failed");
-                }
-            }
-        }
-        .instrument(span),
-    );
-    switching(switching_headers)
+    let failed = clock.clone();
+    hand_over(
+        (slot, on_upgrade),
+        switching_headers,
+        span,
+        move || failed.upgrade_failed(),
+        move |io| async move {
+            let end = match transport.open(io, &options, timeouts).await {
+                Ok(o) => session::exec(o, options, start, timeouts, clock.clone()).await,
+                Err(end) => end,
+            };
+            clock.ended(end.outcome());
+            info!(?end, transport = via, "exec session ended");
+        },
+    )
 }
 
 /// `/attach`: the checks `/exec` makes (the container's VM must run), then stdin refused as
@@ -381,27 +377,20 @@ async fn attach(
     );
     let switching_headers = transport.switching_headers();
     let timeouts = api.timeouts;
-    tokio::spawn(
-        async move {
-            let _slot = slot;
-            match on_upgrade.await {
-                Ok(upgraded) => {
-                    let opened = transport
-                        .open(TokioIo::new(upgraded), &options, timeouts)
-                        .await;
-                    let end = match opened {
-                        Ok(o) => attaching::run(o, output, relay, timeouts).await,
-                        Err(session::End::StreamsTimedOut) => attaching::AttachEnd::StreamsTimedOut,
-                        Err(_) => attaching::AttachEnd::ClientGone,
-                    };
-                    info!(?end, transport = via, "attach session ended");
-                }
-                Err(error) => debug!(%error, "attach upgrade failed"),
-            }
-        }
-        .instrument(span),
-    );
-    switching(switching_headers)
+    hand_over(
+        (slot, on_upgrade),
+        switching_headers,
+        span,
+        || {},
+        move |io| async move {
+            let end = match transport.open(io, &options, timeouts).await {
+                Ok(o) => attaching::run(o, output, relay, timeouts).await,
+                Err(session::End::StreamsTimedOut) => attaching::AttachEnd::StreamsTimedOut,
+                Err(_) => attaching::AttachEnd::ClientGone,
+            };
+            info!(?end, transport = via, "attach session ended");
+        },
+    )
 }
 
 /// `/portForward`: the Pod must run and have an IP; then 101 and the pairs (SPDY) or the
@@ -436,57 +425,47 @@ fn port_forward(
             Ok(p) => p,
             Err(message) => return refuse(400, &message),
         };
-        let (slot, on_upgrade) = match take_upgrade(api, parts) {
+        let upgrade = match take_upgrade(api, parts) {
             Ok(s) => s,
             Err((code, message)) => return refuse(code, &message),
         };
         let span = info_span!("port_forward", %namespace, %pod, transport = "websocket");
         let idle = api.timeouts.idle;
-        tokio::spawn(
-            async move {
-                let _slot = slot;
-                match on_upgrade.await {
-                    Ok(upgraded) => {
-                        let io = TokioIo::new(upgraded);
-                        ws_forward::serve(io, protocol, ports, ip, what, idle).await;
-                        info!("port-forward session ended");
-                    }
-                    Err(error) => debug!(%error, "port-forward upgrade failed"),
-                }
-            }
-            .instrument(span),
+        return hand_over(
+            upgrade,
+            transport::ws_switching_headers(protocol, &accept),
+            span,
+            || {},
+            move |io| async move {
+                ws_forward::serve(io, protocol, ports, ip, what, idle).await;
+                info!("port-forward session ended");
+            },
         );
-        return switching(transport::ws_switching_headers(protocol, &accept));
     }
     let version = match upgrade::decide_forward(&parts.headers) {
         Ok(v) => v,
         Err(a) => return upgrade_refused(refuse(a.status, &a.body), a.headers),
     };
-    let (slot, on_upgrade) = match take_upgrade(api, parts) {
+    let upgrade = match take_upgrade(api, parts) {
         Ok(s) => s,
         Err((code, message)) => return refuse(code, &message),
     };
     let span = info_span!("port_forward", %namespace, %pod);
     let idle = api.timeouts.idle;
-    tokio::spawn(
-        async move {
-            let _slot = slot;
-            match on_upgrade.await {
-                Ok(upgraded) => {
-                    let conn = Conn::start(TokioIo::new(upgraded), idle);
-                    portforward::serve(conn, ip, what).await;
-                    info!("port-forward session ended");
-                }
-                Err(error) => debug!(%error, "port-forward upgrade failed"),
-            }
-        }
-        .instrument(span),
-    );
-    switching(vec![
-        ("connection", "Upgrade".into()),
-        ("upgrade", "SPDY/3.1".into()),
-        (upgrade::PROTOCOL_HEADER, version.into()),
-    ])
+    hand_over(
+        upgrade,
+        vec![
+            ("connection", "Upgrade".into()),
+            ("upgrade", "SPDY/3.1".into()),
+            (upgrade::PROTOCOL_HEADER, version.into()),
+        ],
+        span,
+        || {},
+        move |io| async move {
+            portforward::serve(Conn::start(io, idle), ip, what).await;
+            info!("port-forward session ended");
+        },
+    )
 }
 
 /// The last step before a 101: a streaming session's slot (`429` when all are taken) and
@@ -494,16 +473,46 @@ fn port_forward(
 fn take_upgrade(
     api: &Api,
     parts: &mut hyper::http::request::Parts,
-) -> Result<(Slot, hyper::upgrade::OnUpgrade), (u16, String)> {
+) -> Result<(Slot, OnUpgrade), (u16, String)> {
     let slot = api
         .streams
         .take("streaming sessions (exec, attach, port-forward)")
         .map_err(|message| (429, message))?;
     let on_upgrade = parts
         .extensions
-        .remove::<hyper::upgrade::OnUpgrade>()
+        .remove::<OnUpgrade>()
         .ok_or((500, "this connection cannot be upgraded".to_owned()))?;
     Ok((slot, on_upgrade))
+}
+
+/// The 101 that hands the connection over: `session` runs on its own task in `span` over the
+/// upgraded connection, holding the streaming slot until it ends; when the upgrade fails,
+/// `failed` runs instead.
+fn hand_over<F, S>(
+    (slot, on_upgrade): (Slot, OnUpgrade),
+    headers: Vec<(&'static str, String)>,
+    span: Span,
+    failed: impl FnOnce() + Send + 'static,
+    session: S,
+) -> Response<Body>
+where
+    S: FnOnce(TokioIo<Upgraded>) -> F + Send + 'static,
+    F: Future<Output = ()> + Send + 'static,
+{
+    tokio::spawn(
+        async move {
+            let _slot = slot;
+            match on_upgrade.await {
+                Ok(upgraded) => session(TokioIo::new(upgraded)).await,
+                Err(error) => {
+                    failed();
+                    debug!(%error, "upgrade failed");
+                }
+            }
+        }
+        .instrument(span),
+    );
+    switching(headers)
 }
 
 /// A request to upgrade for `what` refused with `code`: kubelet's Status JSON body.
@@ -512,7 +521,7 @@ fn refusal(what: &str, code: u16, message: &str) -> Response<Body> {
     full(
         code,
         "application/json",
-        upgrade::status_body(code, message),
+        status::body(&status::refusal(code, message)),
     )
 }
 

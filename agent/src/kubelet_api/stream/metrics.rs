@@ -108,10 +108,12 @@ pub struct SessionClock {
 impl SessionClock {
     /// A clock started now.
     pub fn start(metrics: ExecMetrics) -> Self {
-        Self {
-            received: Instant::now(),
-            metrics,
-        }
+        Self::since(Instant::now(), metrics)
+    }
+
+    /// A clock started when the request was `received`.
+    pub fn since(received: Instant, metrics: ExecMetrics) -> Self {
+        Self { received, metrics }
     }
 
     /// A clock observing into unregistered metrics.

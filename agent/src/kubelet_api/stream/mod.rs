@@ -24,6 +24,7 @@ pub mod guest;
 pub mod metrics;
 pub mod portforward;
 pub mod remotecommand;
+pub mod status;
 pub mod transport;
 pub mod upgrade;
 pub mod websocket;
