@@ -45,10 +45,21 @@ fn garbage_is_not_a_leaf() {
 }
 
 #[test]
-fn a_certificate_from_another_ca_is_read_the_same_way() {
-    // Reading does not verify: the TLS layer and `fit` decide whether a certificate is used.
-    let l = testdata_leaf("stranger.crt");
-    assert!(l.not_before < l.not_after);
+fn expired_and_not_yet_valid_certificates_are_read_and_not_fit() {
+    // Reading does not verify: `fit` decides whether a stored certificate is served.
+    let now = SystemTime::now();
+    for (name, not_before, not_after) in [
+        ("dated-expired.crt", 1_577_836_800, 1_609_459_200),
+        ("dated-future.crt", 4_102_444_800, 4_133_980_800),
+    ] {
+        let l = testdata_leaf(name);
+        assert_eq!((l.not_before, l.not_after), (at(not_before), at(not_after)));
+        assert_eq!(
+            fit(&l, "x", &Sans::default(), now),
+            Err(Unfit::Expired),
+            "{name}"
+        );
+    }
 }
 
 fn sans(dns: &[&str], ips: &[[u8; 4]]) -> Sans {
