@@ -1,14 +1,19 @@
 //! Fuzz targets for the query strings and stream headers of the kubelet port's requests:
-//! exec and attach options ([`crate::kubelet_api::stream::protocol`]), `containerLogs`
+//! exec and attach options ([`crate::kubelet_api::stream::remotecommand::protocol`]), `containerLogs`
 //! ([`crate::kubelet_api::logs::query`]) and port-forward's ports and stream heads
-//! ([`crate::kubelet_api::stream::ws_forward`], [`crate::kubelet_api::stream::portforward`]).
+//! ([`crate::kubelet_api::stream::portforward`]).
 
 use k8s_openapi::jiff::Timestamp;
 
 use crate::kubelet_api::{
     logs::query,
-    stream::{portforward, protocol, ws_forward, ws_frame, zlib},
+    stream::{
+        portforward::{spdy as portforward, websocket as ws_forward},
+        remotecommand::protocol,
+        websocket::frame as ws_frame,
+    },
 };
+use spdy::zlib;
 use tart::fuzz::{COPY_BOUND, Target, strings};
 
 /// Query separators and escapes the mutator splices in.

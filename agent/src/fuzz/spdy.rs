@@ -1,9 +1,9 @@
 //! Fuzz targets for SPDY/3.1 as the kubelet port reads it: frames, header blocks and their
-//! zlib compression ([`crate::kubelet_api::stream::frame`], [`crate::kubelet_api::stream::zlib`]).
+//! zlib compression ([`spdy::frame`], [`spdy::zlib`]).
 
 use bytes::{Bytes, BytesMut};
 
-use crate::kubelet_api::stream::{
+use spdy::{
     frame::{self, Frame},
     zlib::{self, Deflater, Inflater, MAX_HEADER_BLOCK},
 };

@@ -1,13 +1,13 @@
 //! Fuzz targets for what an exec, attach or port-forward client sends after the upgrade:
-//! WebSocket channel messages ([`crate::kubelet_api::stream::ws_frame`]) and the resize
-//! stream's JSON ([`crate::kubelet_api::stream::protocol::ResizeDecoder`]).
+//! WebSocket channel messages ([`crate::kubelet_api::stream::websocket::frame`]) and the resize
+//! stream's JSON ([`crate::kubelet_api::stream::remotecommand::protocol::ResizeDecoder`]).
 
 use bytes::Bytes;
 use tokio_tungstenite::tungstenite::Message;
 
 use crate::kubelet_api::stream::{
-    protocol::ResizeDecoder,
-    ws_frame::{self, Incoming, SERVED},
+    remotecommand::protocol::ResizeDecoder,
+    websocket::frame::{self as ws_frame, Incoming, SERVED},
 };
 use tart::fuzz::{COPY_BOUND, Target, strings};
 

@@ -1,83 +1,37 @@
-//! One request: admit it through the [`Gate`], then route it. Bodies are plain text as
+//! One request: admit it through the [`Gate`](super::gate::Gate), then route it. Bodies are plain text as
 //! kubelet writes them, the Pod list is JSON, and a container log is streamed chunk by chunk
-//! (hyper sends each chunk as it arrives, which `kubectl logs -f` relies on). An exec is
-//! checked (query, Pod, container, upgrade) before it is switched to SPDY or WebSocket with a
-//! 101; the session then runs on its own task over the upgraded connection. Streaming
-//! sessions and followed logs each take a slot under their cap ([`Slots`]) or get `429`.
+//! (hyper sends each chunk as it arrives, which `kubectl logs -f` relies on). The streaming
+//! routes are `super::streaming`'s. Streaming sessions and followed logs each take a slot
+//! under their cap ([`Slots`](super::limits::Slots)) or get `429`.
 
-use std::{convert::Infallible, io, sync::Arc};
+use std::sync::Arc;
 
-use bytes::Bytes;
 use futures::TryStreamExt;
-use http_body_util::{BodyExt, Full, StreamBody, combinators::UnsyncBoxBody};
+use http_body_util::{BodyExt, StreamBody};
 use hyper::{
-    Request, Response, StatusCode,
+    Request, Response,
     body::Frame,
     header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue},
 };
-use hyper_util::rt::TokioIo;
-use tracing::{Instrument, debug, info, info_span};
+use k8s_openapi::{List, api::core::v1::Pod, apimachinery::pkg::apis::meta::v1::ListMeta};
+use tokio::time::Instant;
+use tracing::debug;
 
 use super::{
-    gate::Gate,
-    limits::{Slot, Slots},
-    logs::{LogSource, LogTarget, query},
+    context::{Api, Body, full, text},
+    logs::{LogTarget, query},
     pods::PodSource,
     review::UserInfo,
     routes::{self, Route},
-    stats::{self, StatsSource},
-    stream::{
-        ExecSource, ExecTarget, attach as attaching,
-        conn::Conn,
-        metrics::{ExecMetrics, SessionClock},
-        portforward, protocol,
-        session::{self, Starter, Timeouts},
-        transport, upgrade, ws_forward, ws_frame,
-    },
+    stats,
+    stream::{ExecTarget, metrics::SessionClock},
+    streaming,
 };
-
-/// A response body: a whole buffer or a log stream.
-pub type Body = UnsyncBoxBody<Bytes, io::Error>;
-
-/// What a request may reach.
-pub struct Api {
-    /// Authentication and authorization.
-    pub gate: Gate,
-    /// The Pods this agent runs.
-    pub pods: Arc<dyn PodSource>,
-    pub logs: Arc<dyn LogSource>,
-    /// Exec into the guests; `None` answers that exec is not implemented.
-    pub exec: Option<Arc<dyn ExecSource>>,
-    pub exec_metrics: ExecMetrics,
-    /// CPU and memory for `/stats/summary` and `/metrics/resource`.
-    pub stats: Option<Arc<dyn StatsSource>>,
-    /// exec, attach and port-forward sessions at once.
-    pub streams: Slots,
-    /// Followed logs at once.
-    pub follows: Slots,
-    /// The streaming sessions' time limits.
-    pub timeouts: Timeouts,
-}
 
 /// Marks a response to a request that passed authentication and authorization, so the
 /// server counts its connection as authenticated (`super::conns`).
 #[derive(Debug, Clone, Copy)]
 pub struct Admitted;
-
-fn full(status: u16, content_type: &'static str, body: impl Into<Bytes>) -> Response<Body> {
-    let body = Full::new(body.into())
-        .map_err(|e: Infallible| match e {})
-        .boxed_unsync();
-    let mut r = Response::new(body);
-    *r.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    r.headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
-    r
-}
-
-fn text(status: u16, body: impl Into<String>) -> Response<Body> {
-    full(status, "text/plain; charset=utf-8", body.into())
-}
 
 /// Answers one request; `cert_user` is the verified client certificate's user, if any.
 pub async fn handle<B>(
@@ -85,7 +39,7 @@ pub async fn handle<B>(
     cert_user: Option<UserInfo>,
     req: Request<B>,
 ) -> Response<Body> {
-    let clock = SessionClock::start(api.exec_metrics.clone());
+    let received = Instant::now();
     let (mut parts, body) = req.into_parts();
     drop(body);
     let method = parts.method.clone();
@@ -135,7 +89,8 @@ pub async fn handle<B>(
                 uid: uid.map(str::to_owned),
                 container: container.into(),
             };
-            exec(&api, target, &query, &mut parts, clock)
+            let clock = SessionClock::since(received, api.exec_metrics.clone());
+            streaming::exec(&api, target, &query, &mut parts, clock)
         }
         Route::Attach {
             namespace,
@@ -149,13 +104,13 @@ pub async fn handle<B>(
                 uid: uid.map(str::to_owned),
                 container: container.into(),
             };
-            attach(&api, target, &query, &mut parts).await
+            streaming::attach(&api, target, &query, &mut parts).await
         }
         Route::PortForward {
             namespace,
             pod,
             uid,
-        } => port_forward(&api, namespace, pod, uid, &query, &mut parts),
+        } => streaming::port_forward(&api, namespace, pod, uid, &query, &mut parts),
         Route::Streaming(s) => text(
             501,
             format!(
@@ -186,17 +141,17 @@ pub async fn handle<B>(
     resp
 }
 
-/// `GET /pods`: a v1 PodList of the Pods this agent runs.
+/// `GET /pods`: a v1 PodList of the Pods this agent runs (copied out of the store: the list
+/// is its own value).
 fn pod_list(pods: &dyn PodSource) -> Response<Body> {
-    let pods = pods.pods();
-    let items: Vec<&k8s_openapi::api::core::v1::Pod> = pods.iter().map(|p| &**p).collect();
-    let list = serde_json::json!({
-        "kind": "PodList",
-        "apiVersion": "v1",
-        "metadata": {},
-        "items": items,
-    });
-    full(200, "application/json", list.to_string())
+    let list = List::<Pod> {
+        items: pods.pods().iter().map(|p| Pod::clone(p)).collect(),
+        metadata: ListMeta::default(),
+    };
+    match serde_json::to_string(&list) {
+        Ok(json) => full(200, "application/json", json),
+        Err(e) => text(500, format!("the Pod list does not serialize: {e}")),
+    }
 }
 
 /// `/containerLogs`: a followed log takes a slot, held until its response ends.
@@ -230,309 +185,6 @@ async fn container_logs(api: &Api, target: LogTarget, raw: &str) -> Response<Bod
             text(e.status(), e.to_string())
         }
     }
-}
-
-/// `/exec`: every check that kubelet makes before upgrading, then 101 and the session on its
-/// own task.
-fn exec(
-    api: &Api,
-    target: ExecTarget,
-    query: &str,
-    parts: &mut hyper::http::request::Parts,
-    clock: SessionClock,
-) -> Response<Body> {
-    let refuse = |code: u16, message: &str| refusal("exec", code, message);
-    let Some(source) = api.exec.as_ref() else {
-        return refuse(
-            501,
-            "exec is not implemented yet by this node (tart-kubelet)",
-        );
-    };
-    let options = match protocol::exec_options(query) {
-        Ok(o) => o,
-        Err(message) => return refuse(400, message),
-    };
-    let vm = match source.running_vm(&target) {
-        Ok(vm) => vm,
-        Err(e) => return refuse(e.status(), &e.to_string()),
-    };
-    let transport = match transport::decide(&parts.headers) {
-        Ok(t) => t,
-        Err(a) => return upgrade_refused(refuse(a.status, &a.body), a.headers),
-    };
-    let (slot, on_upgrade) = match take_upgrade(api, parts) {
-        Ok(s) => s,
-        Err((code, message)) => return refuse(code, &message),
-    };
-    let source = source.clone();
-    let argv = options.command.clone();
-    let start: Starter = Box::new(move |opts| source.start(vm, argv, opts));
-    let via = transport.as_str();
-    let span = info_span!(
-        "exec",
-        namespace = %target.namespace,
-        pod = %target.pod,
-        container = %target.container,
-        transport = via,
-        protocol = transport.protocol(),
-    );
-    let switching_headers = transport.switching_headers();
-    let timeouts = api.timeouts;
-    tokio::spawn(
-        async move {
-            let _slot = slot;
-            match on_upgrade.await {
-                Ok(upgraded) => {
-                    let opened = transport
-                        .open(TokioIo::new(upgraded), &options, timeouts)
-                        .await;
-                    let end = match opened {
-                        Ok(o) => session::exec(o, options, start, timeouts, clock.clone()).await,
-                        Err(end) => end,
-                    };
-                    clock.ended(end.outcome());
-                    info!(?end, transport = via, "exec session ended");
-                }
-                Err(error) => {
-                    clock.upgrade_failed();
-                    debug!(%error, "exec upgrade failed");
-                }
-            }
-        }
-        .instrument(span),
-    );
-    switching(switching_headers)
-}
-
-/// `/attach`: the checks `/exec` makes (the container's VM must run), then stdin refused as
-/// [`attaching::refusal`] says, or fed to the job through the guest's relay; the job's output
-/// is followed from its current end, opened before the 101, and the session runs on its own
-/// task.
-async fn attach(
-    api: &Api,
-    target: ExecTarget,
-    query: &str,
-    parts: &mut hyper::http::request::Parts,
-) -> Response<Body> {
-    let refuse = |code: u16, message: &str| refusal("attach", code, message);
-    let Some(source) = api.exec.as_ref() else {
-        return refuse(
-            501,
-            "attach is not implemented yet by this node (tart-kubelet)",
-        );
-    };
-    let options = match protocol::attach_options(query) {
-        Ok(o) => o,
-        Err(message) => return refuse(400, message),
-    };
-    let vm = match source.running_vm(&target) {
-        Ok(vm) => vm,
-        Err(e) => return refuse(e.status(), &e.to_string()),
-    };
-    let pod = api.pods.pod(&target.namespace, &target.pod);
-    if let Some(message) = pod
-        .as_ref()
-        .and_then(|p| attaching::refusal(p, &target.container, &options))
-    {
-        return refuse(400, &message);
-    }
-    let transport = match transport::decide(&parts.headers) {
-        Ok(t) => t,
-        Err(a) => return upgrade_refused(refuse(a.status, &a.body), a.headers),
-    };
-    let log = LogTarget {
-        namespace: target.namespace.clone(),
-        pod: target.pod.clone(),
-        container: target.container.clone(),
-    };
-    let from_now = query::LogQuery {
-        follow: true,
-        tail_lines: Some(0),
-        ..Default::default()
-    };
-    let (slot, on_upgrade) = match take_upgrade(api, parts) {
-        Ok(s) => s,
-        Err((code, message)) => return refuse(code, &message),
-    };
-    let output = match api.logs.open(&log, &from_now).await {
-        Ok(o) => o,
-        Err(e) => return refuse(e.status(), &e.to_string()),
-    };
-    let relay = options.stdin.then(|| {
-        let source = source.clone();
-        let argv = attaching::RELAY.map(str::to_owned).to_vec();
-        Box::new(move |opts| source.start(vm, argv, opts)) as Starter
-    });
-    let via = transport.as_str();
-    let span = info_span!(
-        "attach",
-        namespace = %target.namespace,
-        pod = %target.pod,
-        container = %target.container,
-        transport = via,
-        protocol = transport.protocol(),
-    );
-    let switching_headers = transport.switching_headers();
-    let timeouts = api.timeouts;
-    tokio::spawn(
-        async move {
-            let _slot = slot;
-            match on_upgrade.await {
-                Ok(upgraded) => {
-                    let opened = transport
-                        .open(TokioIo::new(upgraded), &options, timeouts)
-                        .await;
-                    let end = match opened {
-                        Ok(o) => attaching::run(o, output, relay, timeouts).await,
-                        Err(session::End::StreamsTimedOut) => attaching::AttachEnd::StreamsTimedOut,
-                        Err(_) => attaching::AttachEnd::ClientGone,
-                    };
-                    info!(?end, transport = via, "attach session ended");
-                }
-                Err(error) => debug!(%error, "attach upgrade failed"),
-            }
-        }
-        .instrument(span),
-    );
-    switching(switching_headers)
-}
-
-/// `/portForward`: the Pod must run and have an IP; then 101 and the pairs (SPDY) or the
-/// query's ports (the legacy WebSocket) on their own task.
-fn port_forward(
-    api: &Api,
-    namespace: &str,
-    pod: &str,
-    uid: Option<&str>,
-    query: &str,
-    parts: &mut hyper::http::request::Parts,
-) -> Response<Body> {
-    let refuse = |code: u16, message: &str| refusal("port-forward", code, message);
-    let Some(source) = api.exec.as_ref() else {
-        return refuse(
-            501,
-            "portForward is not implemented yet by this node (tart-kubelet)",
-        );
-    };
-    let ip = match source.guest_ip(namespace, pod, uid) {
-        Ok(ip) => ip,
-        Err(e) => return refuse(e.status(), &e.to_string()),
-    };
-    let what = format!("{pod}, uid {}", uid.unwrap_or_default());
-    if upgrade::kind(&parts.headers) == upgrade::Upgrade::WebSocket {
-        let (protocol, accept) =
-            match transport::websocket(&parts.headers, &ws_frame::FORWARD_SERVED) {
-                Ok(t) => t,
-                Err(a) => return upgrade_refused(refuse(a.status, &a.body), a.headers),
-            };
-        let ports = match ws_forward::ports(query, protocol) {
-            Ok(p) => p,
-            Err(message) => return refuse(400, &message),
-        };
-        let (slot, on_upgrade) = match take_upgrade(api, parts) {
-            Ok(s) => s,
-            Err((code, message)) => return refuse(code, &message),
-        };
-        let span = info_span!("port_forward", %namespace, %pod, transport = "websocket");
-        let idle = api.timeouts.idle;
-        tokio::spawn(
-            async move {
-                let _slot = slot;
-                match on_upgrade.await {
-                    Ok(upgraded) => {
-                        let io = TokioIo::new(upgraded);
-                        ws_forward::serve(io, protocol, ports, ip, what, idle).await;
-                        info!("port-forward session ended");
-                    }
-                    Err(error) => debug!(%error, "port-forward upgrade failed"),
-                }
-            }
-            .instrument(span),
-        );
-        return switching(transport::ws_switching_headers(protocol, &accept));
-    }
-    let version = match upgrade::decide_forward(&parts.headers) {
-        Ok(v) => v,
-        Err(a) => return upgrade_refused(refuse(a.status, &a.body), a.headers),
-    };
-    let (slot, on_upgrade) = match take_upgrade(api, parts) {
-        Ok(s) => s,
-        Err((code, message)) => return refuse(code, &message),
-    };
-    let span = info_span!("port_forward", %namespace, %pod);
-    let idle = api.timeouts.idle;
-    tokio::spawn(
-        async move {
-            let _slot = slot;
-            match on_upgrade.await {
-                Ok(upgraded) => {
-                    let conn = Conn::start(TokioIo::new(upgraded), idle);
-                    portforward::serve(conn, ip, what).await;
-                    info!("port-forward session ended");
-                }
-                Err(error) => debug!(%error, "port-forward upgrade failed"),
-            }
-        }
-        .instrument(span),
-    );
-    switching(vec![
-        ("connection", "Upgrade".into()),
-        ("upgrade", "SPDY/3.1".into()),
-        (upgrade::PROTOCOL_HEADER, version.into()),
-    ])
-}
-
-/// The last step before a 101: a streaming session's slot (`429` when all are taken) and
-/// the connection's upgrade (`500` when it cannot be upgraded).
-fn take_upgrade(
-    api: &Api,
-    parts: &mut hyper::http::request::Parts,
-) -> Result<(Slot, hyper::upgrade::OnUpgrade), (u16, String)> {
-    let slot = api
-        .streams
-        .take("streaming sessions (exec, attach, port-forward)")
-        .map_err(|message| (429, message))?;
-    let on_upgrade = parts
-        .extensions
-        .remove::<hyper::upgrade::OnUpgrade>()
-        .ok_or((500, "this connection cannot be upgraded".to_owned()))?;
-    Ok((slot, on_upgrade))
-}
-
-/// A request to upgrade for `what` refused with `code`: kubelet's Status JSON body.
-fn refusal(what: &str, code: u16, message: &str) -> Response<Body> {
-    debug!(status = code, message, "{what} refused");
-    full(
-        code,
-        "application/json",
-        upgrade::status_body(code, message),
-    )
-}
-
-/// `refused` with the headers the upgrade negotiation asks for (e.g. the protocols offered).
-fn upgrade_refused(
-    mut refused: Response<Body>,
-    headers: Vec<(&'static str, String)>,
-) -> Response<Body> {
-    for (name, value) in headers {
-        if let Ok(v) = HeaderValue::from_str(&value) {
-            refused.headers_mut().append(name, v);
-        }
-    }
-    refused
-}
-
-/// The 101 that hands the connection over, with the agreed transport's `headers`.
-fn switching(headers: Vec<(&'static str, String)>) -> Response<Body> {
-    let mut r = full(101, "text/plain", Bytes::new());
-    let h = r.headers_mut();
-    h.remove(CONTENT_TYPE);
-    for (name, value) in headers {
-        if let Ok(v) = HeaderValue::from_str(&value) {
-            h.insert(name, v);
-        }
-    }
-    r
 }
 
 #[cfg(test)]

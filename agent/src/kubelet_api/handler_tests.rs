@@ -2,12 +2,15 @@ use futures::{FutureExt, future::BoxFuture};
 use http_body_util::Empty;
 use k8s_openapi::api::core::v1::Pod;
 
+use bytes::Bytes;
+
 use super::*;
 use crate::kubelet_api::{
-    limits::Limit,
+    gate::Gate,
+    limits::{Limit, Slots},
     logs::memory::MemoryLogs,
     review::{AccessRequest, ReviewError, Reviewer},
-    stream::guest::ExecError,
+    stream::{ExecSource, guest::ExecError},
 };
 
 /// Token `admin` is user admin, allowed everything; token `viewer` is allowed nothing.

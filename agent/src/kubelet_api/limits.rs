@@ -164,7 +164,7 @@ mod tests {
     fn the_configured_idle_default_is_the_sessions_default() {
         assert_eq!(
             Limits::default().streaming_idle,
-            super::super::stream::session::IDLE
+            super::super::stream::remotecommand::session::IDLE
         );
     }
 

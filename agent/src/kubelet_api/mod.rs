@@ -18,6 +18,7 @@
 mod authz;
 mod cache;
 mod conns;
+mod context;
 pub mod csr;
 mod gate;
 mod handler;
@@ -29,6 +30,7 @@ mod routes;
 mod server;
 pub mod stats;
 pub mod stream;
+mod streaming;
 pub(crate) mod tls;
 pub(crate) mod x509;
 
@@ -242,7 +244,7 @@ pub async fn start_with_cert(
     let addr = listener.local_addr().unwrap_or(listen.addr);
     let logs = logs.unwrap_or_else(|| Arc::new(logs::pending::NotCollected::new(pods.clone())));
     let l = listen.limits;
-    let api = Arc::new(handler::Api {
+    let api = Arc::new(context::Api {
         gate: gate::Gate::new(listen.node_name.clone(), reviewer),
         pods,
         logs,
@@ -255,7 +257,7 @@ pub async fn start_with_cert(
             limits::Limit::LogFollows,
             limit_metrics.clone(),
         ),
-        timeouts: stream::session::Timeouts {
+        timeouts: stream::remotecommand::session::Timeouts {
             idle: l.streaming_idle,
             ..Default::default()
         },

@@ -15,7 +15,7 @@ use tracing::{Instrument, debug, debug_span, warn};
 
 use super::{
     conns::{Conns, Evicted},
-    handler,
+    context, handler,
     limits::{Limit, LimitMetrics, Limits},
     review::UserInfo,
     x509,
@@ -48,7 +48,7 @@ async fn evicted(rx: Evicted) {
 pub async fn serve(
     listener: TcpListener,
     tls: Arc<ServerConfig>,
-    api: Arc<handler::Api>,
+    api: Arc<context::Api>,
     limits: Limits,
     metrics: LimitMetrics,
     mut shutdown: watch::Receiver<bool>,

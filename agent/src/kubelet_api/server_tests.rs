@@ -67,11 +67,22 @@ async fn start_limited(
     limits: Limits,
     metrics: LimitMetrics,
 ) -> (Running, watch::Sender<bool>) {
+    start_trusting(cert, reviewer, limits, metrics, "ca.crt").await
+}
+
+/// A server whose client CAs are the file `client_ca` of the test PKI.
+async fn start_trusting(
+    cert: CertFiles,
+    reviewer: Arc<Recorder>,
+    limits: Limits,
+    metrics: LimitMetrics,
+    client_ca: &str,
+) -> (Running, watch::Sender<bool>) {
     let (tx, rx) = watch::channel(false);
     let settings = Settings {
         addr: "127.0.0.1:0".parse().unwrap(),
         cert,
-        client_ca: Some(testdata("ca.crt")),
+        client_ca: Some(testdata(client_ca)),
         node_name: "mac-1".into(),
         reload_check: Duration::from_millis(20),
         limits,
@@ -166,6 +177,35 @@ async fn a_certificate_from_another_ca_fails_the_handshake() {
     let (s, _sd) = start_server(served_files(), Arc::default()).await;
     let r = get(s.addr, Some("stranger"), "/healthz").await;
     assert!(r.is_err() || r.as_ref().unwrap().0 == 0, "{r:?}");
+}
+
+#[tokio::test]
+async fn an_expired_or_not_yet_valid_client_certificate_fails_the_handshake() {
+    let reviewer = Arc::new(Recorder::default());
+    let (s, _sd) = start_trusting(
+        served_files(),
+        reviewer.clone(),
+        Limits::default(),
+        LimitMetrics::default(),
+        "ca-and-dated.crt",
+    )
+    .await;
+    // The same CA's certificate valid today gets through: the CA is trusted.
+    assert_eq!(
+        get(s.addr, Some("dated-current"), "/healthz")
+            .await
+            .unwrap()
+            .0,
+        200
+    );
+    assert_eq!(
+        reviewer.last.lock().unwrap().clone().unwrap().user.name,
+        "current"
+    );
+    for name in ["dated-expired", "dated-future"] {
+        let r = get(s.addr, Some(name), "/healthz").await;
+        assert!(r.is_err() || r.as_ref().unwrap().0 == 0, "{name}: {r:?}");
+    }
 }
 
 #[tokio::test]

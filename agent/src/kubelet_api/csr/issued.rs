@@ -8,8 +8,10 @@ use std::{
     time::{Duration, SystemTime},
 };
 
-use super::request::{OID_SAN, SAN_DNS, SAN_IP, Sans, node_user};
-use crate::kubelet_api::x509::{self, children, next};
+use x509_cert::ext::pkix::{SubjectAltName, name::GeneralName};
+
+use super::request::{Sans, node_user};
+use crate::kubelet_api::x509;
 
 /// The facts of a leaf certificate.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,56 +26,26 @@ pub struct Leaf {
     pub sans: Sans,
 }
 
-const SEQUENCE: u8 = 0x30;
-const UTC_TIME: u8 = 0x17;
-const GENERALIZED_TIME: u8 = 0x18;
-const BOOLEAN: u8 = 0x01;
-const OCTET_STRING: u8 = 0x04;
-/// `[0] EXPLICIT Version`.
-const VERSION_TAG: u8 = 0xa0;
-/// `[3] EXPLICIT Extensions`.
-const EXTENSIONS_TAG: u8 = 0xa3;
-
-/// The facts of DER certificate `der`; `None` when it is not shaped like one.
+/// The facts of DER certificate `der`; `None` when it is not one, or its subjectAltName
+/// extension does not decode.
 pub fn leaf(der: &[u8]) -> Option<Leaf> {
-    let (cert, _) = next(der)?;
-    let (tbs, _) = next(cert.content)?;
-    let fields = children(tbs.content)?;
-    let skip = usize::from(fields.first()?.tag == VERSION_TAG);
-    let validity = children(fields.get(skip + 3)?.content)?;
-    let (not_before, not_after) = (time(validity.first()?)?, time(validity.get(1)?)?);
-    let common_name = x509::subject(der)?.common_name;
+    let cert = x509::certificate(der)?;
+    let tbs = cert.tbs_certificate();
+    let validity = tbs.validity();
     let mut sans = Sans::default();
-    if let Some(ext) = fields.iter().find(|f| f.tag == EXTENSIONS_TAG) {
-        let (list, _) = next(ext.content)?;
-        for e in children(list.content)? {
-            let parts = children(e.content)?;
-            if parts.first()?.content != OID_SAN {
-                continue;
-            }
-            let value = parts.iter().skip(1).find(|p| p.tag != BOOLEAN)?;
-            if value.tag != OCTET_STRING {
-                return None;
-            }
-            let (names, _) = next(value.content)?;
-            if names.tag != SEQUENCE {
-                return None;
-            }
-            for n in children(names.content)? {
-                match n.tag {
-                    SAN_DNS => sans
-                        .dns
-                        .push(String::from_utf8_lossy(n.content).into_owned()),
-                    SAN_IP => sans.ips.extend(ip(n.content)),
-                    _ => {}
-                }
+    if let Some((_, SubjectAltName(names))) = tbs.get_extension::<SubjectAltName>().ok()? {
+        for n in names {
+            match n {
+                GeneralName::DnsName(d) => sans.dns.push(d.to_string()),
+                GeneralName::IpAddress(ip) => sans.ips.extend(self::ip(ip.as_bytes())),
+                _ => {}
             }
         }
     }
     Some(Leaf {
-        not_before,
-        not_after,
-        common_name,
+        not_before: validity.not_before.to_system_time(),
+        not_after: validity.not_after.to_system_time(),
+        common_name: x509::names(tbs.subject()).common_name,
         sans,
     })
 }
@@ -84,38 +56,6 @@ fn ip(bytes: &[u8]) -> Option<IpAddr> {
         16 => Some(IpAddr::from(<[u8; 16]>::try_from(bytes).ok()?)),
         _ => None,
     }
-}
-
-/// UTCTime (`YYMMDDHHMMSSZ`, years 1950–2049) or GeneralizedTime (`YYYYMMDDHHMMSSZ`).
-fn time(t: &x509::Tlv<'_>) -> Option<SystemTime> {
-    let s = std::str::from_utf8(t.content).ok()?.strip_suffix('Z')?;
-    let (year, rest) = match t.tag {
-        UTC_TIME if s.len() == 12 => {
-            let yy: i64 = s.get(..2)?.parse().ok()?;
-            (if yy < 50 { 2000 + yy } else { 1900 + yy }, &s[2..])
-        }
-        GENERALIZED_TIME if s.len() == 14 => (s.get(..4)?.parse().ok()?, &s[4..]),
-        _ => return None,
-    };
-    let num = |i: usize| -> Option<i64> { rest.get(i..i + 2)?.parse().ok() };
-    let (month, day, h, m, sec) = (num(0)?, num(2)?, num(4)?, num(6)?, num(8)?);
-    if !(1..=12).contains(&month) || !(1..=31).contains(&day) || h > 23 || m > 59 || sec > 60 {
-        return None;
-    }
-    let secs = days_from_civil(year, month, day) * 86_400 + h * 3600 + m * 60 + sec;
-    let secs = u64::try_from(secs).ok()?;
-    SystemTime::UNIX_EPOCH.checked_add(Duration::from_secs(secs))
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 /// Why a stored certificate is not served again.

@@ -39,30 +39,27 @@ fn validity_names_and_subject_are_read_from_a_real_certificate() {
 }
 
 #[test]
-fn utc_time_years_split_at_1950_and_bad_times_are_refused() {
-    let t = |tag: u8, s: &str| {
-        time(&x509::Tlv {
-            tag,
-            content: s.as_bytes(),
-        })
-    };
-    assert_eq!(t(UTC_TIME, "700101000000Z"), Some(at(0)));
-    assert_eq!(t(UTC_TIME, "491231235959Z"), Some(at(2_524_607_999)));
-    assert_eq!(
-        t(GENERALIZED_TIME, "20491231235959Z"),
-        Some(at(2_524_607_999))
-    );
-    assert_eq!(t(UTC_TIME, "500101000000Z"), None, "before 1970");
-    assert_eq!(t(UTC_TIME, "701301000000Z"), None, "month 13");
-    assert_eq!(t(UTC_TIME, "700101000000"), None, "no Z");
-    assert_eq!(t(GENERALIZED_TIME, "700101000000Z"), None, "short");
-    assert_eq!(t(0x04, "700101000000Z"), None, "not a time");
-}
-
-#[test]
 fn garbage_is_not_a_leaf() {
     assert_eq!(leaf(b"not a certificate"), None);
     assert_eq!(leaf(&[]), None);
+}
+
+#[test]
+fn expired_and_not_yet_valid_certificates_are_read_and_not_fit() {
+    // Reading does not verify: `fit` decides whether a stored certificate is served.
+    let now = SystemTime::now();
+    for (name, not_before, not_after) in [
+        ("dated-expired.crt", 1_577_836_800, 1_609_459_200),
+        ("dated-future.crt", 4_102_444_800, 4_133_980_800),
+    ] {
+        let l = testdata_leaf(name);
+        assert_eq!((l.not_before, l.not_after), (at(not_before), at(not_after)));
+        assert_eq!(
+            fit(&l, "x", &Sans::default(), now),
+            Err(Unfit::Expired),
+            "{name}"
+        );
+    }
 }
 
 fn sans(dns: &[&str], ips: &[[u8; 4]]) -> Sans {

@@ -6,7 +6,46 @@ use std::net::IpAddr;
 use ring::signature::{ECDSA_P256_SHA256_ASN1, UnparsedPublicKey};
 
 use super::*;
-use crate::kubelet_api::x509::{Tlv, children, next};
+
+/// One DER element: tag and content. The test walks the request's bytes itself, so that what
+/// it checks is the encoding `build` wrote, not a library's reading of it.
+struct Tlv<'a> {
+    tag: u8,
+    content: &'a [u8],
+}
+
+/// Reads one element from the front of `buf`; returns it and the rest.
+fn next(buf: &[u8]) -> Option<(Tlv<'_>, &[u8])> {
+    let (&tag, rest) = buf.split_first()?;
+    let (&first, mut rest) = rest.split_first()?;
+    let len = if first < 0x80 {
+        usize::from(first)
+    } else {
+        let n = usize::from(first & 0x7f);
+        if n == 0 || n > 4 || rest.len() < n {
+            return None;
+        }
+        let (bytes, r) = rest.split_at(n);
+        rest = r;
+        bytes.iter().fold(0usize, |a, b| (a << 8) | usize::from(*b))
+    };
+    if rest.len() < len {
+        return None;
+    }
+    let (content, rest) = rest.split_at(len);
+    Some((Tlv { tag, content }, rest))
+}
+
+/// All elements of a constructed value's content.
+fn children(mut buf: &[u8]) -> Option<Vec<Tlv<'_>>> {
+    let mut out = Vec::new();
+    while !buf.is_empty() {
+        let (t, rest) = next(buf)?;
+        out.push(t);
+        buf = rest;
+    }
+    Some(out)
+}
 
 fn sans() -> Sans {
     Sans {

@@ -106,18 +106,15 @@ pub struct SessionClock {
 }
 
 impl SessionClock {
-    /// A clock started now.
-    pub fn start(metrics: ExecMetrics) -> Self {
-        Self {
-            received: Instant::now(),
-            metrics,
-        }
+    /// A clock started when the request was `received`.
+    pub fn since(received: Instant, metrics: ExecMetrics) -> Self {
+        Self { received, metrics }
     }
 
     /// A clock observing into unregistered metrics.
     #[cfg(test)]
     pub fn unobserved() -> Self {
-        Self::start(ExecMetrics::default())
+        Self::since(Instant::now(), ExecMetrics::default())
     }
 
     fn elapsed(&self) -> f64 {
@@ -153,7 +150,7 @@ mod tests {
     fn every_exec_metric_is_exposed() {
         let mut reg = Registry::default();
         let m = ExecMetrics::register(&mut reg);
-        let clock = SessionClock::start(m.clone());
+        let clock = SessionClock::since(Instant::now(), m.clone());
         clock.spawned();
         clock.status_written();
         clock.ended(SessionOutcome::NonzeroExit);

@@ -19,22 +19,14 @@
 //! The wire facts these files cite are in docs/reference/kubelet-api.md (checked against the 1.20
 //! API server and kubectl 1.32); what the agent does is described in docs/kubelet-api.md.
 
-pub mod activity;
-pub mod attach;
-pub mod conn;
-pub mod frame;
 pub mod guest;
 pub mod metrics;
 pub mod portforward;
-pub mod protocol;
 pub mod remotecommand;
-pub mod session;
+pub mod status;
 pub mod transport;
 pub mod upgrade;
-pub mod ws_conn;
-pub mod ws_forward;
-pub mod ws_frame;
-pub mod zlib;
+pub mod websocket;
 
 #[cfg(test)]
 mod fixtures;

@@ -13,12 +13,16 @@ use hyper::header::HeaderMap;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{
-    protocol::{ExecOptions, Protocol},
-    remotecommand,
-    session::{End, Link, Opened, Sink, Streams, Timeouts},
+    remotecommand::{
+        self,
+        protocol::{ExecOptions, Protocol},
+        session::{End, Link, Opened, Sink, Streams, Timeouts},
+    },
     upgrade::{self, Answer, Upgrade},
-    ws_conn::WsConn,
-    ws_frame::{self, WsProtocol},
+    websocket::{
+        conn::WsConn,
+        frame::{self as ws_frame, WsProtocol},
+    },
 };
 
 /// The client's WebSocket subprotocols.
@@ -135,8 +139,8 @@ impl Transport {
     {
         match self {
             Self::Spdy(p) => {
-                let conn = super::conn::Conn::start(io, t.idle);
-                remotecommand::open(conn, p, options, t).await
+                let conn = spdy::conn::Conn::start(io, t.idle);
+                remotecommand::spdy::open(conn, p, options, t).await
             }
             Self::WebSocket { protocol, .. } => Ok(open_ws(io, protocol, options, t.idle).await),
         }

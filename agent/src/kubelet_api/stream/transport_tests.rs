@@ -16,8 +16,10 @@ use super::*;
 use crate::kubelet_api::stream::{
     fixtures::{Seen, T, scripted},
     metrics::SessionClock,
-    protocol,
-    session::{self, End},
+    remotecommand::{
+        protocol,
+        session::{self, End},
+    },
 };
 
 fn headers(list: &[(&'static str, &'static str)]) -> HeaderMap {

@@ -5,7 +5,7 @@
 
 use hyper::header::{CONNECTION, HeaderMap, UPGRADE};
 
-use super::protocol::{self, NegotiationError, PROTOCOLS, Protocol};
+use super::remotecommand::protocol::{self, NegotiationError, PROTOCOLS, Protocol};
 
 /// Header with the client's remotecommand versions (one line each, or comma-separated).
 pub const PROTOCOL_HEADER: &str = "x-stream-protocol-version";
@@ -64,29 +64,6 @@ impl Answer {
     }
 }
 
-/// PURE: a refusal as a `metav1.Status`, which kubectl prints as `Error from server
-/// (<reason>): <message>`. A plain-text body would be read as YAML first, and a message with
-/// `": "` in it would then print as an empty error.
-pub fn status_body(code: u16, message: &str) -> String {
-    let reason = match code {
-        400 => "BadRequest",
-        403 => "Forbidden",
-        404 => "NotFound",
-        429 => "TooManyRequests",
-        _ => "InternalError",
-    };
-    serde_json::json!({
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Failure",
-        "message": message,
-        "reason": reason,
-        "code": code,
-    })
-    .to_string()
-}
-
 /// The version to switch to, or the answer that refuses the request.
 ///
 /// # Errors
@@ -106,7 +83,7 @@ pub fn decide(headers: &HeaderMap) -> Result<Protocol, Answer> {
 /// # Errors
 /// As [`decide`].
 pub fn decide_forward(headers: &HeaderMap) -> Result<&'static str, Answer> {
-    negotiate_with(headers, &[super::portforward::PROTOCOL])
+    negotiate_with(headers, &[super::portforward::spdy::PROTOCOL])
 }
 
 fn negotiate_with(headers: &HeaderMap, served: &[&'static str]) -> Result<&'static str, Answer> {
@@ -216,22 +193,6 @@ mod tests {
         let a = decide(&no_version).unwrap_err();
         assert_eq!(a.status, 400);
         assert!(a.body.contains("X-Stream-Protocol-Version"), "{}", a.body);
-    }
-
-    #[test]
-    fn refusals_are_status_objects_with_the_reason_of_their_code() {
-        let v: serde_json::Value =
-            serde_json::from_str(&status_body(404, "pod does not exist")).unwrap();
-        assert_eq!(
-            (v["kind"].as_str(), v["reason"].as_str(), v["code"].as_u64()),
-            (Some("Status"), Some("NotFound"), Some(404))
-        );
-        assert_eq!(v["message"], "pod does not exist");
-        let v: serde_json::Value = serde_json::from_str(&status_body(500, "x: y")).unwrap();
-        assert_eq!(
-            (v["reason"].as_str(), v["message"].as_str()),
-            (Some("InternalError"), Some("x: y"))
-        );
     }
 
     #[test]

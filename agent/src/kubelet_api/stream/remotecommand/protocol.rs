@@ -2,7 +2,10 @@
 //! versions served, the exec query, the stream roles a session waits for, the status written on the
 //! error stream, and the resize stream's JSON.
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::StatusCause;
 use serde::Deserialize;
+
+use crate::kubelet_api::stream::status;
 
 /// A remotecommand version, as `X-Stream-Protocol-Version` names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -191,40 +194,34 @@ pub enum Outcome {
 
 /// What to write on the error stream; empty means success for every version.
 pub fn status(o: &Outcome, p: Protocol) -> String {
-    let (message, json) = match o {
-        Outcome::Exited { code: 0, .. } => {
-            (None, r#"{"metadata":{},"status":"Success"}"#.to_owned())
-        }
+    let (message, typed) = match o {
+        Outcome::Exited { code: 0, .. } => (None, status::success()),
         Outcome::Exited { code, command } => {
             let code = (*code).clamp(0, 255);
             let message = format!(
                 "command terminated with non-zero exit code: error executing command [{}], exit code {code}",
                 command.join(" ")
             );
-            let json = serde_json::json!({
-                "metadata": {},
-                "status": "Failure",
-                "message": message,
-                "reason": "NonZeroExitCode",
-                "details": {"causes": [{"reason": "ExitCode", "message": code.to_string()}]},
-            });
-            (Some(message), json.to_string())
+            let cause = StatusCause {
+                reason: Some("ExitCode".to_owned()),
+                message: Some(code.to_string()),
+                ..StatusCause::default()
+            };
+            let typed = status::failure(message.clone(), "NonZeroExitCode", None, cause);
+            (Some(message), typed)
         }
         Outcome::Failed(e) => {
             let message = format!("Internal error occurred: {e}");
-            let json = serde_json::json!({
-                "metadata": {},
-                "status": "Failure",
-                "message": message,
-                "reason": "InternalError",
-                "details": {"causes": [{"message": e}]},
-                "code": 500,
-            });
-            (Some(message), json.to_string())
+            let cause = StatusCause {
+                message: Some(e.clone()),
+                ..StatusCause::default()
+            };
+            let typed = status::failure(message.clone(), "InternalError", Some(500), cause);
+            (Some(message), typed)
         }
     };
     match p {
-        Protocol::V4 => json,
+        Protocol::V4 => status::stream_body(&typed),
         _ => message.unwrap_or_default(),
     }
 }

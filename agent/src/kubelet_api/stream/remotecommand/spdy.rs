@@ -9,11 +9,10 @@ pub use super::session::{End, Timeouts};
 #[cfg(test)]
 use super::session::{IDLE, STREAM_CREATION, Starter};
 use super::{
-    conn::Conn,
     protocol::{self, ExecOptions, Protocol, Role},
     session::{Link, Opened, Sink, Streams},
-    zlib,
 };
+use spdy::{conn::Conn, zlib};
 
 /// Serves one exec over `conn`, observing its setup and duration on `clock`.
 #[cfg(test)]
@@ -23,7 +22,7 @@ pub async fn serve(
     options: ExecOptions,
     start: Starter,
     t: Timeouts,
-    clock: super::metrics::SessionClock,
+    clock: crate::kubelet_api::stream::metrics::SessionClock,
 ) -> End {
     match open(conn, protocol, &options, t).await {
         Ok(opened) => super::session::exec(opened, options, start, t, clock).await,
@@ -89,5 +88,5 @@ async fn collect(conn: &mut Conn, want: &[Role]) -> Option<Streams> {
 }
 
 #[cfg(test)]
-#[path = "remotecommand_tests.rs"]
+#[path = "spdy_tests.rs"]
 mod tests;

@@ -20,12 +20,12 @@ use tokio::{
 };
 use tracing::{debug, info, warn};
 
-use super::{
-    conn::{Closed, Conn, MAX_DATA, StreamTx},
+use super::protocol::{self, ExecOptions, Outcome, Protocol, ResizeDecoder};
+use crate::kubelet_api::stream::{
     metrics::{SessionClock, SessionOutcome},
-    protocol::{self, ExecOptions, Outcome, Protocol, ResizeDecoder},
-    ws_conn::{ChannelTx, WsConn},
+    websocket::conn::{ChannelTx, WsConn},
 };
+use spdy::conn::{Closed, Conn, MAX_DATA, StreamTx};
 
 /// How long the client has to open every stream (kubelet's `streamCreationTimeout`).
 pub const STREAM_CREATION: Duration = Duration::from_secs(30);

@@ -13,9 +13,9 @@ use tokio::time::timeout;
 use super::*;
 use crate::kubelet_api::stream::{
     fixtures::{Client, Seen, T, scripted, stream_data},
-    frame::Frame,
     metrics::SessionClock,
 };
+use spdy::frame::Frame;
 
 fn opts(q: &str) -> ExecOptions {
     protocol::exec_options(q).unwrap()

@@ -1,10 +1,8 @@
 use tokio::net::TcpListener;
 
 use super::*;
-use crate::kubelet_api::stream::{
-    fixtures::{Client, T, stream_data},
-    frame::Frame,
-};
+use crate::kubelet_api::stream::fixtures::{Client, T, stream_data};
+use spdy::frame::Frame;
 
 fn headers(h: &[(&str, &str)]) -> zlib::Headers {
     h.iter()

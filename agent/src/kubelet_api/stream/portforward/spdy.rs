@@ -22,10 +22,10 @@ use tokio::{
 };
 use tracing::debug;
 
-use super::{
+use crate::kubelet_api::stream::remotecommand::session::STREAM_CREATION;
+use spdy::{
     conn::{Conn, MAX_DATA, NewStream, StreamTx},
     frame::RstStatus,
-    session::STREAM_CREATION,
     zlib,
 };
 
@@ -234,5 +234,5 @@ async fn fail(error: &StreamTx, data: &StreamTx, port: u16, what: &str, why: &st
 }
 
 #[cfg(test)]
-#[path = "portforward_tests.rs"]
+#[path = "spdy_tests.rs"]
 mod tests;

@@ -29,10 +29,10 @@ use tokio_tungstenite::{
 };
 use tracing::debug;
 
-use super::{
+use super::frame::{self as ws_frame, Incoming, WsProtocol};
+use spdy::{
     activity::Activity,
     conn::{Closed, MAX_DATA},
-    ws_frame::{self, Incoming, WsProtocol},
 };
 
 /// Messages a channel's reader may have queued before the socket is no longer read.
@@ -285,5 +285,5 @@ where
 }
 
 #[cfg(test)]
-#[path = "ws_conn_tests.rs"]
+#[path = "conn_tests.rs"]
 mod tests;

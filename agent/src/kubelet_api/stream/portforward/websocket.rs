@@ -21,12 +21,14 @@ use tokio::{
 };
 use tracing::debug;
 
-use super::{
-    conn::MAX_DATA,
-    session::DRAIN,
-    ws_conn::{ChannelTx, WsConn},
-    ws_frame::WsProtocol,
+use crate::kubelet_api::stream::{
+    remotecommand::session::DRAIN,
+    websocket::{
+        conn::{ChannelTx, WsConn},
+        frame::WsProtocol,
+    },
 };
+use spdy::conn::MAX_DATA;
 
 /// Connecting to the guest's port must succeed within this.
 const CONNECT_DEADLINE: Duration = Duration::from_secs(10);
@@ -158,5 +160,5 @@ async fn fail(error: &ChannelTx, port: u16, what: &str, why: &str) {
 }
 
 #[cfg(test)]
-#[path = "ws_forward_tests.rs"]
+#[path = "websocket_tests.rs"]
 mod tests;

@@ -72,7 +72,7 @@ async fn session(ports: Vec<u16>) -> WebSocketStream<tokio::io::DuplexStream> {
         ports,
         "127.0.0.1".parse().unwrap(),
         "p1, uid u1".into(),
-        crate::kubelet_api::stream::session::IDLE,
+        crate::kubelet_api::stream::remotecommand::session::IDLE,
     ));
     WebSocketStream::from_raw_socket(a, Role::Client, None).await
 }

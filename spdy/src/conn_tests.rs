@@ -1,7 +1,7 @@
 use tokio::time::timeout;
 
 use super::*;
-use crate::kubelet_api::stream::fixtures::{Client, T, stream_data};
+use crate::testing::{Client, T, stream_data};
 
 const HOUR: Duration = Duration::from_secs(3600);
 

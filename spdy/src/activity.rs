@@ -18,6 +18,12 @@ pub struct Activity {
     last_ms: Arc<AtomicU64>,
 }
 
+impl Default for Activity {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Activity {
     /// Starting now.
     pub fn new() -> Self {

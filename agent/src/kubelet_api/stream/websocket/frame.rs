@@ -7,7 +7,7 @@ use base64::{Engine, engine::general_purpose::STANDARD};
 use bytes::{BufMut, Bytes, BytesMut};
 use tokio_tungstenite::tungstenite::Message;
 
-use super::protocol::Protocol;
+use crate::kubelet_api::stream::remotecommand::protocol::Protocol;
 
 /// Channel of the client's stdin.
 pub const STDIN: u8 = 0;
@@ -189,5 +189,5 @@ pub fn decode(p: WsProtocol, msg: &Message) -> Result<Incoming, FrameError> {
 }
 
 #[cfg(test)]
-#[path = "ws_frame_tests.rs"]
+#[path = "frame_tests.rs"]
 mod tests;

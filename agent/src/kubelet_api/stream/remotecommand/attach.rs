@@ -89,13 +89,13 @@ pub fn has_stdin(pod: &Pod, container: &str) -> bool {
 /// Serves one attach over the SPDY `conn`, copying `output` to the client (no stdin).
 #[cfg(test)]
 pub async fn serve(
-    conn: super::conn::Conn,
+    conn: spdy::conn::Conn,
     protocol: super::protocol::Protocol,
     options: ExecOptions,
     output: LogStream,
     t: Timeouts,
 ) -> AttachEnd {
-    match super::remotecommand::open(conn, protocol, &options, t).await {
+    match super::spdy::open(conn, protocol, &options, t).await {
         Ok(opened) => run(opened, output, None, t).await,
         Err(super::session::End::StreamsTimedOut) => AttachEnd::StreamsTimedOut,
         Err(_) => AttachEnd::ClientGone,

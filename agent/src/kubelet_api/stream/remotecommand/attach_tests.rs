@@ -7,12 +7,13 @@ use tokio::time::timeout;
 
 use super::*;
 use crate::kubelet_api::stream::{
-    conn::Conn,
     fixtures::{Client, T, stream_data},
-    frame::Frame,
-    protocol::{self, Protocol},
-    session::IDLE,
+    remotecommand::{
+        protocol::{self, Protocol},
+        session::IDLE,
+    },
 };
+use spdy::{conn::Conn, frame::Frame};
 
 fn opts(q: &str) -> ExecOptions {
     protocol::attach_options(q).unwrap()
@@ -168,7 +169,7 @@ async fn stdin_goes_to_the_relay_which_ends_with_the_session() {
     let options = opts("input=1&output=1&error=1");
     let session = tokio::spawn(async move {
         let t = Timeouts::default();
-        let opened = remotecommand::open(Conn::start(io, IDLE), Protocol::V4, &options, t)
+        let opened = remotecommand::spdy::open(Conn::start(io, IDLE), Protocol::V4, &options, t)
             .await
             .unwrap_or_else(|_| panic!("streams"));
         run(opened, Box::pin(futures::stream::pending()), Some(relay), t).await

@@ -1,0 +1,5 @@
+//! WebSocket streaming: [`frame`] (subprotocols and channel framing; pure) and [`conn`] (one
+//! WebSocket connection).
+
+pub mod conn;
+pub mod frame;

@@ -1,0 +1,338 @@
+//! The streaming routes (`/exec`, `/attach`, `/portForward`): every check kubelet makes before
+//! upgrading, refusals as `metav1.Status` bodies, then one hand-over ([`hand_over`]) that
+//! answers 101 and runs the session on its own task over the upgraded connection, holding a
+//! streaming slot ([`Slots`](super::limits::Slots)) until it ends.
+
+use bytes::Bytes;
+use hyper::{
+    Response,
+    header::{CONTENT_TYPE, HeaderValue},
+    upgrade::{OnUpgrade, Upgraded},
+};
+use hyper_util::rt::TokioIo;
+use spdy::conn::Conn;
+use tracing::{Instrument, Span, debug, info, info_span};
+
+use super::{
+    context::{Api, Body, full},
+    limits::Slot,
+    logs::{LogTarget, query},
+    stream::{
+        ExecTarget,
+        metrics::SessionClock,
+        portforward::{spdy as portforward, websocket as ws_forward},
+        remotecommand::{
+            attach as attaching, protocol,
+            session::{self, Starter},
+        },
+        status, transport, upgrade,
+        websocket::frame as ws_frame,
+    },
+};
+
+/// `/exec`: every check that kubelet makes before upgrading, then 101 and the session on its
+/// own task.
+pub(super) fn exec(
+    api: &Api,
+    target: ExecTarget,
+    query: &str,
+    parts: &mut hyper::http::request::Parts,
+    clock: SessionClock,
+) -> Response<Body> {
+    let refuse = |code: u16, message: &str| refusal("exec", code, message);
+    let Some(source) = api.exec.as_ref() else {
+        return refuse(
+            501,
+            "exec is not implemented yet by this node (tart-kubelet)",
+        );
+    };
+    let options = match protocol::exec_options(query) {
+        Ok(o) => o,
+        Err(message) => return refuse(400, message),
+    };
+    let vm = match source.running_vm(&target) {
+        Ok(vm) => vm,
+        Err(e) => return refuse(e.status(), &e.to_string()),
+    };
+    let transport = match transport::decide(&parts.headers) {
+        Ok(t) => t,
+        Err(a) => return upgrade_refused(refuse(a.status, &a.body), a.headers),
+    };
+    let (slot, on_upgrade) = match take_upgrade(api, parts) {
+        Ok(s) => s,
+        Err((code, message)) => return refuse(code, &message),
+    };
+    let source = source.clone();
+    let argv = options.command.clone();
+    let start: Starter = Box::new(move |opts| source.start(vm, argv, opts));
+    let via = transport.as_str();
+    let span = info_span!(
+        "exec",
+        namespace = %target.namespace,
+        pod = %target.pod,
+        container = %target.container,
+        transport = via,
+        protocol = transport.protocol(),
+    );
+    let switching_headers = transport.switching_headers();
+    let timeouts = api.timeouts;
+    let failed = clock.clone();
+    hand_over(
+        (slot, on_upgrade),
+        switching_headers,
+        span,
+        move || failed.upgrade_failed(),
+        move |io| async move {
+            let end = match transport.open(io, &options, timeouts).await {
+                Ok(o) => session::exec(o, options, start, timeouts, clock.clone()).await,
+                Err(end) => end,
+            };
+            clock.ended(end.outcome());
+            info!(?end, transport = via, "exec session ended");
+        },
+    )
+}
+
+/// `/attach`: the checks `/exec` makes (the container's VM must run), then stdin refused as
+/// [`attaching::refusal`] says, or fed to the job through the guest's relay; the job's output
+/// is followed from its current end, opened before the 101, and the session runs on its own
+/// task.
+pub(super) async fn attach(
+    api: &Api,
+    target: ExecTarget,
+    query: &str,
+    parts: &mut hyper::http::request::Parts,
+) -> Response<Body> {
+    let refuse = |code: u16, message: &str| refusal("attach", code, message);
+    let Some(source) = api.exec.as_ref() else {
+        return refuse(
+            501,
+            "attach is not implemented yet by this node (tart-kubelet)",
+        );
+    };
+    let options = match protocol::attach_options(query) {
+        Ok(o) => o,
+        Err(message) => return refuse(400, message),
+    };
+    let vm = match source.running_vm(&target) {
+        Ok(vm) => vm,
+        Err(e) => return refuse(e.status(), &e.to_string()),
+    };
+    let pod = api.pods.pod(&target.namespace, &target.pod);
+    if let Some(message) = pod
+        .as_ref()
+        .and_then(|p| attaching::refusal(p, &target.container, &options))
+    {
+        return refuse(400, &message);
+    }
+    let transport = match transport::decide(&parts.headers) {
+        Ok(t) => t,
+        Err(a) => return upgrade_refused(refuse(a.status, &a.body), a.headers),
+    };
+    let log = LogTarget {
+        namespace: target.namespace.clone(),
+        pod: target.pod.clone(),
+        container: target.container.clone(),
+    };
+    let from_now = query::LogQuery {
+        follow: true,
+        tail_lines: Some(0),
+        ..Default::default()
+    };
+    let (slot, on_upgrade) = match take_upgrade(api, parts) {
+        Ok(s) => s,
+        Err((code, message)) => return refuse(code, &message),
+    };
+    let output = match api.logs.open(&log, &from_now).await {
+        Ok(o) => o,
+        Err(e) => return refuse(e.status(), &e.to_string()),
+    };
+    let relay = options.stdin.then(|| {
+        let source = source.clone();
+        let argv = attaching::RELAY.map(str::to_owned).to_vec();
+        Box::new(move |opts| source.start(vm, argv, opts)) as Starter
+    });
+    let via = transport.as_str();
+    let span = info_span!(
+        "attach",
+        namespace = %target.namespace,
+        pod = %target.pod,
+        container = %target.container,
+        transport = via,
+        protocol = transport.protocol(),
+    );
+    let switching_headers = transport.switching_headers();
+    let timeouts = api.timeouts;
+    hand_over(
+        (slot, on_upgrade),
+        switching_headers,
+        span,
+        || {},
+        move |io| async move {
+            let end = match transport.open(io, &options, timeouts).await {
+                Ok(o) => attaching::run(o, output, relay, timeouts).await,
+                Err(session::End::StreamsTimedOut) => attaching::AttachEnd::StreamsTimedOut,
+                Err(_) => attaching::AttachEnd::ClientGone,
+            };
+            info!(?end, transport = via, "attach session ended");
+        },
+    )
+}
+
+/// `/portForward`: the Pod must run and have an IP; then 101 and the pairs (SPDY) or the
+/// query's ports (the legacy WebSocket) on their own task.
+pub(super) fn port_forward(
+    api: &Api,
+    namespace: &str,
+    pod: &str,
+    uid: Option<&str>,
+    query: &str,
+    parts: &mut hyper::http::request::Parts,
+) -> Response<Body> {
+    let refuse = |code: u16, message: &str| refusal("port-forward", code, message);
+    let Some(source) = api.exec.as_ref() else {
+        return refuse(
+            501,
+            "portForward is not implemented yet by this node (tart-kubelet)",
+        );
+    };
+    let ip = match source.guest_ip(namespace, pod, uid) {
+        Ok(ip) => ip,
+        Err(e) => return refuse(e.status(), &e.to_string()),
+    };
+    let what = format!("{pod}, uid {}", uid.unwrap_or_default());
+    if upgrade::kind(&parts.headers) == upgrade::Upgrade::WebSocket {
+        let (protocol, accept) =
+            match transport::websocket(&parts.headers, &ws_frame::FORWARD_SERVED) {
+                Ok(t) => t,
+                Err(a) => return upgrade_refused(refuse(a.status, &a.body), a.headers),
+            };
+        let ports = match ws_forward::ports(query, protocol) {
+            Ok(p) => p,
+            Err(message) => return refuse(400, &message),
+        };
+        let upgrade = match take_upgrade(api, parts) {
+            Ok(s) => s,
+            Err((code, message)) => return refuse(code, &message),
+        };
+        let span = info_span!("port_forward", %namespace, %pod, transport = "websocket");
+        let idle = api.timeouts.idle;
+        return hand_over(
+            upgrade,
+            transport::ws_switching_headers(protocol, &accept),
+            span,
+            || {},
+            move |io| async move {
+                ws_forward::serve(io, protocol, ports, ip, what, idle).await;
+                info!("port-forward session ended");
+            },
+        );
+    }
+    let version = match upgrade::decide_forward(&parts.headers) {
+        Ok(v) => v,
+        Err(a) => return upgrade_refused(refuse(a.status, &a.body), a.headers),
+    };
+    let upgrade = match take_upgrade(api, parts) {
+        Ok(s) => s,
+        Err((code, message)) => return refuse(code, &message),
+    };
+    let span = info_span!("port_forward", %namespace, %pod);
+    let idle = api.timeouts.idle;
+    hand_over(
+        upgrade,
+        vec![
+            ("connection", "Upgrade".into()),
+            ("upgrade", "SPDY/3.1".into()),
+            (upgrade::PROTOCOL_HEADER, version.into()),
+        ],
+        span,
+        || {},
+        move |io| async move {
+            portforward::serve(Conn::start(io, idle), ip, what).await;
+            info!("port-forward session ended");
+        },
+    )
+}
+
+/// The last step before a 101: a streaming session's slot (`429` when all are taken) and
+/// the connection's upgrade (`500` when it cannot be upgraded).
+fn take_upgrade(
+    api: &Api,
+    parts: &mut hyper::http::request::Parts,
+) -> Result<(Slot, OnUpgrade), (u16, String)> {
+    let slot = api
+        .streams
+        .take("streaming sessions (exec, attach, port-forward)")
+        .map_err(|message| (429, message))?;
+    let on_upgrade = parts
+        .extensions
+        .remove::<OnUpgrade>()
+        .ok_or((500, "this connection cannot be upgraded".to_owned()))?;
+    Ok((slot, on_upgrade))
+}
+
+/// The 101 that hands the connection over: `session` runs on its own task in `span` over the
+/// upgraded connection, holding the streaming slot until it ends; when the upgrade fails,
+/// `failed` runs instead.
+fn hand_over<F, S>(
+    (slot, on_upgrade): (Slot, OnUpgrade),
+    headers: Vec<(&'static str, String)>,
+    span: Span,
+    failed: impl FnOnce() + Send + 'static,
+    session: S,
+) -> Response<Body>
+where
+    S: FnOnce(TokioIo<Upgraded>) -> F + Send + 'static,
+    F: Future<Output = ()> + Send + 'static,
+{
+    tokio::spawn(
+        async move {
+            let _slot = slot;
+            match on_upgrade.await {
+                Ok(upgraded) => session(TokioIo::new(upgraded)).await,
+                Err(error) => {
+                    failed();
+                    debug!(%error, "upgrade failed");
+                }
+            }
+        }
+        .instrument(span),
+    );
+    switching(headers)
+}
+
+/// A request to upgrade for `what` refused with `code`: kubelet's Status JSON body.
+fn refusal(what: &str, code: u16, message: &str) -> Response<Body> {
+    debug!(status = code, message, "{what} refused");
+    full(
+        code,
+        "application/json",
+        status::body(&status::refusal(code, message)),
+    )
+}
+
+/// `refused` with the headers the upgrade negotiation asks for (e.g. the protocols offered).
+fn upgrade_refused(
+    mut refused: Response<Body>,
+    headers: Vec<(&'static str, String)>,
+) -> Response<Body> {
+    for (name, value) in headers {
+        if let Ok(v) = HeaderValue::from_str(&value) {
+            refused.headers_mut().append(name, v);
+        }
+    }
+    refused
+}
+
+/// The 101 that hands the connection over, with the agreed transport's `headers`.
+fn switching(headers: Vec<(&'static str, String)>) -> Response<Body> {
+    let mut r = full(101, "text/plain", Bytes::new());
+    let h = r.headers_mut();
+    h.remove(CONTENT_TYPE);
+    for (name, value) in headers {
+        if let Ok(v) = HeaderValue::from_str(&value) {
+            h.insert(name, v);
+        }
+    }
+    r
+}
