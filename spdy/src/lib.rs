@@ -4,8 +4,8 @@
 //! for its idle timeout). Nothing here knows what the streams mean: Kubernetes' remotecommand
 //! and port-forward protocols live in the agent.
 //!
-//! "kubelet-api.md §n" in these files is the project's research note on the kubelet API; what
-//! the agent does is described in docs/kubelet-api.md.
+//! The wire facts these files cite are in docs/reference/kubelet-api.md; what the agent does
+//! with the streams is described in docs/kubelet-api.md.
 
 pub mod activity;
 pub mod conn;

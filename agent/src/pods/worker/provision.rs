@@ -150,7 +150,8 @@ impl<T: Tart> Worker<T> {
         let from_golden = self.prov.from_golden;
         let res = tokio::select! {
             r = async {
-                // `--disk-size` must not shrink (§2.3): only grow past the image's disk.
+                // `--disk-size` must not shrink (docs/reference/tart-cli.md §2.3): only grow past
+                // the image's disk.
                 let disk = match r.disk_gb {
                     Some(want) => {
                         let have = tart.get(&vm).await?.disk_gb;
