@@ -8,7 +8,7 @@
 //!
 //! Run: `cargo test -p tart-kubelet-tests --test kubelet_exec -- --nocapture`
 
-mod pod_support;
+use crate::pod_support;
 
 use std::{path::Path, process::Stdio, time::Duration};
 

@@ -1,7 +1,7 @@
 //! The `Tart` contract: the same assertions against `MemTart`, against `TartCli` + fake-tart,
 //! and (ignored; `TART_CONTRACT_REAL=1` on macOS) against the real `tart`.
 
-mod tart_support;
+use crate::tart_support;
 
 use std::time::Duration;
 

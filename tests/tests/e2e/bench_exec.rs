@@ -13,7 +13,7 @@
 //! round trips and checks that each is counted.
 //! Run: `cargo test --release -p tart-kubelet-tests --test bench_exec -- --ignored --nocapture`
 
-mod pod_support;
+use crate::pod_support;
 
 use std::{
     process::Stdio,

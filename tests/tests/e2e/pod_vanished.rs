@@ -5,7 +5,7 @@
 //!
 //! Run: `cargo test -p tart-kubelet-tests --test pod_vanished -- --nocapture`
 
-mod pod_support;
+use crate::pod_support;
 
 use std::time::Duration;
 

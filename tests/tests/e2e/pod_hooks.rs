@@ -2,7 +2,7 @@
 //! job. fake-tart runs the guest launcher and `tart exec` commands as real processes (in the
 //! VM's guest root), so a hook's effect and the job's busy/idle mark are real files.
 
-mod pod_support;
+use crate::pod_support;
 
 use std::{path::PathBuf, time::Duration};
 

@@ -16,7 +16,7 @@
 //! Run: `cargo test --release -p tart-kubelet-tests --test bench_logs -- --ignored --nocapture`
 //! (`BENCH_LOGS_DUMP=<file>` also writes every line's times of the steady run to `<file>`).
 
-mod pod_support;
+use crate::pod_support;
 
 use std::{
     path::{Path, PathBuf},

@@ -2,7 +2,7 @@
 //! the disk budget that evicts unused digests but never one a Pod uses. Real control plane,
 //! real agent, fake-tart.
 
-mod pod_support;
+use crate::pod_support;
 
 use std::time::Duration;
 

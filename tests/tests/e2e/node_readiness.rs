@@ -12,7 +12,7 @@
 //!
 //! Run: `cargo test -p tart-kubelet-tests --test node_readiness -- --nocapture`
 
-mod pod_support;
+use crate::pod_support;
 
 use std::{collections::BTreeMap, time::Duration};
 

@@ -8,7 +8,7 @@
 //!
 //! Run: `cargo test -p tart-kubelet-tests --test kubelet_attach -- --nocapture`
 
-mod pod_support;
+use crate::pod_support;
 
 use std::{process::Stdio, time::Duration};
 

@@ -2,7 +2,7 @@
 //! fake-tart acts as the guest by running the real guest launcher (`packaging/guest/`) against
 //! the agent's `--dir` shares, so these tests exercise what users bake into their images.
 
-mod pod_support;
+use crate::pod_support;
 
 use std::{collections::BTreeMap, path::PathBuf, time::Duration};
 

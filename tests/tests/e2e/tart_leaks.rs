@@ -4,7 +4,7 @@
 //!
 //! Run with `--nocapture` to see the figures.
 
-mod tart_support;
+use crate::tart_support;
 
 use std::time::Duration;
 

@@ -6,7 +6,7 @@
 //!
 //! Run: `cargo test -p tart-kubelet-tests --test kubelet_api -- --nocapture`
 
-mod pod_support;
+use crate::pod_support;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! the log gone from disk once the Pod is deleted, and a 253-character Pod name in a
 //! 63-character namespace.
 
-mod pod_support;
+use crate::pod_support;
 
 use std::{process::Stdio, time::Duration};
 

@@ -1,7 +1,7 @@
 //! Pre-pull declared by operators, paced fleet-wide with Lease tokens. Real control plane, real
 //! agents (the shipped RBAC), fake-tart.
 
-mod pod_support;
+use crate::pod_support;
 
 use std::time::Duration;
 

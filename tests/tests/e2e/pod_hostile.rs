@@ -7,7 +7,7 @@
 //! at once: the log stays within its rotation, the agent's RSS stays flat and the output after
 //! the flood is served at once.
 
-mod pod_support;
+use crate::pod_support;
 
 use std::time::Duration;
 

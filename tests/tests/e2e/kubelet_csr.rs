@@ -11,7 +11,7 @@
 //!
 //! Run: `cargo test -p tart-kubelet-tests --test kubelet_csr -- --nocapture`
 
-mod pod_support;
+use crate::pod_support;
 
 use std::{os::unix::fs::PermissionsExt as _, path::Path, time::Duration};
 

@@ -4,7 +4,7 @@
 //! crashed agent's successor on the same host takes over at once; an agent that sees another
 //! instance renew its Lease stops and says why.
 
-mod node_support;
+use crate::node_support;
 
 use std::{
     sync::{Arc, Mutex},

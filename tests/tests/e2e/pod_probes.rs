@@ -2,7 +2,7 @@
 //! fake-tart gives each VM a loopback address whose HTTP/TCP endpoints the test makes healthy,
 //! failing or closed, and runs `tart exec` commands as real processes in the guest.
 
-mod pod_support;
+use crate::pod_support;
 
 use std::time::Duration;
 

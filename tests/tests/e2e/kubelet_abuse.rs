@@ -12,7 +12,7 @@
 //! Run: `cargo test -p tart-kubelet-tests --test kubelet_abuse -- --nocapture`
 //! (`-- --ignored --nocapture` for the figures).
 
-mod pod_support;
+use crate::pod_support;
 
 use std::{
     sync::{Arc, atomic::Ordering::Relaxed},

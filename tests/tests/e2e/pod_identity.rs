@@ -6,7 +6,7 @@
 //!
 //! Run: `cargo test -p tart-kubelet-tests --test pod_identity -- --nocapture`
 
-mod pod_support;
+use crate::pod_support;
 
 use std::{
     collections::BTreeMap,

@@ -6,7 +6,7 @@
 //!
 //! Run: `cargo test -p tart-kubelet-tests --test pod_faults -- --nocapture`
 
-mod pod_support;
+use crate::pod_support;
 
 use pod_support::{Env, WAIT, phase, ready, waiting_reason};
 use tart_kubelet_tests::{

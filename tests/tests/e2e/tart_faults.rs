@@ -3,7 +3,7 @@
 //! harmless, `tart run` is detached and re-attachable, start failures are classified and the
 //! stop sequence ends stubborn VMs.
 
-mod tart_support;
+use crate::tart_support;
 
 use std::{ffi::OsString, path::Path, time::Duration};
 

@@ -1,7 +1,7 @@
 //! Pods at the edges of what Kubernetes allows: the longest valid name, and resources the
 //! image refuses. Real control plane, real agent, fake-tart.
 
-mod pod_support;
+use crate::pod_support;
 
 use k8s_openapi::{
     api::core::v1::ResourceRequirements, apimachinery::pkg::api::resource::Quantity,

@@ -7,7 +7,7 @@
 //!
 //! Run: `cargo test -p tart-kubelet-tests --test pod_vitals -- --nocapture`
 
-mod pod_support;
+use crate::pod_support;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;

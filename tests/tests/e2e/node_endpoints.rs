@@ -2,7 +2,7 @@
 //! plane: `/metrics` through promtool, `/readyz` following the API server, and the idle
 //! request rate (ignored by default: a 2-minute measurement).
 
-mod node_support;
+use crate::node_support;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! `packaging/kubernetes/rbac.yaml` (a minted client certificate in group `tart-kubelets`,
 //! never the admin) and `fake-tart` as tart.
 
-mod node_support;
+use crate::node_support;
 
 use std::time::Duration;
 

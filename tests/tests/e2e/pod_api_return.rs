@@ -4,7 +4,7 @@
 //!
 //! Run: `cargo test -p tart-kubelet-tests --test pod_api_return -- --nocapture`
 
-mod node_support;
+use crate::node_support;
 
 use std::time::{Duration, Instant};
 

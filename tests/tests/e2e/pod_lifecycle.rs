@@ -3,7 +3,7 @@
 //!
 //! Run: `cargo test -p tart-kubelet-tests --test pod_lifecycle -- --nocapture`
 
-mod pod_support;
+use crate::pod_support;
 
 use std::time::Duration;
 
