@@ -11,7 +11,7 @@
 //!
 //! The measurement is `#[ignore]`d (about a minute); the test that runs by default makes a few
 //! round trips and checks that each is counted.
-//! Run: `cargo test --release -p tart-kubelet-tests --test bench_exec -- --ignored --nocapture`
+//! Run: `cargo test --release -p tart-kubelet-tests --test e2e bench_exec:: -- --ignored --nocapture`
 
 use crate::pod_support;
 

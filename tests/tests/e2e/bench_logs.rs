@@ -13,7 +13,7 @@
 //! The measurement is `#[ignore]`d (about a minute); the test that runs by default only checks
 //! that the pipeline delivers every stamped line. The job, the line parser and the percentiles
 //! are in `tart_kubelet_tests::logbench`.
-//! Run: `cargo test --release -p tart-kubelet-tests --test bench_logs -- --ignored --nocapture`
+//! Run: `cargo test --release -p tart-kubelet-tests --test e2e bench_logs:: -- --ignored --nocapture`
 //! (`BENCH_LOGS_DUMP=<file>` also writes every line's times of the steady run to `<file>`).
 
 use crate::pod_support;

@@ -9,7 +9,7 @@
 //!
 //! The default test is short (CI); the `#[ignore]`d one holds more for longer and prints the
 //! figures recorded in docs/performance.md.
-//! Run: `cargo test -p tart-kubelet-tests --test kubelet_abuse -- --nocapture`
+//! Run: `cargo test -p tart-kubelet-tests --test e2e kubelet_abuse:: -- --nocapture`
 //! (`-- --ignored --nocapture` for the figures).
 
 use crate::pod_support;

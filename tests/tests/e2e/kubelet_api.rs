@@ -4,7 +4,7 @@
 //! (`--kubelet-certificate-authority`). Direct callers: no credentials get 401, a
 //! ServiceAccount token without `nodes/proxy` rights gets 403, one with them gets through.
 //!
-//! Run: `cargo test -p tart-kubelet-tests --test kubelet_api -- --nocapture`
+//! Run: `cargo test -p tart-kubelet-tests --test e2e kubelet_api:: -- --nocapture`
 
 use crate::pod_support;
 

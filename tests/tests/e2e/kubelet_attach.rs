@@ -6,7 +6,7 @@
 //! `stdinOnce`; `kubectl attach -it` to a `tty: true` job (kubectl in a tmux pane) refused at
 //! once with the reason, never a session that cannot be used or left.
 //!
-//! Run: `cargo test -p tart-kubelet-tests --test kubelet_attach -- --nocapture`
+//! Run: `cargo test -p tart-kubelet-tests --test e2e kubelet_attach:: -- --nocapture`
 
 use crate::pod_support;
 

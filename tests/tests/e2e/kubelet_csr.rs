@@ -9,7 +9,7 @@
 //! short-lived certificates (a private control plane), the renewal asks again while the old
 //! certificate keeps serving, and the renewed one is served once issued.
 //!
-//! Run: `cargo test -p tart-kubelet-tests --test kubelet_csr -- --nocapture`
+//! Run: `cargo test -p tart-kubelet-tests --test e2e kubelet_csr:: -- --nocapture`
 
 use crate::pod_support;
 

@@ -6,7 +6,7 @@
 //! killed kubectl leaves no `tart exec` and no guest process behind, and a Pod that is not
 //! running gets a clear error at once.
 //!
-//! Run: `cargo test -p tart-kubelet-tests --test kubelet_exec -- --nocapture`
+//! Run: `cargo test -p tart-kubelet-tests --test e2e kubelet_exec:: -- --nocapture`
 
 use crate::pod_support;
 

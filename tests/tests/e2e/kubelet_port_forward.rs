@@ -5,7 +5,7 @@
 //! nothing listens on gets kubelet's error line. Debian's python3-kubernetes `portforward()`
 //! reaches the same port over the legacy WebSocket port-forward.
 //!
-//! Run: `cargo test -p tart-kubelet-tests --test kubelet_port_forward -- --nocapture`
+//! Run: `cargo test -p tart-kubelet-tests --test e2e kubelet_port_forward:: -- --nocapture`
 
 use crate::pod_support;
 

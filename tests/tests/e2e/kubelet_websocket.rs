@@ -6,7 +6,7 @@
 //! `v4.channel.k8s.io`, and its stdin written as text messages (`write_stdin("...")`) reaches
 //! the command. Which transport served each session is read from the agent's log.
 //!
-//! Run: `cargo test -p tart-kubelet-tests --test kubelet_websocket -- --nocapture`
+//! Run: `cargo test -p tart-kubelet-tests --test e2e kubelet_websocket:: -- --nocapture`
 
 use crate::pod_support;
 

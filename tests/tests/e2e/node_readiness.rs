@@ -10,7 +10,7 @@
 //! * An operator's cordon and uncordon give kubelet's `NodeNotSchedulable` and
 //!   `NodeSchedulable` events, and the agent leaves the cordon in place.
 //!
-//! Run: `cargo test -p tart-kubelet-tests --test node_readiness -- --nocapture`
+//! Run: `cargo test -p tart-kubelet-tests --test e2e node_readiness:: -- --nocapture`
 
 use crate::pod_support;
 

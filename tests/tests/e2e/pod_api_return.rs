@@ -2,7 +2,7 @@
 //! out, a Pod created as soon as the API server answers `/readyz` again is acted on within
 //! 2 s (the agent's first act on a new Pod is adding its finalizer).
 //!
-//! Run: `cargo test -p tart-kubelet-tests --test pod_api_return -- --nocapture`
+//! Run: `cargo test -p tart-kubelet-tests --test e2e pod_api_return:: -- --nocapture`
 
 use crate::node_support;
 

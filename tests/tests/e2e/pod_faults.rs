@@ -4,7 +4,7 @@
 //! (missing image, crashing guest, a Pod that cannot be a VM) get kubelet's reasons; hostile
 //! Pod fields never pass through a shell.
 //!
-//! Run: `cargo test -p tart-kubelet-tests --test pod_faults -- --nocapture`
+//! Run: `cargo test -p tart-kubelet-tests --test e2e pod_faults:: -- --nocapture`
 
 use crate::pod_support;
 

@@ -4,7 +4,7 @@
 //! Pod lifecycle works without the finalizer (and the env from its own Secret reaches the
 //! guest), and a force-deleted Pod leaves no VM behind.
 //!
-//! Run: `cargo test -p tart-kubelet-tests --test pod_identity -- --nocapture`
+//! Run: `cargo test -p tart-kubelet-tests --test e2e pod_identity:: -- --nocapture`
 
 use crate::pod_support;
 

@@ -1,7 +1,7 @@
 //! End-to-end: Pods bound to the agent's node become fake-tart VMs, on the real control plane,
 //! with the agent under least-privilege RBAC.
 //!
-//! Run: `cargo test -p tart-kubelet-tests --test pod_lifecycle -- --nocapture`
+//! Run: `cargo test -p tart-kubelet-tests --test e2e pod_lifecycle:: -- --nocapture`
 
 use crate::pod_support;
 

@@ -3,7 +3,7 @@
 //! force-deleted one) are torn down within seconds, from the Pod watch's cache, and the agent
 //! is never refused a request (no 403 in the API server's audit log).
 //!
-//! Run: `cargo test -p tart-kubelet-tests --test pod_vanished -- --nocapture`
+//! Run: `cargo test -p tart-kubelet-tests --test e2e pod_vanished:: -- --nocapture`
 
 use crate::pod_support;
 

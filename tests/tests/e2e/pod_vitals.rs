@@ -5,7 +5,7 @@
 //! `DisruptionTarget`; `/stats/summary` and `/metrics/resource` serve what metrics-server
 //! reads; the launcher's vitals loop fails open.
 //!
-//! Run: `cargo test -p tart-kubelet-tests --test pod_vitals -- --nocapture`
+//! Run: `cargo test -p tart-kubelet-tests --test e2e pod_vitals:: -- --nocapture`
 
 use crate::pod_support;
 
@@ -447,7 +447,7 @@ async fn agent_cost(interval: &str, secs: u64) -> (f64, u64) {
 }
 
 /// The sampler's cost: agent CPU and RSS with two running VMs, vitals every 10 s vs off.
-/// Run: `cargo test --release -p tart-kubelet-tests --test pod_vitals -- --ignored --nocapture`
+/// Run: `cargo test --release -p tart-kubelet-tests --test e2e pod_vitals:: -- --ignored --nocapture`
 /// (`BENCH_VITALS_SECS` sets the window, default 120 s per setting; `BENCH_VITALS_INTERVAL`
 /// the interval, default `10s`: a shorter one magnifies the sampler's share).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -193,7 +193,7 @@ async fn tart_cli_with_fake_tart_meets_the_contract() {
 }
 
 /// Against the real Tart on macOS: `TART_CONTRACT_REAL=1 cargo test -p tart-kubelet-tests
-/// --test tart_contract -- --ignored`. Pulls a real image (large) into a temporary TART_HOME
+/// --test e2e tart_contract:: -- --ignored`. Pulls a real image (large) into a temporary TART_HOME
 /// unless `TART_CONTRACT_HOME` names one.
 #[tokio::test]
 #[ignore = "needs macOS with tart; set TART_CONTRACT_REAL=1"]
