@@ -4,6 +4,7 @@
 //! Tests of every module run in this one process, concurrently, against one shared control
 //! plane (`ControlPlane::shared`).
 
+mod alone;
 mod node_support;
 mod pod_support;
 mod tart_support;

@@ -1,10 +1,10 @@
 //! 1,000 kill-and-retry cycles against fake-tart leave no processes, no zombies and no open
-//! file descriptors behind. Alone in its own test binary so that the descriptor and child
-//! counts of this process are not disturbed by other tests.
+//! file descriptors behind. The test runs in a process of its own (`crate::alone`) so that the
+//! descriptor and child counts of its process are not disturbed by other tests.
 //!
 //! Run with `--nocapture` to see the figures.
 
-use crate::tart_support;
+use crate::{alone, tart_support};
 
 use std::time::Duration;
 
@@ -26,6 +26,9 @@ fn children_of_self() -> Vec<tart_support::Proc> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn thousand_kill_and_retry_cycles_leak_nothing() {
+    if !alone::in_own_process("tart_leaks::thousand_kill_and_retry_cycles_leak_nothing").await {
+        return;
+    }
     let home = Home::new();
     home.knobs(json!({
         "rules": [{"op": "get", "vm": "hang-*", "action": {"hang": true}}]
