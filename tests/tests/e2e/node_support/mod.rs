@@ -1,7 +1,6 @@
 //! Shared helpers of the node-side end-to-end tests (node_e2e.rs, node_endpoints.rs,
 //! node_survive.rs, pod_api_return.rs): the agent under `packaging/kubernetes/rbac.yaml` with a
 //! minted identity, kubectl, waits on Node conditions and the Lease's age, and a VM Pod.
-#![allow(dead_code)] // each test binary uses a different subset
 
 use std::{path::Path, time::Duration};
 

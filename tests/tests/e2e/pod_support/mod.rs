@@ -2,7 +2,6 @@
 //! `agent-under-test`) per test, with its own Node name, namespace, fake `TART_HOME`, admin port
 //! and a kubeconfig minted for its own user in group `tart-kubelets`, which the shipped
 //! `packaging/kubernetes/rbac.yaml` binds (least privilege), on the shared real control plane. Nothing here sleeps to wait: everything polls with a deadline.
-#![allow(dead_code)]
 
 pub mod tmux;
 

@@ -3,10 +3,9 @@
 //!
 //! Knobs are written as raw JSON following the agreed contract (`$TART_HOME/fake-tart/
 //! knobs.json`, read by fake-tart on every invocation).
-#![allow(dead_code)] // each test binary uses a different subset
 
 use std::{
-    path::{Path, PathBuf},
+    path::Path,
     sync::{Arc, Mutex},
     time::Duration,
 };
@@ -186,8 +185,4 @@ pub async fn poll<T>(limit: Duration, what: &str, mut f: impl FnMut() -> Option<
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-}
-
-pub fn log_path(home: &Path, name: &str) -> PathBuf {
-    home.join("logs").join(format!("{name}.log"))
 }
