@@ -2,9 +2,10 @@
 //! owner-pid watchdog leave nothing running, the apiserver restarts alone, a port conflict is
 //! retried, start-to-ready stays within 15 s, and the scripts fail with clear errors.
 //!
-//! Tests that start a control plane hold `PRIVATE`, so at most one runs at a time (each is
-//! ~400 MB and two cores are shared by everything); this binary starts no shared one, so the
-//! timing figure is not measured under this binary's own extra load.
+//! Tests that start a control plane hold `PRIVATE`, so at most one of them runs at a time (each
+//! is ~400 MB and two cores are shared by everything). This module starts no shared control
+//! plane, but the other modules' tests run in the same process beside it, so in a full run the
+//! timing figure is measured under their load.
 use std::{path::Path, time::Duration};
 
 use k8s_openapi::api::core::v1::Namespace;
