@@ -15,6 +15,8 @@ use tart_kubelet::ship::rbac::{AGENT, ALWAYS, NODE, Permission};
 use tart_kubelet_tests::cluster::{ControlPlane, unique, wait_for};
 use tart_kubelet_tests::fake::FakeHome;
 
+use crate::node_support::apply_rbac;
+
 /// Runs doctor with fake-tart and `kubeconfig`, bounded by a deadline.
 async fn doctor(home: &FakeHome, kubeconfig: &Path, extra: &[&str]) -> Output {
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_agent-under-test"));
@@ -207,42 +209,10 @@ async fn doctor_with_no_grants_lists_every_missing_permission_and_json_says_fail
     }
 }
 
-/// `kubectl apply` the shipped RBAC manifest.
-async fn apply_shipped_rbac(cp: &ControlPlane) {
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../packaging/kubernetes/rbac.yaml");
-    // kubectl is an independent client (Debian's kubernetes-client). Other tests apply the same
-    // manifest at the same moment: an apply that loses a create race fails (AlreadyExists),
-    // and the next attempt finds the objects, so a failed attempt is retried.
-    let apply = || async {
-        tokio::time::timeout(
-            Duration::from_secs(60),
-            tokio::process::Command::new("kubectl")
-                .arg("--kubeconfig")
-                .arg(cp.kubeconfig_path())
-                .args(["apply", "--validate=false", "-f"])
-                .arg(&manifest)
-                .kill_on_drop(true)
-                .output(),
-        )
-        .await
-        .expect("kubectl apply within 60 s")
-        .expect("kubectl runs (installed by tests/cluster/build.sh)")
-    };
-    if wait_for(Duration::from_secs(60), || async {
-        apply().await.status.success().then_some(())
-    })
-    .await
-    .is_err()
-    {
-        let last = apply().await;
-        assert!(last.status.success(), "{}", text(&last));
-    }
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn shipped_rbac_manifest_satisfies_every_check_doctor_makes() {
     let cp = ControlPlane::shared();
-    apply_shipped_rbac(cp).await;
+    apply_rbac(cp).await;
 
     let user = unique("mac-shipped-rbac");
     let admin = cp.admin_client().await;
@@ -306,7 +276,7 @@ async fn as_its_node_doctor_needs_only_the_pre_pull_rbac_and_knows_another_node_
     // The Node authorizer answers for system:nodes, except the two pre-pull grants (the
     // declaration's ConfigMap, listing Node Leases), which the shipped manifest binds to
     // system:nodes.
-    apply_shipped_rbac(cp).await;
+    apply_rbac(cp).await;
     let list_leases = ResourceAttributes {
         group: Some("coordination.k8s.io".into()),
         resource: Some("leases".into()),

@@ -30,32 +30,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 /// The group `packaging/kubernetes/rbac.yaml` binds its ClusterRole to.
 pub const AGENT_GROUP: &str = "tart-kubelets";
 
+/// The shipped RBAC, applied once per process (`node_support::apply_rbac`): the agent then runs
+/// under exactly the shipped least privilege.
 static RBAC: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
-
-/// `kubectl apply -f packaging/kubernetes/rbac.yaml` as the admin (idempotent; retried while
-/// the API server settles). The agent then runs under exactly the shipped least privilege.
-async fn apply_rbac(cp: &ControlPlane) {
-    let yaml = tart_kubelet_tests::agent::rbac_yaml();
-    let r = wait_for(Duration::from_secs(60), || async {
-        let out = tokio::time::timeout(
-            Duration::from_secs(30),
-            tokio::process::Command::new("kubectl")
-                .arg("--kubeconfig")
-                .arg(cp.kubeconfig_path())
-                .arg("apply")
-                .arg("-f")
-                .arg(&yaml)
-                .kill_on_drop(true)
-                .output(),
-        )
-        .await
-        .ok()?
-        .ok()?;
-        out.status.success().then_some(())
-    })
-    .await;
-    assert!(r.is_ok(), "kubectl apply {}: {r:?}", yaml.display());
-}
 
 /// How long a Pod may take to reach a state in these tests (the fake is near-instant; the
 /// machine is shared and slow).
@@ -94,7 +71,8 @@ impl Env {
             .await
             .expect("control plane");
         let admin = cp.admin_client().await;
-        RBAC.get_or_init(|| apply_rbac(cp)).await;
+        RBAC.get_or_init(|| crate::node_support::apply_rbac(cp))
+            .await;
         let node = unique(&format!("mac-{label}"));
         let kubeconfig = cp.mint_kubeconfig(&format!("tart-kubelet-{node}"), &[AGENT_GROUP]);
         let ns = unique(label);
