@@ -1,4 +1,4 @@
-//! A bounded load generator for the kubelet port (tests/tests/kubelet_abuse.rs,
+//! A bounded load generator for the kubelet port (tests/tests/e2e/kubelet_abuse.rs,
 //! docs/performance.md "The kubelet port under abuse"), loopback only: connections held open
 //! without a TLS handshake, TLS connections that never send a request, request headers sent
 //! one line a second (slowloris), floods of requests refused with 401 (no credentials) and

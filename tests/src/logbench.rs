@@ -1,4 +1,4 @@
-//! Pure parts of the `kubectl logs -f` latency benchmark (`tests/tests/bench_logs.rs`): the
+//! Pure parts of the `kubectl logs -f` latency benchmark (`tests/tests/e2e/bench_logs.rs`): the
 //! guest job that prints lines stamped with their write time, the parser of a followed line,
 //! and the percentiles of a set of delays.
 

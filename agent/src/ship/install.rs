@@ -3,7 +3,7 @@
 //!
 //! Execution needs root (the plist goes to /Library and is owned by root:wheel) and macOS's
 //! `launchctl`. A hidden `--launchctl PATH` points at another program so the executor can be
-//! exercised on Linux with a stand-in (tests/tests/ship_install.rs).
+//! exercised on Linux with a stand-in (tests/tests/e2e/ship_install.rs).
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;

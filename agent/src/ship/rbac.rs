@@ -1,6 +1,6 @@
 //! The Kubernetes API permissions the agent needs, per identity, as data: `doctor` asks the
-//! API server about each one with a SelfSubjectAccessReview, and tests/tests/ship_rbac.rs checks
-//! that packaging/kubernetes/rbac.yaml grants exactly the agent identity's (plus doctor's own
+//! API server about each one with a SelfSubjectAccessReview, and tests/tests/e2e/ship_rbac.rs
+//! checks that packaging/kubernetes/rbac.yaml grants exactly the agent identity's (plus doctor's own
 //! review) — every one, and nothing more. A node identity (`system:node:<name>`) needs no
 //! manifest: the Node authorizer grants it [`ALWAYS`], and only Secrets and ConfigMaps of Pods
 //! bound to it.
