@@ -309,5 +309,6 @@ pub async fn serve_requested(
 }
 
 #[cfg(test)]
-#[path = "server_tests.rs"]
+mod server_limits_tests;
+#[cfg(test)]
 mod server_tests;

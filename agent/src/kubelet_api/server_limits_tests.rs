@@ -4,6 +4,10 @@
 
 use tokio::net::TcpStream;
 
+use rustls::pki_types::ServerName;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use super::server_tests::{DEADLINE, client, get, served_files, start_limited};
 use super::*;
 use crate::kubelet_api::limits::Limit;
 

@@ -19,7 +19,7 @@ use super::{
 };
 use crate::config::{HostDefaults, RunArgs};
 
-const DEADLINE: Duration = Duration::from_secs(10);
+pub(super) const DEADLINE: Duration = Duration::from_secs(10);
 
 fn testdata(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -29,7 +29,7 @@ fn testdata(name: &str) -> PathBuf {
 
 /// Allows everyone; remembers the last access review.
 #[derive(Default)]
-struct Recorder {
+pub(super) struct Recorder {
     last: Mutex<Option<AccessRequest>>,
 }
 
@@ -61,7 +61,7 @@ async fn start_server(cert: CertFiles, reviewer: Arc<Recorder>) -> (Running, wat
     start_limited(cert, reviewer, Limits::default(), LimitMetrics::default()).await
 }
 
-async fn start_limited(
+pub(super) async fn start_limited(
     cert: CertFiles,
     reviewer: Arc<Recorder>,
     limits: Limits,
@@ -95,7 +95,7 @@ async fn start_trusting(
     (running, tx)
 }
 
-fn client(identity: Option<&str>) -> TlsConnector {
+pub(super) fn client(identity: Option<&str>) -> TlsConnector {
     let mut roots = RootCertStore::empty();
     let ca = CertificateDer::pem_file_iter(testdata("ca.crt")).unwrap();
     roots.add_parsable_certificates(ca.map(Result::unwrap));
@@ -119,7 +119,7 @@ fn client(identity: Option<&str>) -> TlsConnector {
 }
 
 /// `GET path` over TLS: the status and the CN of the certificate the server presented.
-async fn get(
+pub(super) async fn get(
     addr: SocketAddr,
     identity: Option<&str>,
     path: &str,
@@ -145,7 +145,7 @@ async fn get(
     tokio::time::timeout(DEADLINE, run).await?
 }
 
-fn served_files() -> CertFiles {
+pub(super) fn served_files() -> CertFiles {
     CertFiles {
         cert: testdata("serving.crt"),
         key: testdata("serving.key"),
@@ -283,6 +283,3 @@ fn without_certificate_files_the_certificate_is_requested_into_the_cert_dir() {
     };
     assert!(Config::resolve(half, &host).is_err());
 }
-
-#[path = "server_limits_tests.rs"]
-mod limits;

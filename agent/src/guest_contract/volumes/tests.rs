@@ -1,15 +1,15 @@
-use k8s_openapi::api::core::v1::{
+pub(super) use k8s_openapi::api::core::v1::{
     ConfigMapProjection, ConfigMapVolumeSource, DownwardAPIProjection, DownwardAPIVolumeSource,
     EmptyDirVolumeSource, HostPathVolumeSource, ObjectFieldSelector, PodSpec,
     ProjectedVolumeSource, SecretProjection, SecretVolumeSource, ServiceAccountTokenProjection,
     VolumeProjection,
 };
-use kube::api::ObjectMeta;
+pub(super) use kube::api::ObjectMeta;
 
-use super::*;
-use crate::guest_contract::model::ObjectData;
+pub(super) use super::*;
+pub(super) use crate::guest_contract::model::ObjectData;
 
-fn pod(volumes: Vec<Volume>, mounts: Vec<VolumeMount>) -> Pod {
+pub(super) fn pod(volumes: Vec<Volume>, mounts: Vec<VolumeMount>) -> Pod {
     Pod {
         metadata: ObjectMeta {
             name: Some("runner".into()),
@@ -29,7 +29,7 @@ fn pod(volumes: Vec<Volume>, mounts: Vec<VolumeMount>) -> Pod {
     }
 }
 
-fn mount(name: &str, path: &str) -> VolumeMount {
+pub(super) fn mount(name: &str, path: &str) -> VolumeMount {
     VolumeMount {
         name: name.into(),
         mount_path: path.into(),
@@ -37,7 +37,7 @@ fn mount(name: &str, path: &str) -> VolumeMount {
     }
 }
 
-fn item(key: &str, path: &str, mode: Option<i32>) -> KeyToPath {
+pub(super) fn item(key: &str, path: &str, mode: Option<i32>) -> KeyToPath {
     KeyToPath {
         key: key.into(),
         path: path.into(),
@@ -46,7 +46,7 @@ fn item(key: &str, path: &str, mode: Option<i32>) -> KeyToPath {
     }
 }
 
-fn secret_volume(name: &str, secret: &str, items: Option<Vec<KeyToPath>>) -> Volume {
+pub(super) fn secret_volume(name: &str, secret: &str, items: Option<Vec<KeyToPath>>) -> Volume {
     Volume {
         name: name.into(),
         secret: Some(SecretVolumeSource {
@@ -58,7 +58,7 @@ fn secret_volume(name: &str, secret: &str, items: Option<Vec<KeyToPath>>) -> Vol
     }
 }
 
-fn config_map_volume(name: &str, cm: &str, optional: Option<bool>) -> Volume {
+pub(super) fn config_map_volume(name: &str, cm: &str, optional: Option<bool>) -> Volume {
     Volume {
         name: name.into(),
         config_map: Some(ConfigMapVolumeSource {
@@ -70,14 +70,14 @@ fn config_map_volume(name: &str, cm: &str, optional: Option<bool>) -> Volume {
     }
 }
 
-fn data(pairs: &[(&str, &[u8])]) -> ObjectData {
+pub(super) fn data(pairs: &[(&str, &[u8])]) -> ObjectData {
     pairs
         .iter()
         .map(|(k, v)| ((*k).to_owned(), v.to_vec()))
         .collect()
 }
 
-fn sources() -> Sources {
+pub(super) fn sources() -> Sources {
     let mut s = Sources::default();
     s.insert(
         ObjectKind::Secret,
@@ -93,11 +93,14 @@ fn sources() -> Sources {
     s
 }
 
-fn no_downward(_: &DownwardAPIVolumeFile) -> Result<String, ConfigError> {
+pub(super) fn no_downward(_: &DownwardAPIVolumeFile) -> Result<String, ConfigError> {
     panic!("no downwardAPI item expected")
 }
 
-fn plan(pod: &Pod, sources: &Sources) -> Result<(Vec<PlannedVolume>, Vec<MountSpec>), ConfigError> {
+pub(super) fn plan(
+    pod: &Pod,
+    sources: &Sources,
+) -> Result<(Vec<PlannedVolume>, Vec<MountSpec>), ConfigError> {
     let container = &pod.spec.as_ref().unwrap().containers[0];
     plan_volumes(pod, container, sources, &no_downward, &|s| {
         s.replace("$(POD)", "runner")
@@ -105,7 +108,7 @@ fn plan(pod: &Pod, sources: &Sources) -> Result<(Vec<PlannedVolume>, Vec<MountSp
 }
 
 /// `(path, bytes, mode)` of a planned volume's files.
-fn files(v: &PlannedVolume) -> Vec<(String, Vec<u8>, u32)> {
+pub(super) fn files(v: &PlannedVolume) -> Vec<(String, Vec<u8>, u32)> {
     let VolumeContent::Files(files) = &v.content else {
         panic!("{} is not a file volume", v.name)
     };
@@ -118,7 +121,7 @@ fn files(v: &PlannedVolume) -> Vec<(String, Vec<u8>, u32)> {
         .collect()
 }
 
-fn file(path: &str, bytes: &[u8], mode: u32) -> (String, Vec<u8>, u32) {
+pub(super) fn file(path: &str, bytes: &[u8], mode: u32) -> (String, Vec<u8>, u32) {
     (path.to_owned(), bytes.to_vec(), mode)
 }
 
@@ -370,5 +373,3 @@ fn downward_volume_uses_item_mode_then_default_mode_and_passes_errors_through() 
         ConfigError::InvalidReference("unsupported spec.bogus".into())
     );
 }
-
-mod paths;

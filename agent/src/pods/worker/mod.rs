@@ -494,4 +494,14 @@ impl<T: Tart> Worker<T> {
 }
 
 #[cfg(test)]
+mod hooks_tests;
+#[cfg(test)]
+mod lifetimes_tests;
+#[cfg(test)]
+mod probes_tests;
+#[cfg(test)]
+mod test_support;
+#[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod timing_tests;

@@ -1,76 +1,7 @@
 //! The worker against `MemTart`: provisioning order, events, once-per-Pod histograms, host
 //! faults, slots, teardown and adoption. No API server: events go to a channel.
 
-use std::time::Duration;
-
-use tart::{ErrorKind, Op, Tart, testing::MemTart};
-
-use super::{outcomes::Failure, *};
-use crate::pods::{fixtures::rig, plan::RestartPolicy};
-use crate::vm_name::VmNaming;
-
-const IMAGE: &str = "ghcr.io/cirruslabs/macos:15";
-
-fn input(uid: &str, policy: RestartPolicy) -> WorkerInput {
-    WorkerInput {
-        facts: PodFacts {
-            has_finalizer: true,
-            restart_policy: policy,
-            ..Default::default()
-        },
-        uid: uid.into(),
-        obj: ObjectReference::default(),
-        pod_label: format!("p_ns({uid})"),
-        namespace: "ns".into(),
-        container: "vm".into(),
-        image: ImageRef::parse(IMAGE).unwrap(),
-        pull_policy: crate::pods::image::PullPolicy::IfNotPresent,
-        pull_secrets: vec![],
-        resources: Default::default(),
-        created: Some(Timestamp::now()),
-        grace: Duration::from_secs(1),
-        pod: PodSnapshot(Arc::new(crate::pods::fixtures::test_pod().uid(uid).build())),
-        alloc: Default::default(),
-    }
-}
-
-fn uid(n: u8) -> String {
-    format!("3f2c1a9e-5b7d-4e21-9a0b-c1d2e3f4a5{n:02x}")
-}
-
-/// The first published state that satisfies `pred`, within 5 s.
-async fn until(
-    h: &mut WorkerHandle,
-    what: &str,
-    pred: impl Fn(&WorkerState) -> bool,
-) -> WorkerState {
-    within(h, Duration::from_secs(5), what, pred).await
-}
-
-/// The first published state that satisfies `pred`, within `limit` (virtual time on a paused
-/// clock, so backoffs fit).
-async fn within(
-    h: &mut WorkerHandle,
-    limit: Duration,
-    what: &str,
-    pred: impl Fn(&WorkerState) -> bool,
-) -> WorkerState {
-    let r = tokio::time::timeout(limit, h.state.wait_for(|s| pred(s)))
-        .await
-        .map(|r| r.map(|s| s.clone()));
-    match r {
-        Ok(Ok(s)) => s,
-        _ => panic!("{what}: state now {:?}", *h.state.borrow()),
-    }
-}
-
-fn waiting_for(s: &WorkerState, reason: WaitingReason) -> bool {
-    s.view.waiting_reason() == Some(reason)
-}
-
-fn running_with_ip(s: &WorkerState) -> bool {
-    s.pod_ip.is_some() && matches!(s.facts.process, Process::Running { marked: true, .. })
-}
+use super::test_support::*;
 
 #[tokio::test]
 async fn a_fresh_pod_is_provisioned_in_order_and_counted_once() {
@@ -387,8 +318,3 @@ async fn a_fault_after_a_successful_start_is_a_new_event_not_a_repeat() {
     assert_eq!(count("Failed"), 4, "{evs:?}");
     assert_eq!(w.failures, 3, "backoff counts only since the last start");
 }
-
-mod hooks;
-mod lifetimes;
-mod probes;
-mod timing;

@@ -1,0 +1,105 @@
+//! Fleet-wide pull pacing without a central controller. A pull's token is an annotation on the
+//! puller's own Node Lease (`kube-node-lease/<node>`, the heartbeat every agent renews anyway):
+//! `tart.run/pull-<12 hex of sha256(image)>: "<source> <acquired RFC 3339>"`. It lives as long
+//! as the Lease is renewed, so a crashed holder's token expires with its heartbeat; and it is
+//! the one Lease a node identity may write (NodeRestriction). A pre-pull may go on only while
+//! it ranks within the cap among the live tokens for its image (oldest first, then by Node), so
+//! two agents that take a token at the same moment cannot both overrun it: the later one gives
+//! it back. A Pod's own pull takes its token and never waits, but counts. Pure.
+
+use k8s_openapi::{api::coordination::v1::Lease, jiff::Timestamp};
+
+/// Prefix of token annotations.
+pub const TOKEN_PREFIX: &str = "tart.run/pull-";
+
+/// What a pull is for (a metric label too).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PullSource {
+    /// A Pod needs the image now.
+    Pod,
+    /// The operators' pre-pull declaration.
+    Prepull,
+}
+
+impl PullSource {
+    /// Every source, for metric label sets.
+    pub const ALL: [Self; 2] = [Self::Pod, Self::Prepull];
+
+    /// Label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pod => "pod",
+            Self::Prepull => "prepull",
+        }
+    }
+}
+
+/// The first 12 hex digits of the image name's SHA-256: its tokens' annotation key.
+pub fn image_key(image: &str) -> String {
+    let d = ring::digest::digest(&ring::digest::SHA256, image.as_bytes());
+    d.as_ref()[..6].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The annotation key of a token for the image with key `key`.
+pub fn annotation(key: &str) -> String {
+    format!("{TOKEN_PREFIX}{key}")
+}
+
+/// The annotation value of a token taken at `acquired`.
+pub fn annotation_value(source: PullSource, acquired: Timestamp) -> String {
+    format!("{} {acquired}", source.as_str())
+}
+
+/// One token as read from a Node Lease.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Token {
+    /// The holding Node (the Lease's name).
+    pub node: String,
+    /// When it was taken.
+    pub acquired: Timestamp,
+    /// The Lease's last renewal.
+    pub renewed: Timestamp,
+    /// Seconds the Lease lives after a renewal.
+    pub duration_s: i64,
+}
+
+impl Token {
+    /// The token for `key` a Node Lease carries, if any.
+    pub fn of(lease: &Lease, key: &str) -> Option<Self> {
+        let value = lease.metadata.annotations.as_ref()?.get(&annotation(key))?;
+        let acquired = value.split_once(' ')?.1.parse::<Timestamp>().ok()?;
+        let spec = lease.spec.as_ref()?;
+        Some(Self {
+            node: lease.metadata.name.clone()?,
+            acquired,
+            renewed: spec.renew_time.as_ref()?.0,
+            duration_s: i64::from(spec.lease_duration_seconds?),
+        })
+    }
+
+    /// Whether its holder still counts (its Lease renewed within its duration).
+    pub fn live(&self, now: Timestamp) -> bool {
+        now.as_second() < self.renewed.as_second().saturating_add(self.duration_s)
+    }
+}
+
+/// Live tokens other than `mine`'s.
+pub fn others_live(mine: &str, tokens: &[Token], now: Timestamp) -> usize {
+    tokens
+        .iter()
+        .filter(|t| t.node != mine && t.live(now))
+        .count()
+}
+
+/// Whether `mine`'s token ranks within `cap` among the live tokens (oldest first, then by Node),
+/// i.e. its pre-pull may go on. A token that is not (yet) listed is not admitted.
+pub fn admitted(mine: &str, tokens: &[Token], cap: u32, now: Timestamp) -> bool {
+    let mut live: Vec<&Token> = tokens.iter().filter(|t| t.live(now)).collect();
+    live.sort_by(|a, b| a.acquired.cmp(&b.acquired).then(a.node.cmp(&b.node)));
+    live.iter()
+        .position(|t| t.node == mine)
+        .is_some_and(|i| u32::try_from(i).unwrap_or(u32::MAX) < cap)
+}
+
+#[cfg(test)]
+mod tests;

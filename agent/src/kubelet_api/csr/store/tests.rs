@@ -1,0 +1,32 @@
+use super::*;
+
+#[test]
+fn a_pending_key_survives_a_restart_and_files_are_private() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = Store::new(tmp.path().join("pki"));
+    assert!(store.pending_key().is_none());
+    let key = ServingKey::generate().unwrap();
+    store.save_pending_key(&key).unwrap();
+    let again = Store::new(tmp.path().join("pki")).pending_key().unwrap();
+    assert_eq!(again.public_key(), key.public_key());
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&tmp.path().join("pki").join(PENDING_KEY)), 0o600);
+    assert_eq!(mode(&tmp.path().join("pki")), 0o700);
+    store.drop_pending_key();
+    assert!(store.pending_key().is_none());
+}
+
+#[test]
+fn the_current_pair_is_read_back_with_its_key() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = Store::new(tmp.path());
+    assert!(store.current().is_none());
+    let key = ServingKey::generate().unwrap();
+    let cert = CertificateDer::from(vec![0x30, 0x03, 0x02, 0x01, 0x01]);
+    store
+        .save_current(std::slice::from_ref(&cert), &key)
+        .unwrap();
+    let pair = store.current().unwrap();
+    assert_eq!(pair.chain, [cert]);
+    assert_eq!(pair.key.public_key(), key.public_key());
+}

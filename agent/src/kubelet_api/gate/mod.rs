@@ -1,0 +1,169 @@
+//! Who is calling and may they: kubelet's authentication (x509 client certificate first, then
+//! a bearer token through TokenReview; anonymous is refused) and authorization (a
+//! SubjectAccessReview on `nodes/<subresource>`), with kubelet's cache times.
+
+use std::{sync::Arc, time::Duration};
+
+use hyper::Method;
+use tokio::sync::Mutex;
+use tracing::warn;
+
+use super::{
+    authz::{self, Subresource, Verb},
+    cache::TtlCache,
+    review::{AccessRequest, Reviewer, UserInfo},
+};
+use crate::errors::error_chain;
+
+/// Token review answers, valid or not, are kept this long (kubelet's `cacheTTL`).
+pub const TOKEN_TTL: Duration = Duration::from_secs(120);
+/// Allowed decisions are kept this long (kubelet's `cacheAuthorizedTTL`).
+pub const ALLOWED_TTL: Duration = Duration::from_secs(300);
+/// Denied decisions are kept this long (kubelet's `cacheUnauthorizedTTL`).
+pub const DENIED_TTL: Duration = Duration::from_secs(30);
+
+/// A refused request, with kubelet's status and body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// 401: no valid credentials.
+    Unauthorized,
+    /// 403: authenticated, not allowed.
+    Forbidden(String),
+    /// 500: the access review could not be made.
+    ReviewFailed(String),
+}
+
+impl Refusal {
+    /// HTTP status.
+    pub fn status(&self) -> u16 {
+        match self {
+            Self::Unauthorized => 401,
+            Self::Forbidden(_) => 403,
+            Self::ReviewFailed(_) => 500,
+        }
+    }
+
+    /// Response body.
+    pub fn body(&self) -> &str {
+        match self {
+            Self::Unauthorized => "Unauthorized",
+            Self::Forbidden(m) | Self::ReviewFailed(m) => m,
+        }
+    }
+}
+
+/// The bearer token of an `Authorization` header value (scheme case-insensitive).
+pub fn bearer_token(header: &str) -> Option<&str> {
+    let (scheme, token) = header.trim().split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty() && !token.contains(' '))
+        .then_some(token)
+}
+
+/// Authentication and authorization with their caches; shared by all connections.
+pub struct Gate {
+    node: String,
+    reviewer: Arc<dyn Reviewer>,
+    tokens: Mutex<TtlCache<String, Option<UserInfo>>>,
+    decisions: Mutex<TtlCache<AccessRequest, bool>>,
+}
+
+impl Gate {
+    /// A gate for Node `node`.
+    pub fn new(node: String, reviewer: Arc<dyn Reviewer>) -> Self {
+        Self {
+            node,
+            reviewer,
+            tokens: Mutex::new(TtlCache::new(TOKEN_TTL, TOKEN_TTL)),
+            decisions: Mutex::new(TtlCache::new(ALLOWED_TTL, DENIED_TTL)),
+        }
+    }
+
+    /// The caller: the verified certificate's user, else the bearer token's.
+    pub async fn authenticate(
+        &self,
+        cert_user: Option<&UserInfo>,
+        authorization: Option<&str>,
+    ) -> Option<UserInfo> {
+        if let Some(u) = cert_user {
+            return Some(u.clone());
+        }
+        let token = bearer_token(authorization?)?.to_owned();
+        if let Some(known) = self.tokens.lock().await.get(&token) {
+            return known;
+        }
+        match self.reviewer.review_token(token.clone()).await {
+            Ok(user) => {
+                let valid = user.is_some();
+                self.tokens.lock().await.put(token, user.clone(), valid);
+                user
+            }
+            Err(e) => {
+                warn!(error = %error_chain(&e), kind = %e.kind(), "token review failed");
+                None
+            }
+        }
+    }
+
+    /// Whether `user` may make this request.
+    pub async fn authorize(
+        &self,
+        user: UserInfo,
+        method: &Method,
+        path: &str,
+    ) -> Result<(), Refusal> {
+        let (verb, subresource) = authz::required(method, path);
+        let req = AccessRequest {
+            user,
+            verb,
+            subresource,
+            node: self.node.clone(),
+        };
+        let cached = self.decisions.lock().await.get(&req);
+        let allowed = match cached {
+            Some(a) => a,
+            None => match self.reviewer.review_access(req.clone()).await {
+                Ok(a) => {
+                    self.decisions.lock().await.put(req.clone(), a, a);
+                    a
+                }
+                Err(e) => {
+                    warn!(error = %error_chain(&e), kind = %e.kind(), "access review failed");
+                    return Err(refusal(&req.user.name, verb, subresource, true));
+                }
+            },
+        };
+        if allowed {
+            Ok(())
+        } else {
+            Err(refusal(&req.user.name, verb, subresource, false))
+        }
+    }
+
+    /// Authenticate, then authorize.
+    pub async fn admit(
+        &self,
+        cert_user: Option<&UserInfo>,
+        authorization: Option<&str>,
+        method: &Method,
+        path: &str,
+    ) -> Result<UserInfo, Refusal> {
+        let user = self
+            .authenticate(cert_user, authorization)
+            .await
+            .ok_or(Refusal::Unauthorized)?;
+        self.authorize(user.clone(), method, path).await?;
+        Ok(user)
+    }
+}
+
+fn refusal(user: &str, verb: Verb, sub: Subresource, failed: bool) -> Refusal {
+    if failed {
+        Refusal::ReviewFailed(authz::review_failed_message(user, verb, sub))
+    } else {
+        Refusal::Forbidden(authz::forbidden_message(user, verb, sub))
+    }
+}
+
+#[cfg(test)]
+mod tests;

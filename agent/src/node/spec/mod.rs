@@ -1,0 +1,130 @@
+//! PURE: the Node's metadata and spec — labels, taint, providerID — and the merge patch that
+//! brings an existing Node's labels up to date.
+//!
+//! Labels we set: `kubernetes.io/{os,arch,hostname}` (kubelet's allow-list), `type=virtual-kubelet`
+//! (virtual-kubelet convention), discovered facts under [`LABEL_PREFIX`], and the operator's.
+//! Only labels under [`LABEL_PREFIX`] that we no longer want are removed; labels anyone else set
+//! are left alone. The taint is only set when the Node is created: NodeRestriction forbids
+//! changing taints later, and an operator may have edited them on purpose.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{Node, NodeSpec, Taint};
+use kube::api::ObjectMeta;
+use serde_json::{Map, Value, json};
+
+use crate::{
+    config::{Config, LABEL_PREFIX},
+    host::HostFacts,
+};
+
+/// The providerID of `node`.
+pub fn provider_id(node: &str) -> String {
+    format!("tart://{node}")
+}
+
+/// Make `s` a valid label value: invalid characters become `-`, at most 63 characters,
+/// alphanumeric at both ends (`Mac14,3` -> `Mac14-3`, `Apple M2 Pro` -> `Apple-M2-Pro`).
+pub fn label_value(s: &str) -> String {
+    let mapped: String = s
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .take(63)
+        .collect();
+    mapped
+        .trim_matches(|c: char| !c.is_ascii_alphanumeric())
+        .to_owned()
+}
+
+/// Every label this agent wants on its Node.
+pub fn desired_labels(
+    cfg: &Config,
+    facts: &HostFacts,
+    tart_version: Option<&str>,
+) -> BTreeMap<String, String> {
+    let mut l = BTreeMap::new();
+    l.insert("kubernetes.io/os".into(), "darwin".into());
+    l.insert("kubernetes.io/arch".into(), "arm64".into());
+    l.insert("kubernetes.io/hostname".into(), cfg.node_name.clone());
+    l.insert("type".into(), "virtual-kubelet".into());
+    let os_version = facts.os_image.rsplit(' ').next().unwrap_or(&facts.os_image);
+    for (k, v) in [
+        ("macos-version", os_version),
+        ("model", facts.model.as_str()),
+        ("chip", facts.chip.as_str()),
+        ("tart-version", tart_version.unwrap_or("")),
+    ] {
+        let v = label_value(v);
+        if !v.is_empty() {
+            l.insert(format!("{LABEL_PREFIX}{k}"), v);
+        }
+    }
+    for (k, v) in &cfg.node_labels {
+        l.insert(k.clone(), v.clone());
+    }
+    l
+}
+
+/// The Node to create when none exists.
+pub fn new_node(cfg: &Config, labels: BTreeMap<String, String>) -> Node {
+    Node {
+        metadata: ObjectMeta {
+            name: Some(cfg.node_name.clone()),
+            labels: Some(labels),
+            ..ObjectMeta::default()
+        },
+        spec: Some(NodeSpec {
+            provider_id: Some(provider_id(&cfg.node_name)),
+            taints: cfg.taint.as_ref().map(|t| {
+                vec![Taint {
+                    key: t.key.clone(),
+                    value: (!t.value.is_empty()).then(|| t.value.clone()),
+                    effect: t.effect.clone(),
+                    time_added: None,
+                }]
+            }),
+            ..NodeSpec::default()
+        }),
+        status: None,
+    }
+}
+
+/// JSON merge patch for an existing Node: set our labels, remove stale labels under our
+/// prefix, set providerID if it is empty. `None` when nothing needs to change.
+pub fn update_patch(existing: &Node, desired: &BTreeMap<String, String>) -> Option<Value> {
+    let current = existing.metadata.labels.clone().unwrap_or_default();
+    let mut labels = Map::new();
+    for (k, v) in desired {
+        if current.get(k) != Some(v) {
+            labels.insert(k.clone(), Value::String(v.clone()));
+        }
+    }
+    for k in current.keys() {
+        if k.starts_with(LABEL_PREFIX) && !desired.contains_key(k) {
+            labels.insert(k.clone(), Value::Null);
+        }
+    }
+    let has_provider = existing
+        .spec
+        .as_ref()
+        .and_then(|s| s.provider_id.as_deref())
+        .is_some_and(|p| !p.is_empty());
+    let mut patch = Map::new();
+    if !labels.is_empty() {
+        patch.insert("metadata".into(), json!({ "labels": labels }));
+    }
+    if !has_provider {
+        let name = existing.metadata.name.as_deref().unwrap_or_default();
+        patch.insert("spec".into(), json!({ "providerID": provider_id(name) }));
+    }
+    (!patch.is_empty()).then_some(Value::Object(patch))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,85 @@
+use clap::Parser;
+
+use super::*;
+use crate::{cli::Cli, config::HostDefaults, host::FixedHost};
+
+fn cfg(argv: &[&str]) -> Config {
+    let cli = Cli::try_parse_from(std::iter::once("t").chain(argv.iter().copied())).unwrap();
+    let host = HostDefaults {
+        hostname: "mini-1".into(),
+        home: "/h".into(),
+    };
+    Config::resolve(cli.run, &host).unwrap()
+}
+
+#[test]
+fn labels_carry_kubelet_keys_facts_and_operator_labels() {
+    let c = cfg(&["--node-label", "team=ios,tart.run/pool=a"]);
+    let l = desired_labels(&c, &FixedHost::default().facts, Some("2.35.0"));
+    assert_eq!(l["kubernetes.io/os"], "darwin");
+    assert_eq!(l["kubernetes.io/arch"], "arm64");
+    assert_eq!(l["kubernetes.io/hostname"], "mini-1");
+    assert_eq!(l["type"], "virtual-kubelet");
+    assert_eq!(l["tart.run/macos-version"], "15.3.1");
+    assert_eq!(l["tart.run/model"], "Mac14-3");
+    assert_eq!(l["tart.run/chip"], "Apple-M2");
+    assert_eq!(l["tart.run/tart-version"], "2.35.0");
+    assert_eq!(l["team"], "ios");
+    assert_eq!(l["tart.run/pool"], "a");
+    for v in l.values() {
+        crate::config::units::validate_label_value(v).unwrap();
+    }
+}
+
+#[test]
+fn new_node_has_the_taint_and_provider_id() {
+    let c = cfg(&[]);
+    let n = new_node(&c, BTreeMap::new());
+    let spec = n.spec.unwrap();
+    assert_eq!(spec.provider_id.as_deref(), Some("tart://mini-1"));
+    let t = &spec.taints.unwrap()[0];
+    assert_eq!(
+        (t.key.as_str(), t.value.as_deref(), t.effect.as_str()),
+        ("virtual-kubelet.io/provider", Some("tart"), "NoSchedule")
+    );
+    assert!(
+        new_node(&cfg(&["--taint", "none"]), BTreeMap::new())
+            .spec
+            .unwrap()
+            .taints
+            .is_none()
+    );
+}
+
+#[test]
+fn update_prunes_only_our_prefix_and_never_touches_taints() {
+    let mut existing = new_node(&cfg(&[]), BTreeMap::new());
+    existing.metadata.labels = Some(BTreeMap::from([
+        ("tart.run/stale".to_string(), "x".to_string()),
+        ("someone.else/keep".to_string(), "y".to_string()),
+        ("type".to_string(), "virtual-kubelet".to_string()),
+    ]));
+    let desired = BTreeMap::from([
+        ("type".to_string(), "virtual-kubelet".to_string()),
+        ("tart.run/chip".to_string(), "Apple-M2".to_string()),
+    ]);
+    let p = update_patch(&existing, &desired).unwrap();
+    assert_eq!(
+        p,
+        json!({"metadata": {"labels": {"tart.run/stale": null, "tart.run/chip": "Apple-M2"}}})
+    );
+    existing.metadata.labels = Some(desired.clone());
+    assert_eq!(update_patch(&existing, &desired), None, "nothing to change");
+    existing.spec.as_mut().unwrap().provider_id = None;
+    assert_eq!(
+        update_patch(&existing, &desired),
+        Some(json!({"spec": {"providerID": "tart://mini-1"}}))
+    );
+}
+
+#[test]
+fn label_values_are_sanitised() {
+    assert_eq!(label_value("Apple M2 Pro"), "Apple-M2-Pro");
+    assert_eq!(label_value("(weird)"), "weird");
+    assert_eq!(label_value(&"a".repeat(80)).len(), 63);
+}

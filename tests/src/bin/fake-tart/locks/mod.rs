@@ -1,0 +1,122 @@
+//! The locks of docs/reference/tart-cli.md §1.4: the classic POSIX `fcntl` write lock on
+//! `config.json` that `run` holds for the VM's life (and `F_GETLK` to find its PID), and `flock`s
+//! on `$TART_HOME`, the per-host OCI cache directory and `tmp/<entry>` working directories. Also
+//! tmp GC (docs/reference/tart-cli.md §1.5).
+
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::path::Path;
+use std::time::Duration;
+
+use nix::fcntl::{FcntlArg, Flock, FlockArg, fcntl};
+
+/// How often a "blocking" flock is retried. Polling (rather than a blocking syscall) keeps the
+/// process responsive to SIGINT while it waits.
+const FLOCK_POLL: Duration = Duration::from_millis(5);
+
+fn whole_file_lock(kind: libc::c_short) -> libc::flock {
+    // l_len 0 = to the end of the file, whatever its size: the whole file, as Tart's PIDLock.
+    libc::flock {
+        l_type: kind,
+        l_whence: libc::SEEK_SET as libc::c_short,
+        l_start: 0,
+        l_len: 0,
+        l_pid: 0,
+    }
+}
+
+/// The PID holding a POSIX write lock on `config` (`F_GETLK`), if any
+/// (docs/reference/tart-cli.md §1.4). A missing file counts as unlocked.
+pub fn lock_holder(config: &Path) -> Option<i32> {
+    let f = File::open(config).ok()?;
+    let mut fl = whole_file_lock(libc::F_WRLCK as libc::c_short);
+    fcntl(&f, FcntlArg::F_GETLK(&mut fl)).ok()?;
+    (fl.l_type != libc::F_UNLCK as libc::c_short && fl.l_pid != 0).then_some(fl.l_pid)
+}
+
+/// Try-locks `config` with a classic POSIX `F_SETLK`/`F_WRLCK` (NOT an OFD lock,
+/// docs/reference/tart-cli.md §8). The returned `File` must be kept open for as long as the lock
+/// must be held; closing ANY descriptor of that file in this process releases it (POSIX semantics).
+pub fn try_lock_config(config: &Path) -> io::Result<Option<File>> {
+    let f = OpenOptions::new().read(true).write(true).open(config)?;
+    let fl = whole_file_lock(libc::F_WRLCK as libc::c_short);
+    match fcntl(&f, FcntlArg::F_SETLK(&fl)) {
+        Ok(_) => Ok(Some(f)),
+        Err(nix::errno::Errno::EAGAIN | nix::errno::Errno::EACCES) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// An exclusive `flock` held until dropped.
+pub type FlockGuard = Flock<File>;
+
+fn open_for_flock(path: &Path) -> io::Result<File> {
+    if path.is_dir() {
+        File::open(path)
+    } else {
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+    }
+}
+
+/// Try-locks `path` (a directory or a lock file, created if missing).
+pub fn try_flock(path: &Path) -> io::Result<Option<FlockGuard>> {
+    let f = open_for_flock(path)?;
+    match Flock::lock(f, FlockArg::LockExclusiveNonblock) {
+        Ok(g) => Ok(Some(g)),
+        Err((_, nix::errno::Errno::EWOULDBLOCK)) => Ok(None),
+        Err((_, e)) => Err(e.into()),
+    }
+}
+
+/// Locks `path`, waiting with no timeout (docs/reference/tart-cli.md §1.4: the `$TART_HOME` and
+/// host locks block).
+pub async fn flock(path: &Path) -> io::Result<FlockGuard> {
+    loop {
+        if let Some(g) = try_flock(path)? {
+            return Ok(g);
+        }
+        tokio::time::sleep(FLOCK_POLL).await;
+    }
+}
+
+/// Locks `path` with a blocking `flock(2)`; only for the counters file's tiny critical section.
+pub fn flock_blocking(path: &Path) -> io::Result<FlockGuard> {
+    let f = open_for_flock(path)?;
+    Flock::lock(f, FlockArg::LockExclusive).map_err(|(_, e)| e.into())
+}
+
+/// Tmp GC (docs/reference/tart-cli.md §1.5): delete every `tmp/` entry no live process holds a
+/// flock on.
+pub fn gc_tmp(tmp: &Path) -> io::Result<()> {
+    let entries = match fs::read_dir(tmp) {
+        Ok(e) => e,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Ok(Some(guard)) = try_flock(&path) else {
+            continue;
+        };
+        let res = if path.is_dir() {
+            fs::remove_dir_all(&path)
+        } else {
+            fs::remove_file(&path)
+        };
+        drop(guard);
+        match res {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,84 @@
+use super::*;
+use crate::sandbox::chaos::{api_restart::ApiRestartRecord, duplicate::DuplicateRecord};
+
+fn restart(secs: &[Option<f64>]) -> ApiRestartRecord {
+    ApiRestartRecord {
+        outage_seconds: 22.0,
+        node_ready_at_end: Default::default(),
+        node_recovered_after_seconds: secs
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (format!("mac-mini-{}", i + 1), *s))
+            .collect(),
+    }
+}
+
+fn pool(checks: &[(&str, bool, Check)]) -> PoolState {
+    let mut p = PoolState::default();
+    for (name, succeeded, k) in checks {
+        let e = if *succeeded {
+            Ending::Succeeded
+        } else {
+            Ending::Failed
+        };
+        p.ended.insert(name.to_string(), e);
+        p.checks.insert(name.to_string(), *k);
+    }
+    p
+}
+
+#[test]
+fn a_rejected_or_unverified_secret_check_fails_and_a_crash_only_excuses_a_cut_short_job() {
+    let ok = pool(&[("a", true, Check::Passed), ("b", false, Check::Passed)]);
+    assert!(jobs_saw_their_secret(&ok, 0).ok);
+    let rejected = pool(&[("a", false, Check::Rejected(3))]);
+    let inv = jobs_saw_their_secret(&rejected, 2);
+    assert!(!inv.ok);
+    assert!(inv.detail.contains("a: job exited 3"), "{}", inv.detail);
+    assert!(!jobs_saw_their_secret(&pool(&[("a", true, Check::Unverified)]), 2).ok);
+    let cut = pool(&[("a", true, Check::Passed), ("b", false, Check::CutShort)]);
+    assert!(!jobs_saw_their_secret(&cut, 0).ok);
+    assert!(jobs_saw_their_secret(&cut, 1).ok);
+    let mut unchecked = pool(&[("a", true, Check::Passed)]);
+    unchecked.ended.insert("b".into(), Ending::Succeeded);
+    assert!(!jobs_saw_their_secret(&unchecked, 0).ok);
+}
+
+#[test]
+fn nodes_must_be_ready_within_the_status_period_after_every_api_restart() {
+    let ok = |restarts: Vec<ApiRestartRecord>| {
+        let c = ChaosReport {
+            node_status_period_seconds: 10.0,
+            api_restarts: restarts,
+            ..ChaosReport::default()
+        };
+        chaos(&c)[0].ok
+    };
+    assert!(ok(vec![]));
+    assert!(ok(vec![restart(&[Some(1.0), Some(10.0)])]));
+    assert!(!ok(vec![restart(&[Some(1.0)]), restart(&[Some(10.5)])]));
+    assert!(!ok(vec![restart(&[Some(1.0), None])]));
+}
+
+#[test]
+fn one_duplicate_that_did_not_refuse_fails_the_invariant() {
+    let refused = DuplicateRecord {
+        node: "mac-mini-1".into(),
+        exit_code: Some(1),
+        exited_by_itself: true,
+        ..DuplicateRecord::default()
+    };
+    let ran = DuplicateRecord {
+        exit_code: None,
+        exited_by_itself: false,
+        ..refused.clone()
+    };
+    let c = |d: Vec<DuplicateRecord>| ChaosReport {
+        duplicate_agents: d,
+        ..ChaosReport::default()
+    };
+    assert!(chaos(&c(vec![refused.clone()]))[1].ok);
+    let inv = &chaos(&c(vec![refused, ran]))[1];
+    assert!(!inv.ok);
+    assert!(inv.detail.contains("mac-mini-1"), "{}", inv.detail);
+}
