@@ -39,7 +39,7 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 /// Why the agent stopped with an error.
 #[derive(Debug, thiserror::Error)]
-pub enum RunError {
+pub(crate) enum RunError {
     /// No usable kubeconfig.
     #[error("cannot load the Kubernetes client configuration")]
     KubeConfig(#[source] Box<dyn std::error::Error + Send + Sync>),
@@ -208,7 +208,7 @@ fn default_host() -> Arc<dyn HostInfo> {
 }
 
 /// The tart driver configured from `cfg`; `observer` receives every attempt (Pod metrics).
-pub fn tart_cli(cfg: &Config, observer: Arc<dyn tart::Observer>) -> tart::TartCli {
+pub(crate) fn tart_cli(cfg: &Config, observer: Arc<dyn tart::Observer>) -> tart::TartCli {
     use tart::Op;
     let mut d = tart::Deadlines {
         pull_stall: cfg.pull_stall_window,
@@ -249,7 +249,7 @@ pub fn tart_cli(cfg: &Config, observer: Arc<dyn tart::Observer>) -> tart::TartCl
 /// What [`run`] starts from: the Lease it holds, the tart driver, the host facts, and the one
 /// registry with every component's metrics already registered (the tart driver was built with
 /// the Pod metrics as its observer).
-pub struct Parts<T: Tart> {
+pub(crate) struct Parts<T: Tart> {
     /// The claimed Lease ([`node::claim::claim`]).
     pub claimed: node::claim::Claimed,
     pub tart: Arc<T>,
@@ -268,7 +268,7 @@ pub struct Parts<T: Tart> {
 /// # Errors
 /// [`RunError`] when the agent cannot start at all (no kubeconfig, admin port taken). Once
 /// running, API and tart failures are retried, never fatal.
-pub async fn run<T: Tart>(
+pub(crate) async fn run<T: Tart>(
     cfg: Config,
     parts: Parts<T>,
     shutdown: watch::Receiver<bool>,

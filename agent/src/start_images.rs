@@ -35,7 +35,7 @@ use crate::{
 const SCAN_DEADLINE: Duration = Duration::from_secs(30);
 
 /// What the image side is started from.
-pub struct ImageDeps<T> {
+pub(crate) struct ImageDeps<T> {
     pub cfg: Arc<Config>,
     pub tart: Arc<T>,
     /// Host facts (the volume's size).
@@ -53,7 +53,7 @@ pub struct ImageDeps<T> {
 }
 
 /// What the image side hands back.
-pub struct ImageSide {
+pub(crate) struct ImageSide {
     pub tasks: Vec<JoinHandle<()>>,
     /// The inventory for `status.images`.
     pub inventory: watch::Receiver<Option<Vec<Held>>>,
@@ -66,7 +66,7 @@ pub struct ImageSide {
 }
 
 /// Start the keeper and the pre-pull task.
-pub fn start<T: Tart>(d: ImageDeps<T>) -> ImageSide {
+pub(crate) fn start<T: Tart>(d: ImageDeps<T>) -> ImageSide {
     let cfg = &d.cfg;
     let goldens = Goldens::new(cfg.vm_name_prefix.clone());
     let pacer = Pacer::new(

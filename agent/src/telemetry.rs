@@ -22,7 +22,7 @@ use crate::{
 
 /// Why logging could not be set up.
 #[derive(Debug, thiserror::Error)]
-pub enum TelemetryError {
+pub(crate) enum TelemetryError {
     /// The filter directive does not parse.
     #[error("invalid log filter {filter:?}")]
     Filter {
@@ -44,7 +44,11 @@ pub enum TelemetryError {
 ///
 /// # Errors
 /// [`TelemetryError`] for a bad filter or an unopenable log file.
-pub fn init(format: LogFormat, filter: &str, file: Option<&Path>) -> Result<(), TelemetryError> {
+pub(crate) fn init(
+    format: LogFormat,
+    filter: &str,
+    file: Option<&Path>,
+) -> Result<(), TelemetryError> {
     let make_filter = || {
         EnvFilter::try_new(filter).map_err(|source| TelemetryError::Filter {
             filter: filter.to_owned(),

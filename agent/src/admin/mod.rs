@@ -23,13 +23,13 @@ use prometheus_client::registry::Registry;
 use tokio::{sync::watch, time::Instant};
 
 /// OpenMetrics content type.
-pub const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+pub(crate) const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 /// Prometheus text exposition format 0.0.4 content type.
-pub const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
+pub(crate) const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// Readiness facts, updated by the Lease and status tasks. Clones share state.
 #[derive(Clone, Debug)]
-pub struct Readiness {
+pub(crate) struct Readiness {
     inner: Arc<ReadyInner>,
 }
 
@@ -45,7 +45,7 @@ struct ReadyInner {
 
 /// One `/readyz` check.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Check {
+pub(crate) struct Check {
     /// `api`, `lease` or `tart`.
     pub name: &'static str,
     /// Passed.
@@ -56,7 +56,7 @@ pub struct Check {
 
 impl Readiness {
     /// Lease renewed every `lease_interval` when healthy.
-    pub fn new(lease_interval: Duration) -> Self {
+    pub(crate) fn new(lease_interval: Duration) -> Self {
         Self {
             inner: Arc::new(ReadyInner {
                 lease_interval,
@@ -69,13 +69,13 @@ impl Readiness {
     }
 
     /// A Lease renewal succeeded (also proves the API is reachable).
-    pub fn lease_renewed(&self) {
+    pub(crate) fn lease_renewed(&self) {
         *self.lock() = Some(Instant::now());
         self.api_ok();
     }
 
     /// Another agent instance, `holder`, holds our Lease: the lease check fails for good.
-    pub fn fenced(&self, holder: &str) {
+    pub(crate) fn fenced(&self, holder: &str) {
         *self
             .inner
             .fenced_by
@@ -84,22 +84,22 @@ impl Readiness {
     }
 
     /// An API request succeeded.
-    pub fn api_ok(&self) {
+    pub(crate) fn api_ok(&self) {
         self.inner.api_ok.store(true, Ordering::Relaxed);
     }
 
     /// An API request failed or timed out.
-    pub fn api_failed(&self) {
+    pub(crate) fn api_failed(&self) {
         self.inner.api_ok.store(false, Ordering::Relaxed);
     }
 
     /// The latest tart probe verdict.
-    pub fn set_tart(&self, usable: bool) {
+    pub(crate) fn set_tart(&self, usable: bool) {
         self.inner.tart_ok.store(usable, Ordering::Relaxed);
     }
 
     /// Evaluate the checks now.
-    pub fn checks(&self) -> Vec<Check> {
+    pub(crate) fn checks(&self) -> Vec<Check> {
         let api = self.inner.api_ok.load(Ordering::Relaxed);
         let lease_age = self.lock().map(|t| t.elapsed());
         let fenced_by = self
@@ -160,7 +160,7 @@ struct AppState {
 }
 
 /// The admin router.
-pub fn router(registry: Arc<Registry>, readiness: Readiness) -> Router {
+pub(crate) fn router(registry: Arc<Registry>, readiness: Readiness) -> Router {
     Router::new()
         .route("/metrics", get(metrics))
         .route("/healthz", get(|| async { "ok\n" }))
@@ -175,7 +175,7 @@ pub fn router(registry: Arc<Registry>, readiness: Readiness) -> Router {
 ///
 /// # Errors
 /// The bind error.
-pub async fn bind(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+pub(crate) async fn bind(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
     tokio::net::TcpListener::bind(addr).await
 }
 
@@ -183,7 +183,7 @@ pub async fn bind(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> 
 ///
 /// # Errors
 /// The server's I/O error.
-pub async fn serve(
+pub(crate) async fn serve(
     listener: tokio::net::TcpListener,
     app: Router,
     mut shutdown: watch::Receiver<bool>,
@@ -242,7 +242,7 @@ async fn readyz(State(st): State<AppState>) -> impl IntoResponse {
 /// OpenMetrics text -> Prometheus text format 0.0.4: counter families are named with their
 /// `_total` suffix in `# HELP`/`# TYPE`, and `# UNIT` and `# EOF` are dropped. Samples are
 /// identical in both formats for the metric types used here (counter, gauge, histogram).
-pub fn to_prometheus_text(openmetrics: &str) -> String {
+pub(crate) fn to_prometheus_text(openmetrics: &str) -> String {
     let counters: std::collections::HashSet<&str> = openmetrics
         .lines()
         .filter_map(|l| l.strip_prefix("# TYPE ")?.strip_suffix(" counter"))
@@ -266,7 +266,7 @@ pub fn to_prometheus_text(openmetrics: &str) -> String {
 }
 
 /// Kubernetes-style `/readyz` text: one `[+]name ok` / `[-]name failed: why` line per check.
-pub fn readyz_body(checks: &[Check]) -> String {
+pub(crate) fn readyz_body(checks: &[Check]) -> String {
     let mut s = String::new();
     for c in checks {
         if c.ok {

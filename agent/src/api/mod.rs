@@ -5,7 +5,7 @@ use std::fmt;
 
 /// Why a Kubernetes API request failed, as a closed set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ApiErrorKind {
+pub(crate) enum ApiErrorKind {
     /// 403: RBAC or the Node authorizer said no.
     Forbidden,
     /// 404: the object is gone.
@@ -22,7 +22,7 @@ pub enum ApiErrorKind {
 
 impl ApiErrorKind {
     /// Every kind, for pre-creating metric series.
-    pub const ALL: [ApiErrorKind; 6] = [
+    pub(crate) const ALL: [ApiErrorKind; 6] = [
         Self::Forbidden,
         Self::NotFound,
         Self::Conflict,
@@ -32,7 +32,7 @@ impl ApiErrorKind {
     ];
 
     /// Metric label value.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Forbidden => "forbidden",
             Self::NotFound => "not_found",
@@ -44,7 +44,7 @@ impl ApiErrorKind {
     }
 
     /// The kind of a client error.
-    pub fn of(err: &kube::Error) -> Self {
+    pub(crate) fn of(err: &kube::Error) -> Self {
         match err {
             kube::Error::Api(s) => match s.code {
                 403 => Self::Forbidden,
@@ -71,7 +71,7 @@ const MAX_NAME: usize = 253;
 /// The name of an Event about object `regarding`, unique by `suffix` (kubelet and client-go use
 /// `<name>.<hex nanoseconds>`). Valid for every valid object name: the name part is shortened
 /// so the whole stays within 253 characters, and it never ends in `.` or `-`.
-pub fn event_name(regarding: &str, suffix: &str) -> String {
+pub(crate) fn event_name(regarding: &str, suffix: &str) -> String {
     let room = MAX_NAME.saturating_sub(suffix.len() + 1);
     let mut head = &regarding[..regarding.len().min(room)];
     while !head.is_char_boundary(head.len()) {

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 /// An exponential backoff curve.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Backoff {
+pub(crate) struct Backoff {
     /// Delay before the first retry.
     pub first: Duration,
     /// No delay is longer than this.
@@ -21,14 +21,14 @@ pub struct Backoff {
 }
 
 /// A VM whose run ended and is restarted: kubelet's container restart backoff.
-pub const CRASH_LOOP: Backoff = Backoff {
+pub(crate) const CRASH_LOOP: Backoff = Backoff {
     first: Duration::from_secs(10),
     max: Duration::from_secs(300),
     jitter_percent: 0,
 };
 
 /// A Pod reconcile that failed: requeued per Pod.
-pub const REQUEUE: Backoff = Backoff {
+pub(crate) const REQUEUE: Backoff = Backoff {
     first: Duration::from_secs(1),
     max: Duration::from_secs(300),
     jitter_percent: 20,
@@ -38,14 +38,14 @@ pub const REQUEUE: Backoff = Backoff {
 /// every second at most, so the Pods are current within about a second of the API server's
 /// return — a 403 while its authorizer warms up costs one more second, not seven. Jittered, so
 /// a fleet that lost the API server together does not retry in step.
-pub const WATCH_RETRY: Backoff = Backoff {
+pub(crate) const WATCH_RETRY: Backoff = Backoff {
     first: Duration::from_millis(250),
     max: Duration::from_secs(1),
     jitter_percent: 20,
 };
 
 /// A Lease renewal or Node status write that failed: retried quickly, well inside the Lease.
-pub const API_RETRY: Backoff = Backoff {
+pub(crate) const API_RETRY: Backoff = Backoff {
     first: Duration::from_millis(500),
     max: Duration::from_secs(7),
     jitter_percent: 0,
@@ -54,7 +54,7 @@ pub const API_RETRY: Backoff = Backoff {
 impl Backoff {
     /// The delay before retry number `n` (0 is the first retry): `first × 2ⁿ`, capped at
     /// `max`. Never overflows, whatever `n`.
-    pub fn delay(&self, n: u32) -> Duration {
+    pub(crate) fn delay(&self, n: u32) -> Duration {
         let factor = 1u32.checked_shl(n.min(31)).unwrap_or(u32::MAX);
         self.first
             .checked_mul(factor)
@@ -62,7 +62,7 @@ impl Backoff {
     }
 
     /// [`Backoff::delay`] with jitter: `draw` in `[0, 1)` scales the random part.
-    pub fn jittered(&self, n: u32, draw: f64) -> Duration {
+    pub(crate) fn jittered(&self, n: u32, draw: f64) -> Duration {
         let base = self.delay(n);
         let part = f64::from(self.jitter_percent) / 100.0 * draw.clamp(0.0, 1.0);
         base + base.mul_f64(part)
@@ -74,14 +74,14 @@ impl Backoff {
 /// [`API_RETRY`] a watch that lost the API server re-lists within 7 s of its return, with
 /// [`WATCH_RETRY`] within about a second, instead of kube's default of up to 30 s.
 #[derive(Debug, Clone)]
-pub struct WatchBackoff {
+pub(crate) struct WatchBackoff {
     curve: Backoff,
     failures: u32,
 }
 
 impl WatchBackoff {
     /// A watch backoff that follows `curve`.
-    pub fn new(curve: Backoff) -> Self {
+    pub(crate) fn new(curve: Backoff) -> Self {
         Self { curve, failures: 0 }
     }
 }

@@ -21,7 +21,7 @@ use super::{
 /// Options of `run`; also the schema of the `--config` TOML file.
 #[derive(clap::Args, Deserialize, Debug, Clone, Default, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     /// TOML file with any of these options (flags and environment override it).
     #[arg(long, env = "TART_KUBELET_CONFIG", value_name = "PATH")]
     #[serde(skip)]

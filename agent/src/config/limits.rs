@@ -9,7 +9,7 @@ const STREAMING_IDLE: Duration = Duration::from_secs(4 * 60 * 60);
 
 /// What the kubelet port allows, from the configuration; [`Default`] holds the flags' defaults.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
+pub(crate) struct Limits {
     /// A connection's TLS handshake must finish within this.
     pub handshake: Duration,
     /// Each request's headers must arrive within this, counted from the end of the handshake

@@ -20,19 +20,19 @@ mod values;
 
 use std::path::Path;
 
-pub use args::RunArgs;
-pub use limits::Limits;
-pub use model::{Config, ConfigError, HostDefaults, Identity, LogFormat, PullCredentials};
+pub(crate) use args::RunArgs;
+pub(crate) use limits::Limits;
+pub(crate) use model::{Config, ConfigError, HostDefaults, Identity, LogFormat, PullCredentials};
 pub(crate) use model::{LABEL_PREFIX, VM_SLOTS_RESOURCE};
 pub(crate) use units::parse_semver;
-pub use units::{DiskThreshold, TaintSpec};
+pub(crate) use units::{DiskThreshold, TaintSpec};
 
 impl Config {
     /// Merge `args` over the `--config` file (if any) and validate.
     ///
     /// # Errors
     /// [`ConfigError`] naming the first bad setting or the unreadable file.
-    pub fn load(args: RunArgs, host: &HostDefaults) -> Result<Self, ConfigError> {
+    pub(crate) fn load(args: RunArgs, host: &HostDefaults) -> Result<Self, ConfigError> {
         let merged = match args.config.clone() {
             Some(path) => args.or(read_file(&path)?),
             None => args,

@@ -19,7 +19,7 @@ pub(crate) const VM_SLOTS_RESOURCE: &str = "tart.run/vm-slots";
 /// How the agent writes its own log lines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum LogFormat {
+pub(crate) enum LogFormat {
     /// One JSON object per line.
     Json,
     /// Human-readable text.
@@ -30,7 +30,7 @@ pub enum LogFormat {
 /// How the Pod side obtains registry credentials for `tart pull`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum PullCredentials {
+pub(crate) enum PullCredentials {
     /// Read the Pod's `imagePullSecrets` (needs `get secrets`), pass them via `TART_REGISTRY_*`.
     #[default]
     PodSecrets,
@@ -61,7 +61,7 @@ impl Identity {
 
 /// Fully validated agent configuration.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Config {
+pub(crate) struct Config {
     /// Explicit kubeconfig; `None` = infer (`KUBECONFIG`, `~/.kube/config`, in-cluster).
     pub kubeconfig: Option<PathBuf>,
     /// Node name (RFC 1123 subdomain).
@@ -198,7 +198,7 @@ pub struct Config {
 
 /// A configuration problem, with a message that names the setting.
 #[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
+pub(crate) enum ConfigError {
     /// A setting has an unusable value.
     #[error("invalid {setting}: {message}")]
     Invalid {
@@ -228,7 +228,7 @@ pub enum ConfigError {
 
 /// Host-derived defaults, passed in so [`Config::resolve`] stays pure.
 #[derive(Debug, Clone)]
-pub struct HostDefaults {
+pub(crate) struct HostDefaults {
     /// Lowercased host name (default node name).
     pub hostname: String,
     /// `$HOME`.
@@ -237,7 +237,7 @@ pub struct HostDefaults {
 
 impl HostDefaults {
     /// Read the host name and `$HOME`.
-    pub fn detect() -> Self {
+    pub(crate) fn detect() -> Self {
         let hostname = nix::unistd::gethostname()
             .ok()
             .and_then(|h| h.into_string().ok())

@@ -18,7 +18,7 @@ impl Config {
     ///
     /// # Errors
     /// [`ConfigError::Invalid`] naming the setting.
-    pub fn resolve(a: RunArgs, host: &HostDefaults) -> Result<Self, ConfigError> {
+    pub(crate) fn resolve(a: RunArgs, host: &HostDefaults) -> Result<Self, ConfigError> {
         let mut cfg = with_defaults(a, host);
         check_identity(&cfg)?;
         check_capacity(&cfg)?;

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 /// A failed log request.
 #[derive(Debug, thiserror::Error)]
-pub enum LogError {
+pub(crate) enum LogError {
     /// `previous` was asked and the container has no earlier run on disk.
     #[error("previous terminated container {container:?} in pod {pod:?} not found")]
     PreviousNotFound { container: String, pod: String },
@@ -27,7 +27,7 @@ pub enum LogError {
 
 /// The closed kind of a [`LogError`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum LogErrorKind {
+pub(crate) enum LogErrorKind {
     PreviousNotFound,
     NotStarted,
     InvalidName,
@@ -36,7 +36,7 @@ pub enum LogErrorKind {
 
 impl LogErrorKind {
     /// Metric label value.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::PreviousNotFound => "previous_not_found",
             Self::NotStarted => "not_started",
@@ -48,7 +48,7 @@ impl LogErrorKind {
 
 impl LogError {
     /// This error's kind.
-    pub fn kind(&self) -> LogErrorKind {
+    pub(crate) fn kind(&self) -> LogErrorKind {
         match self {
             Self::PreviousNotFound { .. } => LogErrorKind::PreviousNotFound,
             Self::NotStarted { .. } => LogErrorKind::NotStarted,

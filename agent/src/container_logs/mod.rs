@@ -6,21 +6,21 @@
 //! Pod side's log store (`pods::logs::serve`).
 
 mod checkpoint;
-pub mod collector;
-pub mod cri;
-pub mod error;
-pub mod files;
-pub mod format;
-pub mod reader;
-pub mod source;
+pub(crate) mod collector;
+pub(crate) mod cri;
+pub(crate) mod error;
+pub(crate) mod files;
+pub(crate) mod format;
+pub(crate) mod reader;
+pub(crate) mod source;
 mod tail;
-pub mod writer;
+pub(crate) mod writer;
 
-pub use collector::{CollectorHandle, CollectorSpec, FaultReport, Origin, Source, spawn};
-pub use error::LogError;
-pub use files::{PodLogId, remove_pod_logs};
-pub use reader::read;
-pub use source::Fault;
+pub(crate) use collector::{CollectorHandle, CollectorSpec, FaultReport, Origin, Source, spawn};
+pub(crate) use error::LogError;
+pub(crate) use files::{PodLogId, remove_pod_logs};
+pub(crate) use reader::read;
+pub(crate) use source::Fault;
 
 #[cfg(test)]
 mod bench_tests;

@@ -2,7 +2,7 @@
 //! its sources. A foundation beside `api.rs`; it refers to nothing of ours.
 
 /// An error and its sources, `: `-joined, for one log line or message.
-pub fn error_chain(e: &dyn std::error::Error) -> String {
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
     let mut cur = e.source();
     while let Some(c) = cur {

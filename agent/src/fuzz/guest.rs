@@ -12,7 +12,7 @@ use crate::{
 };
 use tart::fuzz::{COPY_BOUND, Target, strings};
 
-pub fn targets() -> Vec<Target> {
+pub(super) fn targets() -> Vec<Target> {
     vec![
         Target {
             name: "guest_vitals",

@@ -19,7 +19,7 @@ use tart::fuzz::{COPY_BOUND, Target, strings};
 /// Query separators and escapes the mutator splices in.
 const QUERY: &[&str] = &["&", "=", "%", "%2C", "%00", "+", ","];
 
-pub fn targets() -> Vec<Target> {
+pub(super) fn targets() -> Vec<Target> {
     vec![
         Target {
             name: "exec_query",

@@ -21,7 +21,7 @@ const TWICE: usize = 2 * BOUND;
 /// The largest raw block [`spdy_header_block`] also sends through compression.
 const COMPRESSED_ROUND_TRIP: usize = 64 << 10;
 
-pub fn targets() -> Vec<Target> {
+pub(super) fn targets() -> Vec<Target> {
     vec![
         Target {
             name: "spdy_frames",

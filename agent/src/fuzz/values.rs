@@ -7,7 +7,7 @@ use rustls::pki_types::{CertificateDer, pem::PemObject};
 use crate::{images::reference::ImageRef, kubelet_api::x509, quantity};
 use tart::fuzz::{COPY_BOUND, Target, strings};
 
-pub fn targets() -> Vec<Target> {
+pub(super) fn targets() -> Vec<Target> {
     vec![
         Target {
             name: "image_reference",

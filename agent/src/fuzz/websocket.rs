@@ -11,7 +11,7 @@ use crate::kubelet_api::stream::{
 };
 use tart::fuzz::{COPY_BOUND, Target, strings};
 
-pub fn targets() -> Vec<Target> {
+pub(super) fn targets() -> Vec<Target> {
     vec![
         Target {
             name: "ws_channel",

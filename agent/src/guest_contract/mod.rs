@@ -13,16 +13,16 @@
 //! turns [`prepare::GuestWarning`]s into events, and `pods::guest_refresh` runs the refresh
 //! task and reports its failures.
 
-pub mod atomic;
-pub mod control;
-pub mod downward;
-pub mod env;
-pub mod expand;
-pub mod fetch;
-pub mod job;
-pub mod layout;
-pub mod model;
-pub mod prepare;
-pub mod status;
-pub mod token;
-pub mod volumes;
+pub(crate) mod atomic;
+pub(crate) mod control;
+pub(crate) mod downward;
+pub(crate) mod env;
+pub(crate) mod expand;
+pub(crate) mod fetch;
+pub(crate) mod job;
+pub(crate) mod layout;
+pub(crate) mod model;
+pub(crate) mod prepare;
+pub(crate) mod status;
+pub(crate) mod token;
+pub(crate) mod volumes;

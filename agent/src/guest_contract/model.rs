@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 /// The two kinds of object a Pod's env and volumes read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum ObjectKind {
+pub(crate) enum ObjectKind {
     /// A core/v1 Secret.
     Secret,
     /// A core/v1 ConfigMap.
@@ -16,7 +16,7 @@ pub enum ObjectKind {
 
 impl ObjectKind {
     /// The word kubelet uses in its messages (`secret "x" not found`).
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Secret => "secret",
             Self::ConfigMap => "configmap",
@@ -24,7 +24,7 @@ impl ObjectKind {
     }
 
     /// The kind as Kubernetes spells it (`Secret`, `ConfigMap`).
-    pub fn kind(self) -> &'static str {
+    pub(crate) fn kind(self) -> &'static str {
         match self {
             Self::Secret => "Secret",
             Self::ConfigMap => "ConfigMap",
@@ -34,34 +34,34 @@ impl ObjectKind {
 
 /// One object's keys and values: a Secret's `data`, or a ConfigMap's `data` (UTF-8) merged with
 /// its `binaryData`.
-pub type ObjectData = BTreeMap<String, Vec<u8>>;
+pub(crate) type ObjectData = BTreeMap<String, Vec<u8>>;
 
 /// What the agent fetched for one Pod, by kind and name in the Pod's namespace. `None`: the
 /// object does not exist (404). A name absent from the map was not fetched at all, which the
 /// resolvers treat as missing too.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Sources {
+pub(crate) struct Sources {
     /// Fetched objects.
     pub objects: BTreeMap<(ObjectKind, String), Option<ObjectData>>,
 }
 
 impl Sources {
     /// The object, when it exists.
-    pub fn get(&self, kind: ObjectKind, name: &str) -> Option<&ObjectData> {
+    pub(crate) fn get(&self, kind: ObjectKind, name: &str) -> Option<&ObjectData> {
         self.objects
             .get(&(kind, name.to_owned()))
             .and_then(Option::as_ref)
     }
 
     /// Record a fetched object (`None`: not found).
-    pub fn insert(&mut self, kind: ObjectKind, name: &str, data: Option<ObjectData>) {
+    pub(crate) fn insert(&mut self, kind: ObjectKind, name: &str, data: Option<ObjectData>) {
         self.objects.insert((kind, name.to_owned()), data);
     }
 }
 
 /// What the downward API can read besides the Pod object itself.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct DownwardContext {
+pub(crate) struct DownwardContext {
     /// `spec.nodeName` as this agent knows it.
     pub node_name: String,
     /// `status.hostIP`: the Mac's InternalIP.
@@ -82,7 +82,7 @@ pub struct DownwardContext {
 /// (a missing object may appear). Messages are kubelet's words where kubelet has them and never
 /// contain a value.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ConfigError {
+pub(crate) enum ConfigError {
     /// A required Secret or ConfigMap does not exist.
     #[error("{} \"{name}\" not found", kind.as_str())]
     MissingObject {
@@ -144,7 +144,7 @@ pub enum ConfigError {
 
 impl ConfigError {
     /// Closed metric label (every value is in `pods::metrics::GUEST_CONFIG_ERROR_KINDS`).
-    pub fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> &'static str {
         match self {
             Self::MissingObject { .. } => "missing_object",
             Self::MissingKey { .. } => "missing_key",
@@ -162,7 +162,7 @@ impl ConfigError {
 /// (first definition's position, last definition's value), values as bytes (a Secret's value
 /// need not be UTF-8).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ResolvedEnv {
+pub(crate) struct ResolvedEnv {
     /// `(name, value)` pairs.
     pub vars: Vec<(String, Vec<u8>)>,
     /// `envFrom` keys skipped because they are not valid variable names, per source, for
@@ -172,7 +172,7 @@ pub struct ResolvedEnv {
 
 /// Keys of one `envFrom` source that are not valid environment variable names.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InvalidKeys {
+pub(crate) struct InvalidKeys {
     /// Secret or ConfigMap.
     pub kind: ObjectKind,
     /// The Pod's namespace.
@@ -185,7 +185,7 @@ pub struct InvalidKeys {
 
 /// Where a volume file's bytes come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FileData {
+pub(crate) enum FileData {
     /// Known now (Secret, ConfigMap, downward API).
     Bytes(Vec<u8>),
     /// A projected `serviceAccountToken`: issued by a TokenRequest when written.
@@ -194,7 +194,7 @@ pub enum FileData {
 
 /// A projected `serviceAccountToken` source.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct TokenSpec {
+pub(crate) struct TokenSpec {
     /// `audience`; `None`: the API server's own audiences.
     pub audience: Option<String>,
     /// `expirationSeconds` (default 3600, at least 600).
@@ -202,7 +202,7 @@ pub struct TokenSpec {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct VolumeFile {
+pub(crate) struct VolumeFile {
     /// Relative path inside the volume, checked: no `..` component, not absolute, not empty.
     pub path: String,
     /// Its content.
@@ -213,7 +213,7 @@ pub struct VolumeFile {
 
 /// What a volume holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum VolumeContent {
+pub(crate) enum VolumeContent {
     /// Files the agent writes and keeps current (`secret`, `configMap`, `downwardAPI`,
     /// `projected`), read-only in the guest.
     Files(Vec<VolumeFile>),
@@ -223,7 +223,7 @@ pub enum VolumeContent {
 
 /// One Pod volume, as the agent materializes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PlannedVolume {
+pub(crate) struct PlannedVolume {
     /// The volume's name in the Pod.
     pub name: String,
     /// Its share name (`vol-<index>`): no `:`, `,` or `/`, never `control` or `status`.
@@ -236,7 +236,7 @@ pub struct PlannedVolume {
 
 /// One `volumeMount` of the container, as the launcher links it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MountSpec {
+pub(crate) struct MountSpec {
     /// The share holding the volume.
     pub share: String,
     /// `mountPath` (absolute).
@@ -247,7 +247,7 @@ pub struct MountSpec {
 
 /// The job's stdin (`stdin`, `stdinOnce`): what `control/stdin` says (docs/guest.md, "Stdin").
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum GuestStdin {
+pub(crate) enum GuestStdin {
     /// `/dev/null` (no `stdin: true`); the file is absent.
     #[default]
     Null,
@@ -259,7 +259,7 @@ pub enum GuestStdin {
 
 impl GuestStdin {
     /// PURE: the mode of a container's `stdin` and `stdinOnce`.
-    pub fn of(stdin: Option<bool>, stdin_once: Option<bool>) -> Self {
+    pub(crate) fn of(stdin: Option<bool>, stdin_once: Option<bool>) -> Self {
         match (stdin.unwrap_or(false), stdin_once.unwrap_or(false)) {
             (false, _) => Self::Null,
             (true, false) => Self::Open,
@@ -268,7 +268,7 @@ impl GuestStdin {
     }
 
     /// The file's content; `None`: no file.
-    pub fn as_str(self) -> Option<&'static str> {
+    pub(crate) fn as_str(self) -> Option<&'static str> {
         match self {
             Self::Null => None,
             Self::Open => Some("open"),
@@ -279,7 +279,7 @@ impl GuestStdin {
 
 /// What the control share says (docs/guest.md).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ControlSpec {
+pub(crate) struct ControlSpec {
     /// The resolved environment.
     pub env: Vec<(String, Vec<u8>)>,
     /// `command` after `$(VAR)` expansion; empty: the image's own entry.

@@ -32,7 +32,7 @@ use super::{
 
 /// What preparing a guest needs besides the Pod.
 #[derive(Debug, Clone)]
-pub struct GuestSettings {
+pub(crate) struct GuestSettings {
     /// The per-VM directories.
     pub layout: GuestLayout,
     /// This node's name (`spec.nodeName`).
@@ -47,7 +47,7 @@ pub struct GuestSettings {
 
 /// Node allocatable, for `resourceFieldRef` limits the container does not set.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct NodeAllocatable {
+pub(crate) struct NodeAllocatable {
     /// Millicores.
     pub cpu_millis: u64,
     pub memory_bytes: u64,
@@ -56,11 +56,11 @@ pub struct NodeAllocatable {
 
 /// Issued tokens by `(volume, path)`, reused until their refresh time.
 #[derive(Debug, Default)]
-pub struct Tokens(BTreeMap<(String, String), IssuedToken>);
+pub(crate) struct Tokens(BTreeMap<(String, String), IssuedToken>);
 
 /// A warning for the Pod that preparing its guest found; the caller turns it into its event.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum GuestWarning {
+pub(crate) enum GuestWarning {
     /// `envFrom` keys skipped because they are not valid variable names.
     InvalidEnvNames {
         /// `configmap` or `secret`, as kubelet words it.
@@ -81,7 +81,7 @@ pub enum GuestWarning {
 /// A prepared guest: the shares for `tart run` and what the refresher keeps current. `W`: the
 /// caller's event type its warnings become, so this module needs no Pod-side vocabulary.
 #[derive(Debug)]
-pub struct Prepared<W> {
+pub(crate) struct Prepared<W> {
     /// `--dir` shares: control, status, one per mounted volume.
     pub shares: Vec<DirShare>,
     /// Warnings for the Pod (invalid envFrom keys, podIP not yet known).
@@ -166,7 +166,7 @@ async fn resolve<'a>(
 ///
 /// # Errors
 /// A [`ConfigError`] naming what is missing or wrong (never a value).
-pub async fn prepare<W: From<GuestWarning>>(
+pub(crate) async fn prepare<W: From<GuestWarning>>(
     client: &kube::Client,
     s: &GuestSettings,
     pod: &Pod,
@@ -234,7 +234,7 @@ pub async fn prepare<W: From<GuestWarning>>(
 
 /// What a refresh did.
 #[derive(Debug, Default)]
-pub struct Refreshed {
+pub(crate) struct Refreshed {
     /// Some file changed.
     pub changed: bool,
     /// Token refreshes that failed while the old token is still valid, by volume.
@@ -246,7 +246,7 @@ pub struct Refreshed {
 ///
 /// # Errors
 /// A [`ConfigError`]; the files already in place stay as they were.
-pub async fn refresh_volumes(
+pub(crate) async fn refresh_volumes(
     client: &kube::Client,
     s: &GuestSettings,
     pod: &Pod,
@@ -282,7 +282,7 @@ pub async fn refresh_volumes(
 }
 
 /// The earliest time a cached token is due for refresh.
-pub fn next_token_refresh(tokens: &Tokens, max: Duration) -> Option<Timestamp> {
+pub(crate) fn next_token_refresh(tokens: &Tokens, max: Duration) -> Option<Timestamp> {
     tokens.0.values().map(|t| refresh_at(t, max)).min()
 }
 

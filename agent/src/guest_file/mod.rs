@@ -18,7 +18,7 @@ use nix::sys::stat::{FileStat, Mode, SFlag, fstat, fstatat};
 
 /// What was found where a regular file belongs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Refused {
+pub(crate) enum Refused {
     /// A symbolic link (it could name any host file).
     Link,
     /// A FIFO (a read could block for ever).
@@ -31,7 +31,7 @@ pub enum Refused {
 
 impl Refused {
     /// The metric label and the word in messages.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Link => "symlink",
             Self::Fifo => "fifo",
@@ -44,7 +44,7 @@ impl Refused {
 
 /// Why a guest file could not be read.
 #[derive(Debug, thiserror::Error)]
-pub enum GuestFileError {
+pub(crate) enum GuestFileError {
     /// There is no such file (nothing written yet).
     #[error("no such file")]
     Missing,
@@ -65,7 +65,7 @@ impl From<io::Error> for GuestFileError {
 /// An open regular file of the guest ([`open_in`]), or one of the agent's own that is read
 /// the same way ([`GuestFile::open_own`]), with its identity when it was opened.
 #[derive(Debug)]
-pub struct GuestFile {
+pub(crate) struct GuestFile {
     pub file: File,
     /// Its length when opened.
     pub len: u64,
@@ -79,7 +79,7 @@ impl GuestFile {
     ///
     /// # Errors
     /// [`GuestFileError::Missing`] when there is none, `Io` otherwise.
-    pub fn open_own(path: &Path) -> Result<Self, GuestFileError> {
+    pub(crate) fn open_own(path: &Path) -> Result<Self, GuestFileError> {
         use std::os::unix::fs::MetadataExt;
         let file = File::open(path).map_err(|e| match e.kind() {
             io::ErrorKind::NotFound => GuestFileError::Missing,
@@ -97,7 +97,7 @@ impl GuestFile {
     ///
     /// # Errors
     /// Read errors.
-    pub fn read_last(mut self, max: u64) -> Result<(Vec<u8>, bool), GuestFileError> {
+    pub(crate) fn read_last(mut self, max: u64) -> Result<(Vec<u8>, bool), GuestFileError> {
         let start = self.len.saturating_sub(max);
         self.file.seek(SeekFrom::Start(start))?;
         let mut buf = Vec::with_capacity(usize::try_from(self.len - start).unwrap_or(0));
@@ -112,7 +112,7 @@ impl GuestFile {
 /// # Errors
 /// [`GuestFileError::Missing`] when either is absent, [`GuestFileError::Refused`] for anything
 /// in `name`'s place but a regular file (or a link in `dir`'s), `Io` otherwise.
-pub fn open_in(dir: &Path, name: &str) -> Result<GuestFile, GuestFileError> {
+pub(crate) fn open_in(dir: &Path, name: &str) -> Result<GuestFile, GuestFileError> {
     if name.is_empty() || name == "." || name == ".." || name.contains(['/', '\0']) {
         return Err(GuestFileError::Io(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -161,7 +161,7 @@ pub fn open_in(dir: &Path, name: &str) -> Result<GuestFile, GuestFileError> {
 ///
 /// # Errors
 /// As [`open_in`].
-pub fn open_path(path: &Path) -> Result<GuestFile, GuestFileError> {
+pub(crate) fn open_path(path: &Path) -> Result<GuestFile, GuestFileError> {
     let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) else {
         return Err(GuestFileError::Io(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -180,7 +180,7 @@ pub fn open_path(path: &Path) -> Result<GuestFile, GuestFileError> {
 ///
 /// # Errors
 /// As [`open_in`], and read errors.
-pub fn read_head(path: &Path, max: u64) -> Result<Vec<u8>, GuestFileError> {
+pub(crate) fn read_head(path: &Path, max: u64) -> Result<Vec<u8>, GuestFileError> {
     let f = open_path(path)?;
     let mut buf = Vec::with_capacity(usize::try_from(f.len.min(max)).unwrap_or(0));
     f.file.take(max).read_to_end(&mut buf)?;
@@ -191,7 +191,7 @@ pub fn read_head(path: &Path, max: u64) -> Result<Vec<u8>, GuestFileError> {
 ///
 /// # Errors
 /// As [`open_in`], and read errors.
-pub fn read_last(path: &Path, max: u64) -> Result<(Vec<u8>, bool), GuestFileError> {
+pub(crate) fn read_last(path: &Path, max: u64) -> Result<(Vec<u8>, bool), GuestFileError> {
     open_path(path)?.read_last(max)
 }
 

@@ -13,7 +13,7 @@ use std::{
 
 /// Size and free space of a file system.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct VolumeStats {
+pub(crate) struct VolumeStats {
     pub total_bytes: u64,
     /// Bytes available to unprivileged users.
     pub free_bytes: u64,
@@ -21,7 +21,7 @@ pub struct VolumeStats {
 
 /// Process counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PidStats {
+pub(crate) struct PidStats {
     /// Processes running.
     pub used: u64,
     /// The system's limit.
@@ -29,7 +29,7 @@ pub struct PidStats {
 }
 
 /// Source of host facts.
-pub trait HostInfo: Send + Sync + 'static {
+pub(crate) trait HostInfo: Send + Sync + 'static {
     /// Logical CPUs.
     fn cpu_count(&self) -> u32;
     /// Physical memory in bytes.
@@ -63,7 +63,7 @@ pub trait HostInfo: Send + Sync + 'static {
 
 /// One snapshot of every fact the node status needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HostFacts {
+pub(crate) struct HostFacts {
     /// Logical CPUs.
     pub cpus: u32,
     /// Physical memory.
@@ -88,7 +88,7 @@ pub struct HostFacts {
 
 impl HostFacts {
     /// Read every fact from `host`. May block (file system calls, shell-outs).
-    pub fn gather(host: &dyn HostInfo, tart_home: &Path) -> Self {
+    pub(crate) fn gather(host: &dyn HostInfo, tart_home: &Path) -> Self {
         // TART_HOME may not exist yet on a fresh host; its volume is its nearest ancestor's.
         let vol_path = tart_home
             .ancestors()
@@ -112,7 +112,7 @@ impl HostFacts {
 
 /// Fixed facts (tests, and Linux CI where the fake pretends to be a Mac mini).
 #[derive(Debug, Clone)]
-pub struct FixedHost {
+pub(crate) struct FixedHost {
     /// Every value returned, except the volume when `volume` is `None`.
     pub facts: HostFacts,
     /// `None` = report the real volume via `statvfs`.
@@ -182,7 +182,7 @@ impl HostInfo for FixedHost {
 
 /// The real Linux host, read from `/proc` and `statvfs`.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct LinuxHost;
+pub(crate) struct LinuxHost;
 
 impl HostInfo for LinuxHost {
     fn cpu_count(&self) -> u32 {
@@ -253,7 +253,7 @@ fn parse_meminfo(text: &str, key: &str) -> Option<u64> {
 ///
 /// # Errors
 /// The system call's error.
-pub fn statvfs(path: &Path) -> std::io::Result<VolumeStats> {
+pub(crate) fn statvfs(path: &Path) -> std::io::Result<VolumeStats> {
     let s = nix::sys::statvfs::statvfs(path).map_err(std::io::Error::from)?;
     let frag = s.fragment_size() as u64;
     Ok(VolumeStats {
@@ -264,7 +264,7 @@ pub fn statvfs(path: &Path) -> std::io::Result<VolumeStats> {
 
 /// The local address the kernel would use to reach `peer` (no packet is sent): the node's
 /// `InternalIP`. Falls back to loopback.
-pub fn local_ip_towards(peer: IpAddr) -> IpAddr {
+pub(crate) fn local_ip_towards(peer: IpAddr) -> IpAddr {
     let bind: IpAddr = if peer.is_ipv4() {
         Ipv4Addr::UNSPECIFIED.into()
     } else {

@@ -31,7 +31,7 @@ async fn run(
 }
 
 /// One round of facts.
-pub async fn observe(softnet: Option<&Path>, deadline: Duration) -> Observed {
+pub(super) async fn observe(softnet: Option<&Path>, deadline: Duration) -> Observed {
     let uid = nix::unistd::getuid().as_raw();
     let gui_session = run(
         "/bin/launchctl",

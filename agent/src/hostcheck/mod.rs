@@ -7,16 +7,16 @@
 //! side's business.
 
 #[cfg_attr(not(target_os = "macos"), allow(dead_code))]
-pub mod leases;
+pub(crate) mod leases;
 // Compiled everywhere (so it is type-checked on Linux too), used on macOS only.
 #[cfg_attr(not(target_os = "macos"), allow(dead_code))]
 mod macos;
-pub mod source;
-pub mod verdict;
+pub(crate) mod source;
+pub(crate) mod verdict;
 
 /// The checks that decide whether a VM can start; a closed set (metric label `check`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum HostCheck {
+pub(crate) enum HostCheck {
     /// The agent's user has a GUI (Aqua) session: Virtualization.framework needs it.
     GuiSession,
     /// The login keychain exists and is unlocked.
@@ -29,7 +29,7 @@ pub enum HostCheck {
 
 impl HostCheck {
     /// Every check, in report order.
-    pub const ALL: [HostCheck; 4] = [
+    pub(crate) const ALL: [HostCheck; 4] = [
         HostCheck::GuiSession,
         HostCheck::Keychain,
         HostCheck::DhcpLeases,
@@ -37,7 +37,7 @@ impl HostCheck {
     ];
 
     /// Metric label value.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             HostCheck::GuiSession => "gui_session",
             HostCheck::Keychain => "keychain",
@@ -47,7 +47,7 @@ impl HostCheck {
     }
 
     /// The `TartReady` reason while this check fails.
-    pub fn reason(self) -> &'static str {
+    pub(crate) fn reason(self) -> &'static str {
         match self {
             HostCheck::GuiSession => "NoGUISession",
             HostCheck::Keychain => "KeychainNotUsable",
@@ -59,19 +59,19 @@ impl HostCheck {
 
 /// One failing check and what was found.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Failure {
+pub(crate) struct Failure {
     pub check: HostCheck,
     /// What was found, for the condition message and the event.
     pub message: String,
 }
 
 /// A file's `(owner uid, mode)`, or why it cannot be read.
-pub type OwnerAndMode = Result<(u32, u32), String>;
+pub(crate) type OwnerAndMode = Result<(u32, u32), String>;
 
 /// The facts one round of checks found. `None` = not checked (not configured, not macOS, or
 /// the command failed to answer in time: the agent never keeps Pods away on a guess).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Observed {
+pub(crate) struct Observed {
     /// `session = …` of `launchctl print gui/<uid>`; `Some(None)` = no GUI domain at all.
     pub gui_session: Option<Option<String>>,
     /// `Ok` = the login keychain is usable, `Err` = why not.
@@ -86,7 +86,7 @@ pub struct Observed {
 ///
 /// # Errors
 /// The file cannot be read (its message).
-pub fn owner_and_mode(path: &std::path::Path) -> OwnerAndMode {
+pub(crate) fn owner_and_mode(path: &std::path::Path) -> OwnerAndMode {
     use std::os::unix::fs::MetadataExt as _;
     let m = std::fs::metadata(path).map_err(|e| e.to_string())?;
     Ok((m.uid(), m.mode()))
@@ -94,7 +94,7 @@ pub fn owner_and_mode(path: &std::path::Path) -> OwnerAndMode {
 
 /// The failing checks in [`HostCheck::ALL`] order. `min_free_leases` is the headroom the
 /// lease table must keep (one address per VM slot).
-pub fn evaluate(obs: &Observed, min_free_leases: u32) -> Vec<Failure> {
+pub(crate) fn evaluate(obs: &Observed, min_free_leases: u32) -> Vec<Failure> {
     let mut out = Vec::new();
     let mut fail = |check, message: Option<String>| {
         if let Some(message) = message {

@@ -13,25 +13,25 @@ use super::{budget::Trigger, goldens::GoldenResult, prepull::tokens::PullSource}
 use crate::metrics::register;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct ResultLabels {
+pub(crate) struct ResultLabels {
     /// [`GoldenResult::as_str`].
     pub result: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct TriggerLabels {
+pub(crate) struct TriggerLabels {
     /// [`Trigger::as_str`].
     pub trigger: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct SourceLabels {
+pub(crate) struct SourceLabels {
     /// [`PullSource::as_str`].
     pub source: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct StateLabels {
+pub(crate) struct StateLabels {
     /// A pre-pull image's state.
     pub state: &'static str,
 }
@@ -44,7 +44,7 @@ fn pull_histogram() -> Histogram {
 
 /// The image metrics; cheap to clone.
 #[derive(Clone, Debug)]
-pub struct ImageMetrics {
+pub(crate) struct ImageMetrics {
     /// `image_pulls_in_flight{source}`.
     pub pulls_in_flight: Family<SourceLabels, Gauge>,
     /// `image_pull_duration_seconds{source}`: pulls that finished.
@@ -85,11 +85,11 @@ impl Default for ImageMetrics {
 }
 
 /// `state` values of `prepull_images`.
-pub const PREPULL_STATES: [&str; 4] = ["ready", "waiting", "pulling", "failed"];
+pub(crate) const PREPULL_STATES: [&str; 4] = ["ready", "waiting", "pulling", "failed"];
 
 impl ImageMetrics {
     /// Create the metrics and register them under `tart_kubelet_`.
-    pub fn register(registry: &mut Registry) -> Self {
+    pub(crate) fn register(registry: &mut Registry) -> Self {
         let m = Self::default();
         let r = registry.sub_registry_with_prefix("tart_kubelet");
         register!(r;
@@ -125,7 +125,7 @@ impl ImageMetrics {
     }
 
     /// A pull of `source` started.
-    pub fn pull_started(&self, source: PullSource) {
+    pub(crate) fn pull_started(&self, source: PullSource) {
         self.pulls_in_flight
             .get_or_create(&SourceLabels {
                 source: source.as_str(),
@@ -134,7 +134,7 @@ impl ImageMetrics {
     }
 
     /// A pull of `source` ended (however).
-    pub fn pull_ended(&self, source: PullSource) {
+    pub(crate) fn pull_ended(&self, source: PullSource) {
         self.pulls_in_flight
             .get_or_create(&SourceLabels {
                 source: source.as_str(),
@@ -143,7 +143,7 @@ impl ImageMetrics {
     }
 
     /// A pull of `source` finished after `took`.
-    pub fn pull_took(&self, source: PullSource, took: Duration) {
+    pub(crate) fn pull_took(&self, source: PullSource, took: Duration) {
         self.pull_duration
             .get_or_create(&SourceLabels {
                 source: source.as_str(),
@@ -152,7 +152,7 @@ impl ImageMetrics {
     }
 
     /// A pull of `source` brought `bytes` onto the disk.
-    pub fn pulled_bytes(&self, source: PullSource, bytes: u64) {
+    pub(crate) fn pulled_bytes(&self, source: PullSource, bytes: u64) {
         self.pull_bytes
             .get_or_create(&SourceLabels {
                 source: source.as_str(),
@@ -161,7 +161,7 @@ impl ImageMetrics {
     }
 
     /// A Pod's clone source was found.
-    pub fn golden(&self, r: GoldenResult) {
+    pub(crate) fn golden(&self, r: GoldenResult) {
         self.golden
             .get_or_create(&ResultLabels { result: r.as_str() })
             .inc();

@@ -2,11 +2,11 @@
 //! the goldens, and the Node's `status.images`. Pure decisions here; the I/O that feeds them
 //! (`tart::cache::scan`, `tart list`, `statvfs`) stays with the callers.
 
-pub mod budget;
-pub mod golden;
-pub mod goldens;
-pub mod inventory;
-pub mod keeper;
-pub mod metrics;
-pub mod prepull;
-pub mod reference;
+pub(crate) mod budget;
+pub(crate) mod golden;
+pub(crate) mod goldens;
+pub(crate) mod inventory;
+pub(crate) mod keeper;
+pub(crate) mod metrics;
+pub(crate) mod prepull;
+pub(crate) mod reference;

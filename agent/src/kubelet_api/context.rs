@@ -20,10 +20,10 @@ use super::{
 };
 
 /// A response body: a whole buffer or a log stream.
-pub type Body = UnsyncBoxBody<Bytes, io::Error>;
+pub(super) type Body = UnsyncBoxBody<Bytes, io::Error>;
 
 /// What a request may reach.
-pub struct Api {
+pub(super) struct Api {
     /// Authentication and authorization.
     pub gate: Gate,
     /// The Pods this agent runs.

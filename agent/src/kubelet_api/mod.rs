@@ -19,17 +19,17 @@ mod authz;
 mod cache;
 mod conns;
 mod context;
-pub mod csr;
+pub(crate) mod csr;
 mod gate;
 mod handler;
-pub mod limits;
-pub mod logs;
+pub(crate) mod limits;
+pub(crate) mod logs;
 mod pods;
 mod review;
 mod routes;
 mod server;
-pub mod stats;
-pub mod stream;
+pub(crate) mod stats;
+pub(crate) mod stream;
 mod streaming;
 pub(crate) mod tls;
 pub(crate) mod x509;
@@ -39,19 +39,19 @@ use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 use tokio::{net::TcpListener, sync::watch, task::JoinHandle};
 use tracing::{Instrument, info_span};
 
-pub use limits::{LimitMetrics, Limits};
-pub use pods::PodSource;
-pub use review::{KubeReviewer, Reviewer};
-pub use tls::{CertFiles, ReloadingCert, TlsError};
+pub(crate) use limits::{LimitMetrics, Limits};
+pub(crate) use pods::PodSource;
+pub(crate) use review::{KubeReviewer, Reviewer};
+pub(crate) use tls::{CertFiles, ReloadingCert, TlsError};
 
 use crate::config::Config;
 
 /// How often the serving certificate files are checked for a change.
-pub const RELOAD_CHECK: Duration = Duration::from_secs(10);
+pub(crate) const RELOAD_CHECK: Duration = Duration::from_secs(10);
 
 /// What the server needs from the configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// Listen address (`--kubelet-address`, `--kubelet-port`).
     pub addr: SocketAddr,
     /// Serving certificate and key.
@@ -68,7 +68,7 @@ pub struct Settings {
 
 /// Where the server listens and whose API it is, whichever way its certificate comes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Listen {
+pub(crate) struct Listen {
     /// Listen address (`--kubelet-address`, `--kubelet-port`).
     pub addr: SocketAddr,
     /// CA for client certificates; `None` = bearer tokens only.
@@ -80,7 +80,7 @@ pub struct Listen {
 }
 
 /// PURE: where the server listens, from the configuration.
-pub fn listen(cfg: &Config) -> Listen {
+pub(crate) fn listen(cfg: &Config) -> Listen {
     Listen {
         addr: SocketAddr::new(cfg.kubelet_address, cfg.kubelet_port),
         client_ca: cfg.client_ca_file.clone(),
@@ -90,7 +90,7 @@ pub fn listen(cfg: &Config) -> Listen {
 }
 
 /// PURE: the kubelet port's limits, from the configuration.
-pub fn limits(cfg: &Config) -> Limits {
+pub(crate) fn limits(cfg: &Config) -> Limits {
     Limits {
         handshake: cfg.kubelet_api_handshake_timeout,
         header: cfg.kubelet_api_header_timeout,
@@ -103,7 +103,7 @@ pub fn limits(cfg: &Config) -> Limits {
 
 /// PURE: the server settings with certificate files, or `None` when none are configured
 /// (then the certificate is requested through the CSR API).
-pub fn settings(cfg: &Config) -> Option<Settings> {
+pub(crate) fn settings(cfg: &Config) -> Option<Settings> {
     let (cert, key) = (
         cfg.tls_cert_file.clone()?,
         cfg.tls_private_key_file.clone()?,
@@ -122,7 +122,7 @@ pub fn settings(cfg: &Config) -> Option<Settings> {
 ///
 /// # Errors
 /// [`TlsError`] naming the file at fault.
-pub fn preflight(settings: &Settings) -> Result<(), TlsError> {
+pub(crate) fn preflight(settings: &Settings) -> Result<(), TlsError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let key = tls::load(&settings.cert, &provider)?;
     tls::server_config(
@@ -135,7 +135,7 @@ pub fn preflight(settings: &Settings) -> Result<(), TlsError> {
 
 /// Why the server could not start.
 #[derive(Debug, thiserror::Error)]
-pub enum StartError {
+pub(crate) enum StartError {
     /// A certificate file is unusable.
     #[error("kubelet API TLS setup failed")]
     Tls(#[from] TlsError),
@@ -149,7 +149,7 @@ pub enum StartError {
 }
 
 /// What the handlers answer from: access reviews, the Pods, their logs, exec in their guests.
-pub struct Services {
+pub(crate) struct Services {
     /// TokenReview and SubjectAccessReview.
     pub reviewer: Arc<dyn Reviewer>,
     /// The Pods this agent runs.
@@ -168,7 +168,7 @@ pub struct Services {
 
 /// A started server.
 #[derive(Debug)]
-pub struct Running {
+pub(crate) struct Running {
     /// The bound address (useful with port 0).
     pub addr: SocketAddr,
     /// The accept loop and the certificate watcher; both end on shutdown.
@@ -179,7 +179,7 @@ pub struct Running {
 ///
 /// # Errors
 /// [`StartError`] for unusable certificate files or a port that cannot be bound.
-pub async fn start(
+pub(crate) async fn start(
     settings: Settings,
     services: Services,
     shutdown: watch::Receiver<bool>,
@@ -218,7 +218,7 @@ pub async fn start(
 ///
 /// # Errors
 /// [`StartError`] for an unusable client CA or a port that cannot be bound.
-pub async fn start_with_cert(
+pub(crate) async fn start_with_cert(
     listen: Listen,
     cert: Arc<ReloadingCert>,
     provider: Arc<rustls::crypto::CryptoProvider>,
@@ -276,7 +276,7 @@ pub async fn start_with_cert(
 /// serves with it and renews it until shutdown. Nothing listens until the first certificate
 /// is issued. A server that cannot start is logged as an error (the agent keeps running
 /// its Pods).
-pub async fn serve_requested(
+pub(crate) async fn serve_requested(
     listen: Listen,
     bootstrap: csr::Bootstrap,
     services: Services,

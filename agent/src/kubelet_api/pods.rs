@@ -7,7 +7,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Pod;
 
 /// The Pods this agent runs.
-pub trait PodSource: Send + Sync + 'static {
+pub(crate) trait PodSource: Send + Sync + 'static {
     /// The Pods, each shared with the store.
     fn pods(&self) -> Vec<Arc<Pod>>;
 

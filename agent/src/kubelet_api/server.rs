@@ -45,7 +45,7 @@ async fn evicted(rx: Evicted) {
 }
 
 /// Serves until `shutdown` turns true.
-pub async fn serve(
+pub(super) async fn serve(
     listener: TcpListener,
     tls: Arc<ServerConfig>,
     api: Arc<context::Api>,

@@ -24,7 +24,7 @@ use crate::errors::error_chain;
 
 /// The serving certificate and key files.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CertFiles {
+pub(crate) struct CertFiles {
     /// PEM certificate chain, leaf first.
     pub cert: PathBuf,
     /// PEM private key.
@@ -33,7 +33,7 @@ pub struct CertFiles {
 
 /// A TLS setting that cannot be used.
 #[derive(Debug, thiserror::Error)]
-pub enum TlsError {
+pub(crate) enum TlsError {
     /// A file could not be read.
     #[error("cannot read {}", path.display())]
     Read {
@@ -97,7 +97,10 @@ fn certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
 ///
 /// # Errors
 /// [`TlsError`] naming the file at fault.
-pub fn load(files: &CertFiles, provider: &CryptoProvider) -> Result<Arc<CertifiedKey>, TlsError> {
+pub(crate) fn load(
+    files: &CertFiles,
+    provider: &CryptoProvider,
+) -> Result<Arc<CertifiedKey>, TlsError> {
     let certs = certificates(&files.cert)?;
     let key = PrivateKeyDer::from_pem_slice(&read(&files.key)?).map_err(|_| TlsError::NoKey {
         path: files.key.clone(),
@@ -112,20 +115,20 @@ pub fn load(files: &CertFiles, provider: &CryptoProvider) -> Result<Arc<Certifie
 
 /// The current serving certificate; every handshake takes the latest.
 #[derive(Debug)]
-pub struct ReloadingCert {
+pub(crate) struct ReloadingCert {
     current: RwLock<Arc<CertifiedKey>>,
 }
 
 impl ReloadingCert {
     /// Starts with `key`.
-    pub fn new(key: Arc<CertifiedKey>) -> Self {
+    pub(crate) fn new(key: Arc<CertifiedKey>) -> Self {
         Self {
             current: RwLock::new(key),
         }
     }
 
     /// Serves `key` from the next handshake on.
-    pub fn set(&self, key: Arc<CertifiedKey>) {
+    pub(crate) fn set(&self, key: Arc<CertifiedKey>) {
         if let Ok(mut k) = self.current.write() {
             *k = key;
         }
@@ -144,7 +147,7 @@ impl ResolvesServerCert for ReloadingCert {
 /// # Errors
 /// [`TlsError::ClientCa`] or [`TlsError::Read`] for the client CA file;
 /// [`TlsError::Provider`] if the provider offers no safe protocol version.
-pub fn server_config(
+pub(crate) fn server_config(
     cert: Arc<ReloadingCert>,
     client_ca: Option<&Path>,
     provider: Arc<CryptoProvider>,
@@ -191,7 +194,7 @@ fn stamp(files: &CertFiles) -> Stamp {
 
 /// Checks the files every `every` and swaps in a changed pair once it loads; a pair that does
 /// not load (half-written, mismatched) is reported and the previous certificate kept.
-pub async fn watch_files(
+pub(crate) async fn watch_files(
     files: CertFiles,
     cert: Arc<ReloadingCert>,
     provider: Arc<CryptoProvider>,

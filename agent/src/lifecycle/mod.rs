@@ -7,6 +7,6 @@
 //! probes. [`hooks`]: `postStart` and `preStop`. Nothing here knows the Pod object beyond its
 //! container: the Pod's worker (`pods::worker`) decides when they run and what their results do.
 
-pub mod handlers;
-pub mod hooks;
-pub mod probes;
+pub(crate) mod handlers;
+pub(crate) mod hooks;
+pub(crate) mod probes;

@@ -2,9 +2,9 @@
 //! the exact text formats macOS tools print ([`parse`], tested on Linux). [`MacHost`]
 //! implements `crate::host::HostInfo` with them; the agent's entry code picks it on macOS.
 //! `doctor` uses the same parsers for its host checks.
-pub mod host;
-pub mod launchctl;
-pub mod parse;
-pub mod shell;
+pub(crate) mod host;
+pub(crate) mod launchctl;
+pub(crate) mod parse;
+pub(crate) mod shell;
 
-pub use host::MacHost;
+pub(crate) use host::MacHost;

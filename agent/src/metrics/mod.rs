@@ -19,14 +19,14 @@ macro_rules! register {
 pub(crate) use register;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct OutcomeLabels {
+pub(crate) struct OutcomeLabels {
     /// `ok` or `error`.
     pub outcome: &'static str,
 }
 
 /// `build_info` labels.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct BuildLabels {
+pub(crate) struct BuildLabels {
     /// Agent version.
     pub version: &'static str,
     /// Tart version (`unknown` until probed). Bounded: one value per agent process lifetime
@@ -35,17 +35,17 @@ pub struct BuildLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct ConditionLabels {
+pub(crate) struct ConditionLabels {
     /// Node condition type.
     pub condition: &'static str,
 }
 
 /// The `tart_kubelet_api_errors_total` family, shared by the node and Pod sides.
-pub type ApiErrors = Family<ApiErrorLabels, Counter>;
+pub(crate) type ApiErrors = Family<ApiErrorLabels, Counter>;
 
 /// `api_errors_total` labels.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct ApiErrorLabels {
+pub(crate) struct ApiErrorLabels {
     /// `node`, `lease`, `pod`, `event` or [`CSR_RESOURCE`].
     pub resource: &'static str,
     /// [`ApiErrorKind::as_str`].
@@ -53,11 +53,11 @@ pub struct ApiErrorLabels {
 }
 
 /// `api_errors_total`'s `resource` for the serving certificate's requests.
-pub const CSR_RESOURCE: &str = "certificatesigningrequest";
+pub(crate) const CSR_RESOURCE: &str = "certificatesigningrequest";
 
 /// The node-side metrics. Clones share the same series.
 #[derive(Clone, Debug)]
-pub struct NodeMetrics {
+pub(crate) struct NodeMetrics {
     /// `tart_kubelet_build_info`.
     pub build_info: Family<BuildLabels, Gauge>,
     /// `tart_kubelet_node_lease_renewals_total`.
@@ -79,7 +79,7 @@ pub struct NodeMetrics {
 }
 
 /// Condition types reported as `tart_kubelet_node_condition`.
-pub const CONDITIONS: [&str; 5] = [
+pub(crate) const CONDITIONS: [&str; 5] = [
     "Ready",
     "MemoryPressure",
     "DiskPressure",
@@ -89,7 +89,7 @@ pub const CONDITIONS: [&str; 5] = [
 
 impl NodeMetrics {
     /// Create the metrics and register them under `tart_kubelet_`.
-    pub fn register(registry: &mut Registry) -> Self {
+    pub(crate) fn register(registry: &mut Registry) -> Self {
         let m = Self {
             build_info: Family::default(),
             lease_renewals: Family::default(),
@@ -137,7 +137,7 @@ impl NodeMetrics {
     }
 
     /// Set `build_info`'s `tart_version` (replacing the previous series).
-    pub fn set_tart_version(&self, tart_version: Option<&str>) {
+    pub(crate) fn set_tart_version(&self, tart_version: Option<&str>) {
         let labels = BuildLabels {
             version: env!("CARGO_PKG_VERSION"),
             tart_version: tart_version.unwrap_or("unknown").to_owned(),
@@ -150,14 +150,18 @@ impl NodeMetrics {
     }
 
     /// Count an API error.
-    pub fn api_error(&self, resource: &'static str, err: &kube::Error) {
+    pub(crate) fn api_error(&self, resource: &'static str, err: &kube::Error) {
         count_api_error(&self.api_errors, resource, Some(err));
     }
 }
 
 /// Count a failed API call on `tart_kubelet_api_errors_total`; `None` is a request that ran
 /// past its deadline.
-pub fn count_api_error(family: &ApiErrors, resource: &'static str, err: Option<&kube::Error>) {
+pub(crate) fn count_api_error(
+    family: &ApiErrors,
+    resource: &'static str,
+    err: Option<&kube::Error>,
+) {
     let kind = err.map_or(ApiErrorKind::Timeout, ApiErrorKind::of).as_str();
     family
         .get_or_create(&ApiErrorLabels { resource, kind })

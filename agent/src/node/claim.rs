@@ -28,7 +28,7 @@ const POLL: Duration = Duration::from_secs(1);
 
 /// A claimed Lease.
 #[derive(Debug, Clone)]
-pub struct Claimed {
+pub(crate) struct Claimed {
     /// This instance's holder identity.
     pub identity: String,
     /// The Lease as written.
@@ -40,7 +40,7 @@ pub struct Claimed {
 
 /// Why the Lease was not claimed.
 #[derive(Debug, thiserror::Error)]
-pub enum ClaimError {
+pub(crate) enum ClaimError {
     /// No usable client configuration.
     #[error("cannot load the Kubernetes client configuration")]
     KubeConfig(#[source] Box<dyn std::error::Error + Send + Sync>),
@@ -81,7 +81,7 @@ enum Wrote {
 ///
 /// # Errors
 /// As [`claim`]; [`ClaimError::KubeConfig`] when there is no configuration.
-pub async fn claim_with<E>(
+pub(crate) async fn claim_with<E>(
     kube_config: Result<kube::Config, E>,
     cfg: &Config,
     me: Option<Instance>,
@@ -100,7 +100,7 @@ where
 /// # Errors
 /// [`ClaimError::HeldByAnother`] when a live agent holds it; [`ClaimError::Cancelled`] when
 /// `shutdown` turns true first.
-pub async fn claim(
+pub(crate) async fn claim(
     kube_config: kube::Config,
     cfg: &Config,
     me: Option<Instance>,

@@ -10,22 +10,22 @@
 //! Pod side), [`quarantine`] (pure: repeated host faults), [`gate`] (pure: keep new Pods away
 //! without evicting), [`readiness`] (the host-check task, the cordon and their metrics).
 
-pub mod access;
-pub mod claim;
-pub mod events;
-pub mod fence;
-pub mod gate;
-pub mod health;
-pub mod holder;
-pub mod lease;
-pub mod probe;
-pub mod quarantine;
-pub mod readiness;
-pub mod spec;
-pub mod status;
-pub mod status_due;
-pub mod status_loop;
-pub mod watch;
+pub(crate) mod access;
+pub(crate) mod claim;
+pub(crate) mod events;
+pub(crate) mod fence;
+pub(crate) mod gate;
+pub(crate) mod health;
+pub(crate) mod holder;
+pub(crate) mod lease;
+pub(crate) mod probe;
+pub(crate) mod quarantine;
+pub(crate) mod readiness;
+pub(crate) mod spec;
+pub(crate) mod status;
+pub(crate) mod status_due;
+pub(crate) mod status_loop;
+pub(crate) mod watch;
 
 use k8s_openapi::api::core::v1::Node;
 use kube::{
@@ -34,16 +34,16 @@ use kube::{
 };
 use tracing::info;
 
-pub use access::ApiAccess;
+pub(crate) use access::ApiAccess;
 
 use crate::{config::Config, host::HostFacts};
 
 /// Field manager / user-visible identity of our writes.
-pub const FIELD_MANAGER: &str = "tart-kubelet";
+pub(crate) const FIELD_MANAGER: &str = "tart-kubelet";
 
 /// Why registration failed.
 #[derive(Debug, thiserror::Error)]
-pub enum RegisterError {
+pub(crate) enum RegisterError {
     /// An API call failed.
     #[error("{verb} node failed")]
     Api {
@@ -65,7 +65,7 @@ pub enum RegisterError {
 ///
 /// # Errors
 /// [`RegisterError`] for the first failed or timed-out call.
-pub async fn register(
+pub(crate) async fn register(
     client: &Client,
     cfg: &Config,
     facts: &HostFacts,
@@ -122,7 +122,7 @@ pub async fn register(
 }
 
 /// Owner reference to `node` (for the Lease), if the Node has a UID.
-pub fn owner_ref(
+pub(crate) fn owner_ref(
     node: &Node,
 ) -> Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference> {
     node.controller_owner_ref(&()).map(|mut o| {

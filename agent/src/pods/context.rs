@@ -19,7 +19,7 @@ use crate::vm_name::VmNaming;
 
 /// The controller's settings.
 #[derive(Debug, Clone)]
-pub struct PodsConfig {
+pub(crate) struct PodsConfig {
     pub node_name: String,
     /// The node's InternalIP (Pods' `hostIP`).
     pub host_ip: String,
@@ -36,7 +36,7 @@ pub struct PodsConfig {
 }
 
 /// The controller's context. One per agent.
-pub struct Shared<T: Tart> {
+pub(crate) struct Shared<T: Tart> {
     pub client: kube::Client,
     pub cfg: PodsConfig,
     /// What every worker is given.
@@ -57,7 +57,7 @@ pub struct Shared<T: Tart> {
 
 /// What the Pod side needs to know about its Node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct NodeView {
+pub(crate) struct NodeView {
     /// The Node object was found missing at the last check.
     pub gone: bool,
     /// Allocatable resources, once read.
@@ -71,17 +71,20 @@ fn lock<V>(m: &Mutex<V>) -> std::sync::MutexGuard<'_, V> {
 
 impl<T: Tart> Shared<T> {
     /// Run `f` on the worker table.
-    pub fn with_workers<R>(&self, f: impl FnOnce(&mut HashMap<String, WorkerHandle>) -> R) -> R {
+    pub(crate) fn with_workers<R>(
+        &self,
+        f: impl FnOnce(&mut HashMap<String, WorkerHandle>) -> R,
+    ) -> R {
         f(&mut lock(&self.workers))
     }
 
     /// The latest state of the Pod's worker, if it has one.
-    pub fn worker_state(&self, uid: &str) -> Option<WorkerState> {
+    pub(crate) fn worker_state(&self, uid: &str) -> Option<WorkerState> {
         self.with_workers(|w| w.get(uid).map(|h| h.state.borrow().clone()))
     }
 
     /// Run `f` on the reconcile failure counts.
-    pub fn with_api_failures<R>(&self, f: impl FnOnce(&mut HashMap<String, u32>) -> R) -> R {
+    pub(crate) fn with_api_failures<R>(&self, f: impl FnOnce(&mut HashMap<String, u32>) -> R) -> R {
         f(&mut lock(&self.api_failures))
     }
 }

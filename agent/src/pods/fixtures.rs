@@ -33,11 +33,11 @@ use crate::{
     slots::VmSlots,
 };
 
-pub const UID: &str = "3f2c1a9e-5b7d-4e21-9a0b-c1d2e3f4a5b6";
+pub(crate) const UID: &str = "3f2c1a9e-5b7d-4e21-9a0b-c1d2e3f4a5b6";
 
-pub struct PodBuilder(Pod);
+pub(crate) struct PodBuilder(Pod);
 
-pub fn test_pod() -> PodBuilder {
+pub(crate) fn test_pod() -> PodBuilder {
     PodBuilder(Pod {
         metadata: ObjectMeta {
             name: Some("runner".into()),
@@ -61,7 +61,7 @@ pub fn test_pod() -> PodBuilder {
 
 #[allow(dead_code)]
 impl PodBuilder {
-    pub fn build(self) -> Pod {
+    pub(crate) fn build(self) -> Pod {
         self.0
     }
     fn spec(&mut self) -> &mut PodSpec {
@@ -70,11 +70,11 @@ impl PodBuilder {
     fn c(&mut self) -> &mut Container {
         &mut self.spec().containers[0]
     }
-    pub fn uid(mut self, uid: &str) -> Self {
+    pub(crate) fn uid(mut self, uid: &str) -> Self {
         self.0.metadata.uid = Some(uid.into());
         self
     }
-    pub fn containers(mut self, n: usize) -> Self {
+    pub(crate) fn containers(mut self, n: usize) -> Self {
         let c = self.c().clone();
         self.spec().containers = (0..n)
             .map(|i| Container {
@@ -84,26 +84,26 @@ impl PodBuilder {
             .collect();
         self
     }
-    pub fn image(mut self, img: &str) -> Self {
+    pub(crate) fn image(mut self, img: &str) -> Self {
         self.c().image = Some(img.into());
         self
     }
-    pub fn pull_policy(mut self, p: &str) -> Self {
+    pub(crate) fn pull_policy(mut self, p: &str) -> Self {
         self.c().image_pull_policy = Some(p.into());
         self
     }
-    pub fn restart_policy(mut self, p: &str) -> Self {
+    pub(crate) fn restart_policy(mut self, p: &str) -> Self {
         self.spec().restart_policy = Some(p.into());
         self
     }
-    pub fn init_container(mut self) -> Self {
+    pub(crate) fn init_container(mut self) -> Self {
         self.spec().init_containers = Some(vec![Container {
             name: "init".into(),
             ..Default::default()
         }]);
         self
     }
-    pub fn ephemeral_container(mut self) -> Self {
+    pub(crate) fn ephemeral_container(mut self) -> Self {
         self.spec().ephemeral_containers = Some(vec![EphemeralContainer {
             name: "debug".into(),
             ..Default::default()
@@ -114,7 +114,7 @@ impl PodBuilder {
         self.spec().volumes.get_or_insert_with(Vec::new).push(v);
         self
     }
-    pub fn host_path_volume(self, name: &str) -> Self {
+    pub(crate) fn host_path_volume(self, name: &str) -> Self {
         self.volume(Volume {
             name: name.into(),
             host_path: Some(HostPathVolumeSource {
@@ -124,7 +124,7 @@ impl PodBuilder {
             ..Default::default()
         })
     }
-    pub fn config_map_volume(self, name: &str) -> Self {
+    pub(crate) fn config_map_volume(self, name: &str) -> Self {
         self.volume(Volume {
             name: name.into(),
             config_map: Some(ConfigMapVolumeSource {
@@ -134,14 +134,14 @@ impl PodBuilder {
             ..Default::default()
         })
     }
-    pub fn empty_dir(self, name: &str) -> Self {
+    pub(crate) fn empty_dir(self, name: &str) -> Self {
         self.volume(Volume {
             name: name.into(),
             empty_dir: Some(EmptyDirVolumeSource::default()),
             ..Default::default()
         })
     }
-    pub fn sa_token_volume(mut self) -> Self {
+    pub(crate) fn sa_token_volume(mut self) -> Self {
         self.c()
             .volume_mounts
             .get_or_insert_with(Vec::new)
@@ -174,13 +174,13 @@ impl PodBuilder {
             .insert(k.into(), Quantity(v.into()));
         self
     }
-    pub fn limit(self, k: &str, v: &str) -> Self {
+    pub(crate) fn limit(self, k: &str, v: &str) -> Self {
         self.resource(true, k, v)
     }
-    pub fn request(self, k: &str, v: &str) -> Self {
+    pub(crate) fn request(self, k: &str, v: &str) -> Self {
         self.resource(false, k, v)
     }
-    pub fn finalizer(mut self, f: &str) -> Self {
+    pub(crate) fn finalizer(mut self, f: &str) -> Self {
         self.0
             .metadata
             .finalizers
@@ -188,33 +188,33 @@ impl PodBuilder {
             .push(f.into());
         self
     }
-    pub fn deleting(mut self, grace: i64) -> Self {
+    pub(crate) fn deleting(mut self, grace: i64) -> Self {
         self.0.metadata.deletion_timestamp =
             Some(Time(Timestamp::from_second(1_700_000_100).unwrap()));
         self.0.metadata.deletion_grace_period_seconds = Some(grace);
         self
     }
-    pub fn phase(mut self, p: &str) -> Self {
+    pub(crate) fn phase(mut self, p: &str) -> Self {
         self.0.status.get_or_insert_with(Default::default).phase = Some(p.into());
         self
     }
     /// Deep-merges `patch` (JSON names) into the spec: objects merge, anything else replaces.
-    pub fn merge_spec(mut self, patch: serde_json::Value) -> Self {
+    pub(crate) fn merge_spec(mut self, patch: serde_json::Value) -> Self {
         let spec = self.spec();
         *spec = merged(&*spec, patch);
         self
     }
     /// Deep-merges `patch` into the first container, as [`PodBuilder::merge_spec`].
-    pub fn merge_container(mut self, patch: serde_json::Value) -> Self {
+    pub(crate) fn merge_container(mut self, patch: serde_json::Value) -> Self {
         let c = self.c();
         *c = merged(&*c, patch);
         self
     }
     /// Adds a volume given as JSON (`{"name": …, "<type>": {…}}`).
-    pub fn volume_json(self, v: serde_json::Value) -> Self {
+    pub(crate) fn volume_json(self, v: serde_json::Value) -> Self {
         self.volume(serde_json::from_value(v).expect("a Volume"))
     }
-    pub fn pull_secret(mut self, name: &str) -> Self {
+    pub(crate) fn pull_secret(mut self, name: &str) -> Self {
         self.spec()
             .image_pull_secrets
             .get_or_insert_with(Vec::new)
@@ -244,7 +244,7 @@ fn merged<T: serde::Serialize + serde::de::DeserializeOwned>(
 
 /// A Pod side with `MemTart` and no API server behind its client: events go to a channel,
 /// wake-ups to another, metrics to a registry of its own.
-pub struct Rig {
+pub(crate) struct Rig {
     pub worker: Arc<WorkerContext<MemTart>>,
     pub tart: MemTart,
     pub events: mpsc::UnboundedReceiver<(ObjectReference, Occurrence)>,
@@ -255,16 +255,16 @@ pub struct Rig {
 }
 
 /// A client whose requests can never succeed (nothing listens on port 9).
-pub fn offline_client() -> kube::Client {
+pub(crate) fn offline_client() -> kube::Client {
     kube::Client::try_from(kube::Config::new("http://127.0.0.1:9".parse().unwrap()))
         .expect("client")
 }
 
-pub fn rig(tart: MemTart, slots: u32) -> Rig {
+pub(crate) fn rig(tart: MemTart, slots: u32) -> Rig {
     rig_with_client(tart, slots, offline_client())
 }
 
-pub fn rig_with_client(tart: MemTart, slots: u32, client: kube::Client) -> Rig {
+pub(crate) fn rig_with_client(tart: MemTart, slots: u32, client: kube::Client) -> Rig {
     let mut registry = Registry::default();
     let metrics = PodMetrics::register(&mut registry);
     let (tx, events) = mpsc::unbounded_channel();
@@ -314,7 +314,7 @@ pub fn rig_with_client(tart: MemTart, slots: u32, client: kube::Client) -> Rig {
 
 impl Rig {
     /// The controller's context around this rig's worker context.
-    pub fn shared(&self, node: NodeView) -> Arc<Shared<MemTart>> {
+    pub(crate) fn shared(&self, node: NodeView) -> Arc<Shared<MemTart>> {
         Arc::new(Shared {
             client: self.worker.client.clone(),
             cfg: PodsConfig {
@@ -338,7 +338,7 @@ impl Rig {
     }
 
     /// The event reasons published so far, in order.
-    pub fn reasons(&mut self) -> Vec<String> {
+    pub(crate) fn reasons(&mut self) -> Vec<String> {
         let mut v = vec![];
         while let Ok((_, o)) = self.events.try_recv() {
             v.push(spec(&o).reason);
@@ -347,7 +347,7 @@ impl Rig {
     }
 
     /// The registry's text exposition.
-    pub fn metrics(&self) -> String {
+    pub(crate) fn metrics(&self) -> String {
         let mut s = String::new();
         prometheus_client::encoding::text::encode(&mut s, &self.registry).unwrap();
         s

@@ -13,26 +13,26 @@
 //! running VMs, then delete orphans — and only then the controller, with field selector
 //! `spec.nodeName=<node>`.
 
-pub mod admission;
-pub mod context;
-pub mod ending;
-pub mod events;
-pub mod fields;
-pub mod guest_refresh;
-pub use crate::images::reference as image;
-pub mod input;
-pub mod metrics;
-pub mod plan;
-pub mod pull;
-pub mod reasons;
-pub mod reconcile;
-pub mod recovery;
-pub mod resources;
-pub mod served;
-pub mod sink;
-pub mod status;
-pub mod termination;
-pub mod worker;
+pub(crate) mod admission;
+pub(crate) mod context;
+pub(crate) mod ending;
+pub(crate) mod events;
+pub(crate) mod fields;
+pub(crate) mod guest_refresh;
+pub(crate) use crate::images::reference as image;
+pub(crate) mod input;
+pub(crate) mod metrics;
+pub(crate) mod plan;
+pub(crate) mod pull;
+pub(crate) mod reasons;
+pub(crate) mod reconcile;
+pub(crate) mod recovery;
+pub(crate) mod resources;
+pub(crate) mod served;
+pub(crate) mod sink;
+pub(crate) mod status;
+pub(crate) mod termination;
+pub(crate) mod worker;
 
 #[cfg(test)]
 pub(crate) mod fixtures;
@@ -76,7 +76,7 @@ const VM_LOG_CAP: u64 = 64 << 20;
 
 impl PodsConfig {
     /// From the agent configuration.
-    pub fn from_config(cfg: &Config, host_ip: String) -> Self {
+    pub(crate) fn from_config(cfg: &Config, host_ip: String) -> Self {
         Self {
             node_name: cfg.node_name.clone(),
             host_ip,
@@ -91,7 +91,7 @@ impl PodsConfig {
 
 impl WorkerConfig {
     /// From the agent configuration; `host_ip` is the Pods' `status.hostIP`.
-    pub fn from_config(cfg: &Config, host_ip: &str) -> Self {
+    pub(crate) fn from_config(cfg: &Config, host_ip: &str) -> Self {
         Self {
             vm_log_dir: cfg.vm_log_dir.clone(),
             vm_log_cap_bytes: VM_LOG_CAP,
@@ -113,7 +113,7 @@ impl WorkerConfig {
 
 /// What the Pod side is given: the node side's shared pieces and its own metrics, registered
 /// before anything was built.
-pub struct PodSide<T: Tart> {
+pub(crate) struct PodSide<T: Tart> {
     /// API client (the main one; the Lease has its own).
     pub client: kube::Client,
     /// Configuration.
@@ -150,7 +150,7 @@ pub struct PodSide<T: Tart> {
 
 /// Run the Pod side until shutdown: restart recovery, then the Pod controller. Workers end with
 /// it; VMs keep running (they outlive the agent).
-pub async fn run<T: Tart>(deps: PodSide<T>) {
+pub(crate) async fn run<T: Tart>(deps: PodSide<T>) {
     let cfg = PodsConfig::from_config(&deps.cfg, deps.host_ip.clone());
     let naming = deps.cfg.vm_naming.clone();
     let (wake_tx, wake_rx) = futures::channel::mpsc::unbounded();

@@ -6,7 +6,7 @@
 ///
 /// Accepts `<decimal>[suffix]` with binary (`Ki`..`Ei`) or decimal (`n u m k M G T P E`)
 /// suffixes, or an `e`/`E` exponent. Negative values and overflow give `None`.
-pub fn parse_scaled(s: &str, scale: u128) -> Option<u128> {
+pub(crate) fn parse_scaled(s: &str, scale: u128) -> Option<u128> {
     let s = s.trim();
     let split = s
         .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+'))
@@ -56,7 +56,7 @@ pub fn parse_scaled(s: &str, scale: u128) -> Option<u128> {
 }
 
 /// A byte quantity as `u64` (`512Mi`, `4Gi`, `500M`, `1073741824`).
-pub fn parse_bytes(s: &str) -> Option<u64> {
+pub(crate) fn parse_bytes(s: &str) -> Option<u64> {
     parse_scaled(s, 1).and_then(|v| u64::try_from(v).ok())
 }
 

@@ -12,7 +12,7 @@ use crate::config::{Config, ConfigError, HostDefaults, RunArgs};
 ///
 /// # Errors
 /// [`ConfigError`] when the subcommand's own options are invalid.
-pub fn effective_config(own: &RunArgs, cfg: &Config) -> Result<Config, ConfigError> {
+pub(crate) fn effective_config(own: &RunArgs, cfg: &Config) -> Result<Config, ConfigError> {
     if *own == RunArgs::default() {
         return Ok(cfg.clone());
     }
@@ -22,7 +22,7 @@ pub fn effective_config(own: &RunArgs, cfg: &Config) -> Result<Config, ConfigErr
 /// `tart-kubelet install`: write the launchd plist generated from the configuration and
 /// (re)load it with `launchctl bootout` + `bootstrap`.
 #[derive(clap::Args, Debug, Clone)]
-pub struct InstallArgs {
+pub(crate) struct InstallArgs {
     /// The agent's own options (same as `run`): `--config` is what the job will be started
     /// with, and the rest is validated now so a broken configuration is caught before launchd
     /// restarts the job every ThrottleInterval.
@@ -61,7 +61,7 @@ pub struct InstallArgs {
 
 /// `tart-kubelet uninstall`: `launchctl bootout` the job, wait until it is gone, remove the plist.
 #[derive(clap::Args, Debug, Clone)]
-pub struct UninstallArgs {
+pub(crate) struct UninstallArgs {
     /// LaunchDaemon (default) or LaunchAgent.
     #[arg(long, value_enum, default_value_t = plist::Variant::Daemon)]
     pub variant: plist::Variant,
@@ -78,7 +78,7 @@ pub struct UninstallArgs {
 
 /// How `install` and `uninstall` drive launchd.
 #[derive(clap::Args, Debug, Clone)]
-pub struct JobControl {
+pub(crate) struct JobControl {
     /// Directory of the plist; default /Library/LaunchDaemons or /Library/LaunchAgents.
     #[arg(long, value_name = "DIR")]
     pub plist_dir: Option<PathBuf>,
@@ -97,7 +97,7 @@ pub struct JobControl {
 /// `tart-kubelet doctor`: preflight checks with actionable messages; exits non-zero when
 /// something blocks the agent from working.
 #[derive(clap::Args, Debug, Clone)]
-pub struct DoctorArgs {
+pub(crate) struct DoctorArgs {
     /// The agent's own options (same as `run`, including `--config`): doctor checks the
     /// configuration the agent would run with.
     #[command(flatten)]

@@ -16,9 +16,9 @@ use crate::{
     errors::error_chain,
 };
 
-pub mod checks;
-pub mod identity;
-pub mod probe;
+pub(crate) mod checks;
+pub(crate) mod identity;
+pub(crate) mod probe;
 mod serving;
 
 use checks::{Check, Status};
@@ -27,7 +27,7 @@ use checks::{Check, Status};
 ///
 /// # Errors
 /// Only when the report cannot be written.
-pub async fn doctor(args: &DoctorArgs, cfg: &Config) -> anyhow::Result<ExitCode> {
+pub(crate) async fn doctor(args: &DoctorArgs, cfg: &Config) -> anyhow::Result<ExitCode> {
     let cfg = &super::effective_config(&args.run, cfg)?;
     let checks = run_checks(args, cfg).await;
     if args.json {
@@ -49,7 +49,7 @@ pub async fn doctor(args: &DoctorArgs, cfg: &Config) -> anyhow::Result<ExitCode>
 }
 
 /// Runs every check in order.
-pub async fn run_checks(args: &DoctorArgs, cfg: &Config) -> Vec<Check> {
+pub(crate) async fn run_checks(args: &DoctorArgs, cfg: &Config) -> Vec<Check> {
     let deadline = Duration::from_secs(args.call_timeout.max(1));
     let mut out = vec![Check::new(
         "config",

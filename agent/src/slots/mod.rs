@@ -19,7 +19,7 @@ use tokio::sync::watch;
 
 /// The node's VM slots. Cheap to clone; all clones share the same slots.
 #[derive(Clone, Debug)]
-pub struct VmSlots {
+pub(crate) struct VmSlots {
     inner: Arc<Inner>,
 }
 
@@ -36,14 +36,14 @@ struct Inner {
 /// A held slot. Dropping it frees the slot (RAII): keep it alive exactly as long as the VM
 /// exists (running or stopping).
 #[derive(Debug)]
-pub struct SlotGuard {
+pub(crate) struct SlotGuard {
     slots: VmSlots,
     owner: String,
 }
 
 impl VmSlots {
     /// `total` slots; `used_gauge` is kept equal to [`VmSlots::used`].
-    pub fn new(total: u32, used_gauge: Gauge) -> Self {
+    pub(crate) fn new(total: u32, used_gauge: Gauge) -> Self {
         used_gauge.set(0);
         let (used_tx, _) = watch::channel(0);
         Self {
@@ -58,7 +58,7 @@ impl VmSlots {
 
     /// Take a free slot for the Pod with `owner_uid`. `None` when all slots are in use, or
     /// when this owner already holds one (an owner holds at most one slot; keep its guard).
-    pub fn try_acquire(&self, owner_uid: &str) -> Option<SlotGuard> {
+    pub(crate) fn try_acquire(&self, owner_uid: &str) -> Option<SlotGuard> {
         let mut held = self.lock();
         if held.len() >= self.inner.total as usize || held.contains(owner_uid) {
             return None;
@@ -71,7 +71,7 @@ impl VmSlots {
     /// Record a slot for a VM found running at start-up (restart recovery). Always succeeds,
     /// even past `total`: the VM exists whatever we think, and new VMs then wait until enough
     /// slots are free. `None` only if `owner_uid` already holds a slot.
-    pub fn acquire_for_adopted(&self, owner_uid: &str) -> Option<SlotGuard> {
+    pub(crate) fn acquire_for_adopted(&self, owner_uid: &str) -> Option<SlotGuard> {
         let mut held = self.lock();
         if !held.insert(owner_uid.to_owned()) {
             return None;
@@ -82,23 +82,23 @@ impl VmSlots {
 
     /// Whether `owner_uid` holds a slot.
     #[cfg(test)]
-    pub fn holds(&self, owner_uid: &str) -> bool {
+    pub(crate) fn holds(&self, owner_uid: &str) -> bool {
         self.lock().contains(owner_uid)
     }
 
     /// Slots in use (may exceed [`VmSlots::total`] after adoption).
-    pub fn used(&self) -> u32 {
+    pub(crate) fn used(&self) -> u32 {
         self.lock().len() as u32
     }
 
     /// Configured number of slots.
-    pub fn total(&self) -> u32 {
+    pub(crate) fn total(&self) -> u32 {
         self.inner.total
     }
 
     /// A receiver of the number of used slots; `changed().await` wakes when a slot is taken
     /// or freed, so a waiting Pod can retry at once instead of polling.
-    pub fn changed(&self) -> watch::Receiver<u32> {
+    pub(crate) fn changed(&self) -> watch::Receiver<u32> {
         self.inner.used_tx.subscribe()
     }
 

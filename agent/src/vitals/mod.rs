@@ -7,13 +7,13 @@
 //! The macOS texts are parsed in `crate::macos::parse::vitals`; [`procs`] finds each VM's
 //! processes, [`host_source`] the host's figures.
 
-pub mod death;
-pub mod guest;
-pub mod host_source;
-pub mod metrics;
-pub mod model;
-pub mod procs;
-pub mod sampler;
+pub(crate) mod death;
+pub(crate) mod guest;
+pub(crate) mod host_source;
+pub(crate) mod metrics;
+pub(crate) mod model;
+pub(crate) mod procs;
+pub(crate) mod sampler;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -28,11 +28,11 @@ use metrics::VitalsMetrics;
 use model::{GuestSample, HostSample, Snapshot};
 
 /// How many samples a death's log line and summary draw on.
-pub const DEATH_SAMPLES: usize = 5;
+pub(crate) const DEATH_SAMPLES: usize = 5;
 
 /// A cheap handle on the sampler's latest snapshot.
 #[derive(Clone, Debug)]
-pub struct Vitals {
+pub(crate) struct Vitals {
     rx: watch::Receiver<Arc<Snapshot>>,
     /// The sampling interval; zero when sampling is off.
     pub interval: Duration,
@@ -41,7 +41,7 @@ pub struct Vitals {
 
 impl Vitals {
     /// A handle on `rx`.
-    pub fn new(
+    pub(crate) fn new(
         rx: watch::Receiver<Arc<Snapshot>>,
         interval: Duration,
         metrics: VitalsMetrics,
@@ -55,20 +55,25 @@ impl Vitals {
 
     /// A handle that never sees a sample.
     #[cfg(test)]
-    pub fn off(metrics: VitalsMetrics) -> Self {
+    pub(crate) fn off(metrics: VitalsMetrics) -> Self {
         let (_tx, rx) = watch::channel(Arc::new(Snapshot::default()));
         Self::new(rx, Duration::ZERO, metrics)
     }
 
     /// The latest snapshot.
-    pub fn snapshot(&self) -> Arc<Snapshot> {
+    pub(crate) fn snapshot(&self) -> Arc<Snapshot> {
         self.rx.borrow().clone()
     }
 
     /// Explains the end of `vm`'s run: reads its guest's newest samples from `status_dir`
     /// (fresher than the last tick), classifies, counts the death and logs the last samples.
     /// `None` for a clean end.
-    pub fn explain(&self, vm: &str, status_dir: Option<&Path>, mut end: Ending) -> Option<Verdict> {
+    pub(crate) fn explain(
+        &self,
+        vm: &str,
+        status_dir: Option<&Path>,
+        mut end: Ending,
+    ) -> Option<Verdict> {
         let snap = self.snapshot();
         let known = snap.vms.get(vm).cloned().unwrap_or_default();
         let fresh = status_dir
@@ -110,7 +115,7 @@ impl Vitals {
 }
 
 /// What starting the sampler needs.
-pub struct Start {
+pub(crate) struct Start {
     /// Zero: no sampling (the handle stays empty).
     pub interval: Duration,
     /// `--vitals-host-file`.
@@ -122,7 +127,7 @@ pub struct Start {
 }
 
 /// Starts the sampler (unless the interval is zero) and returns its handle and task.
-pub fn start(
+pub(crate) fn start(
     s: Start,
     shutdown: watch::Receiver<bool>,
 ) -> (Vitals, Option<tokio::task::JoinHandle<()>>) {

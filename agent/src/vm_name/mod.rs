@@ -15,13 +15,13 @@ const UUID_LEN: usize = 36;
 
 /// Maps Pod UIDs to VM names and back.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct VmNaming {
+pub(crate) struct VmNaming {
     prefix: String,
 }
 
 /// Why a prefix or UID cannot make a VM name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum NamingError {
+pub(crate) enum NamingError {
     /// The prefix is empty, too long, or uses characters Tart rejects.
     #[error("VM name prefix {prefix:?} is invalid: {why}")]
     BadPrefix {
@@ -37,14 +37,14 @@ pub enum NamingError {
 
 impl VmNaming {
     /// Longest prefix that still leaves room for a UUID.
-    pub const MAX_PREFIX_LEN: usize = VmName::MAX_LEN - UUID_LEN;
+    pub(crate) const MAX_PREFIX_LEN: usize = VmName::MAX_LEN - UUID_LEN;
 
     /// A naming scheme with this prefix.
     ///
     /// # Errors
     /// [`NamingError::BadPrefix`] when the prefix is empty, longer than
     /// [`Self::MAX_PREFIX_LEN`], or would not form a valid [`VmName`].
-    pub fn new(prefix: impl Into<String>) -> Result<Self, NamingError> {
+    pub(crate) fn new(prefix: impl Into<String>) -> Result<Self, NamingError> {
         let prefix = prefix.into();
         let bad = |why: &str| NamingError::BadPrefix {
             prefix: prefix.clone(),
@@ -70,7 +70,7 @@ impl VmNaming {
     ///
     /// # Errors
     /// [`NamingError::BadUid`] when `uid` is not a UUID.
-    pub fn vm_name(&self, uid: &str) -> Result<VmName, NamingError> {
+    pub(crate) fn vm_name(&self, uid: &str) -> Result<VmName, NamingError> {
         let uid = uid.to_ascii_lowercase();
         if !is_uuid(&uid) {
             return Err(NamingError::BadUid(uid));
@@ -79,19 +79,19 @@ impl VmNaming {
     }
 
     /// The Pod UID a VM name stands for, or `None` when the VM is not one of ours.
-    pub fn pod_uid<'a>(&self, vm: &'a str) -> Option<&'a str> {
+    pub(crate) fn pod_uid<'a>(&self, vm: &'a str) -> Option<&'a str> {
         let uid = vm.strip_prefix(self.prefix.as_str())?;
         is_uuid(uid).then_some(uid)
     }
 
     /// The prefix every VM name of this scheme starts with.
-    pub fn prefix(&self) -> &str {
+    pub(crate) fn prefix(&self) -> &str {
         &self.prefix
     }
 
     /// Whether a VM name (from `tart list`) was created by this scheme.
     #[cfg(test)]
-    pub fn is_ours(&self, vm: &str) -> bool {
+    pub(crate) fn is_ours(&self, vm: &str) -> bool {
         self.pod_uid(vm).is_some()
     }
 }

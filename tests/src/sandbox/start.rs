@@ -15,7 +15,7 @@ use crate::cluster::ControlPlane;
 
 /// What start-up leaves running. Dropping it stops everything (agents are killed on drop,
 /// fake-tart homes kill their VMs, the control plane stops).
-pub struct Started {
+pub(super) struct Started {
     pub cp: ControlPlane,
     pub admin: Client,
     pub macs: Vec<SimMac>,
@@ -24,7 +24,7 @@ pub struct Started {
 }
 
 /// Start the control plane and one agent per simulated Mac, and wait for their Nodes.
-pub async fn start(
+pub(super) async fn start(
     opts: &Opts,
     bins: &Binaries,
     progress: &mut progress::Progress,

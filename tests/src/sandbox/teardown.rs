@@ -8,7 +8,7 @@ use kube::Client;
 use super::{Opts, Scenario, agents::SimMac, interrupt::Interrupts, invariants, report::Invariant};
 
 /// Tear down and return the invariants checked on the way.
-pub async fn run(
+pub(super) async fn run(
     opts: &Opts,
     admin: &Client,
     macs: &mut [SimMac],

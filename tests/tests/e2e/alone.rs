@@ -17,7 +17,7 @@ const DEADLINE: Duration = Duration::from_secs(600);
 /// `tart_leaks::thousand_kill_and_retry_cycles_leak_nothing`), is in its own process. If not,
 /// runs it in a child process, asserts that exactly that test ran there and passed, prints the
 /// child's output and returns `false`: the caller returns at once.
-pub async fn in_own_process(name: &str) -> bool {
+pub(crate) async fn in_own_process(name: &str) -> bool {
     if std::env::var_os(ENV).is_some_and(|v| v == name) {
         return true;
     }

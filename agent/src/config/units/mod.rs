@@ -52,7 +52,7 @@ pub(crate) fn parse_bytes(s: &str) -> Result<u64, String> {
 
 /// Free-space threshold under which the `TART_HOME` volume is under disk pressure.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum DiskThreshold {
+pub(crate) enum DiskThreshold {
     /// Percentage of the volume's total size (0 < p < 100).
     Percent(f64),
     /// Absolute free bytes.
@@ -61,7 +61,7 @@ pub enum DiskThreshold {
 
 impl DiskThreshold {
     /// Bytes of free space below which there is pressure, for a volume of `total` bytes.
-    pub fn min_free(self, total: u64) -> u64 {
+    pub(crate) fn min_free(self, total: u64) -> u64 {
         match self {
             DiskThreshold::Percent(p) => (total as f64 * p / 100.0) as u64,
             DiskThreshold::Bytes(b) => b,
@@ -149,7 +149,7 @@ pub(crate) fn parse_label(s: &str) -> Result<(String, String), String> {
 
 /// A Node taint.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TaintSpec {
+pub(crate) struct TaintSpec {
     /// A label key.
     pub key: String,
     /// A label value; may be empty.

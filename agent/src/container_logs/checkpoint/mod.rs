@@ -9,10 +9,10 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 /// A checkpoint: per source, its inode and offset when it was seen.
-pub type Points = Vec<Option<(u64, u64)>>;
+pub(super) type Points = Vec<Option<(u64, u64)>>;
 
 /// The file's text.
-pub fn encode(points: &Points) -> String {
+pub(super) fn encode(points: &Points) -> String {
     points
         .iter()
         .enumerate()
@@ -21,7 +21,7 @@ pub fn encode(points: &Points) -> String {
 }
 
 /// The entries of a checkpoint's text: `(index, inode, offset)`; malformed lines are skipped.
-pub fn parse(text: &str) -> Vec<(usize, u64, u64)> {
+pub(super) fn parse(text: &str) -> Vec<(usize, u64, u64)> {
     text.lines()
         .filter_map(|l| {
             let mut w = l.split(' ');
@@ -36,7 +36,7 @@ pub fn parse(text: &str) -> Vec<(usize, u64, u64)> {
 }
 
 /// The saved checkpoint; none when the file is missing or unreadable.
-pub fn load(path: &Path) -> Vec<(usize, u64, u64)> {
+pub(super) fn load(path: &Path) -> Vec<(usize, u64, u64)> {
     std::fs::read_to_string(path)
         .map(|t| parse(&t))
         .unwrap_or_default()
@@ -46,7 +46,7 @@ pub fn load(path: &Path) -> Vec<(usize, u64, u64)> {
 ///
 /// # Errors
 /// I/O errors writing or renaming.
-pub fn save(path: &Path, points: &Points) -> io::Result<()> {
+pub(super) fn save(path: &Path, points: &Points) -> io::Result<()> {
     let tmp = path.with_extension("offsets.tmp");
     let mut f = std::fs::OpenOptions::new()
         .create(true)

@@ -24,7 +24,7 @@ use super::source::{Fault, Follower, StartAt};
 use super::writer::{Rotation, RunLog};
 
 /// How often the sources are read.
-pub const POLL: Duration = Duration::from_millis(25);
+pub(crate) const POLL: Duration = Duration::from_millis(25);
 
 /// At most this many polls drain a run's unread output at its end: with the default rotation
 /// (50 MiB kept, 4 MiB a poll) it takes 13.
@@ -35,7 +35,7 @@ const BACKLOG_MAX: usize = 8 << 20;
 
 /// Who wrote a source file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Origin {
+pub(crate) enum Origin {
     /// The guest command, through the launcher's status share.
     Guest,
     /// `tart run` itself: each line is prefixed with [`cri::TART_PREFIX`].
@@ -44,7 +44,7 @@ pub enum Origin {
 
 /// One file the collector follows.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Source {
+pub(crate) struct Source {
     pub path: PathBuf,
     pub stream: Stream,
     pub origin: Origin,
@@ -54,10 +54,10 @@ pub struct Source {
 /// Told when a source misbehaves: the source and the fault, at most once per source and kind
 /// of fault (refused, skipped) in a collector's life.
 #[derive(Clone)]
-pub struct FaultReport(pub Arc<ReportFn>);
+pub(crate) struct FaultReport(pub Arc<ReportFn>);
 
 /// What a [`FaultReport`] calls.
-pub type ReportFn = dyn Fn(&Source, Fault) + Send + Sync;
+pub(crate) type ReportFn = dyn Fn(&Source, Fault) + Send + Sync;
 
 impl std::fmt::Debug for FaultReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -67,7 +67,7 @@ impl std::fmt::Debug for FaultReport {
 
 /// What one collector follows and where it writes.
 #[derive(Debug, Clone)]
-pub struct CollectorSpec {
+pub(crate) struct CollectorSpec {
     /// The Pod log root (kubelet's `/var/log/pods`).
     pub root: PathBuf,
     pub pod: PodLogId,
@@ -85,7 +85,7 @@ impl CollectorSpec {
     /// The sources of a VM run: the status share's `stdout` and `stderr` from their start
     /// (the share is emptied before each run), and `tart run`'s log from its present end (it
     /// keeps earlier runs' output), on `stderr`, tagged. Default rotation and poll.
-    pub fn for_vm(
+    pub(crate) fn for_vm(
         root: PathBuf,
         pod: PodLogId,
         container: String,
@@ -123,14 +123,14 @@ impl CollectorSpec {
 
 /// A running collector. Dropping it stops the collector after a last read of its sources.
 #[derive(Debug)]
-pub struct CollectorHandle {
+pub(crate) struct CollectorHandle {
     stop: Option<oneshot::Sender<()>>,
     task: JoinHandle<()>,
 }
 
 impl CollectorHandle {
     /// Stop, and wait until the last records are written and the run is marked ended.
-    pub async fn finish(mut self) {
+    pub(crate) async fn finish(mut self) {
         self.stop.take();
         let _ = (&mut self.task).await;
     }
@@ -138,7 +138,7 @@ impl CollectorHandle {
 
 /// Start a collector. The start offsets ([`StartAt::End`], or the run's saved checkpoint)
 /// are taken before this returns.
-pub fn spawn(spec: CollectorSpec) -> CollectorHandle {
+pub(crate) fn spawn(spec: CollectorSpec) -> CollectorHandle {
     // A run's log keeps at most this much; a larger backlog is skipped, not copied.
     let keep = spec
         .rotation

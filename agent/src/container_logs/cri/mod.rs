@@ -10,21 +10,21 @@
 use k8s_openapi::jiff::{Timestamp, tz::Offset};
 
 /// The longest content of one record; a longer line is cut into `P` records of this size.
-pub const MAX_CHUNK: usize = 16 * 1024;
+pub(crate) const MAX_CHUNK: usize = 16 * 1024;
 
 /// Content prefix of each line of `tart run`'s output.
-pub const TART_PREFIX: &[u8] = b"[tart] ";
+pub(crate) const TART_PREFIX: &[u8] = b"[tart] ";
 
 /// Which output stream a record came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Stream {
+pub(crate) enum Stream {
     Stdout,
     Stderr,
 }
 
 impl Stream {
     /// The word in a record.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Stdout => "stdout",
             Self::Stderr => "stderr",
@@ -42,7 +42,7 @@ impl Stream {
 
 /// Whether a record ends its line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Tag {
+pub(crate) enum Tag {
     /// `F`: the line ends here.
     Full,
     /// `P`: the line continues in the next record.
@@ -51,7 +51,7 @@ pub enum Tag {
 
 impl Tag {
     /// The letter in a record.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Full => "F",
             Self::Partial => "P",
@@ -61,7 +61,7 @@ impl Tag {
 
 /// One parsed record; `content` never holds the newline.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Record<'a> {
+pub(crate) struct Record<'a> {
     pub time: Timestamp,
     pub stream: Stream,
     pub tag: Tag,
@@ -70,7 +70,7 @@ pub struct Record<'a> {
 
 /// Why a line is not a CRI record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum ParseError {
+pub(crate) enum ParseError {
     #[error("log record has no timestamp")]
     MissingTimestamp,
     #[error("log record timestamp is not RFC 3339")]
@@ -84,7 +84,7 @@ pub enum ParseError {
 }
 
 /// `time` in kubelet's `RFC3339NanoFixed` layout, in UTC: always nine fractional digits.
-pub fn format_time(time: Timestamp) -> String {
+pub(crate) fn format_time(time: Timestamp) -> String {
     let t = Offset::UTC.to_datetime(time);
     format!(
         "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:09}Z",
@@ -99,7 +99,7 @@ pub fn format_time(time: Timestamp) -> String {
 }
 
 /// Append one record to `out`. `content` must not hold a newline.
-pub fn encode(out: &mut Vec<u8>, time: &str, stream: Stream, tag: Tag, content: &[u8]) {
+pub(crate) fn encode(out: &mut Vec<u8>, time: &str, stream: Stream, tag: Tag, content: &[u8]) {
     out.extend_from_slice(time.as_bytes());
     out.push(b' ');
     out.extend_from_slice(stream.as_str().as_bytes());
@@ -113,7 +113,13 @@ pub fn encode(out: &mut Vec<u8>, time: &str, stream: Stream, tag: Tag, content: 
 /// Append `piece` of a line as records of at most [`MAX_CHUNK`] bytes: every record `P` but
 /// the last, which is `F` when `ends_line`. An empty piece that ends its line is one empty
 /// `F` record; an empty piece that does not writes nothing.
-pub fn encode_piece(out: &mut Vec<u8>, time: &str, stream: Stream, piece: &[u8], ends_line: bool) {
+pub(crate) fn encode_piece(
+    out: &mut Vec<u8>,
+    time: &str,
+    stream: Stream,
+    piece: &[u8],
+    ends_line: bool,
+) {
     if piece.is_empty() {
         if ends_line {
             encode(out, time, stream, Tag::Full, piece);
@@ -137,7 +143,7 @@ pub fn encode_piece(out: &mut Vec<u8>, time: &str, stream: Stream, piece: &[u8],
 ///
 /// # Errors
 /// [`ParseError`] names the first field that is missing or malformed.
-pub fn parse(line: &[u8]) -> Result<Record<'_>, ParseError> {
+pub(crate) fn parse(line: &[u8]) -> Result<Record<'_>, ParseError> {
     let (time, rest) = split_word(line).ok_or(ParseError::MissingTimestamp)?;
     let time = std::str::from_utf8(time)
         .ok()

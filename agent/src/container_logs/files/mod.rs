@@ -16,7 +16,7 @@ use super::error::LogError;
 
 /// The Pod a log belongs to.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct PodLogId {
+pub(crate) struct PodLogId {
     pub namespace: String,
     pub name: String,
     pub uid: String,
@@ -30,7 +30,7 @@ impl PodLogId {
     /// # Errors
     /// `InvalidName` when a part is empty, `.` or `..`, or holds `/` or NUL, so a name from a
     /// request can never reach outside the root.
-    pub fn dir(&self, root: &Path) -> Result<PathBuf, LogError> {
+    pub(crate) fn dir(&self, root: &Path) -> Result<PathBuf, LogError> {
         for part in [&self.namespace, &self.name, &self.uid] {
             check_component(part)?;
         }
@@ -50,7 +50,7 @@ impl PodLogId {
     ///
     /// # Errors
     /// As [`PodLogId::dir`], for the container name too.
-    pub fn container_dir(&self, root: &Path, container: &str) -> Result<PathBuf, LogError> {
+    pub(crate) fn container_dir(&self, root: &Path, container: &str) -> Result<PathBuf, LogError> {
         check_component(container)?;
         Ok(self.dir(root)?.join(container))
     }
@@ -68,22 +68,22 @@ fn check_component(s: &str) -> Result<(), LogError> {
 }
 
 /// `<restart>.log`.
-pub fn current_name(restart: u32) -> String {
+pub(crate) fn current_name(restart: u32) -> String {
     format!("{restart}.log")
 }
 
 /// `<restart>.ended`.
-pub fn ended_name(restart: u32) -> String {
+pub(crate) fn ended_name(restart: u32) -> String {
     format!("{restart}.ended")
 }
 
 /// `<restart>.offsets`.
-pub fn offsets_name(restart: u32) -> String {
+pub(crate) fn offsets_name(restart: u32) -> String {
     format!("{restart}.offsets")
 }
 
 /// `<restart>.log.<YYYYMMDD-HHMMSS>` (UTC), with `-<seq>` when `seq` > 0.
-pub fn rotated_name(restart: u32, now: Timestamp, seq: u32) -> String {
+pub(crate) fn rotated_name(restart: u32, now: Timestamp, seq: u32) -> String {
     let t = Offset::UTC.to_datetime(now);
     let stamp = format!(
         "{:04}{:02}{:02}-{:02}{:02}{:02}",
@@ -102,7 +102,7 @@ pub fn rotated_name(restart: u32, now: Timestamp, seq: u32) -> String {
 
 /// What a file in a container's directory is.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FileKind {
+pub(crate) enum FileKind {
     Current(u32),
     /// A rotated file: its run and its order among that run's rotated files.
     Rotated(u32, (String, u32)),
@@ -111,7 +111,7 @@ pub enum FileKind {
 }
 
 /// Classify a file name; `None` for names this module never writes.
-pub fn classify(name: &str) -> Option<FileKind> {
+pub(crate) fn classify(name: &str) -> Option<FileKind> {
     let (run, rest) = name.split_once('.')?;
     let run: u32 = run
         .parse()
@@ -145,7 +145,7 @@ fn is_stamp(s: &str) -> bool {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RunFiles {
+pub(crate) struct RunFiles {
     /// Rotated files, oldest first.
     pub rotated: Vec<PathBuf>,
     /// `<restart>.log` exists.
@@ -159,7 +159,7 @@ pub struct RunFiles {
 ///
 /// # Errors
 /// I/O errors reading the directory.
-pub fn list(dir: &Path) -> io::Result<BTreeMap<u32, RunFiles>> {
+pub(crate) fn list(dir: &Path) -> io::Result<BTreeMap<u32, RunFiles>> {
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
@@ -190,7 +190,7 @@ pub fn list(dir: &Path) -> io::Result<BTreeMap<u32, RunFiles>> {
 ///
 /// # Errors
 /// `InvalidName` for a bad identity; I/O errors other than not-found.
-pub fn remove_pod_logs(root: &Path, pod: &PodLogId) -> Result<(), LogError> {
+pub(crate) fn remove_pod_logs(root: &Path, pod: &PodLogId) -> Result<(), LogError> {
     let dir = pod.dir(root)?;
     match std::fs::remove_dir_all(&dir) {
         Err(e) if e.kind() != io::ErrorKind::NotFound => Err(LogError::Io {

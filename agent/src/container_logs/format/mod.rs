@@ -8,11 +8,11 @@ use k8s_openapi::jiff::Timestamp;
 
 use super::cri::{self, Tag};
 
-pub use crate::kubelet_api::logs::LogQuery;
+pub(crate) use crate::kubelet_api::logs::LogQuery;
 
 /// Whether more output may follow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Flow {
+pub(crate) enum Flow {
     More,
     /// `limitBytes` is reached: the stream ends.
     Done,
@@ -20,7 +20,7 @@ pub enum Flow {
 
 /// Turns records into output.
 #[derive(Debug, Clone)]
-pub struct Formatter {
+pub(crate) struct Formatter {
     timestamps: bool,
     since: Option<Timestamp>,
     remain: Option<u64>,
@@ -29,7 +29,7 @@ pub struct Formatter {
 
 impl Formatter {
     /// A formatter for `query`, with `since` taken at `now`.
-    pub fn new(query: &LogQuery, now: Timestamp) -> Self {
+    pub(crate) fn new(query: &LogQuery, now: Timestamp) -> Self {
         Self {
             timestamps: query.timestamps,
             since: query.since(now),
@@ -40,7 +40,7 @@ impl Formatter {
 
     /// Append the output of one record (`line` without its newline) to `out`. A line that is
     /// not a CRI record is skipped, as kubelet skips it.
-    pub fn push(&mut self, line: &[u8], out: &mut Vec<u8>) -> Flow {
+    pub(crate) fn push(&mut self, line: &[u8], out: &mut Vec<u8>) -> Flow {
         if self.remain == Some(0) {
             return Flow::Done;
         }

@@ -23,7 +23,7 @@ use super::format::{Flow, Formatter, LogQuery};
 use super::tail::tail_start;
 
 /// How often a followed log is checked for new records.
-pub const POLL: Duration = Duration::from_millis(25);
+pub(crate) const POLL: Duration = Duration::from_millis(25);
 
 const READ_BLOCK: usize = 64 * 1024;
 
@@ -33,7 +33,7 @@ const READ_BLOCK: usize = 64 * 1024;
 /// `NotStarted` when the container has no log yet, `PreviousNotFound` when `previous` is
 /// asked and there is no earlier run, `InvalidName` for a name that cannot be a path, `Io`
 /// when listing or tailing the files fails. Errors while streaming are the stream's items.
-pub async fn read(
+pub(crate) async fn read(
     root: &Path,
     pod: &PodLogId,
     container: &str,

@@ -17,25 +17,25 @@ use crate::guest_file::{self, GuestFile, GuestFileError, Refused};
 const READ_MAX: u64 = 4 << 20;
 
 /// An unfinished line waits this long for its newline before it is written as a `P` record.
-pub const IDLE_FLUSH: Duration = Duration::from_secs(1);
+pub(crate) const IDLE_FLUSH: Duration = Duration::from_secs(1);
 
 /// A piece of a line: all of it (`ends_line`) or its first part.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Piece {
+pub(crate) struct Piece {
     pub bytes: Vec<u8>,
     pub ends_line: bool,
 }
 
 /// Cuts a byte stream into lines, holding back an unfinished last line.
 #[derive(Debug, Default)]
-pub struct Lines {
+pub(crate) struct Lines {
     buf: Vec<u8>,
 }
 
 impl Lines {
     /// Feed `data`: each finished line becomes a piece (without its newline), and an
     /// unfinished line that reached [`MAX_CHUNK`] gives its first `MAX_CHUNK` bytes.
-    pub fn push(&mut self, data: &[u8], out: &mut Vec<Piece>) {
+    pub(crate) fn push(&mut self, data: &[u8], out: &mut Vec<Piece>) {
         self.buf.extend_from_slice(data);
         let mut start = 0;
         while let Some(i) = self.buf[start..].iter().position(|b| *b == b'\n') {
@@ -56,7 +56,7 @@ impl Lines {
     }
 
     /// Give up the unfinished line as a piece that ends it or not; nothing when there is none.
-    pub fn flush(&mut self, ends_line: bool, out: &mut Vec<Piece>) {
+    pub(crate) fn flush(&mut self, ends_line: bool, out: &mut Vec<Piece>) {
         if !self.buf.is_empty() {
             out.push(Piece {
                 bytes: std::mem::take(&mut self.buf),
@@ -66,14 +66,14 @@ impl Lines {
     }
 
     /// Bytes held back.
-    pub fn pending(&self) -> usize {
+    pub(crate) fn pending(&self) -> usize {
         self.buf.len()
     }
 }
 
 /// Where a follower starts in its file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StartAt {
+pub(crate) enum StartAt {
     /// Offset 0: the file holds only this run's output.
     Beginning,
     /// The file's length when the collector starts: what was there belongs to earlier runs.
@@ -82,7 +82,7 @@ pub enum StartAt {
 
 /// Something a poll found wrong with its file; the file was not read, or not all of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fault {
+pub(crate) enum Fault {
     /// Something other than a regular file is in its place.
     Refused(Refused),
     /// More was unread than `keep`: this many bytes were skipped.
@@ -91,7 +91,7 @@ pub enum Fault {
 
 /// One followed file.
 #[derive(Debug)]
-pub struct Follower {
+pub(crate) struct Follower {
     path: PathBuf,
     stream: Stream,
     tagged: bool,
@@ -110,7 +110,7 @@ impl Follower {
     /// A follower of `path`; `tagged` (`tart run`'s own log, not the guest's) prefixes each
     /// line with [`TART_PREFIX`] and opens the file as the agent's own. With
     /// [`StartAt::End`] the file's length is taken now (a missing file starts at 0).
-    pub fn new(path: PathBuf, stream: Stream, tagged: bool, start: StartAt) -> Self {
+    pub(crate) fn new(path: PathBuf, stream: Stream, tagged: bool, start: StartAt) -> Self {
         let meta = match start {
             StartAt::Beginning => None,
             StartAt::End => open(&path, tagged).ok(),
@@ -131,20 +131,20 @@ impl Follower {
 
     /// Copy at most the last `keep` bytes of what is unread at a poll.
     #[must_use]
-    pub fn keeping(mut self, keep: u64) -> Self {
+    pub(crate) fn keeping(mut self, keep: u64) -> Self {
         self.keep = keep;
         self
     }
 
     /// Whether the last poll left bytes of the file unread.
-    pub fn behind(&self) -> bool {
+    pub(crate) fn behind(&self) -> bool {
         self.behind
     }
 
     /// Where reading would resume without losing or repeating a line: the file's inode and
     /// the offset of the first byte not yet written as a record. `None` before the file was
     /// seen.
-    pub fn checkpoint(&self) -> Option<(u64, u64)> {
+    pub(crate) fn checkpoint(&self) -> Option<(u64, u64)> {
         let pending = self.lines.pending() as u64;
         self.ino
             .map(|ino| (ino, self.offset.saturating_sub(pending)))
@@ -152,7 +152,7 @@ impl Follower {
 
     /// Continue from a [`Follower::checkpoint`] taken by an earlier collector of the same
     /// run, when the file is still the one it was taken on.
-    pub fn resume(&mut self, ino: u64, offset: u64) {
+    pub(crate) fn resume(&mut self, ino: u64, offset: u64) {
         let same = open(&self.path, self.tagged).is_ok_and(|f| f.ino == ino);
         if same {
             self.ino = Some(ino);
@@ -167,7 +167,12 @@ impl Follower {
     ///
     /// # Errors
     /// I/O errors opening or reading the file; what was read before the error is kept.
-    pub fn poll(&mut self, time: &str, last: bool, out: &mut Vec<u8>) -> io::Result<Option<Fault>> {
+    pub(crate) fn poll(
+        &mut self,
+        time: &str,
+        last: bool,
+        out: &mut Vec<u8>,
+    ) -> io::Result<Option<Fault>> {
         let mut pieces = Vec::new();
         self.behind = false;
         let read = match self.read_new(&mut pieces) {

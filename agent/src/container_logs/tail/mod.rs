@@ -13,7 +13,7 @@ const BLOCK: u64 = 64 * 1024;
 ///
 /// # Errors
 /// I/O errors other than not-found.
-pub fn tail_start(files: &[PathBuf], n: u64) -> io::Result<(usize, u64)> {
+pub(super) fn tail_start(files: &[PathBuf], n: u64) -> io::Result<(usize, u64)> {
     let mut want = n;
     for (idx, path) in files.iter().enumerate().rev() {
         let mut f = match File::open(path) {

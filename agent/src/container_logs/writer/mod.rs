@@ -19,7 +19,7 @@ const FILE_MODE: u32 = 0o600;
 
 /// When a run's log is rotated and how many of its files are kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Rotation {
+pub(crate) struct Rotation {
     /// A file is rotated before a record would take it past this size.
     pub max_bytes: u64,
     /// Files kept per run, the current one included.
@@ -38,7 +38,7 @@ impl Default for Rotation {
 
 /// The writer of one run's log.
 #[derive(Debug)]
-pub struct RunLog {
+pub(crate) struct RunLog {
     dir: PathBuf,
     restart: u32,
     file: File,
@@ -52,7 +52,7 @@ impl RunLog {
     ///
     /// # Errors
     /// I/O errors creating the directory or the file, or removing old runs.
-    pub fn open(dir: &Path, restart: u32, rotation: Rotation) -> io::Result<Self> {
+    pub(crate) fn open(dir: &Path, restart: u32, rotation: Rotation) -> io::Result<Self> {
         DirBuilder::new()
             .recursive(true)
             .mode(DIR_MODE)
@@ -91,7 +91,7 @@ impl RunLog {
     ///
     /// # Errors
     /// I/O errors writing or rotating; what was written is already removed from `batch`.
-    pub fn append(&mut self, batch: &mut Vec<u8>, now: Timestamp) -> io::Result<()> {
+    pub(crate) fn append(&mut self, batch: &mut Vec<u8>, now: Timestamp) -> io::Result<()> {
         while !batch.is_empty() {
             let room = self.rotation.max_bytes.saturating_sub(self.size);
             let mut cut = cut_point(batch, room);
@@ -116,7 +116,7 @@ impl RunLog {
     ///
     /// # Errors
     /// I/O errors creating the mark.
-    pub fn mark_ended(&self) -> io::Result<()> {
+    pub(crate) fn mark_ended(&self) -> io::Result<()> {
         open_append(&self.dir.join(files::ended_name(self.restart))).map(drop)
     }
 
@@ -147,7 +147,7 @@ impl RunLog {
 }
 
 /// How many bytes of `batch` are whole records that fit in `room`.
-pub fn cut_point(batch: &[u8], room: u64) -> usize {
+pub(crate) fn cut_point(batch: &[u8], room: u64) -> usize {
     let limit = usize::try_from(room).unwrap_or(usize::MAX).min(batch.len());
     batch[..limit]
         .iter()

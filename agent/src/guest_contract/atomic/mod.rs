@@ -36,7 +36,7 @@ const DIR_MODE: u32 = 0o755;
 /// `..`, duplicates, a file that is also a directory) is `InvalidInput`; a `dir` that is not a
 /// real directory, or an entry in it this writer did not create, is `PermissionDenied`; other
 /// I/O errors pass through.
-pub fn write_atomic(dir: &Path, files: &[(String, Vec<u8>, u32)]) -> io::Result<bool> {
+pub(crate) fn write_atomic(dir: &Path, files: &[(String, Vec<u8>, u32)]) -> io::Result<bool> {
     let wanted = check_files(files)?;
     let meta = fs::symlink_metadata(dir)?;
     if !meta.file_type().is_dir() {

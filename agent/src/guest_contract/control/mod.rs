@@ -28,7 +28,7 @@ const FILE_MODE: u32 = 0o600;
 /// (the launcher could not carry it); `dir` existing as anything but a real directory is
 /// `PermissionDenied`; other I/O errors pass through. On error the previous share is left in
 /// place.
-pub fn write_control(dir: &Path, spec: &ControlSpec) -> io::Result<()> {
+pub(crate) fn write_control(dir: &Path, spec: &ControlSpec) -> io::Result<()> {
     check(spec)?;
     let (parent, name) = match (dir.parent(), dir.file_name().and_then(|n| n.to_str())) {
         (Some(parent), Some(name)) => (parent, name),

@@ -32,7 +32,7 @@ use crate::quantity::parse_scaled;
 
 /// A `fieldRef` path the agent can answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Field<'a> {
+pub(crate) enum Field<'a> {
     /// `metadata.name`.
     Name,
     /// `metadata.namespace`.
@@ -59,7 +59,7 @@ pub enum Field<'a> {
 
 impl<'a> Field<'a> {
     /// Parse a `fieldPath` (kubelet's `ConvertDownwardAPIFieldLabel`, then its subscript check).
-    pub fn parse(path: &'a str) -> Result<Self, ConfigError> {
+    pub(crate) fn parse(path: &'a str) -> Result<Self, ConfigError> {
         if let Some((base, key)) = split_subscript(path) {
             let field = match base {
                 "metadata.labels" => Self::Label(key),
@@ -100,7 +100,7 @@ impl<'a> Field<'a> {
 }
 
 /// The value of `fieldRef.fieldPath` for `pod`.
-pub fn field_value(
+pub(crate) fn field_value(
     pod: &Pod,
     ctx: &DownwardContext,
     field_path: &str,
@@ -132,7 +132,7 @@ pub fn field_value(
 
 /// The value of a `fieldRef` selector: [`field_value`] after the `apiVersion` check (only `v1`,
 /// the default, exists).
-pub fn field_ref_value(
+pub(crate) fn field_ref_value(
     pod: &Pod,
     ctx: &DownwardContext,
     selector: &ObjectFieldSelector,
@@ -145,7 +145,7 @@ pub fn field_ref_value(
 
 /// Whether the container's env reads the Pod IP, which is unknown (empty) until the VM has
 /// booted.
-pub fn needs_pod_ip(container: &Container) -> bool {
+pub(crate) fn needs_pod_ip(container: &Container) -> bool {
     container.env.iter().flatten().any(|e| {
         e.value_from
             .as_ref()
@@ -189,7 +189,7 @@ impl Resource {
 }
 
 /// The value of `resourceFieldRef` `resource` (e.g. `limits.memory`) for `container`.
-pub fn resource_value(
+pub(crate) fn resource_value(
     container: &Container,
     ctx: &DownwardContext,
     resource: &str,
@@ -250,7 +250,7 @@ fn split_subscript(path: &str) -> Option<(&str, &str)> {
 }
 
 /// Kubelet's `FormatMap`: `k="v"` lines sorted by key, without a final newline.
-pub fn format_map(map: &BTreeMap<String, String>) -> String {
+pub(crate) fn format_map(map: &BTreeMap<String, String>) -> String {
     let lines: Vec<String> = map
         .iter()
         .map(|(k, v)| format!("{k}={}", go_quote(v)))

@@ -45,7 +45,7 @@ use super::{
 
 /// The Secrets/ConfigMaps the container's env and envFrom read (to fetch), each once, in the
 /// order first named, with whether *every* reference to it is optional.
-pub fn references(container: &Container) -> Vec<(ObjectKind, String, bool)> {
+pub(crate) fn references(container: &Container) -> Vec<(ObjectKind, String, bool)> {
     let mut out: Vec<(ObjectKind, String, bool)> = Vec::new();
     let mut note = |kind: ObjectKind, name: &str, optional: Option<bool>| {
         let optional = optional.unwrap_or(false);
@@ -83,7 +83,7 @@ pub fn references(container: &Container) -> Vec<(ObjectKind, String, bool)> {
 /// # Errors
 /// A required object or key is missing, a downward reference cannot be resolved, or a value
 /// holds a NUL byte.
-pub fn resolve_env(
+pub(crate) fn resolve_env(
     pod: &Pod,
     container: &Container,
     sources: &Sources,
@@ -144,7 +144,7 @@ pub fn resolve_env(
 
 /// `command` or `args` with `$(VAR)` expanded against the resolved environment (kubelet's
 /// `ExpandContainerCommandAndArgs`).
-pub fn expand_args(list: &[String], env: &ResolvedEnv) -> Vec<String> {
+pub(crate) fn expand_args(list: &[String], env: &ResolvedEnv) -> Vec<String> {
     let map: HashMap<&str, &[u8]> = env
         .vars
         .iter()

@@ -62,7 +62,7 @@ fn pieces(input: &str) -> Vec<Piece<'_>> {
 
 /// Expand `$(VAR)` references in `input`; `lookup` gives a variable's value, `None` when the
 /// variable is not defined (the reference then stays as written).
-pub fn expand(input: &str, lookup: &dyn Fn(&str) -> Option<String>) -> String {
+pub(crate) fn expand(input: &str, lookup: &dyn Fn(&str) -> Option<String>) -> String {
     let mut out = String::with_capacity(input.len());
     for piece in pieces(input) {
         match piece {
@@ -78,7 +78,7 @@ pub fn expand(input: &str, lookup: &dyn Fn(&str) -> Option<String>) -> String {
 
 /// [`expand`] for values that are bytes (a Secret's value need not be UTF-8): the referenced
 /// values are copied byte for byte, so nothing is lost.
-pub fn expand_bytes<'v>(input: &str, lookup: &dyn Fn(&str) -> Option<&'v [u8]>) -> Vec<u8> {
+pub(crate) fn expand_bytes<'v>(input: &str, lookup: &dyn Fn(&str) -> Option<&'v [u8]>) -> Vec<u8> {
     let mut out = Vec::with_capacity(input.len());
     for piece in pieces(input) {
         match piece {

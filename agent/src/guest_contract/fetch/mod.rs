@@ -16,7 +16,7 @@ use crate::api::ApiErrorKind;
 ///
 /// # Errors
 /// [`ConfigError::Fetch`] for the first object that could not be read.
-pub async fn fetch(
+pub(crate) async fn fetch(
     client: &Client,
     namespace: &str,
     refs: impl IntoIterator<Item = (ObjectKind, String)>,
@@ -75,7 +75,7 @@ fn describe(e: &kube::Error) -> String {
 }
 
 /// A Secret's `data` (the API server returns `stringData` merged into it).
-pub fn secret_data(s: Secret) -> ObjectData {
+pub(crate) fn secret_data(s: Secret) -> ObjectData {
     s.data
         .unwrap_or_default()
         .into_iter()
@@ -84,7 +84,7 @@ pub fn secret_data(s: Secret) -> ObjectData {
 }
 
 /// A ConfigMap's `data` and `binaryData` as bytes (the API server keeps their keys disjoint).
-pub fn config_map_data(c: ConfigMap) -> ObjectData {
+pub(crate) fn config_map_data(c: ConfigMap) -> ObjectData {
     let text = c
         .data
         .unwrap_or_default()

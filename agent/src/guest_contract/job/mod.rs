@@ -3,7 +3,7 @@
 
 /// What the job says about itself, read from the status share.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum JobActivity {
+pub(crate) enum JobActivity {
     /// The job marked itself busy.
     Busy,
     /// The job marked itself idle (or has not marked itself busy since it started).
@@ -14,12 +14,12 @@ pub enum JobActivity {
 
 impl JobActivity {
     /// Whether a deletion waits for the job.
-    pub fn is_busy(self) -> bool {
+    pub(crate) fn is_busy(self) -> bool {
         self == Self::Busy
     }
 
     /// The `tart.run/JobBusy` condition's status and reason.
-    pub fn condition(self) -> (bool, &'static str) {
+    pub(crate) fn condition(self) -> (bool, &'static str) {
         match self {
             Self::Busy => (true, "JobBusy"),
             Self::Idle => (false, "JobIdle"),
@@ -30,7 +30,7 @@ impl JobActivity {
 
 /// The job file's content (`busy` or `idle`, a newline allowed): `None` when it says neither,
 /// e.g. read while the job rewrites it, so the last mark read stays in force.
-pub fn parse_job_mark(s: &str) -> Option<JobActivity> {
+pub(crate) fn parse_job_mark(s: &str) -> Option<JobActivity> {
     match s.trim() {
         "busy" => Some(JobActivity::Busy),
         "idle" => Some(JobActivity::Idle),

@@ -17,33 +17,33 @@ const DIR_MODE: u32 = 0o700;
 
 /// Where each VM's guest files live.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GuestLayout {
+pub(crate) struct GuestLayout {
     root: PathBuf,
 }
 
 impl GuestLayout {
     /// A layout under `root` (the `guest_dir` setting).
-    pub fn new(root: PathBuf) -> Self {
+    pub(crate) fn new(root: PathBuf) -> Self {
         Self { root }
     }
 
     /// `<root>/<vm>`.
-    pub fn vm_dir(&self, vm: &VmName) -> PathBuf {
+    pub(crate) fn vm_dir(&self, vm: &VmName) -> PathBuf {
         self.root.join(vm.as_str())
     }
 
     /// The control share's host directory.
-    pub fn control(&self, vm: &VmName) -> PathBuf {
+    pub(crate) fn control(&self, vm: &VmName) -> PathBuf {
         self.vm_dir(vm).join("control")
     }
 
     /// The status share's host directory.
-    pub fn status(&self, vm: &VmName) -> PathBuf {
+    pub(crate) fn status(&self, vm: &VmName) -> PathBuf {
         self.vm_dir(vm).join("status")
     }
 
     /// One volume share's host directory.
-    pub fn volume(&self, vm: &VmName, share: &str) -> PathBuf {
+    pub(crate) fn volume(&self, vm: &VmName, share: &str) -> PathBuf {
         self.vm_dir(vm).join("volumes").join(share)
     }
 
@@ -55,7 +55,7 @@ impl GuestLayout {
     /// # Errors
     /// A VM directory or share that exists as anything but a real directory (a symlink
     /// included) is `PermissionDenied`; other I/O errors pass through.
-    pub fn create(&self, vm: &VmName, volumes: &[PlannedVolume]) -> io::Result<()> {
+    pub(crate) fn create(&self, vm: &VmName, volumes: &[PlannedVolume]) -> io::Result<()> {
         if fs::metadata(&self.root).is_err() {
             fs::create_dir_all(&self.root)?;
             fs::set_permissions(&self.root, fs::Permissions::from_mode(DIR_MODE))?;
@@ -75,7 +75,7 @@ impl GuestLayout {
 
     /// The `--dir` shares for `tart run`: `control` read-only, `status` read-write, and one per
     /// volume, read-only for files the agent keeps current, read-write for an `emptyDir`.
-    pub fn shares(&self, vm: &VmName, volumes: &[PlannedVolume]) -> Vec<DirShare> {
+    pub(crate) fn shares(&self, vm: &VmName, volumes: &[PlannedVolume]) -> Vec<DirShare> {
         let share = |name: &str, path: PathBuf, read_only: bool| DirShare {
             name: Some(name.to_owned()),
             path,
@@ -98,7 +98,7 @@ impl GuestLayout {
     ///
     /// # Errors
     /// I/O errors other than not-found.
-    pub fn remove(&self, vm: &VmName) -> io::Result<()> {
+    pub(crate) fn remove(&self, vm: &VmName) -> io::Result<()> {
         remove_entry(&self.vm_dir(vm))
     }
 
@@ -108,7 +108,7 @@ impl GuestLayout {
     ///
     /// # Errors
     /// I/O errors reading the root or removing an entry.
-    pub fn sweep(&self, prefix: &str, keep: &HashSet<String>) -> io::Result<Vec<String>> {
+    pub(crate) fn sweep(&self, prefix: &str, keep: &HashSet<String>) -> io::Result<Vec<String>> {
         let entries = match fs::read_dir(&self.root) {
             Ok(entries) => entries,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),

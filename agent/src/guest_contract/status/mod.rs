@@ -14,15 +14,15 @@ use crate::guest_file::{self, GuestFileError, Refused};
 const SMALL_FILE_BYTES: u64 = 64;
 
 /// Kubelet's bound on a termination message.
-pub const MAX_MESSAGE_BYTES: usize = 4096;
+pub(crate) const MAX_MESSAGE_BYTES: usize = 4096;
 /// Kubelet's bounds on the log tail used as a message (`FallbackToLogsOnError`).
-pub const MAX_LOG_LINES: usize = 80;
+pub(crate) const MAX_LOG_LINES: usize = 80;
 /// See [`MAX_LOG_LINES`].
-pub const MAX_LOG_BYTES: usize = 2048;
+pub(crate) const MAX_LOG_BYTES: usize = 2048;
 
 /// How the guest's command ended, as the status share says.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct GuestEnd {
+pub(crate) struct GuestEnd {
     /// `exit_code`, when the launcher wrote one.
     pub exit_code: Option<i32>,
     /// `state` (`exited`, `failed`, `idle`, …), when present.
@@ -35,13 +35,13 @@ pub struct GuestEnd {
 }
 
 /// `exit_code`'s content: a decimal and a newline.
-pub fn parse_exit_code(s: &str) -> Option<i32> {
+pub(crate) fn parse_exit_code(s: &str) -> Option<i32> {
     s.trim().parse().ok()
 }
 
 /// The last [`MAX_LOG_LINES`] lines of `text`, at most [`MAX_LOG_BYTES`] bytes (cut at a
 /// line start where possible), as kubelet's fallback message.
-pub fn log_tail(text: &str) -> String {
+pub(crate) fn log_tail(text: &str) -> String {
     let mut start = text.len().saturating_sub(MAX_LOG_BYTES);
     while !text.is_char_boundary(start) {
         start += 1;
@@ -58,7 +58,7 @@ pub fn log_tail(text: &str) -> String {
 
 /// Read what the launcher left in `status`. `fallback_to_logs`: the Pod asked for
 /// `FallbackToLogsOnError` (used only when the code is non-zero and there is no message).
-pub fn read_end(status: &Path, fallback_to_logs: bool) -> GuestEnd {
+pub(crate) fn read_end(status: &Path, fallback_to_logs: bool) -> GuestEnd {
     let mut refused = Vec::new();
     let mut read = |name: &'static str, last: bool, max: usize| {
         let path = status.join(name);
@@ -105,19 +105,19 @@ pub fn read_end(status: &Path, fallback_to_logs: bool) -> GuestEnd {
 
 /// Remove what a previous run left (`exit_code`, `termination-log`), so a VM that dies before
 /// its launcher starts is never credited with the last run's end.
-pub fn clear_end(status: &Path) {
+pub(crate) fn clear_end(status: &Path) {
     for f in ["exit_code", "termination-log", JOB_FILE] {
         let _ = std::fs::remove_file(status.join(f));
     }
 }
 
 /// The file in the status share where the job marks itself `busy` or `idle`.
-pub const JOB_FILE: &str = "job";
+pub(crate) const JOB_FILE: &str = "job";
 
 /// What the status share says about the job now: ended once the launcher reports its end
 /// (`state` `exited` or `failed`), else its own mark; `None` when it says nothing readable,
 /// so the last mark read stays in force.
-pub fn read_job(status: &Path) -> Option<JobActivity> {
+pub(crate) fn read_job(status: &Path) -> Option<JobActivity> {
     let read = |name| {
         let b = guest_file::read_head(&status.join(name), SMALL_FILE_BYTES).ok()?;
         Some(String::from_utf8_lossy(&b).into_owned())

@@ -23,12 +23,12 @@ use super::model::{ConfigError, TokenSpec};
 use crate::{api::ApiErrorKind, backoff::API_RETRY, errors::error_chain};
 
 /// The shortest lifetime the API server issues (its validation refuses less).
-pub const MIN_EXPIRATION_SECONDS: i64 = 600;
+pub(crate) const MIN_EXPIRATION_SECONDS: i64 = 600;
 /// The longest lifetime the API server accepts (2³² s).
-pub const MAX_EXPIRATION_SECONDS: i64 = 1 << 32;
+pub(crate) const MAX_EXPIRATION_SECONDS: i64 = 1 << 32;
 
 #[derive(Clone, PartialEq, Eq)]
-pub struct IssuedToken {
+pub(crate) struct IssuedToken {
     /// The bearer token. Secret: [`IssuedToken`]'s Debug leaves it out.
     pub token: String,
     /// When it was issued: the expiry less the lifetime the server granted (kubelet's `iat`).
@@ -52,7 +52,7 @@ impl fmt::Debug for IssuedToken {
 
 /// Why no token was issued. No message holds a token.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum TokenError {
+pub(crate) enum TokenError {
     /// The API server refused the request (403, 404 for a missing service account, …) or the
     /// request did not reach it; `message` is the server's, or the client's error chain.
     #[error("{message}")]
@@ -76,7 +76,7 @@ pub enum TokenError {
 impl TokenError {
     /// Every value of [`TokenError::kind`].
     #[cfg(test)]
-    pub const KINDS: [&'static str; 7] = [
+    pub(crate) const KINDS: [&'static str; 7] = [
         "forbidden",
         "not_found",
         "conflict",
@@ -87,7 +87,7 @@ impl TokenError {
     ];
 
     /// Closed metric label: the API error kind, `timeout` or `malformed`.
-    pub fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> &'static str {
         match self {
             Self::Api { kind, .. } => kind.as_str(),
             Self::Timeout => "timeout",
@@ -96,7 +96,7 @@ impl TokenError {
     }
 
     /// The error a container waits with when its token cannot be issued.
-    pub fn config_error(&self, service_account: &str) -> ConfigError {
+    pub(crate) fn config_error(&self, service_account: &str) -> ConfigError {
         ConfigError::Token {
             service_account: service_account.to_owned(),
             why: self.to_string(),
@@ -116,14 +116,14 @@ impl TokenError {
 }
 
 /// The lifetime to ask for: the spec's `expirationSeconds` within what the API server accepts.
-pub fn expiration_seconds(spec: &TokenSpec) -> i64 {
+pub(crate) fn expiration_seconds(spec: &TokenSpec) -> i64 {
     spec.expiration_seconds
         .clamp(MIN_EXPIRATION_SECONDS, MAX_EXPIRATION_SECONDS)
 }
 
 /// The TokenRequest for a token bound to Pod `pod_name`/`pod_uid`: the spec's audience (none:
 /// the API server's own audiences) and lifetime. Pure.
-pub fn token_request(pod_name: &str, pod_uid: &str, spec: &TokenSpec) -> TokenRequest {
+pub(crate) fn token_request(pod_name: &str, pod_uid: &str, spec: &TokenSpec) -> TokenRequest {
     TokenRequest {
         metadata: Default::default(),
         spec: Some(TokenRequestSpec {
@@ -152,7 +152,10 @@ pub fn token_request(pod_name: &str, pod_uid: &str, spec: &TokenSpec) -> TokenRe
 ///
 /// # Errors
 /// [`TokenError::Malformed`] when the answer has no token or no expiry.
-pub fn issued(answer: TokenRequest, requested_seconds: i64) -> Result<IssuedToken, TokenError> {
+pub(crate) fn issued(
+    answer: TokenRequest,
+    requested_seconds: i64,
+) -> Result<IssuedToken, TokenError> {
     let malformed = |what: &str| TokenError::Malformed {
         what: what.to_owned(),
     };
@@ -188,7 +191,7 @@ pub fn issued(answer: TokenRequest, requested_seconds: i64) -> Result<IssuedToke
 ///
 /// # Cancellation
 /// Safe: dropping the future abandons the request; an issued token nobody read simply expires.
-pub async fn request_token(
+pub(crate) async fn request_token(
     client: &Client,
     namespace: &str,
     service_account: &str,
@@ -225,7 +228,7 @@ pub async fn request_token(
 
 /// When to refresh `t`: kubelet's rule, at 80 % of its lifetime or once `max` has passed since
 /// it was issued, whichever comes first, and never after it expires. Pure.
-pub fn refresh_at(t: &IssuedToken, max: Duration) -> Timestamp {
+pub(crate) fn refresh_at(t: &IssuedToken, max: Duration) -> Timestamp {
     let life = t.expires_at.duration_since(t.issued_at);
     let by_share = t.expires_at.checked_sub(life / 5).unwrap_or(t.expires_at);
     let by_age = SignedDuration::try_from(max)
@@ -237,14 +240,14 @@ pub fn refresh_at(t: &IssuedToken, max: Duration) -> Timestamp {
 
 /// Whether `t` can still be used at `now`: it has not expired (kubelet keeps serving a token
 /// whose refresh failed until then). Pure.
-pub fn is_valid(t: &IssuedToken, now: Timestamp) -> bool {
+pub(crate) fn is_valid(t: &IssuedToken, now: Timestamp) -> bool {
     now <= t.expires_at
 }
 
 /// How long to wait before retry number `attempt` (0 is the first) of a failed refresh:
 /// [`API_RETRY`]'s curve, whose 7 s cap retries many times inside the shortest refresh window
 /// (the last 120 s of a 600 s token).
-pub fn retry_delay(attempt: u32) -> Duration {
+pub(crate) fn retry_delay(attempt: u32) -> Duration {
     API_RETRY.delay(attempt)
 }
 

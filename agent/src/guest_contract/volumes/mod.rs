@@ -27,12 +27,13 @@ const MAX_PATH_LEN: usize = 4096;
 const MAX_NAME_LEN: usize = 255;
 
 /// Resolves one `downwardAPI` item (`fieldRef` or `resourceFieldRef`) to the file's text.
-pub type DownwardResolver<'a> = &'a dyn Fn(&DownwardAPIVolumeFile) -> Result<String, ConfigError>;
+pub(crate) type DownwardResolver<'a> =
+    &'a dyn Fn(&DownwardAPIVolumeFile) -> Result<String, ConfigError>;
 
 /// The Secrets/ConfigMaps the Pod's volumes read, each once, in volume order, with whether
 /// every reference to it is optional. Volumes no container mounts are skipped, as kubelet
 /// skips them (it neither mounts them nor fetches what they read).
-pub fn references(pod: &Pod) -> Vec<(ObjectKind, String, bool)> {
+pub(crate) fn references(pod: &Pod) -> Vec<(ObjectKind, String, bool)> {
     let mut out: Vec<(ObjectKind, String, bool)> = Vec::new();
     let Some(spec) = pod.spec.as_ref() else {
         return out;
@@ -58,7 +59,7 @@ pub fn references(pod: &Pod) -> Vec<(ObjectKind, String, bool)> {
 /// that is not there, [`ConfigError::InvalidPath`] for a file path, `subPath` or `mountPath`
 /// that would leave its volume or collides, [`ConfigError::InvalidReference`] for a mount of
 /// an unknown volume or a volume type a VM cannot have, and whatever `downward` returns.
-pub fn plan_volumes(
+pub(crate) fn plan_volumes(
     pod: &Pod,
     container: &Container,
     sources: &Sources,

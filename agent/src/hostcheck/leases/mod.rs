@@ -5,7 +5,7 @@
 const NAT_PREFIX: &str = "192.168.64.";
 
 /// Leases in Tart's NAT subnet that expire after `now` (Unix seconds).
-pub fn active_leases(table: &str, now: u64) -> u32 {
+pub(crate) fn active_leases(table: &str, now: u64) -> u32 {
     let mut count = 0;
     let (mut ip, mut expiry): (Option<&str>, Option<u64>) = (None, None);
     for line in table.lines().map(str::trim) {

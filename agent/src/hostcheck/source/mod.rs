@@ -9,7 +9,7 @@ use super::Observed;
 
 /// The configured source of host-check facts.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Source {
+pub(crate) enum Source {
     /// Nothing to check (not macOS, no stand-in file).
     None,
     /// The stand-in file, read afresh every round (absent = nothing checked).
@@ -24,7 +24,7 @@ pub enum Source {
 
 impl Source {
     /// The stand-in file when given, else the macOS commands on macOS, else nothing.
-    pub fn new(file: Option<PathBuf>, softnet: Option<PathBuf>) -> Self {
+    pub(crate) fn new(file: Option<PathBuf>, softnet: Option<PathBuf>) -> Self {
         match file {
             Some(f) => Source::File(f),
             None if cfg!(target_os = "macos") => Source::MacOs { softnet },
@@ -33,7 +33,7 @@ impl Source {
     }
 
     /// One round of facts, within `deadline` (per command).
-    pub async fn observe(&self, deadline: Duration) -> Observed {
+    pub(crate) async fn observe(&self, deadline: Duration) -> Observed {
         match self {
             Source::None => Observed::default(),
             Source::File(path) => {
@@ -50,7 +50,7 @@ impl Source {
 /// PURE: the stand-in file, `key=value` lines (`#` starts a comment):
 /// `gui_session=Aqua|Background|none`, `keychain=ok|<why not>`, `dhcp_leases_used=<n>`,
 /// `softnet=ok|<why not>`. A key not given is not checked.
-pub fn parse_file(text: &str) -> Observed {
+pub(crate) fn parse_file(text: &str) -> Observed {
     let mut o = Observed::default();
     for line in text.lines() {
         let line = line.split('#').next().unwrap_or("").trim();

@@ -2,11 +2,11 @@
 //! doctor report and the node's `TartReady` condition both use these.
 
 /// Addresses bootpd hands out in Tart's NAT subnet 192.168.64.0/24 (.2 to .254).
-pub const NAT_ADDRESSES: u32 = 253;
+pub(crate) const NAT_ADDRESSES: u32 = 253;
 
 /// The GUI session (`session = …` of `launchctl print gui/<uid>`): only `Aqua` lets
 /// Virtualization.framework start macOS guests.
-pub fn gui_session_failure(session: Option<&str>) -> Option<String> {
+pub(crate) fn gui_session_failure(session: Option<&str>) -> Option<String> {
     match session {
         Some("Aqua") => None,
         Some(other) => Some(format!(
@@ -20,7 +20,7 @@ pub fn gui_session_failure(session: Option<&str>) -> Option<String> {
 }
 
 /// The login keychain: `Err` carries why it is not usable.
-pub fn keychain_failure(state: Result<&(), &String>) -> Option<String> {
+pub(crate) fn keychain_failure(state: Result<&(), &String>) -> Option<String> {
     state.err().map(|e| {
         format!("the login keychain is not usable ({e}): macOS 15+ cannot start VMs without it")
     })
@@ -28,7 +28,7 @@ pub fn keychain_failure(state: Result<&(), &String>) -> Option<String> {
 
 /// The DHCP lease table: fewer than `min_free` free addresses means a new VM may get an
 /// address another VM still holds.
-pub fn dhcp_leases_failure(used: u32, min_free: u32) -> Option<String> {
+pub(crate) fn dhcp_leases_failure(used: u32, min_free: u32) -> Option<String> {
     let free = NAT_ADDRESSES.saturating_sub(used);
     (free < min_free).then(|| {
         format!(
@@ -38,7 +38,7 @@ pub fn dhcp_leases_failure(used: u32, min_free: u32) -> Option<String> {
 }
 
 /// The softnet program must be owned by root and setuid, else `tart run --net-softnet` fails.
-pub fn softnet_failure(path: &str, stat: Result<(u32, u32), String>) -> Option<String> {
+pub(crate) fn softnet_failure(path: &str, stat: Result<(u32, u32), String>) -> Option<String> {
     match stat {
         Err(e) => Some(format!("{path}: {e}")),
         Ok((0, mode)) if mode & 0o4000 != 0 => None,

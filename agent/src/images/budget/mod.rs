@@ -8,7 +8,7 @@ use std::time::SystemTime;
 
 /// Thresholds, from the configuration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Budget {
+pub(crate) struct Budget {
     /// Volume use (percent) at which eviction starts.
     pub high_percent: u8,
     /// Volume use (percent) eviction frees down to.
@@ -21,7 +21,7 @@ pub struct Budget {
 
 /// The volume holding `TART_HOME`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Disk {
+pub(crate) struct Disk {
     /// Its size.
     pub total_bytes: u64,
     /// Bytes available.
@@ -30,7 +30,7 @@ pub struct Disk {
 
 /// One digest the budget may evict: its OCI cache entry and its golden, together.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Entry {
+pub(crate) struct Entry {
     /// `sha256:<hex>`, with the repository it came from: the unit of eviction.
     pub key: String,
     /// Bytes on disk (cache entry and golden).
@@ -43,7 +43,7 @@ pub struct Entry {
 
 /// Why the budget frees space (a metric label).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Trigger {
+pub(crate) enum Trigger {
     /// Volume use at or past the high threshold.
     DiskHigh,
     /// Cache past its byte budget.
@@ -54,10 +54,10 @@ pub enum Trigger {
 
 impl Trigger {
     /// Every trigger, for metric label sets.
-    pub const ALL: [Self; 3] = [Self::DiskHigh, Self::CacheBudget, Self::FreeFloor];
+    pub(crate) const ALL: [Self; 3] = [Self::DiskHigh, Self::CacheBudget, Self::FreeFloor];
 
     /// Metric label value.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::DiskHigh => "disk_high",
             Self::CacheBudget => "cache_budget",
@@ -68,7 +68,7 @@ impl Trigger {
 
 /// What to evict.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Plan {
+pub(crate) struct Plan {
     /// The trigger that asks for the most bytes.
     pub trigger: Trigger,
     /// Bytes to free.
@@ -103,7 +103,7 @@ fn need(budget: &Budget, disk: Disk, cache_bytes: u64) -> Option<(Trigger, u64)>
 }
 
 /// The eviction plan, or `None` when the budget is kept.
-pub fn plan(budget: &Budget, disk: Disk, entries: &[Entry]) -> Option<Plan> {
+pub(crate) fn plan(budget: &Budget, disk: Disk, entries: &[Entry]) -> Option<Plan> {
     let cache_bytes = entries.iter().map(|e| e.bytes).sum();
     let (trigger, need_bytes) = need(budget, disk, cache_bytes)?;
     let mut candidates: Vec<&Entry> = entries.iter().filter(|e| !e.protected).collect();

@@ -10,14 +10,14 @@
 use tart::VmName;
 
 /// The infix between the agent's VM prefix and the digest's hex.
-pub const GOLDEN_INFIX: &str = "golden-";
+pub(crate) const GOLDEN_INFIX: &str = "golden-";
 
 /// Hex digits of the digest kept in the name: a Pod VM's UUID is 36 bytes, the infix takes 7.
-pub const GOLDEN_HEX: usize = 36 - GOLDEN_INFIX.len();
+pub(crate) const GOLDEN_HEX: usize = 36 - GOLDEN_INFIX.len();
 
 /// The golden VM for `digest` (`sha256:<64 hex>`), or `None` if it is not a sha256 digest or
 /// the name would not be a valid VM name.
-pub fn golden_name(prefix: &str, digest: &str) -> Option<VmName> {
+pub(crate) fn golden_name(prefix: &str, digest: &str) -> Option<VmName> {
     let hex = digest.strip_prefix("sha256:")?;
     if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;
@@ -30,13 +30,13 @@ pub fn golden_name(prefix: &str, digest: &str) -> Option<VmName> {
 }
 
 /// The digest prefix a golden VM's name carries, when `vm` is a golden of this prefix.
-pub fn golden_hex<'a>(prefix: &str, vm: &'a str) -> Option<&'a str> {
+pub(crate) fn golden_hex<'a>(prefix: &str, vm: &'a str) -> Option<&'a str> {
     let hex = vm.strip_prefix(prefix)?.strip_prefix(GOLDEN_INFIX)?;
     (hex.len() == GOLDEN_HEX && hex.bytes().all(|b| b.is_ascii_hexdigit())).then_some(hex)
 }
 
 /// Whether the golden named by `hex` (from [`golden_hex`]) is the one for `digest`.
-pub fn is_golden_of(hex: &str, digest: &str) -> bool {
+pub(crate) fn is_golden_of(hex: &str, digest: &str) -> bool {
     digest
         .strip_prefix("sha256:")
         .is_some_and(|d| d.get(..GOLDEN_HEX) == Some(hex))

@@ -17,7 +17,7 @@ use super::golden::golden_name;
 
 /// How the golden for a Pod was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GoldenResult {
+pub(crate) enum GoldenResult {
     /// It existed.
     Hit,
     /// It was cloned from the cache now.
@@ -28,10 +28,10 @@ pub enum GoldenResult {
 
 impl GoldenResult {
     /// Every result, for metric label sets.
-    pub const ALL: [Self; 3] = [Self::Hit, Self::Miss, Self::Error];
+    pub(crate) const ALL: [Self; 3] = [Self::Hit, Self::Miss, Self::Error];
 
     /// Metric label value.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Hit => "hit",
             Self::Miss => "miss",
@@ -42,7 +42,7 @@ impl GoldenResult {
 
 /// A golden that could not be made.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GoldenFailure {
+pub(crate) struct GoldenFailure {
     /// Classification of tart's error.
     pub kind: ErrorKind,
     /// tart's message.
@@ -53,7 +53,7 @@ type Making = Shared<futures::future::BoxFuture<'static, Result<GoldenResult, Go
 
 /// Goldens being made, by name.
 #[derive(Clone)]
-pub struct Goldens {
+pub(crate) struct Goldens {
     prefix: String,
     inflight: Arc<Mutex<HashMap<VmName, Making>>>,
     made: Arc<Notify>,
@@ -61,7 +61,7 @@ pub struct Goldens {
 
 impl Goldens {
     /// Goldens named with the agent's VM prefix.
-    pub fn new(prefix: impl Into<String>) -> Self {
+    pub(crate) fn new(prefix: impl Into<String>) -> Self {
         Self {
             prefix: prefix.into(),
             inflight: Arc::default(),
@@ -71,7 +71,7 @@ impl Goldens {
 
     /// Notified each time a golden is made (the image keeper measures again at once, so
     /// `status.images` lists a new image without waiting for its period).
-    pub fn made(&self) -> Arc<Notify> {
+    pub(crate) fn made(&self) -> Arc<Notify> {
         self.made.clone()
     }
 
@@ -80,7 +80,7 @@ impl Goldens {
     ///
     /// # Errors
     /// The digest is not a sha256 digest, or `tart list`/`tart clone` failed.
-    pub async fn ensure<T: Tart>(
+    pub(crate) async fn ensure<T: Tart>(
         &self,
         tart: Arc<T>,
         source: &str,

@@ -6,14 +6,14 @@
 use k8s_openapi::api::core::v1::ContainerImage;
 
 /// kubelet's `--node-status-max-images` default.
-pub const MAX_IMAGES: usize = 50;
+pub(crate) const MAX_IMAGES: usize = 50;
 
 /// kubelet's limit on names per image in the Node status.
-pub const MAX_NAMES: usize = 5;
+pub(crate) const MAX_NAMES: usize = 5;
 
 /// One cached image as the inventory needs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Held {
+pub(crate) struct Held {
     /// `host/repository@sha256:<hex>`.
     pub digest_name: String,
     /// `host/repository:tag` names pointing at it.
@@ -23,7 +23,7 @@ pub struct Held {
 }
 
 /// The Node's `status.images`.
-pub fn node_images(held: &[Held]) -> Vec<ContainerImage> {
+pub(crate) fn node_images(held: &[Held]) -> Vec<ContainerImage> {
     let mut sorted: Vec<&Held> = held.iter().collect();
     sorted.sort_by(|a, b| {
         b.bytes

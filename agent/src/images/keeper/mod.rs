@@ -26,7 +26,7 @@ use super::{
 use crate::host::HostInfo;
 
 /// What the keeper measures, behind a seam: the cache on disk and the volume holding it.
-pub trait CacheView: Send + Sync + 'static {
+pub(crate) trait CacheView: Send + Sync + 'static {
     /// Every cached image (blocking).
     ///
     /// # Errors
@@ -40,7 +40,7 @@ pub trait CacheView: Send + Sync + 'static {
 }
 
 /// The real view: `TART_HOME` on this host.
-pub struct TartHomeView {
+pub(crate) struct TartHomeView {
     pub tart_home: PathBuf,
     /// Host facts (the volume's free space).
     pub host: Arc<dyn HostInfo>,
@@ -61,7 +61,7 @@ impl CacheView for TartHomeView {
 
 /// The keeper's settings.
 #[derive(Debug, Clone)]
-pub struct KeeperConfig {
+pub(crate) struct KeeperConfig {
     /// Time between passes.
     pub period: Duration,
     /// Thresholds.
@@ -74,7 +74,7 @@ pub struct KeeperConfig {
 
 /// What one pass found and did.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PassReport {
+pub(crate) struct PassReport {
     /// The inventory published.
     pub held: Vec<Held>,
     /// The eviction plan, when the budget was broken.
@@ -85,7 +85,7 @@ pub struct PassReport {
 
 /// Why a pass could not measure.
 #[derive(Debug, thiserror::Error)]
-pub enum PassError {
+pub(crate) enum PassError {
     /// The cache or the volume could not be read.
     #[error("cannot read the image cache: {0}")]
     Scan(#[source] io::Error),
@@ -100,7 +100,7 @@ pub enum PassError {
 /// The keeper; `in_use` answers the cache names (`host/repo:tag`, `host/repo@sha256:…`) of the
 /// images the Pods on this node use, or `None` while that is not known yet (before the Pod
 /// watch's first list): nothing is evicted then.
-pub struct Keeper<T, V, U> {
+pub(crate) struct Keeper<T, V, U> {
     pub tart: Arc<T>,
     /// The cache view.
     pub view: Arc<V>,
@@ -130,7 +130,7 @@ where
 {
     /// Pass every period until `shutdown` turns true; a failed pass is logged and retried next
     /// period.
-    pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
+    pub(crate) async fn run(self, mut shutdown: watch::Receiver<bool>) {
         loop {
             match self.pass().await {
                 Ok(r) if !r.evicted.is_empty() => {
@@ -154,7 +154,7 @@ where
     ///
     /// # Errors
     /// The cache, the volume or `tart list` could not be read; nothing is evicted then.
-    pub async fn pass(&self) -> Result<PassReport, PassError> {
+    pub(crate) async fn pass(&self) -> Result<PassReport, PassError> {
         let view = self.view.clone();
         let measured = tokio::time::timeout(
             self.cfg.scan_deadline,

@@ -31,11 +31,11 @@ const MEASURE_DEADLINE: Duration = Duration::from_secs(10);
 const WRITTEN_POLL: Duration = Duration::from_millis(200);
 
 /// Token annotations for the Node Lease (annotation key → value).
-pub type HeldTokens = BTreeMap<String, String>;
+pub(crate) type HeldTokens = BTreeMap<String, String>;
 
 /// Why a pre-pull token could not be taken this time.
 #[derive(Debug, thiserror::Error)]
-pub enum PacerError {
+pub(crate) enum PacerError {
     /// The API refused or failed.
     #[error("pull token: {0}")]
     Api(#[from] kube::Error),
@@ -46,7 +46,7 @@ pub enum PacerError {
 
 /// Takes tokens for this Node.
 #[derive(Clone)]
-pub struct Pacer {
+pub(crate) struct Pacer {
     tart_home: PathBuf,
     api: Api<Lease>,
     node: String,
@@ -59,7 +59,7 @@ pub struct Pacer {
 }
 
 /// A held token: given back (and the pull's in-flight count ended) when dropped.
-pub struct TokenGuard {
+pub(crate) struct TokenGuard {
     pacer: Pacer,
     key: String,
     source: PullSource,
@@ -68,7 +68,7 @@ pub struct TokenGuard {
 impl Pacer {
     /// Tokens of `node`, published on `publish` for its Node Lease; pulled bytes measured in
     /// `tart_home`.
-    pub fn new(
+    pub(crate) fn new(
         tart_home: PathBuf,
         client: kube::Client,
         node: &str,
@@ -89,12 +89,12 @@ impl Pacer {
     }
 
     /// Pod pulls running on this Mac now (a pre-pull waits for them).
-    pub fn pod_pulls(&self) -> usize {
+    pub(crate) fn pod_pulls(&self) -> usize {
         self.pod_pulls.load(Ordering::Relaxed)
     }
 
     /// A Pod's pull of `image`: its token goes onto the Node Lease; nothing waits.
-    pub fn pod_pull(&self, image: &str) -> TokenGuard {
+    pub(crate) fn pod_pull(&self, image: &str) -> TokenGuard {
         self.pod_pulls.fetch_add(1, Ordering::Relaxed);
         self.take(image, PullSource::Pod)
     }
@@ -104,7 +104,7 @@ impl Pacer {
     ///
     /// # Errors
     /// The Node Leases could not be listed, or ours did not show the token in time.
-    pub async fn try_prepull(
+    pub(crate) async fn try_prepull(
         &self,
         image: &str,
         cap: Option<u32>,
@@ -185,7 +185,7 @@ impl TokenGuard {
     /// The pull of `cache_name` (`host/repo:tag` or `host/repo@sha256:…`) succeeded after
     /// `took`: its duration is observed and the bytes its image takes on disk counted (measured
     /// in the background, bounded).
-    pub fn finish(self, took: Duration, cache_name: String) {
+    pub(crate) fn finish(self, took: Duration, cache_name: String) {
         let metrics = self.pacer.metrics.clone();
         let (home, source) = (self.pacer.tart_home.clone(), self.source);
         metrics.pull_took(source, took);

@@ -28,7 +28,7 @@ use crate::images::{
 
 /// Where a declared image stands on this Mac.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PrepullState {
+pub(crate) enum PrepullState {
     /// Cached, with its golden base.
     Ready,
     /// Waiting for a fleet token or for this Mac's Pod pulls.
@@ -41,7 +41,7 @@ pub enum PrepullState {
 
 impl PrepullState {
     /// Metric label value.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Ready => "ready",
             Self::Waiting => "waiting",
@@ -52,11 +52,11 @@ impl PrepullState {
 }
 
 /// The declared images for this Node and where each stands.
-pub type Progress = Vec<(String, PrepullState)>;
+pub(crate) type Progress = Vec<(String, PrepullState)>;
 
 /// Settings.
 #[derive(Debug, Clone)]
-pub struct PrepullConfig {
+pub(crate) struct PrepullConfig {
     /// Namespace of the declaration and the tokens.
     pub namespace: String,
     /// The declaration ConfigMap's name.
@@ -68,7 +68,7 @@ pub struct PrepullConfig {
 }
 
 /// The task.
-pub struct Prepuller<T> {
+pub(crate) struct Prepuller<T> {
     pub tart: Arc<T>,
     pub client: kube::Client,
     pub cfg: PrepullConfig,
@@ -90,7 +90,7 @@ const WAITING_RETRY: Duration = Duration::from_secs(3);
 
 impl<T: Tart> Prepuller<T> {
     /// Pass every period until `shutdown` turns true.
-    pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
+    pub(crate) async fn run(self, mut shutdown: watch::Receiver<bool>) {
         let mut last: Option<Declaration> = None;
         let mut said: Option<String> = None;
         loop {

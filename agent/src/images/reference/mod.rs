@@ -9,7 +9,7 @@ use std::fmt;
 
 /// A validated remote image reference.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct ImageRef {
+pub(crate) struct ImageRef {
     raw: String,
     /// `host[:port]`.
     pub host: String,
@@ -26,7 +26,7 @@ pub struct ImageRef {
 #[error(
     "image {image:?} is not a remote OCI reference (host/repository[:tag|@sha256:digest]): {why}"
 )]
-pub struct InvalidImage {
+pub(crate) struct InvalidImage {
     /// The image as given.
     pub image: String,
     /// The rule it breaks.
@@ -63,7 +63,7 @@ impl ImageRef {
     ///
     /// # Errors
     /// [`InvalidImage`] naming the broken rule.
-    pub fn parse(image: &str) -> Result<Self, InvalidImage> {
+    pub(crate) fn parse(image: &str) -> Result<Self, InvalidImage> {
         let bad = |why| InvalidImage {
             image: image.to_owned(),
             why,
@@ -127,13 +127,13 @@ impl ImageRef {
     }
 
     /// The reference exactly as the Pod gave it (what is passed to `tart pull`/`clone`).
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         &self.raw
     }
 
     /// The name `tart list` shows for this image in the OCI cache: `host/repo:tag` (tag
     /// defaults to `latest`) or `host/repo@sha256:…`.
-    pub fn cache_name(&self) -> String {
+    pub(crate) fn cache_name(&self) -> String {
         match (&self.digest, &self.tag) {
             (Some(d), _) => format!("{}/{}@{d}", self.host, self.repository),
             (None, Some(t)) => format!("{}/{}:{t}", self.host, self.repository),
@@ -142,7 +142,7 @@ impl ImageRef {
     }
 
     /// Kubernetes' default policy: `Always` for `:latest` or no tag, else `IfNotPresent`.
-    pub fn default_pull_policy(&self) -> PullPolicy {
+    pub(crate) fn default_pull_policy(&self) -> PullPolicy {
         match (&self.digest, self.tag.as_deref()) {
             (None, None | Some("latest")) => PullPolicy::Always,
             _ => PullPolicy::IfNotPresent,
@@ -158,7 +158,9 @@ impl fmt::Display for ImageRef {
 
 /// The cache names (`host/repo:tag`, `host/repo@sha256:…`) of every container image these
 /// Pods use: what the disk budget must never evict. Unparsable images name nothing cached.
-pub fn cache_names(pods: &[k8s_openapi::api::core::v1::Pod]) -> std::collections::BTreeSet<String> {
+pub(crate) fn cache_names(
+    pods: &[k8s_openapi::api::core::v1::Pod],
+) -> std::collections::BTreeSet<String> {
     pods.iter()
         .filter_map(|p| p.spec.as_ref())
         .flat_map(|s| {
@@ -174,7 +176,7 @@ pub fn cache_names(pods: &[k8s_openapi::api::core::v1::Pod]) -> std::collections
 
 /// `imagePullPolicy`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PullPolicy {
+pub(crate) enum PullPolicy {
     /// Pull every time a VM is provisioned.
     Always,
     /// Pull when the image is not in Tart's OCI cache.
@@ -185,7 +187,7 @@ pub enum PullPolicy {
 
 impl PullPolicy {
     /// From the Pod field; `None` or an unknown value falls back to the image's default.
-    pub fn from_field(field: Option<&str>, image: &ImageRef) -> Self {
+    pub(crate) fn from_field(field: Option<&str>, image: &ImageRef) -> Self {
         match field {
             Some("Always") => Self::Always,
             Some("IfNotPresent") => Self::IfNotPresent,
@@ -197,7 +199,7 @@ impl PullPolicy {
 
 /// What to do about the image before cloning.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PullDecision {
+pub(crate) enum PullDecision {
     /// Run `tart pull`.
     Pull,
     /// Cached and allowed to use: clone directly (kubelet's "already present on machine").
@@ -207,7 +209,7 @@ pub enum PullDecision {
 }
 
 /// Decide from the policy and whether the image is in the OCI cache.
-pub fn pull_decision(policy: PullPolicy, cached: bool) -> PullDecision {
+pub(crate) fn pull_decision(policy: PullPolicy, cached: bool) -> PullDecision {
     match (policy, cached) {
         (PullPolicy::Always, _) | (PullPolicy::IfNotPresent, false) => PullDecision::Pull,
         (_, true) => PullDecision::UseCached,

@@ -10,7 +10,7 @@ use hyper::Method;
 
 /// The SubjectAccessReview verb.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Verb {
+pub(crate) enum Verb {
     /// GET.
     Get,
     /// POST.
@@ -28,7 +28,7 @@ pub enum Verb {
 
 impl Verb {
     /// The verb as RBAC spells it.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Get => "get",
             Self::Create => "create",
@@ -42,7 +42,7 @@ impl Verb {
 
 /// The `nodes` subresource a path falls under.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Subresource {
+pub(crate) enum Subresource {
     /// `/stats`.
     Stats,
     /// `/metrics` and everything under it.
@@ -59,7 +59,7 @@ pub enum Subresource {
 
 impl Subresource {
     /// The subresource as RBAC spells it.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Stats => "stats",
             Self::Metrics => "metrics",
@@ -81,7 +81,7 @@ fn is_subpath(path: &str, prefix: &str) -> bool {
 const STREAMING: [&str; 4] = ["/exec", "/attach", "/portForward", "/run"];
 
 /// The verb kubelet derives from the method.
-pub fn verb_for(method: &Method) -> Verb {
+pub(super) fn verb_for(method: &Method) -> Verb {
     match *method {
         Method::GET => Verb::Get,
         Method::POST => Verb::Create,
@@ -93,7 +93,7 @@ pub fn verb_for(method: &Method) -> Verb {
 }
 
 /// The subresource kubelet derives from the path.
-pub fn subresource_for(path: &str) -> Subresource {
+pub(super) fn subresource_for(path: &str) -> Subresource {
     [
         ("/stats", Subresource::Stats),
         ("/metrics", Subresource::Metrics),
@@ -107,7 +107,7 @@ pub fn subresource_for(path: &str) -> Subresource {
 }
 
 /// What a request must be allowed: verb and subresource on this Node.
-pub fn required(method: &Method, path: &str) -> (Verb, Subresource) {
+pub(super) fn required(method: &Method, path: &str) -> (Verb, Subresource) {
     let sub = subresource_for(path);
     if STREAMING.iter().any(|p| is_subpath(path, p)) {
         return (Verb::Create, sub);
@@ -116,7 +116,7 @@ pub fn required(method: &Method, path: &str) -> (Verb, Subresource) {
 }
 
 /// The 403 body, in kubelet's words.
-pub fn forbidden_message(user: &str, verb: Verb, sub: Subresource) -> String {
+pub(super) fn forbidden_message(user: &str, verb: Verb, sub: Subresource) -> String {
     format!(
         "Forbidden (user={user}, verb={}, resource=nodes, subresource={})",
         verb.as_str(),
@@ -125,7 +125,7 @@ pub fn forbidden_message(user: &str, verb: Verb, sub: Subresource) -> String {
 }
 
 /// The 500 body when the review itself failed, in kubelet's words.
-pub fn review_failed_message(user: &str, verb: Verb, sub: Subresource) -> String {
+pub(super) fn review_failed_message(user: &str, verb: Verb, sub: Subresource) -> String {
     format!(
         "Authorization error (user={user}, verb={}, resource=nodes, subresource={})",
         verb.as_str(),

@@ -11,7 +11,7 @@ const CAPACITY: usize = 4096;
 
 /// Answers keyed by question.
 #[derive(Debug)]
-pub struct TtlCache<K, V> {
+pub(super) struct TtlCache<K, V> {
     positive: Duration,
     negative: Duration,
     entries: HashMap<K, (V, Instant)>,
@@ -19,7 +19,7 @@ pub struct TtlCache<K, V> {
 
 impl<K: Eq + Hash, V: Clone> TtlCache<K, V> {
     /// Positive answers live `positive`, negative ones `negative`.
-    pub fn new(positive: Duration, negative: Duration) -> Self {
+    pub(super) fn new(positive: Duration, negative: Duration) -> Self {
         Self {
             positive,
             negative,
@@ -28,7 +28,7 @@ impl<K: Eq + Hash, V: Clone> TtlCache<K, V> {
     }
 
     /// The answer, if cached and not expired.
-    pub fn get(&self, key: &K) -> Option<V> {
+    pub(super) fn get(&self, key: &K) -> Option<V> {
         self.entries
             .get(key)
             .filter(|(_, until)| Instant::now() < *until)
@@ -36,7 +36,7 @@ impl<K: Eq + Hash, V: Clone> TtlCache<K, V> {
     }
 
     /// Remembers `value`; `positive` picks the TTL.
-    pub fn put(&mut self, key: K, value: V, positive: bool) {
+    pub(super) fn put(&mut self, key: K, value: V, positive: bool) {
         let now = Instant::now();
         if self.entries.len() >= CAPACITY {
             self.entries.retain(|_, (_, until)| now < *until);

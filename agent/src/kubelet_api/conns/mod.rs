@@ -24,13 +24,13 @@ use tokio::sync::{Notify, oneshot};
 use super::limits::{Limit, LimitMetrics};
 
 /// Connections closed for newer ones whose sockets may not be released yet.
-pub const CLOSING_MAX: usize = 16;
+pub(super) const CLOSING_MAX: usize = 16;
 /// The longest a new connection waits for closing sockets to be released before it is closed.
 const CLOSING_WAIT: Duration = Duration::from_secs(1);
 
 /// What a new connection gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Arrival {
+pub(super) enum Arrival {
     /// Below the cap: in.
     Accept,
     /// At the cap: in, and the connection with this id is closed.
@@ -43,7 +43,7 @@ pub enum Arrival {
 
 /// PURE: what a new connection gets with `live` connections open and `closing` on their way
 /// out under `cap`; `victim` is the connection to close for it, if any may be closed.
-pub fn arrival(live: usize, closing: usize, cap: usize, victim: Option<u64>) -> Arrival {
+pub(super) fn arrival(live: usize, closing: usize, cap: usize, victim: Option<u64>) -> Arrival {
     if live < cap && live + closing < cap + CLOSING_MAX {
         Arrival::Accept
     } else if closing >= CLOSING_MAX {
@@ -57,7 +57,10 @@ pub fn arrival(live: usize, closing: usize, cap: usize, victim: Option<u64>) -> 
 
 /// PURE: the connection to close for a newer one: the oldest unauthenticated one, else the
 /// oldest still handshaking (ids grow with arrival).
-pub fn victim(oldest_unauthenticated: Option<u64>, oldest_handshaking: Option<u64>) -> Option<u64> {
+pub(super) fn victim(
+    oldest_unauthenticated: Option<u64>,
+    oldest_handshaking: Option<u64>,
+) -> Option<u64> {
     oldest_unauthenticated.or(oldest_handshaking)
 }
 
@@ -87,7 +90,7 @@ impl Table {
 
 /// The open connections of the port.
 #[derive(Debug)]
-pub struct Conns {
+pub(super) struct Conns {
     cap: usize,
     table: Mutex<Table>,
     /// Notified whenever a closing connection's socket is released.
@@ -97,17 +100,17 @@ pub struct Conns {
 
 /// One open connection; dropping it gives its place back.
 #[derive(Debug)]
-pub struct Entry {
+pub(super) struct Entry {
     conns: Arc<Conns>,
     id: u64,
 }
 
 /// Resolves when the connection is closed to make room for a newer one.
-pub type Evicted = oneshot::Receiver<()>;
+pub(super) type Evicted = oneshot::Receiver<()>;
 
 impl Conns {
     /// At most `cap` connections.
-    pub fn new(cap: usize, metrics: LimitMetrics) -> Arc<Self> {
+    pub(super) fn new(cap: usize, metrics: LimitMetrics) -> Arc<Self> {
         Arc::new(Self {
             cap,
             table: Mutex::new(Table::default()),
@@ -122,7 +125,7 @@ impl Conns {
 
     /// Registers a new, handshaking connection, closing another at the cap; `None` when it
     /// must be closed at once. Waits (up to a second) while too many sockets are closing.
-    pub async fn enter(self: &Arc<Self>) -> Option<(Arc<Entry>, Evicted)> {
+    pub(super) async fn enter(self: &Arc<Self>) -> Option<(Arc<Entry>, Evicted)> {
         let deadline = tokio::time::Instant::now() + CLOSING_WAIT;
         loop {
             let released = self.released.notified();
@@ -175,7 +178,7 @@ impl Conns {
 
     /// (live, of which not authenticated, closing).
     #[cfg(test)]
-    pub fn counts(&self) -> (usize, usize, usize) {
+    pub(super) fn counts(&self) -> (usize, usize, usize) {
         let t = self.lock();
         let waiting = t.handshaking.len() + t.unauthenticated.len();
         (t.live(), waiting, t.closing.len())
@@ -184,7 +187,7 @@ impl Conns {
 
 impl Entry {
     /// The TLS handshake ended without a client certificate.
-    pub fn handshaken(&self) {
+    pub(super) fn handshaken(&self) {
         let mut t = self.conns.lock();
         if let Some(close) = t.handshaking.remove(&self.id) {
             t.unauthenticated.insert(self.id, close);
@@ -192,7 +195,7 @@ impl Entry {
     }
 
     /// The connection authenticated: it is no longer closed for newer ones.
-    pub fn authenticated(&self) {
+    pub(super) fn authenticated(&self) {
         let mut t = self.conns.lock();
         if t.take(self.id).is_some() {
             t.authenticated.insert(self.id);
@@ -200,7 +203,7 @@ impl Entry {
     }
 
     /// Whether the connection authenticated.
-    pub fn is_authenticated(&self) -> bool {
+    pub(super) fn is_authenticated(&self) -> bool {
         self.conns.lock().authenticated.contains(&self.id)
     }
 }

@@ -31,7 +31,7 @@ use crate::{
 };
 
 /// Requests, keeps and renews the serving certificate.
-pub struct Bootstrap {
+pub(crate) struct Bootstrap {
     /// CertificateSigningRequests.
     pub api: Api<CertificateSigningRequest>,
     /// This Node.
@@ -54,7 +54,7 @@ pub struct Bootstrap {
 const METRIC_RESOURCE: &str = crate::metrics::CSR_RESOURCE;
 
 /// An issued certificate ready to serve.
-pub struct Ready {
+pub(crate) struct Ready {
     /// For the TLS resolver.
     pub certified: Arc<CertifiedKey>,
     /// Its facts.
@@ -79,7 +79,7 @@ enum AttemptError {
 impl Bootstrap {
     /// The stored certificate if it still fits, else one obtained through the CSR API
     /// (retried with backoff until issued). `None` on shutdown.
-    pub async fn first(&self, shutdown: &mut watch::Receiver<bool>) -> Option<Ready> {
+    pub(crate) async fn first(&self, shutdown: &mut watch::Receiver<bool>) -> Option<Ready> {
         if let Some(pair) = self.store.current() {
             match self.ready(&pair) {
                 Ok(r) => {
@@ -97,7 +97,7 @@ impl Bootstrap {
 
     /// Renews the certificate in `cert` at its rotation deadline, for as long as the agent
     /// runs; the old certificate is served until the new one is issued.
-    pub async fn renew(
+    pub(crate) async fn renew(
         &self,
         cert: Arc<crate::kubelet_api::tls::ReloadingCert>,
         mut leaf: Leaf,

@@ -11,15 +11,15 @@
 //! failed request is reported (log and Node event) and asked again with a new key after a
 //! backoff.
 
-pub mod api;
+pub(crate) mod api;
 mod bootstrap;
-pub mod issued;
+pub(crate) mod issued;
 mod naming;
 mod progress;
-pub mod request;
-pub mod store;
+pub(crate) mod request;
+pub(crate) mod store;
 
-pub use self::{
+pub(crate) use self::{
     bootstrap::Bootstrap,
     naming::{rfc3339, sans_for},
     progress::{Progress, progress},

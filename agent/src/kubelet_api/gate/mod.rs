@@ -16,15 +16,15 @@ use super::{
 use crate::errors::error_chain;
 
 /// Token review answers, valid or not, are kept this long (kubelet's `cacheTTL`).
-pub const TOKEN_TTL: Duration = Duration::from_secs(120);
+pub(super) const TOKEN_TTL: Duration = Duration::from_secs(120);
 /// Allowed decisions are kept this long (kubelet's `cacheAuthorizedTTL`).
-pub const ALLOWED_TTL: Duration = Duration::from_secs(300);
+pub(super) const ALLOWED_TTL: Duration = Duration::from_secs(300);
 /// Denied decisions are kept this long (kubelet's `cacheUnauthorizedTTL`).
-pub const DENIED_TTL: Duration = Duration::from_secs(30);
+pub(super) const DENIED_TTL: Duration = Duration::from_secs(30);
 
 /// A refused request, with kubelet's status and body.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Refusal {
+pub(super) enum Refusal {
     /// 401: no valid credentials.
     Unauthorized,
     /// 403: authenticated, not allowed.
@@ -35,7 +35,7 @@ pub enum Refusal {
 
 impl Refusal {
     /// HTTP status.
-    pub fn status(&self) -> u16 {
+    pub(super) fn status(&self) -> u16 {
         match self {
             Self::Unauthorized => 401,
             Self::Forbidden(_) => 403,
@@ -44,7 +44,7 @@ impl Refusal {
     }
 
     /// Response body.
-    pub fn body(&self) -> &str {
+    pub(super) fn body(&self) -> &str {
         match self {
             Self::Unauthorized => "Unauthorized",
             Self::Forbidden(m) | Self::ReviewFailed(m) => m,
@@ -53,7 +53,7 @@ impl Refusal {
 }
 
 /// The bearer token of an `Authorization` header value (scheme case-insensitive).
-pub fn bearer_token(header: &str) -> Option<&str> {
+pub(super) fn bearer_token(header: &str) -> Option<&str> {
     let (scheme, token) = header.trim().split_once(' ')?;
     let token = token.trim();
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty() && !token.contains(' '))
@@ -61,7 +61,7 @@ pub fn bearer_token(header: &str) -> Option<&str> {
 }
 
 /// Authentication and authorization with their caches; shared by all connections.
-pub struct Gate {
+pub(super) struct Gate {
     node: String,
     reviewer: Arc<dyn Reviewer>,
     tokens: Mutex<TtlCache<String, Option<UserInfo>>>,
@@ -70,7 +70,7 @@ pub struct Gate {
 
 impl Gate {
     /// A gate for Node `node`.
-    pub fn new(node: String, reviewer: Arc<dyn Reviewer>) -> Self {
+    pub(super) fn new(node: String, reviewer: Arc<dyn Reviewer>) -> Self {
         Self {
             node,
             reviewer,
@@ -80,7 +80,7 @@ impl Gate {
     }
 
     /// The caller: the verified certificate's user, else the bearer token's.
-    pub async fn authenticate(
+    pub(super) async fn authenticate(
         &self,
         cert_user: Option<&UserInfo>,
         authorization: Option<&str>,
@@ -106,7 +106,7 @@ impl Gate {
     }
 
     /// Whether `user` may make this request.
-    pub async fn authorize(
+    pub(super) async fn authorize(
         &self,
         user: UserInfo,
         method: &Method,
@@ -141,7 +141,7 @@ impl Gate {
     }
 
     /// Authenticate, then authorize.
-    pub async fn admit(
+    pub(super) async fn admit(
         &self,
         cert_user: Option<&UserInfo>,
         authorization: Option<&str>,

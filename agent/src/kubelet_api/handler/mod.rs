@@ -31,10 +31,10 @@ use super::{
 /// Marks a response to a request that passed authentication and authorization, so the
 /// server counts its connection as authenticated (`super::conns`).
 #[derive(Debug, Clone, Copy)]
-pub struct Admitted;
+pub(super) struct Admitted;
 
 /// Answers one request; `cert_user` is the verified client certificate's user, if any.
-pub async fn handle<B>(
+pub(super) async fn handle<B>(
     api: Arc<Api>,
     cert_user: Option<UserInfo>,
     req: Request<B>,

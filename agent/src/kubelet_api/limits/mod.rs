@@ -13,12 +13,12 @@ use prometheus_client::{
 };
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-pub use crate::config::Limits;
+pub(crate) use crate::config::Limits;
 use crate::metrics::register;
 
 /// Which limit refused or closed something (`limit` label).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Limit {
+pub(crate) enum Limit {
     /// The connection cap: a new connection refused, or an unauthenticated one closed for it.
     Connections,
     /// A TLS handshake that did not finish in time.
@@ -33,7 +33,7 @@ pub enum Limit {
 
 impl Limit {
     /// Every limit.
-    pub const ALL: [Limit; 5] = [
+    pub(crate) const ALL: [Limit; 5] = [
         Limit::Connections,
         Limit::Handshake,
         Limit::Header,
@@ -42,7 +42,7 @@ impl Limit {
     ];
 
     /// Label value.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Limit::Connections => "connections",
             Limit::Handshake => "handshake_timeout",
@@ -61,13 +61,13 @@ struct LimitLabels {
 /// `tart_kubelet_kubelet_api_limited_total{limit}`. Clones share the series; [`Default`] is
 /// unregistered (tests).
 #[derive(Clone, Debug, Default)]
-pub struct LimitMetrics {
+pub(crate) struct LimitMetrics {
     limited: Family<LimitLabels, Counter>,
 }
 
 impl LimitMetrics {
     /// Create the metric and register it under `tart_kubelet_`.
-    pub fn register(registry: &mut Registry) -> Self {
+    pub(crate) fn register(registry: &mut Registry) -> Self {
         let m = Self::default();
         let r = registry.sub_registry_with_prefix("tart_kubelet");
         register!(r;
@@ -80,7 +80,7 @@ impl LimitMetrics {
     }
 
     /// Count one refusal by `limit`.
-    pub fn hit(&self, limit: Limit) {
+    pub(crate) fn hit(&self, limit: Limit) {
         self.limited
             .get_or_create(&LimitLabels {
                 limit: limit.as_str(),
@@ -90,7 +90,7 @@ impl LimitMetrics {
 
     /// How many `limit` refused so far.
     #[cfg(test)]
-    pub fn count(&self, limit: Limit) -> u64 {
+    pub(crate) fn count(&self, limit: Limit) -> u64 {
         self.limited
             .get_or_create(&LimitLabels {
                 limit: limit.as_str(),
@@ -102,7 +102,7 @@ impl LimitMetrics {
 /// A cap on things held at once (sessions, followed logs): a taken slot is given back when
 /// its [`Slot`] is dropped.
 #[derive(Debug, Clone)]
-pub struct Slots {
+pub(crate) struct Slots {
     cap: usize,
     free: Arc<Semaphore>,
     limit: Limit,
@@ -111,11 +111,11 @@ pub struct Slots {
 
 /// One taken slot.
 #[derive(Debug)]
-pub struct Slot(#[allow(dead_code)] OwnedSemaphorePermit);
+pub(crate) struct Slot(#[allow(dead_code)] OwnedSemaphorePermit);
 
 impl Slots {
     /// `cap` slots, refusals counted as `limit`.
-    pub fn new(cap: usize, limit: Limit, metrics: LimitMetrics) -> Self {
+    pub(crate) fn new(cap: usize, limit: Limit, metrics: LimitMetrics) -> Self {
         Self {
             cap,
             free: Arc::new(Semaphore::new(cap)),
@@ -128,7 +128,7 @@ impl Slots {
     ///
     /// # Errors
     /// The `429` message naming what is full and its cap.
-    pub fn take(&self, what: &str) -> Result<Slot, String> {
+    pub(crate) fn take(&self, what: &str) -> Result<Slot, String> {
         match self.free.clone().try_acquire_owned() {
             Ok(p) => Ok(Slot(p)),
             Err(_) => {

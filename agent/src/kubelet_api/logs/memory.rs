@@ -10,13 +10,19 @@ use super::{LogError, LogQuery, LogSource, LogStream, LogTarget};
 
 /// Lines per container, keyed by namespace and Pod.
 #[derive(Debug, Default, Clone)]
-pub struct MemoryLogs {
+pub(crate) struct MemoryLogs {
     pods: HashMap<(String, String), HashMap<String, Vec<String>>>,
 }
 
 impl MemoryLogs {
     /// Adds a container with these lines (each sent with a trailing newline).
-    pub fn with(mut self, namespace: &str, pod: &str, container: &str, lines: &[&str]) -> Self {
+    pub(crate) fn with(
+        mut self,
+        namespace: &str,
+        pod: &str,
+        container: &str,
+        lines: &[&str],
+    ) -> Self {
         self.pods
             .entry((namespace.into(), pod.into()))
             .or_default()

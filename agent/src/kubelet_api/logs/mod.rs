@@ -3,20 +3,20 @@
 //! module only defines what the HTTP side needs from it.
 
 #[cfg(test)]
-pub mod memory;
-pub mod pending;
-pub mod query;
+pub(crate) mod memory;
+pub(crate) mod pending;
+pub(crate) mod query;
 
 use std::{io, pin::Pin};
 
 use bytes::Bytes;
 use futures::{Stream, future::BoxFuture};
 
-pub use query::LogQuery;
+pub(crate) use query::LogQuery;
 
 /// The container a log request names.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct LogTarget {
+pub(crate) struct LogTarget {
     pub namespace: String,
     pub pod: String,
     pub container: String,
@@ -24,10 +24,10 @@ pub struct LogTarget {
 
 /// Log bytes as they become available; the stream ends when the log does (or, with `follow`,
 /// when the container terminates). Dropping it cancels the read.
-pub type LogStream = Pin<Box<dyn Stream<Item = io::Result<Bytes>> + Send>>;
+pub(crate) type LogStream = Pin<Box<dyn Stream<Item = io::Result<Bytes>> + Send>>;
 
 /// Reads container logs. Implemented by the log store; [`memory::MemoryLogs`] in tests.
-pub trait LogSource: Send + Sync + 'static {
+pub(crate) trait LogSource: Send + Sync + 'static {
     /// Opens the log of `target` as `query` asks: tail, since, timestamps and the byte limit are
     /// applied by the source; the HTTP side only copies the stream to the response.
     fn open(
@@ -39,7 +39,7 @@ pub trait LogSource: Send + Sync + 'static {
 
 /// Why a log cannot be served, with kubelet's texts.
 #[derive(Debug, thiserror::Error)]
-pub enum LogError {
+pub(crate) enum LogError {
     /// No such Pod on this node (404).
     #[error("pod {pod:?} does not exist")]
     PodNotFound {
@@ -65,7 +65,7 @@ pub enum LogError {
 
 /// [`LogError`]'s closed kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LogErrorKind {
+pub(crate) enum LogErrorKind {
     /// 404, no such Pod.
     PodNotFound,
     /// 404, no such container.
@@ -78,7 +78,7 @@ pub enum LogErrorKind {
 
 impl LogErrorKind {
     /// The kind as a label value.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::PodNotFound => "pod_not_found",
             Self::ContainerNotFound => "container_not_found",
@@ -90,7 +90,7 @@ impl LogErrorKind {
 
 impl LogError {
     /// The closed kind.
-    pub fn kind(&self) -> LogErrorKind {
+    pub(crate) fn kind(&self) -> LogErrorKind {
         match self {
             Self::PodNotFound { .. } => LogErrorKind::PodNotFound,
             Self::ContainerNotFound { .. } => LogErrorKind::ContainerNotFound,
@@ -101,7 +101,7 @@ impl LogError {
 
     /// The HTTP status kubelet answers with; the API server turns 404 into `NotFound`, 400
     /// into `BadRequest` and 500 into `InternalError`, with the body as the message.
-    pub fn status(&self) -> u16 {
+    pub(crate) fn status(&self) -> u16 {
         match self.kind() {
             LogErrorKind::PodNotFound | LogErrorKind::ContainerNotFound => 404,
             LogErrorKind::Unavailable => 400,

@@ -10,13 +10,13 @@ use super::{LogError, LogQuery, LogSource, LogStream, LogTarget};
 use crate::kubelet_api::pods::PodSource;
 
 /// Knows the Pods, keeps no logs.
-pub struct NotCollected {
+pub(crate) struct NotCollected {
     pods: Arc<dyn PodSource>,
 }
 
 impl NotCollected {
     /// Looks Pods up in `pods`.
-    pub fn new(pods: Arc<dyn PodSource>) -> Self {
+    pub(crate) fn new(pods: Arc<dyn PodSource>) -> Self {
         Self { pods }
     }
 }

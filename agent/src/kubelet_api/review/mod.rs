@@ -15,11 +15,11 @@ use super::authz::{Subresource, Verb};
 use crate::api::ApiErrorKind;
 
 /// Every authenticated user is in this group too (kubelet's `AuthenticatedGroupAdder`).
-pub const AUTHENTICATED: &str = "system:authenticated";
+pub(super) const AUTHENTICATED: &str = "system:authenticated";
 
 /// An authenticated caller.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
-pub struct UserInfo {
+pub(crate) struct UserInfo {
     pub name: String,
     /// UID (empty for certificate users).
     pub uid: String,
@@ -31,7 +31,7 @@ pub struct UserInfo {
 
 impl UserInfo {
     /// A user with `groups` plus `system:authenticated`.
-    pub fn new(name: String, uid: String, mut groups: Vec<String>) -> Self {
+    pub(crate) fn new(name: String, uid: String, mut groups: Vec<String>) -> Self {
         if !groups.iter().any(|g| g == AUTHENTICATED) {
             groups.push(AUTHENTICATED.into());
         }
@@ -46,7 +46,7 @@ impl UserInfo {
 
 /// One authorization question: may `user` do `verb` on `nodes/<subresource>` of `node`?
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct AccessRequest {
+pub(crate) struct AccessRequest {
     /// The caller.
     pub user: UserInfo,
     pub verb: Verb,
@@ -58,7 +58,7 @@ pub struct AccessRequest {
 
 /// A review that could not be answered.
 #[derive(Debug, thiserror::Error)]
-pub enum ReviewError {
+pub(crate) enum ReviewError {
     /// The API server did not answer within the deadline.
     #[error("{review} timed out after {after:?}")]
     TimedOut {
@@ -79,7 +79,7 @@ pub enum ReviewError {
 
 impl ReviewError {
     /// The closed kind, as the API error metrics label it.
-    pub fn kind(&self) -> ApiErrorKind {
+    pub(crate) fn kind(&self) -> ApiErrorKind {
         match self {
             Self::TimedOut { .. } => ApiErrorKind::Timeout,
             Self::Api { source, .. } => ApiErrorKind::of(source),
@@ -88,7 +88,7 @@ impl ReviewError {
 }
 
 /// Answers the two reviews.
-pub trait Reviewer: Send + Sync + 'static {
+pub(crate) trait Reviewer: Send + Sync + 'static {
     /// The user a bearer token belongs to; `None` when the token is not valid.
     fn review_token(
         &self,
@@ -100,14 +100,14 @@ pub trait Reviewer: Send + Sync + 'static {
 
 /// Asks the API server.
 #[derive(Clone)]
-pub struct KubeReviewer {
+pub(crate) struct KubeReviewer {
     client: Client,
     deadline: Duration,
 }
 
 impl KubeReviewer {
     /// Each review gives up after `deadline`.
-    pub fn new(client: Client, deadline: Duration) -> Self {
+    pub(crate) fn new(client: Client, deadline: Duration) -> Self {
         Self { client, deadline }
     }
 }
@@ -166,7 +166,7 @@ impl Reviewer for KubeReviewer {
 }
 
 /// The SubjectAccessReview spec kubelet sends for `req`.
-pub fn access_spec(req: &AccessRequest) -> SubjectAccessReviewSpec {
+pub(super) fn access_spec(req: &AccessRequest) -> SubjectAccessReviewSpec {
     SubjectAccessReviewSpec {
         user: Some(req.user.name.clone()),
         uid: Some(req.user.uid.clone()).filter(|u| !u.is_empty()),

@@ -11,7 +11,7 @@ use hyper::Method;
 
 /// A streaming endpoint this agent does not implement yet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Streaming {
+pub(super) enum Streaming {
     /// `/exec/...`.
     Exec,
     /// `/attach/...`.
@@ -24,7 +24,7 @@ pub enum Streaming {
 
 impl Streaming {
     /// The path segment.
-    pub fn as_str(self) -> &'static str {
+    pub(super) fn as_str(self) -> &'static str {
         match self {
             Self::Exec => "exec",
             Self::Attach => "attach",
@@ -36,7 +36,7 @@ impl Streaming {
 
 /// Where a request goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Route<'a> {
+pub(super) enum Route<'a> {
     /// `GET /healthz`.
     Healthz,
     /// `GET /pods` (and `/pods/`).
@@ -83,7 +83,7 @@ pub enum Route<'a> {
 }
 
 /// The route of `method path`.
-pub fn route<'a>(method: &Method, path: &'a str) -> Route<'a> {
+pub(super) fn route<'a>(method: &Method, path: &'a str) -> Route<'a> {
     let get_only = |r: Route<'a>| {
         if *method == Method::GET {
             r

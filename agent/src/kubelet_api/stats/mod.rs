@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 /// One CPU and memory reading.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Usage {
+pub(crate) struct Usage {
     /// When it was measured.
     pub at: Timestamp,
     /// Cumulative CPU time.
@@ -33,7 +33,7 @@ impl Usage {
 
 /// A Pod's VM, reported as its one container.
 #[derive(Debug, Clone, PartialEq)]
-pub struct PodUsage {
+pub(crate) struct PodUsage {
     pub namespace: String,
     pub name: String,
     pub uid: String,
@@ -45,7 +45,7 @@ pub struct PodUsage {
 
 /// What the two endpoints render.
 #[derive(Debug, Clone, PartialEq)]
-pub struct StatsView {
+pub(crate) struct StatsView {
     pub node_name: String,
     /// When the agent started.
     pub node_start: Timestamp,
@@ -54,7 +54,7 @@ pub struct StatsView {
 }
 
 /// Where the numbers come from.
-pub trait StatsSource: Send + Sync + 'static {
+pub(crate) trait StatsSource: Send + Sync + 'static {
     /// The latest numbers.
     fn stats(&self) -> StatsView;
 }
@@ -87,7 +87,7 @@ fn memory(u: &Usage) -> Value {
 }
 
 /// The Summary JSON. `nodeName`, `startTime` and `pods` are always present.
-pub fn summary(v: &StatsView) -> Value {
+pub(crate) fn summary(v: &StatsView) -> Value {
     let mut node = json!({
         "nodeName": v.node_name,
         "startTime": time(v.node_start),
@@ -126,7 +126,7 @@ fn esc(s: &str) -> String {
 }
 
 /// The `/metrics/resource` text.
-pub fn resource_metrics(v: &StatsView) -> String {
+pub(crate) fn resource_metrics(v: &StatsView) -> String {
     let mut out = String::new();
     let family = |out: &mut String, name: &str, ty: &str, help: &str| {
         let _ = writeln!(out, "# HELP {name} [ALPHA] {help}");

@@ -10,7 +10,7 @@ use std::{
 };
 
 use futures::FutureExt;
-pub use spdy::testing::{Client, T, stream_data};
+pub(super) use spdy::testing::{Client, T, stream_data};
 use tart::{ExecControl, ExecOpts, ExecReader, ExecWriter, WindowSize};
 use tokio::io::AsyncReadExt;
 
@@ -18,7 +18,7 @@ use super::remotecommand::session::Starter;
 
 /// What the session did to the scripted command.
 #[derive(Default)]
-pub struct Seen {
+pub(super) struct Seen {
     pub killed: AtomicBool,
     pub sizes: Mutex<Vec<WindowSize>>,
     pub stdin: Mutex<Vec<u8>>,
@@ -36,7 +36,7 @@ impl ExecControl for Control {
 }
 
 /// A command that prints `out`/`err` and exits with `code` once `exit` fires (or at once).
-pub fn scripted(
+pub(super) fn scripted(
     out: &'static str,
     err: &'static str,
     exit: Option<tokio::sync::oneshot::Receiver<i32>>,
@@ -71,7 +71,7 @@ pub fn scripted(
 }
 
 /// Polls `f` until it holds or [`T`] passes; whether it held.
-pub async fn eventually(mut f: impl FnMut() -> bool) -> bool {
+pub(super) async fn eventually(mut f: impl FnMut() -> bool) -> bool {
     let deadline = tokio::time::Instant::now() + T;
     while !f() {
         if tokio::time::Instant::now() >= deadline {

@@ -10,7 +10,7 @@ use tart::{ExecOpts, ExecSession, VmName};
 
 /// The container an exec request names.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExecTarget {
+pub(crate) struct ExecTarget {
     pub namespace: String,
     pub pod: String,
     /// Pod UID, when the path carries one (it narrows the lookup to that instance).
@@ -20,7 +20,7 @@ pub struct ExecTarget {
 
 /// Why there is nothing to exec into, in kubelet's words.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ExecError {
+pub(crate) enum ExecError {
     /// No such Pod on this node.
     #[error("pod does not exist")]
     PodNotFound,
@@ -41,7 +41,7 @@ impl ExecError {
     /// The HTTP status of the answer (before any upgrade): 404 as kubelet's logs answer an
     /// unknown Pod or container, 400 for a VM that is not running (kubelet's exec says 500
     /// for both, which kubectl shows as an internal error).
-    pub fn status(&self) -> u16 {
+    pub(crate) fn status(&self) -> u16 {
         match self {
             Self::PodNotFound | Self::ContainerNotFound(_) => 404,
             Self::NotRunning { .. } => 400,
@@ -50,7 +50,7 @@ impl ExecError {
 }
 
 /// Finds a container's running VM and starts commands in it.
-pub trait ExecSource: Send + Sync + 'static {
+pub(crate) trait ExecSource: Send + Sync + 'static {
     /// The running VM behind `target`.
     ///
     /// # Errors

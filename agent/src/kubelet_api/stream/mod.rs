@@ -19,17 +19,17 @@
 //! The wire facts these files cite are in docs/reference/kubelet-api.md (checked against the 1.20
 //! API server and kubectl 1.32); what the agent does is described in docs/kubelet-api.md.
 
-pub mod guest;
-pub mod metrics;
-pub mod portforward;
-pub mod remotecommand;
-pub mod status;
-pub mod transport;
-pub mod upgrade;
-pub mod websocket;
+pub(crate) mod guest;
+pub(crate) mod metrics;
+pub(crate) mod portforward;
+pub(crate) mod remotecommand;
+pub(crate) mod status;
+pub(crate) mod transport;
+pub(crate) mod upgrade;
+pub(crate) mod websocket;
 
 #[cfg(test)]
 mod fixtures;
 
-pub use guest::{ExecSource, ExecTarget};
-pub use metrics::ExecMetrics;
+pub(crate) use guest::{ExecSource, ExecTarget};
+pub(crate) use metrics::ExecMetrics;

@@ -15,7 +15,7 @@ use x509_cert::{
 
 /// The subject's CommonName and Organization values.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Subject {
+pub(crate) struct Subject {
     /// CN (empty when absent; the last one when several).
     pub common_name: String,
     /// O values, in certificate order.
@@ -23,18 +23,18 @@ pub struct Subject {
 }
 
 /// DER certificate `der`, parsed; `None` when it is not one (trailing bytes included).
-pub fn certificate(der: &[u8]) -> Option<Certificate> {
+pub(crate) fn certificate(der: &[u8]) -> Option<Certificate> {
     Certificate::from_der(der).ok()
 }
 
 /// The subject of a DER certificate; `None` when it is not one.
-pub fn subject(der: &[u8]) -> Option<Subject> {
+pub(crate) fn subject(der: &[u8]) -> Option<Subject> {
     Some(names(certificate(der)?.tbs_certificate().subject()))
 }
 
 /// The CN and O values of `name`. A value's bytes are read as UTF-8 whatever its string type
 /// (UTF8String, PrintableString, …), invalid sequences replaced, as Go's reader keeps them.
-pub fn names(name: &Name) -> Subject {
+pub(crate) fn names(name: &Name) -> Subject {
     let mut out = Subject::default();
     for atv in name.iter() {
         let text = || String::from_utf8_lossy(atv.value.value()).into_owned();

@@ -5,10 +5,10 @@
 //! attempt's end with kubelet's text). A probe reads a handler's end as an [`outcome::Outcome`];
 //! a hook reads it in `hooks::run`.
 
-pub mod exec;
-pub mod http;
-pub mod model;
-pub mod outcome;
-pub mod tcp;
+pub(crate) mod exec;
+pub(crate) mod http;
+pub(crate) mod model;
+pub(crate) mod outcome;
+pub(crate) mod tcp;
 mod tls;
-pub mod url;
+pub(crate) mod url;

@@ -3,7 +3,7 @@
 
 /// `httpGet.scheme`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scheme {
+pub(crate) enum Scheme {
     /// Plain HTTP (the default).
     Http,
     /// HTTPS; the server's certificate is not verified, as kubelet does not verify it.
@@ -12,7 +12,7 @@ pub enum Scheme {
 
 impl Scheme {
     /// The URL scheme.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Http => "http",
             Self::Https => "https",
@@ -22,7 +22,7 @@ impl Scheme {
 
 /// An `httpGet` action of a probe or a hook, its port resolved.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HttpGet {
+pub(crate) struct HttpGet {
     /// HTTP or HTTPS.
     pub scheme: Scheme,
     /// Host to connect to; `None`: the Pod IP.

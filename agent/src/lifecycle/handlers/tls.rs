@@ -13,7 +13,7 @@ use rustls::{
 use tokio_rustls::TlsConnector;
 
 /// A connector that accepts any server certificate. No ALPN: probes speak HTTP/1.1.
-pub fn insecure_connector() -> TlsConnector {
+pub(super) fn insecure_connector() -> TlsConnector {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()

@@ -7,8 +7,8 @@
 //! Pod's worker decides when a hook runs and what its failure does (docs/pods.md, "Lifecycle
 //! hooks").
 
-pub mod model;
-pub mod run;
+pub(crate) mod model;
+pub(crate) mod run;
 
-pub use model::{HookKind, hook};
-pub use run::{HookRunner, run};
+pub(crate) use model::{HookKind, hook};
+pub(crate) use run::{HookRunner, run};

@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::model::{Action, ProbeKind, ProbeSet, ProbeSpec};
 
 /// An `exec true` probe with the API server's defaults.
-pub fn spec(kind: ProbeKind) -> ProbeSpec {
+pub(crate) fn spec(kind: ProbeKind) -> ProbeSpec {
     ProbeSpec {
         kind,
         action: Action::Exec {
@@ -22,7 +22,7 @@ pub fn spec(kind: ProbeKind) -> ProbeSpec {
 }
 
 /// Chainable changes to a spec.
-pub trait SpecExt {
+pub(crate) trait SpecExt {
     fn successes(self, n: u32) -> Self;
     fn failures(self, n: u32) -> Self;
     fn initial(self, secs: u64) -> Self;
@@ -64,7 +64,7 @@ impl SpecExt for ProbeSpec {
 }
 
 /// The container `vm` with these probes (at most one of each kind).
-pub fn set(specs: impl IntoIterator<Item = ProbeSpec>) -> ProbeSet {
+pub(crate) fn set(specs: impl IntoIterator<Item = ProbeSpec>) -> ProbeSet {
     let mut set = ProbeSet {
         container: "vm".into(),
         ..Default::default()

@@ -9,18 +9,18 @@
 //! conditions, its kill into a stop, and its reports into events and metrics. docs/probes.md
 //! describes the behaviour and where it differs from kubelet.
 
-pub mod check;
-pub mod model;
-pub mod prober;
-pub mod state;
+pub(crate) mod check;
+pub(crate) mod model;
+pub(crate) mod prober;
+pub(crate) mod state;
 
 #[cfg(test)]
 pub(crate) mod fixtures;
 
-pub use super::handlers::outcome::{Outcome, ProbeResult};
-pub use check::GuestChecker;
-pub use model::{ProbeKind, ProbeSet};
-pub use prober::{
+pub(crate) use super::handlers::outcome::{Outcome, ProbeResult};
+pub(crate) use check::GuestChecker;
+pub(crate) use model::{ProbeKind, ProbeSet};
+pub(crate) use prober::{
     EventReason, Kill, ProbeReport, ProberEvent, ProberHandle, event_message, event_reason, spawn,
 };
-pub use state::ProbeStatus;
+pub(crate) use state::ProbeStatus;

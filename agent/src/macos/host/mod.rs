@@ -14,7 +14,7 @@ use crate::host::{HostInfo, PidStats, VolumeStats};
 const DEADLINE: Duration = Duration::from_secs(5);
 
 /// The sysctl names read once.
-pub const STATIC_SYSCTLS: [&str; 8] = [
+pub(crate) const STATIC_SYSCTLS: [&str; 8] = [
     "hw.ncpu",
     "hw.memsize",
     "hw.model",
@@ -27,7 +27,7 @@ pub const STATIC_SYSCTLS: [&str; 8] = [
 
 /// Facts that do not change while the agent runs.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct StaticFacts {
+pub(crate) struct StaticFacts {
     /// `hw.ncpu`.
     pub cpus: u32,
     /// `hw.memsize`.
@@ -48,7 +48,7 @@ pub struct StaticFacts {
 
 impl StaticFacts {
     /// Pure: `sysctl <names>` output -> facts; `None` when the essentials are missing.
-    pub fn from_sysctl(m: &BTreeMap<String, String>) -> Option<Self> {
+    pub(crate) fn from_sysctl(m: &BTreeMap<String, String>) -> Option<Self> {
         let get = |k: &str| m.get(k).cloned();
         Some(Self {
             cpus: get("hw.ncpu")?.parse().ok()?,
@@ -67,14 +67,14 @@ impl StaticFacts {
 
 /// Host facts of the Mac the agent runs on.
 #[derive(Debug, Default)]
-pub struct MacHost {
+pub(crate) struct MacHost {
     facts: OnceLock<StaticFacts>,
     uuid: OnceLock<Option<String>>,
 }
 
 impl MacHost {
     /// A host whose facts are read lazily.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 

@@ -3,10 +3,10 @@
 //! here.
 use std::collections::BTreeMap;
 
-pub mod vitals;
+pub(crate) mod vitals;
 
 /// `sysctl a.b c.d` output: one `name: value` per line (SYSCMDS `show_var`).
-pub fn sysctl_lines(text: &str) -> BTreeMap<String, String> {
+pub(crate) fn sysctl_lines(text: &str) -> BTreeMap<String, String> {
     text.lines()
         .filter_map(|l| {
             let (k, v) = l.split_once(": ")?;
@@ -16,7 +16,7 @@ pub fn sysctl_lines(text: &str) -> BTreeMap<String, String> {
 }
 
 /// `ioreg -rd1 -c IOPlatformExpertDevice` -> the value of `"IOPlatformUUID" = "..."`.
-pub fn ioreg_platform_uuid(text: &str) -> Option<String> {
+pub(crate) fn ioreg_platform_uuid(text: &str) -> Option<String> {
     text.lines().find_map(|l| {
         let (k, v) = l.split_once('=')?;
         (k.trim() == "\"IOPlatformUUID\"").then(|| v.trim().trim_matches('"').to_string())
@@ -26,7 +26,7 @@ pub fn ioreg_platform_uuid(text: &str) -> Option<String> {
 /// `defaults read <domain> <key>` of an old-style (NeXTSTEP) dictionary: the value of `key`
 /// inside `{ key = value; ... }`, unquoted. Used for `bootpd` -> `DHCPLeaseTimeSecs`.
 #[cfg_attr(not(target_os = "macos"), allow(dead_code))]
-pub fn defaults_dict_value(text: &str, key: &str) -> Option<String> {
+pub(crate) fn defaults_dict_value(text: &str, key: &str) -> Option<String> {
     text.lines().find_map(|l| {
         let (k, v) = l.trim().split_once(" = ")?;
         (k.trim().trim_matches('"') == key).then(|| {

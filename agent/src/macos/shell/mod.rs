@@ -7,7 +7,7 @@ use std::time::Duration;
 
 /// Why a command produced no usable output.
 #[derive(Debug, thiserror::Error)]
-pub enum ShellError {
+pub(crate) enum ShellError {
     /// The program could not be started (absent on this system, permissions).
     #[error("cannot start {program}")]
     Spawn {
@@ -40,7 +40,7 @@ pub enum ShellError {
 ///
 /// # Errors
 /// [`ShellError`]: not startable, timed out (the child is killed), or non-zero exit.
-pub fn run(program: &str, args: &[&str], deadline: Duration) -> Result<String, ShellError> {
+pub(crate) fn run(program: &str, args: &[&str], deadline: Duration) -> Result<String, ShellError> {
     let mut child = Command::new(program)
         .args(args)
         .stdin(Stdio::null())

@@ -16,11 +16,11 @@ use tokio::time::Instant;
 use tracing::{debug, error, warn};
 
 /// How long a call must stay forbidden before the 403 is taken for a missing RBAC rule.
-pub const PERSISTENT: Duration = Duration::from_secs(30);
+pub(crate) const PERSISTENT: Duration = Duration::from_secs(30);
 
 /// A run of 403s of one call with no success in between.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Streak {
+pub(crate) struct Streak {
     /// The first 403 of the run.
     pub since: Instant,
     /// The advice was logged.
@@ -29,7 +29,7 @@ pub struct Streak {
 
 /// How to log one 403.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// The first of a run: `warn`, it may be transient.
     Retrying,
     /// Persistent: the RBAC advice at `error`, once per run.
@@ -39,7 +39,7 @@ pub enum Verdict {
 }
 
 /// The streak after a 403 at `now`, given the streak before it, and how to log it.
-pub fn on_forbidden(before: Option<Streak>, now: Instant) -> (Streak, Verdict) {
+pub(crate) fn on_forbidden(before: Option<Streak>, now: Instant) -> (Streak, Verdict) {
     match before {
         None => (
             Streak {
@@ -59,13 +59,13 @@ pub fn on_forbidden(before: Option<Streak>, now: Instant) -> (Streak, Verdict) {
 /// succeeds again, so a missing RBAC rule is one clear line, not a flood, and a transient
 /// one is no false alarm.
 #[derive(Clone, Debug, Default)]
-pub struct ApiAccess {
+pub(crate) struct ApiAccess {
     forbidden: Arc<Mutex<BTreeMap<(&'static str, &'static str), Streak>>>,
 }
 
 impl ApiAccess {
     /// `verb` on `resource` failed with `err`.
-    pub fn failed(&self, verb: &'static str, resource: &'static str, err: &kube::Error) {
+    pub(crate) fn failed(&self, verb: &'static str, resource: &'static str, err: &kube::Error) {
         let kube::Error::Api(s) = err else {
             warn!(verb, resource, error = %err, "api request failed");
             return;
@@ -99,7 +99,7 @@ impl ApiAccess {
     }
 
     /// `verb` on `resource` succeeded.
-    pub fn ok(&self, verb: &'static str, resource: &'static str) {
+    pub(crate) fn ok(&self, verb: &'static str, resource: &'static str) {
         let mut f = self.lock();
         if !f.is_empty() {
             f.remove(&(verb, resource));

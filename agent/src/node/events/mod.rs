@@ -27,7 +27,7 @@ use crate::metrics::NodeMetrics;
 
 /// One event to publish.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NodeEvent {
+pub(crate) struct NodeEvent {
     /// Warning (else Normal).
     pub warning: bool,
     pub reason: &'static str,
@@ -55,7 +55,7 @@ fn reason(type_: &str, status: &str) -> Option<(&'static str, bool)> {
 
 /// Events for every condition whose status differs between `previous` and `current`
 /// (a condition absent from `previous` counts as changed).
-pub fn transition_events(
+pub(crate) fn transition_events(
     node: &str,
     previous: &[NodeCondition],
     current: &[NodeCondition],
@@ -89,7 +89,11 @@ pub fn transition_events(
 /// (`last`, which starts false, as kubelet's does: a Node found cordoned at start gets one
 /// `NodeNotSchedulable`): `NodeNotSchedulable` on a cordon, `NodeSchedulable` on an uncordon,
 /// whoever made it (an operator, or this agent's own host checks). Updates `last`.
-pub fn schedulable_event(node: &str, last: &mut bool, unschedulable: bool) -> Option<NodeEvent> {
+pub(crate) fn schedulable_event(
+    node: &str,
+    last: &mut bool,
+    unschedulable: bool,
+) -> Option<NodeEvent> {
     if *last == unschedulable {
         return None;
     }
@@ -108,7 +112,7 @@ pub fn schedulable_event(node: &str, last: &mut bool, unschedulable: bool) -> Op
 
 /// Publishes node events.
 #[derive(Clone)]
-pub struct NodeEvents {
+pub(crate) struct NodeEvents {
     api: Api<Event>,
     node: String,
     timeout: Duration,
@@ -118,7 +122,7 @@ pub struct NodeEvents {
 
 impl NodeEvents {
     /// Events about Node `name`.
-    pub fn new(
+    pub(crate) fn new(
         client: Client,
         name: &str,
         timeout: Duration,
@@ -135,7 +139,7 @@ impl NodeEvents {
     }
 
     /// Publish `ev`; failures are logged and counted, never returned.
-    pub async fn publish(&self, ev: &NodeEvent) {
+    pub(crate) async fn publish(&self, ev: &NodeEvent) {
         let event = event_object(&self.node, ev, Timestamp::now());
         let res = tokio::time::timeout(
             self.timeout,

@@ -21,7 +21,7 @@ use tracing::{Instrument, info_span};
 /// Shared fence; clones see the same state. A default fence holds nothing until
 /// [`Fence::renewed`].
 #[derive(Clone, Debug)]
-pub struct Fence {
+pub(crate) struct Fence {
     tx: watch::Sender<Option<String>>,
     held_until: Arc<Mutex<Option<Instant>>>,
 }
@@ -37,14 +37,14 @@ impl Default for Fence {
 
 /// Whether this agent may publish anything at `now`: not fenced, and its Lease (written last
 /// by this agent, good until `held_until`) not expired.
-pub fn may_publish(fenced: bool, held_until: Option<Instant>, now: Instant) -> bool {
+pub(crate) fn may_publish(fenced: bool, held_until: Option<Instant>, now: Instant) -> bool {
     !fenced && held_until.is_some_and(|until| now < until)
 }
 
 impl Fence {
     /// A fence whose Lease was just written, good for `duration`.
     #[cfg(test)]
-    pub fn held(duration: Duration) -> Self {
+    pub(crate) fn held(duration: Duration) -> Self {
         let f = Self::default();
         f.renewed(Instant::now(), duration);
         f
@@ -52,7 +52,7 @@ impl Fence {
 
     /// The Lease was written by this agent with a request sent at `sent`: it is ours until
     /// `sent + duration`.
-    pub fn renewed(&self, sent: Instant, duration: Duration) {
+    pub(crate) fn renewed(&self, sent: Instant, duration: Duration) {
         let mut until = self
             .held_until
             .lock()
@@ -61,7 +61,7 @@ impl Fence {
     }
 
     /// Whether the Lease is ours now ([`may_publish`]).
-    pub fn holds(&self) -> bool {
+    pub(crate) fn holds(&self) -> bool {
         let until = *self
             .held_until
             .lock()
@@ -70,23 +70,26 @@ impl Fence {
     }
 
     /// Raise the fence: `holder` is the other instance that holds the Lease.
-    pub fn raise(&self, holder: String) {
+    pub(crate) fn raise(&self, holder: String) {
         self.tx.send_replace(Some(holder));
     }
 
     /// The holder that fenced us, if any.
-    pub fn holder(&self) -> Option<String> {
+    pub(crate) fn holder(&self) -> Option<String> {
         self.tx.borrow().clone()
     }
 
     /// Follow the fence.
-    pub fn subscribe(&self) -> watch::Receiver<Option<String>> {
+    pub(crate) fn subscribe(&self) -> watch::Receiver<Option<String>> {
         self.tx.subscribe()
     }
 }
 
 /// A shutdown signal that turns true when `shutdown` does or when `fence` is raised.
-pub fn pod_shutdown(mut shutdown: watch::Receiver<bool>, fence: &Fence) -> watch::Receiver<bool> {
+pub(crate) fn pod_shutdown(
+    mut shutdown: watch::Receiver<bool>,
+    fence: &Fence,
+) -> watch::Receiver<bool> {
     let (tx, rx) = watch::channel(*shutdown.borrow() || fence.holder().is_some());
     let mut fenced = fence.subscribe();
     tokio::spawn(

@@ -15,11 +15,11 @@ use serde_json::{Value, json};
 use super::health::HealthSnapshot;
 
 /// Annotation on the Node while the agent holds the cordon; its value is the reason.
-pub const CORDON_ANNOTATION: &str = "tart.run/cordoned-by-agent";
+pub(crate) const CORDON_ANNOTATION: &str = "tart.run/cordoned-by-agent";
 
 /// Why the Node takes no new Pods.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Block {
+pub(crate) struct Block {
     /// The `TartReady` reason.
     pub reason: &'static str,
     /// What was found.
@@ -28,7 +28,7 @@ pub struct Block {
 
 /// The block in force, if any: failing host checks first (they name the cause), then the
 /// quarantine.
-pub fn block(h: &HealthSnapshot) -> Option<Block> {
+pub(crate) fn block(h: &HealthSnapshot) -> Option<Block> {
     if let Some(first) = h.checks.first() {
         let message = h
             .checks
@@ -53,7 +53,7 @@ pub fn block(h: &HealthSnapshot) -> Option<Block> {
 
 /// What to do with `spec.unschedulable`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CordonAction {
+pub(crate) enum CordonAction {
     /// Nothing to change.
     Keep,
     /// Set `unschedulable` and our annotation.
@@ -66,7 +66,7 @@ pub enum CordonAction {
 
 impl CordonAction {
     /// Log/label value.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             CordonAction::Keep => "keep",
             CordonAction::Cordon => "cordon",
@@ -79,7 +79,7 @@ impl CordonAction {
 /// The action for `want` (a block is in force) given the Node's `unschedulable` and whether it
 /// carries our annotation. A cordon without our annotation is an operator's: it is never
 /// lifted, and never claimed.
-pub fn cordon_action(want: bool, unschedulable: bool, ours: bool) -> CordonAction {
+pub(crate) fn cordon_action(want: bool, unschedulable: bool, ours: bool) -> CordonAction {
     match (want, unschedulable, ours) {
         (true, false, _) => CordonAction::Cordon,
         (true, true, _) => CordonAction::Keep,
@@ -91,7 +91,7 @@ pub fn cordon_action(want: bool, unschedulable: bool, ours: bool) -> CordonActio
 
 /// The merge patch for `action`, with `resource_version` as a precondition so a change an
 /// operator made since the Node was read is never overwritten (the server answers 409).
-pub fn cordon_patch(
+pub(crate) fn cordon_patch(
     action: CordonAction,
     reason: &str,
     resource_version: Option<&str>,

@@ -17,7 +17,7 @@ use crate::hostcheck::Failure;
 
 /// Result of the node side's own tart probe.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TartProbe {
+pub(crate) enum TartProbe {
     /// Not probed yet.
     Unknown,
     /// `tart --version` worked, the version is supported and `TART_HOME` is writable.
@@ -50,7 +50,7 @@ pub enum TartProbe {
 
 impl TartProbe {
     /// The tart version when known (also for an unsupported one).
-    pub fn version(&self) -> Option<&str> {
+    pub(crate) fn version(&self) -> Option<&str> {
         match self {
             TartProbe::Ok { version } | TartProbe::VersionUnsupported { version, .. } => {
                 Some(version)
@@ -62,7 +62,7 @@ impl TartProbe {
 
 /// A quarantine in force: repeated host faults seen by the Pod side.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HostFault {
+pub(crate) struct HostFault {
     /// The latest fault's kind.
     pub kind: tart::ErrorKind,
     /// Faults that started (and extended) the quarantine.
@@ -75,7 +75,7 @@ pub struct HostFault {
 
 impl HostFault {
     /// The `TartReady` reason for this fault.
-    pub fn reason(&self) -> &'static str {
+    pub(crate) fn reason(&self) -> &'static str {
         match self.kind {
             tart::ErrorKind::VmLimit => "VMLimitReached",
             tart::ErrorKind::AuxStorageLocked => "AuxiliaryStorageLocked",
@@ -99,7 +99,7 @@ impl From<Active> for HostFault {
 
 /// What the status loop needs: the probe, the quarantine and the failing host checks.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HealthSnapshot {
+pub(crate) struct HealthSnapshot {
     /// Node side probe.
     pub probe: TartProbe,
     /// The quarantine in force, if any.
@@ -114,14 +114,14 @@ pub struct HealthSnapshot {
 impl HealthSnapshot {
     /// Whether tart is usable (probe ok, no quarantine, no failing host check).
     #[cfg(test)]
-    pub fn tart_usable(&self) -> bool {
+    pub(crate) fn tart_usable(&self) -> bool {
         matches!(self.probe, TartProbe::Ok { .. }) && self.fault.is_none() && self.checks.is_empty()
     }
 }
 
 /// Shared health handle. Clone freely.
 #[derive(Clone, Debug)]
-pub struct HostHealth {
+pub(crate) struct HostHealth {
     inner: Arc<Inner>,
 }
 
@@ -150,7 +150,7 @@ impl HostHealth {
     /// `threshold` (≥ 1) host faults within `window` quarantine the Node for the default
     /// cool-down.
     #[cfg(test)]
-    pub fn new(threshold: usize, window: std::time::Duration) -> Self {
+    pub(crate) fn new(threshold: usize, window: std::time::Duration) -> Self {
         Self::with_policy(Policy {
             faults: threshold,
             window,
@@ -159,7 +159,7 @@ impl HostHealth {
     }
 
     /// Quarantine by `policy`.
-    pub fn with_policy(policy: Policy) -> Self {
+    pub(crate) fn with_policy(policy: Policy) -> Self {
         let (tx, _) = watch::channel(HealthSnapshot {
             probe: TartProbe::Unknown,
             fault: None,
@@ -181,7 +181,7 @@ impl HostHealth {
 
     /// Pod side: a tart operation failed with `kind`. Only host-fault kinds
     /// ([`tart::ErrorKind::is_host_fault`]) count; others are ignored.
-    pub fn record_host_fault(&self, kind: tart::ErrorKind) {
+    pub(crate) fn record_host_fault(&self, kind: tart::ErrorKind) {
         if !kind.is_host_fault() {
             return;
         }
@@ -191,21 +191,21 @@ impl HostHealth {
     }
 
     /// Pod side: a VM started; the host evidently works, forget earlier faults.
-    pub fn record_vm_start_ok(&self) {
+    pub(crate) fn record_vm_start_ok(&self) {
         let mut st = self.lock();
         st.quarantine.vm_started();
         self.publish(&mut st);
     }
 
     /// Node side: the latest tart probe.
-    pub fn set_probe(&self, probe: TartProbe) {
+    pub(crate) fn set_probe(&self, probe: TartProbe) {
         let mut st = self.lock();
         st.probe = probe;
         self.publish(&mut st);
     }
 
     /// Node side: the host checks failing now.
-    pub fn set_checks(&self, checks: Vec<Failure>) {
+    pub(crate) fn set_checks(&self, checks: Vec<Failure>) {
         let mut st = self.lock();
         st.checks = checks;
         st.checked = true;
@@ -213,14 +213,14 @@ impl HostHealth {
     }
 
     /// The current snapshot, with an expired quarantine lifted.
-    pub fn snapshot(&self) -> HealthSnapshot {
+    pub(crate) fn snapshot(&self) -> HealthSnapshot {
         let mut st = self.lock();
         self.publish(&mut st);
         self.inner.tx.borrow().clone()
     }
 
     /// Receiver that changes whenever the snapshot does.
-    pub fn subscribe(&self) -> watch::Receiver<HealthSnapshot> {
+    pub(crate) fn subscribe(&self) -> watch::Receiver<HealthSnapshot> {
         self.inner.tx.subscribe()
     }
 

@@ -16,7 +16,7 @@ use k8s_openapi::{api::coordination::v1::Lease, jiff::Timestamp};
 
 /// Which Mac, boot and process an agent instance is.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Instance {
+pub(crate) struct Instance {
     /// The machine's identifier (its first hex digits).
     pub host: String,
     /// The boot's identifier (its first hex digits).
@@ -31,7 +31,7 @@ const ID_DIGITS: usize = 12;
 impl Instance {
     /// This process on the host whose machine and boot identifiers are `machine` and `boot`;
     /// `None` when either is unknown (or has no hex digits).
-    pub fn new(machine: Option<&str>, boot: Option<&str>, pid: u32) -> Option<Self> {
+    pub(crate) fn new(machine: Option<&str>, boot: Option<&str>, pid: u32) -> Option<Self> {
         let digits = |s: &str| -> Option<String> {
             let d: String = s
                 .chars()
@@ -49,7 +49,7 @@ impl Instance {
     }
 
     /// The instance a holder identity names, if it names one.
-    pub fn of_holder(holder: &str) -> Option<Self> {
+    pub(crate) fn of_holder(holder: &str) -> Option<Self> {
         let (_, suffix) = holder.rsplit_once('_')?;
         let mut parts = suffix.split('.');
         let _random = parts.next()?;
@@ -69,7 +69,7 @@ impl Instance {
 
 /// A fresh holder identity for an agent of node `node`: the node name plus a random id, and
 /// the instance (`me`) when known.
-pub fn instance_identity(node: &str, me: Option<&Instance>) -> String {
+pub(crate) fn instance_identity(node: &str, me: Option<&Instance>) -> String {
     let mut id = format!("{node}_{:016x}", rand::random::<u64>());
     if let Some(i) = me {
         id.push_str(&format!(".h{}.b{}.p{}", i.host, i.boot, i.pid));
@@ -81,13 +81,13 @@ pub fn instance_identity(node: &str, me: Option<&Instance>) -> String {
 /// on this same Mac, and the Mac booted since or its process is gone (`alive` says whether a
 /// process with its pid exists now). A holder on another Mac, or one that does not say, is
 /// never judged gone here: its Lease must expire.
-pub fn predecessor_gone(me: &Instance, theirs: &Instance, alive: bool) -> bool {
+pub(crate) fn predecessor_gone(me: &Instance, theirs: &Instance, alive: bool) -> bool {
     theirs.host == me.host && (theirs.boot != me.boot || !alive)
 }
 
 /// What one reading of the Lease says.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Reading {
+pub(crate) struct Reading {
     /// `spec.holderIdentity` (`None` when empty: released).
     pub holder: Option<String>,
     /// `spec.renewTime`.
@@ -98,7 +98,7 @@ pub struct Reading {
 
 impl Reading {
     /// The reading of `lease`.
-    pub fn of(lease: &Lease) -> Self {
+    pub(crate) fn of(lease: &Lease) -> Self {
         let spec = lease.spec.as_ref();
         Self {
             holder: spec
@@ -115,7 +115,7 @@ impl Reading {
 
 /// What to do with the Lease at start-up.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ClaimStep {
+pub(crate) enum ClaimStep {
     /// Free, expired or ours: write our identity into it.
     Take,
     /// Another instance is renewing it: do not run this Node.
@@ -137,7 +137,7 @@ pub enum ClaimStep {
 /// again). `fallback` is the duration assumed when the Lease does not say; `poll` is the
 /// longest wait between readings.
 #[allow(clippy::too_many_arguments)] // each is one fact of the decision
-pub fn claim_step(
+pub(crate) fn claim_step(
     me: &str,
     first: &Reading,
     now_seen: &Reading,
@@ -175,7 +175,7 @@ pub fn claim_step(
 
 /// Whether a Lease read after a failed renewal shows another instance as holder (we are
 /// fenced), as opposed to ours with a newer version (retry) or released (take it back).
-pub fn held_by_another(me: &str, lease: &Reading) -> Option<String> {
+pub(crate) fn held_by_another(me: &str, lease: &Reading) -> Option<String> {
     lease
         .holder
         .as_deref()

@@ -42,13 +42,13 @@ use crate::{
 };
 
 /// Namespace of node Leases.
-pub const NAMESPACE: &str = "kube-node-lease";
+pub(crate) const NAMESPACE: &str = "kube-node-lease";
 
 /// How long the release on shutdown may take at most.
 const RELEASE_DEADLINE: Duration = Duration::from_secs(2);
 
 /// What the lease task needs.
-pub struct LeaseTask {
+pub(crate) struct LeaseTask {
     /// Used to build (and rebuild) the task's own client.
     pub kube_config: kube::Config,
     /// Node name (= Lease name).
@@ -79,7 +79,7 @@ pub struct LeaseTask {
 /// `lease` renewed by `holder` at `now`: holder, duration and renew time set, owned by
 /// `owner` when known. Taking it from another holder sets `acquireTime` and counts a
 /// transition, as client-go's leader election does.
-pub fn renewed(
+pub(crate) fn renewed(
     lease: &Lease,
     holder: &str,
     duration: Duration,
@@ -110,7 +110,7 @@ pub fn renewed(
 
 /// `lease` carrying exactly the pull tokens `held` (annotations under
 /// [`TOKEN_PREFIX`]; other annotations are kept).
-pub fn with_tokens(mut lease: Lease, held: &HeldTokens) -> Lease {
+pub(crate) fn with_tokens(mut lease: Lease, held: &HeldTokens) -> Lease {
     let mut a = lease.metadata.annotations.take().unwrap_or_default();
     a.retain(|k, _| !k.starts_with(TOKEN_PREFIX));
     a.extend(held.iter().map(|(k, v)| (k.clone(), v.clone())));
@@ -119,7 +119,7 @@ pub fn with_tokens(mut lease: Lease, held: &HeldTokens) -> Lease {
 }
 
 /// A new Lease for `node`, held by `holder`.
-pub fn new_lease(node: &str, holder: &str, duration: Duration, now: Timestamp) -> Lease {
+pub(crate) fn new_lease(node: &str, holder: &str, duration: Duration, now: Timestamp) -> Lease {
     let empty = Lease {
         metadata: ObjectMeta {
             name: Some(node.into()),
@@ -132,7 +132,7 @@ pub fn new_lease(node: &str, holder: &str, duration: Duration, now: Timestamp) -
 }
 
 /// `lease` released: no holder, renew time kept (the node lifecycle controller reads it).
-pub fn released(lease: &Lease) -> Lease {
+pub(crate) fn released(lease: &Lease) -> Lease {
     let mut l = lease.clone();
     if let Some(s) = l.spec.as_mut() {
         s.holder_identity = None;
@@ -142,7 +142,7 @@ pub fn released(lease: &Lease) -> Lease {
 
 /// Backoff after `failures` (≥ 1) consecutive failed writes: [`API_RETRY`], never longer
 /// than the normal interval.
-pub fn retry_delay(failures: u32, interval: Duration) -> Duration {
+pub(crate) fn retry_delay(failures: u32, interval: Duration) -> Duration {
     API_RETRY.delay(failures.saturating_sub(1)).min(interval)
 }
 
@@ -156,7 +156,7 @@ enum Renewal {
 
 impl LeaseTask {
     /// Renew until `shutdown` turns true (then release) or until fenced.
-    pub async fn run(mut self, mut shutdown: watch::Receiver<bool>) {
+    pub(crate) async fn run(mut self, mut shutdown: watch::Receiver<bool>) {
         let mut client = self.client();
         let mut failures = 0u32;
         let mut owner_open = true;

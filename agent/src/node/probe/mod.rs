@@ -9,7 +9,10 @@ use tart::Tart;
 use super::health::TartProbe;
 
 /// Turn the outcome of `tart --version` into a probe verdict (before the `TART_HOME` check).
-pub fn verdict(version: Result<tart::Version, tart::Error>, minimum: (u32, u32, u32)) -> TartProbe {
+pub(crate) fn verdict(
+    version: Result<tart::Version, tart::Error>,
+    minimum: (u32, u32, u32),
+) -> TartProbe {
     match version {
         Err(e) if e.kind() == tart::ErrorKind::Spawn => TartProbe::NotFound {
             message: e.message.clone(),
@@ -30,7 +33,7 @@ pub fn verdict(version: Result<tart::Version, tart::Error>, minimum: (u32, u32, 
 
 /// Probe `tart` and `tart_home`. `deadline` bounds each step (the tart crate has its own
 /// deadline too; this one also bounds a test double that never answers).
-pub async fn probe<T: Tart>(
+pub(crate) async fn probe<T: Tart>(
     tart: &T,
     tart_home: &Path,
     minimum: (u32, u32, u32),

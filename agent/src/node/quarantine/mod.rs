@@ -10,7 +10,7 @@ use tokio::time::Instant;
 
 /// When to quarantine and for how long.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Policy {
+pub(crate) struct Policy {
     /// Host faults (≥ 1) within `window` that start a quarantine.
     pub faults: usize,
     /// The window the faults are counted in.
@@ -32,7 +32,7 @@ impl Default for Policy {
 
 /// A quarantine in force.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Active {
+pub(crate) struct Active {
     /// The latest fault's kind.
     pub kind: tart::ErrorKind,
     /// Faults that started it (plus any while it lasted).
@@ -45,7 +45,7 @@ pub struct Active {
 
 /// Fault history and the quarantine, if any.
 #[derive(Debug, Clone)]
-pub struct Quarantine {
+pub(crate) struct Quarantine {
     policy: Policy,
     faults: VecDeque<Instant>,
     active: Option<Active>,
@@ -53,7 +53,7 @@ pub struct Quarantine {
 
 impl Quarantine {
     /// No faults, not quarantined.
-    pub fn new(policy: Policy) -> Self {
+    pub(crate) fn new(policy: Policy) -> Self {
         Self {
             policy: Policy {
                 faults: policy.faults.max(1),
@@ -65,7 +65,7 @@ impl Quarantine {
     }
 
     /// A host-caused start failure of `kind` at `now`.
-    pub fn fault(&mut self, now: Instant, kind: tart::ErrorKind) {
+    pub(crate) fn fault(&mut self, now: Instant, kind: tart::ErrorKind) {
         self.expire(now);
         if let Some(a) = &mut self.active {
             a.kind = kind;
@@ -87,13 +87,13 @@ impl Quarantine {
     }
 
     /// A VM started: forget the faults and lift any quarantine.
-    pub fn vm_started(&mut self) {
+    pub(crate) fn vm_started(&mut self) {
         self.faults.clear();
         self.active = None;
     }
 
     /// The quarantine in force at `now`, if any.
-    pub fn current(&mut self, now: Instant) -> Option<Active> {
+    pub(crate) fn current(&mut self, now: Instant) -> Option<Active> {
         self.expire(now);
         self.active
     }

@@ -31,14 +31,14 @@ use crate::{
 };
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct CheckLabels {
+pub(crate) struct CheckLabels {
     /// [`HostCheck::as_str`].
     pub check: &'static str,
 }
 
 /// Host readiness metrics. Clones share the same series.
 #[derive(Clone, Debug, Default)]
-pub struct ReadinessMetrics {
+pub(crate) struct ReadinessMetrics {
     /// 1 while the check fails.
     pub host_check_failing: Family<CheckLabels, Gauge>,
     /// 1 while the Node is quarantined.
@@ -49,7 +49,7 @@ pub struct ReadinessMetrics {
 
 impl ReadinessMetrics {
     /// Create the metrics and register them under `tart_kubelet_`.
-    pub fn register(registry: &mut Registry) -> Self {
+    pub(crate) fn register(registry: &mut Registry) -> Self {
         let m = Self::default();
         let r = registry.sub_registry_with_prefix("tart_kubelet");
         register!(r;
@@ -68,7 +68,7 @@ impl ReadinessMetrics {
 
 /// The host-check task's settings.
 #[derive(Debug, Clone)]
-pub struct HostChecks {
+pub(crate) struct HostChecks {
     /// Where the facts come from.
     pub source: Source,
     /// How often they are gathered.
@@ -81,7 +81,7 @@ pub struct HostChecks {
 
 impl HostChecks {
     /// Gather, decide and publish into `health` every `interval` until `shutdown` turns true.
-    pub async fn run(
+    pub(crate) async fn run(
         self,
         health: HostHealth,
         metrics: ReadinessMetrics,
@@ -123,14 +123,14 @@ impl HostChecks {
 /// PURE bookkeeping of the last snapshot seen, so each transition gives one event and the
 /// quarantine counter counts each quarantine once.
 #[derive(Debug, Default)]
-pub struct Transitions {
+pub(crate) struct Transitions {
     quarantine: Option<Instant>,
     block: Option<&'static str>,
 }
 
 impl Transitions {
     /// Events for what changed since the previous call, and whether a quarantine started.
-    pub fn update(&mut self, snap: &HealthSnapshot) -> (Vec<NodeEvent>, bool) {
+    pub(crate) fn update(&mut self, snap: &HealthSnapshot) -> (Vec<NodeEvent>, bool) {
         let mut events = Vec::new();
         let since = snap.fault.as_ref().map(|f| f.since);
         let started = since.is_some() && since != self.quarantine;
@@ -179,14 +179,14 @@ impl Transitions {
 /// The status loop's part: events and metrics on each transition, and the cordon kept in
 /// line with the block.
 #[derive(Debug)]
-pub struct Gatekeeper {
+pub(crate) struct Gatekeeper {
     transitions: Transitions,
     metrics: ReadinessMetrics,
 }
 
 impl Gatekeeper {
     /// A gatekeeper that has seen nothing yet.
-    pub fn new(metrics: ReadinessMetrics) -> Self {
+    pub(crate) fn new(metrics: ReadinessMetrics) -> Self {
         Self {
             transitions: Transitions::default(),
             metrics,
@@ -194,7 +194,7 @@ impl Gatekeeper {
     }
 
     /// One round: `node` is our Node as last seen (`None` = unknown, the cordon waits).
-    pub async fn step(
+    pub(crate) async fn step(
         &mut self,
         snap: &HealthSnapshot,
         node: Option<&Node>,
@@ -239,7 +239,7 @@ impl Gatekeeper {
 ///
 /// # Errors
 /// The patch failed or timed out (`None` source = timeout).
-pub async fn apply_cordon(
+pub(crate) async fn apply_cordon(
     client: &Client,
     node: &Node,
     block: Option<&Block>,

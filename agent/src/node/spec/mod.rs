@@ -19,13 +19,13 @@ use crate::{
 };
 
 /// The providerID of `node`.
-pub fn provider_id(node: &str) -> String {
+pub(crate) fn provider_id(node: &str) -> String {
     format!("tart://{node}")
 }
 
 /// Make `s` a valid label value: invalid characters become `-`, at most 63 characters,
 /// alphanumeric at both ends (`Mac14,3` -> `Mac14-3`, `Apple M2 Pro` -> `Apple-M2-Pro`).
-pub fn label_value(s: &str) -> String {
+pub(crate) fn label_value(s: &str) -> String {
     let mapped: String = s
         .chars()
         .map(|c| {
@@ -43,7 +43,7 @@ pub fn label_value(s: &str) -> String {
 }
 
 /// Every label this agent wants on its Node.
-pub fn desired_labels(
+pub(crate) fn desired_labels(
     cfg: &Config,
     facts: &HostFacts,
     tart_version: Option<&str>,
@@ -72,7 +72,7 @@ pub fn desired_labels(
 }
 
 /// The Node to create when none exists.
-pub fn new_node(cfg: &Config, labels: BTreeMap<String, String>) -> Node {
+pub(crate) fn new_node(cfg: &Config, labels: BTreeMap<String, String>) -> Node {
     Node {
         metadata: ObjectMeta {
             name: Some(cfg.node_name.clone()),
@@ -97,7 +97,7 @@ pub fn new_node(cfg: &Config, labels: BTreeMap<String, String>) -> Node {
 
 /// JSON merge patch for an existing Node: set our labels, remove stale labels under our
 /// prefix, set providerID if it is empty. `None` when nothing needs to change.
-pub fn update_patch(existing: &Node, desired: &BTreeMap<String, String>) -> Option<Value> {
+pub(crate) fn update_patch(existing: &Node, desired: &BTreeMap<String, String>) -> Option<Value> {
     let current = existing.metadata.labels.clone().unwrap_or_default();
     let mut labels = Map::new();
     for (k, v) in desired {

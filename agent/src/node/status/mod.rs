@@ -27,13 +27,13 @@ use super::{
 use crate::{config::Config, config::VM_SLOTS_RESOURCE, host::HostFacts};
 
 /// `kubeletVersion`: semver-like, as tools parse it; the API level we build against plus ours.
-pub fn kubelet_version() -> String {
+pub(crate) fn kubelet_version() -> String {
     format!("v1.37.0-tart-kubelet-{}", env!("CARGO_PKG_VERSION"))
 }
 
 /// Everything the status depends on.
 #[derive(Debug, Clone, Copy)]
-pub struct StatusInput<'a> {
+pub(crate) struct StatusInput<'a> {
     /// Configuration (thresholds, overrides, slots).
     pub cfg: &'a Config,
     /// Host snapshot.
@@ -60,7 +60,7 @@ struct Cond {
 }
 
 /// The desired `NodeStatus`.
-pub fn desired_status(i: StatusInput<'_>) -> NodeStatus {
+pub(crate) fn desired_status(i: StatusInput<'_>) -> NodeStatus {
     let (capacity, allocatable) = resources(i.cfg, i.facts);
     let (tart_ready, tart_usable) = tart_condition(i.health);
     let mut conds = vec![
@@ -137,7 +137,7 @@ pub fn desired_status(i: StatusInput<'_>) -> NodeStatus {
 }
 
 /// The status of condition `type_` in `status`, if present.
-pub fn condition_status<'a>(status: &'a NodeStatus, type_: &str) -> Option<&'a str> {
+pub(crate) fn condition_status<'a>(status: &'a NodeStatus, type_: &str) -> Option<&'a str> {
     status
         .conditions
         .iter()

@@ -18,7 +18,7 @@ use crate::quantity::parse_scaled;
 
 /// Why a status write is due.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Due {
+pub(crate) enum Due {
     /// Nothing written by this process yet.
     First,
     /// The server's copy differs from the desired status.
@@ -29,7 +29,7 @@ pub enum Due {
 
 impl Due {
     /// Label value.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Due::First => "first",
             Due::Differs => "differs",
@@ -40,7 +40,7 @@ impl Due {
 
 /// Whether to write `desired` now. `server` is the server's current status (or, while the
 /// watch has not shown it, our last write); `since_write` is the time since our last write.
-pub fn write_due(
+pub(crate) fn write_due(
     desired: &NodeStatus,
     server: Option<&NodeStatus>,
     since_write: Option<Duration>,
@@ -59,7 +59,7 @@ pub fn write_due(
 }
 
 /// Whether `server` differs from `desired` in anything the agent owns.
-pub fn owned_differs(desired: &NodeStatus, server: &NodeStatus) -> bool {
+pub(crate) fn owned_differs(desired: &NodeStatus, server: &NodeStatus) -> bool {
     !conditions_match(desired.conditions.as_deref(), server.conditions.as_deref())
         || !resources_match(desired.capacity.as_ref(), server.capacity.as_ref())
         || !resources_match(desired.allocatable.as_ref(), server.allocatable.as_ref())

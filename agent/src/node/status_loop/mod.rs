@@ -51,7 +51,7 @@ use crate::{
 };
 
 /// Everything the status task needs.
-pub struct StatusLoop<T: Tart> {
+pub(crate) struct StatusLoop<T: Tart> {
     /// API client (shared with the Pod side; the Lease has its own).
     pub client: Client,
     /// Configuration.
@@ -108,7 +108,7 @@ struct Registered {
 
 impl<T: Tart> StatusLoop<T> {
     /// Run until `shutdown` turns true.
-    pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
+    pub(crate) async fn run(self, mut shutdown: watch::Receiver<bool>) {
         let mut health_rx = self.health.subscribe();
         let mut observed = self.observed.clone();
         let mut fence = self.fence.clone();

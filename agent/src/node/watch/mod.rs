@@ -26,7 +26,7 @@ use crate::backoff::{API_RETRY, WatchBackoff};
 
 /// What the Node watch last saw.
 #[derive(Clone, Debug, Default)]
-pub enum ObservedNode {
+pub(crate) enum ObservedNode {
     /// The watch has not listed yet.
     #[default]
     Unknown,
@@ -38,7 +38,7 @@ pub enum ObservedNode {
 
 impl ObservedNode {
     /// The Node, when present.
-    pub fn node(&self) -> Option<&Node> {
+    pub(crate) fn node(&self) -> Option<&Node> {
         match self {
             ObservedNode::Present(n) => Some(n),
             _ => None,
@@ -46,7 +46,7 @@ impl ObservedNode {
     }
 
     /// The Node's UID, when present.
-    pub fn uid(&self) -> Option<&str> {
+    pub(crate) fn uid(&self) -> Option<&str> {
         self.node()?.metadata.uid.as_deref()
     }
 }
@@ -54,11 +54,11 @@ impl ObservedNode {
 /// Whether the Node watch is connected (it listed and has not failed since). Clones share
 /// state.
 #[derive(Clone, Debug, Default)]
-pub struct WatchLive(Arc<AtomicBool>);
+pub(crate) struct WatchLive(Arc<AtomicBool>);
 
 impl WatchLive {
     /// The watch is connected.
-    pub fn get(&self) -> bool {
+    pub(crate) fn get(&self) -> bool {
         self.0.load(Ordering::Relaxed)
     }
 
@@ -69,7 +69,7 @@ impl WatchLive {
 
 /// Apply one watcher event to the observed state. `listing` buffers the re-list in progress
 /// (`Some(found)` between `Init` and `InitDone`). Returns the new state if it changed.
-pub fn apply_event(
+pub(crate) fn apply_event(
     event: watcher::Event<Node>,
     listing: &mut Option<Option<Arc<Node>>>,
 ) -> Option<ObservedNode> {
@@ -94,7 +94,7 @@ pub fn apply_event(
 /// Watch `node_name` until `shutdown`. Errors are retried with [`API_RETRY`] (0.5 s doubling
 /// to 7 s, reset once a watch succeeds), so after an API server outage the watch re-lists
 /// within seconds of its return and the status loop sees what changed meanwhile.
-pub async fn run(
+pub(crate) async fn run(
     client: Client,
     node_name: String,
     tx: watch::Sender<ObservedNode>,

@@ -20,7 +20,7 @@ use crate::lifecycle::probes::ProbeSet;
 
 /// What the host can give one VM.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HostLimits {
+pub(crate) struct HostLimits {
     /// Allocatable millicores.
     pub cpu_millis: u64,
     /// Allocatable memory bytes.
@@ -32,7 +32,7 @@ pub struct HostLimits {
 impl HostLimits {
     /// Before our Node's allocatable is known, and for Pods that already have a VM: admit
     /// everything.
-    pub const UNLIMITED: HostLimits = HostLimits {
+    pub(crate) const UNLIMITED: HostLimits = HostLimits {
         cpu_millis: u64::MAX,
         memory_bytes: u64::MAX,
         disk_bytes: u64::MAX,
@@ -41,7 +41,7 @@ impl HostLimits {
 
 /// Closed set of rejection reasons (metric label and event reason).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum RejectReason {
+pub(crate) enum RejectReason {
     /// Not exactly one container.
     ContainerCount,
     /// Init containers present.
@@ -66,7 +66,7 @@ pub enum RejectReason {
 
 impl RejectReason {
     /// Every reason, for pre-registering metric label sets.
-    pub const ALL: [RejectReason; 10] = [
+    pub(crate) const ALL: [RejectReason; 10] = [
         Self::ContainerCount,
         Self::InitContainers,
         Self::EphemeralContainers,
@@ -80,7 +80,7 @@ impl RejectReason {
     ];
 
     /// Metric label value.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::ContainerCount => "container_count",
             Self::InitContainers => "init_containers",
@@ -96,7 +96,7 @@ impl RejectReason {
     }
 
     /// The Pod `status.reason` (kubelet style: `OutOfcpu`, `OutOfmemory`, ...).
-    pub fn pod_reason(self) -> &'static str {
+    pub(crate) fn pod_reason(self) -> &'static str {
         match self {
             Self::ContainerCount => "UnsupportedContainerCount",
             Self::InitContainers => "UnsupportedInitContainers",
@@ -114,7 +114,7 @@ impl RejectReason {
 
 /// A rejected Pod: reason and a human message.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Rejection {
+pub(crate) struct Rejection {
     /// Closed reason.
     pub reason: RejectReason,
     /// What is wrong, for `status.message` and the event.
@@ -123,7 +123,7 @@ pub struct Rejection {
 
 /// What admission extracted from an accepted Pod.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Admitted {
+pub(crate) struct Admitted {
     /// The single container's name.
     pub container: String,
     pub image: ImageRef,
@@ -135,7 +135,7 @@ pub struct Admitted {
 ///
 /// # Errors
 /// A [`Rejection`] for a Pod that can never run on this host.
-pub fn admit(pod: &Pod, host: &HostLimits) -> Result<Admitted, Rejection> {
+pub(crate) fn admit(pod: &Pod, host: &HostLimits) -> Result<Admitted, Rejection> {
     let reject = |reason, message: String| Rejection { reason, message };
     let Some(spec) = pod.spec.as_ref() else {
         return Err(reject(

@@ -17,7 +17,7 @@ use crate::vitals::death::{DeathCause, Verdict};
 
 /// Why the agent itself stopped a run.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum AgentStop {
+pub(crate) enum AgentStop {
     /// The liveness probe failed.
     Liveness,
     /// The startup probe failed.
@@ -37,7 +37,7 @@ pub enum AgentStop {
 
 /// What the job got when the agent stopped its VM.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StopSignal {
+pub(crate) enum StopSignal {
     /// The guest shut down within the grace: macOS's shutdown sent the job SIGTERM.
     Term,
     /// The VM was powered off or killed (or its stop failed): SIGKILL's code.
@@ -47,7 +47,7 @@ pub enum StopSignal {
 impl StopSignal {
     /// From how `tart stop` went; `None` when the VM had already stopped by itself (the run's
     /// end is then its own).
-    pub fn of(outcome: Option<StopOutcome>) -> Option<Self> {
+    pub(crate) fn of(outcome: Option<StopOutcome>) -> Option<Self> {
         match outcome {
             Some(StopOutcome::GuestShutdown) => Some(Self::Term),
             Some(StopOutcome::TartStop | StopOutcome::Killed) | None => Some(Self::Kill),
@@ -56,7 +56,7 @@ impl StopSignal {
     }
 
     /// The exit code a container runtime reports for it: 128 + the signal.
-    pub fn exit_code(self) -> i32 {
+    pub(crate) fn exit_code(self) -> i32 {
         match self {
             Self::Term => 143,
             Self::Kill => 137,
@@ -65,7 +65,7 @@ impl StopSignal {
 }
 
 /// The exit code a container runtime would report for `tart run`: the code, or 128 + signal.
-pub fn exit_code(info: &ExitInfo) -> i32 {
+pub(crate) fn exit_code(info: &ExitInfo) -> i32 {
     match (info.code, info.signal, info.reason) {
         (Some(c), _, _) => c,
         (None, Some(s), _) => 128 + s,
@@ -76,7 +76,7 @@ pub fn exit_code(info: &ExitInfo) -> i32 {
 
 /// Everything known about one run's end.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RunEnd {
+pub(crate) struct RunEnd {
     /// `tart run`'s exit code ([`exit_code`]).
     pub tart_code: i32,
     /// What the guest launcher left in the status share; `None` for a VM without shares (one
@@ -90,7 +90,7 @@ pub struct RunEnd {
 
 /// The container's terminated state for one run (its times are the worker's).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Ended {
+pub(crate) struct Ended {
     /// `exitCode`.
     pub code: i32,
     /// `reason`.
@@ -102,7 +102,7 @@ pub struct Ended {
 }
 
 /// How the run ended, in the container's terms.
-pub fn ended(end: RunEnd) -> Ended {
+pub(crate) fn ended(end: RunEnd) -> Ended {
     if let Some((why, signal)) = end.stopped {
         return agent_stopped(end.guest, why, signal);
     }
@@ -195,11 +195,11 @@ fn job_exit(tart_code: i32, end: GuestEnd) -> (i32, Option<String>) {
 }
 
 /// Exit code reported when the end was not seen (kubelet's `ContainerStatusUnknown`).
-pub const UNKNOWN_EXIT: i32 = 137;
+pub(crate) const UNKNOWN_EXIT: i32 = 137;
 
 /// A run that ended while no agent watched it (found stopped after an agent restart): its
 /// exit code is unknown, reported as kubelet reports a container whose status was lost.
-pub fn unwatched() -> Ended {
+pub(crate) fn unwatched() -> Ended {
     Ended {
         code: UNKNOWN_EXIT,
         reason: TerminatedReason::ContainerStatusUnknown,
@@ -211,7 +211,7 @@ pub fn unwatched() -> Ended {
 /// Whether a verdict's event is the job's own failure ("The job failed: …") rather than a
 /// death of its VM ("The VM died: …"): the guest reported the job's non-zero exit and nothing
 /// else ended the run.
-pub fn job_failed(v: &Verdict, guest_exit: Option<i32>) -> bool {
+pub(crate) fn job_failed(v: &Verdict, guest_exit: Option<i32>) -> bool {
     v.cause == DeathCause::JobError && guest_exit.is_some_and(|c| c != 0)
 }
 

@@ -16,7 +16,7 @@ use crate::lifecycle::{hooks::HookKind, probes::EventReason};
 
 /// Something worth an event.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Occurrence {
+pub(crate) enum Occurrence {
     /// Provisioning starts.
     CreatingVm {
         /// VM name.
@@ -176,7 +176,7 @@ pub enum Occurrence {
 
 /// The kind of an occurrence: with a sequence number, what the sink dedupes on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum EventKind {
+pub(crate) enum EventKind {
     /// [`Occurrence::CreatingVm`].
     CreatingVm,
     /// [`Occurrence::Pulling`].
@@ -254,7 +254,7 @@ impl From<GuestWarning> for Occurrence {
 }
 
 impl Occurrence {
-    pub fn kind(&self) -> EventKind {
+    pub(crate) fn kind(&self) -> EventKind {
         match self {
             Self::CreatingVm { .. } => EventKind::CreatingVm,
             Self::Pulling { .. } => EventKind::Pulling,
@@ -293,11 +293,12 @@ impl Occurrence {
 }
 
 /// Kubelet's words for a Pod past its `activeDeadlineSeconds` (event and `status.message`).
-pub const DEADLINE_MESSAGE: &str = "Pod was active on the node longer than the specified deadline";
+pub(crate) const DEADLINE_MESSAGE: &str =
+    "Pod was active on the node longer than the specified deadline";
 
 /// A ready-to-publish event.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EventSpec {
+pub(crate) struct EventSpec {
     /// Normal or Warning.
     pub type_: EventType,
     /// PascalCase reason.
@@ -334,7 +335,7 @@ fn cap(mut s: String, max: usize) -> String {
 
 /// `message` without the `Error: ` that Tart puts in front of its own messages, so that
 /// kubelet's `Error: <message>` never reads `Error: Error: …`.
-pub fn without_error_prefix(message: &str) -> &str {
+pub(crate) fn without_error_prefix(message: &str) -> &str {
     let mut m = message.trim_start();
     while let Some(rest) = m.strip_prefix("Error:") {
         m = rest.trim_start();
@@ -343,7 +344,7 @@ pub fn without_error_prefix(message: &str) -> &str {
 }
 
 /// The event for an occurrence.
-pub fn spec(o: &Occurrence) -> EventSpec {
+pub(crate) fn spec(o: &Occurrence) -> EventSpec {
     use EventType::{Normal, Warning};
     let (type_, reason, note, action): (EventType, &str, String, &'static str) = match o {
         Occurrence::CreatingVm { vm } => (

@@ -4,7 +4,7 @@
 //! must reject. Both walk the tables in [`table`], which `docs/pods.md` shows field by field.
 //! Pure; no I/O. Admission and the event are the callers' business.
 
-pub mod table;
+pub(crate) mod table;
 
 #[cfg(test)]
 mod tests;
@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 use k8s_openapi::api::core::v1::{Pod, Volume};
 use serde_json::Value;
 
-pub use table::{Baseline, Field, Treatment};
+pub(crate) use table::{Baseline, Field, Treatment};
 
 /// Whether `v` is one of the values of a warned field that warn nothing.
 fn holds(b: Baseline, v: &Value) -> bool {
@@ -32,7 +32,7 @@ fn holds(b: Baseline, v: &Value) -> bool {
 /// The paths of the fields the Pod sets that the agent accepts but does not honour (for
 /// example `spec.containers[0].livenessProbe`, `spec.hostNetwork`), sorted, each once. A field
 /// left at its API-server default is not listed, so a plain Pod yields nothing.
-pub fn ignored_fields(pod: &Pod) -> Vec<String> {
+pub(crate) fn ignored_fields(pod: &Pod) -> Vec<String> {
     let mut found = BTreeSet::new();
     if let Some(spec) = pod.spec.as_ref() {
         let value = serde_json::to_value(spec).unwrap_or(Value::Null);
@@ -48,7 +48,7 @@ pub fn ignored_fields(pod: &Pod) -> Vec<String> {
 /// The part of the volume that makes it unsupported: its type (`hostPath`,
 /// `persistentVolumeClaim`), or a projected source (`projected.sources[1].clusterTrustBundle`).
 /// `None` for a volume the agent can give a VM.
-pub fn unsupported_volume(volume: &Volume) -> Option<String> {
+pub(crate) fn unsupported_volume(volume: &Volume) -> Option<String> {
     let value = serde_json::to_value(volume).unwrap_or(Value::Null);
     let has_type = value
         .as_object()

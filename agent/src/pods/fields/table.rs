@@ -4,7 +4,7 @@
 
 /// What the agent does with one field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Treatment {
+pub(crate) enum Treatment {
     /// Carried into the VM or acted on by the agent.
     Honoured,
     /// A Pod that sets it (a list: with items) is rejected at admission.
@@ -23,7 +23,7 @@ pub enum Treatment {
 /// The values of a warned field that warn nothing: its unset forms and what the API server
 /// defaults it to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Baseline {
+pub(crate) enum Baseline {
     /// Absent, null, `false`, `""`, `[]`, or an object whose fields are all such.
     Empty,
     /// Absent, null, or one of these strings.
@@ -34,7 +34,7 @@ pub enum Baseline {
 
 /// One field of a Kubernetes type, by its JSON name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Field {
+pub(crate) struct Field {
     /// The JSON name (`livenessProbe`).
     pub name: &'static str,
     /// What the agent does with it.
@@ -49,7 +49,7 @@ const fn f(name: &'static str, treatment: Treatment) -> Field {
 }
 
 /// `PodSpec`.
-pub const POD_SPEC: &[Field] = &[
+pub(crate) const POD_SPEC: &[Field] = &[
     f("activeDeadlineSeconds", Honoured),
     f("affinity", Scheduler),
     f("automountServiceAccountToken", Honoured),
@@ -101,7 +101,7 @@ pub const POD_SPEC: &[Field] = &[
 ];
 
 /// `Container`.
-pub const CONTAINER: &[Field] = &[
+pub(crate) const CONTAINER: &[Field] = &[
     f("args", Honoured),
     f("command", Honoured),
     f("env", Honoured),
@@ -131,7 +131,7 @@ pub const CONTAINER: &[Field] = &[
 
 /// `Probe` (liveness, readiness, startup): run from the Mac (`httpGet`, `tcpSocket`) or in the
 /// guest through `tart exec` (`exec`); admission rejects a `grpc` probe.
-pub const PROBE: &[Field] = &[
+pub(crate) const PROBE: &[Field] = &[
     f("exec", Honoured),
     f("failureThreshold", Honoured),
     f("grpc", Rejected),
@@ -146,7 +146,7 @@ pub const PROBE: &[Field] = &[
 
 /// `Lifecycle`: the hooks run with kubelet's semantics; the stop is always Tart's graceful
 /// shutdown request, so there is no signal to choose.
-pub const LIFECYCLE: &[Field] = &[
+pub(crate) const LIFECYCLE: &[Field] = &[
     f("postStart", Honoured),
     f("preStop", Honoured),
     f("stopSignal", Warned(Empty)),
@@ -154,7 +154,7 @@ pub const LIFECYCLE: &[Field] = &[
 
 /// `ContainerPort`. kubelet itself ignores `containerPort` (it only documents the port), so
 /// only a port on the host warns.
-pub const CONTAINER_PORT: &[Field] = &[
+pub(crate) const CONTAINER_PORT: &[Field] = &[
     f("containerPort", NotApplicable),
     f("hostIP", Warned(Empty)),
     f("hostPort", Warned(Empty)),
@@ -164,20 +164,20 @@ pub const CONTAINER_PORT: &[Field] = &[
 
 /// `ContainerResizePolicy`. Newer API servers default `NotRequired` for cpu and memory, so
 /// only a policy that asks for a restart warns.
-pub const CONTAINER_RESIZE_POLICY: &[Field] = &[
+pub(crate) const CONTAINER_RESIZE_POLICY: &[Field] = &[
     f("resourceName", NotApplicable),
     f("restartPolicy", Warned(One(&["NotRequired"]))),
 ];
 
 /// `ResourceRequirements` of the container.
-pub const RESOURCE_REQUIREMENTS: &[Field] = &[
+pub(crate) const RESOURCE_REQUIREMENTS: &[Field] = &[
     f("claims", Warned(Empty)),
     f("limits", Honoured),
     f("requests", Honoured),
 ];
 
 /// The container's `SecurityContext`.
-pub const SECURITY_CONTEXT: &[Field] = &[
+pub(crate) const SECURITY_CONTEXT: &[Field] = &[
     f("allowPrivilegeEscalation", Warned(True)),
     f("appArmorProfile", Warned(Empty)),
     f("capabilities", Warned(Empty)),
@@ -193,7 +193,7 @@ pub const SECURITY_CONTEXT: &[Field] = &[
 ];
 
 /// `PodSecurityContext`. `runAsUser` is the container's default user.
-pub const POD_SECURITY_CONTEXT: &[Field] = &[
+pub(crate) const POD_SECURITY_CONTEXT: &[Field] = &[
     f("appArmorProfile", Warned(Empty)),
     f("fsGroup", Warned(Empty)),
     f("fsGroupChangePolicy", Warned(Empty)),
@@ -210,7 +210,7 @@ pub const POD_SECURITY_CONTEXT: &[Field] = &[
 ];
 
 /// `VolumeMount`.
-pub const VOLUME_MOUNT: &[Field] = &[
+pub(crate) const VOLUME_MOUNT: &[Field] = &[
     f("bindMountOptions", Warned(Empty)),
     f("mountPath", Honoured),
     f("mountPropagation", Warned(One(&["None"]))),
@@ -222,7 +222,7 @@ pub const VOLUME_MOUNT: &[Field] = &[
 ];
 
 /// `Volume`: its `name` and one field per volume type.
-pub const VOLUME: &[Field] = &[
+pub(crate) const VOLUME: &[Field] = &[
     f("awsElasticBlockStore", Rejected),
     f("azureDisk", Rejected),
     f("azureFile", Rejected),
@@ -257,21 +257,21 @@ pub const VOLUME: &[Field] = &[
 ];
 
 /// `EmptyDirVolumeSource`: the directory lives on the Mac's disk, shared into the guest.
-pub const EMPTY_DIR_VOLUME_SOURCE: &[Field] = &[
+pub(crate) const EMPTY_DIR_VOLUME_SOURCE: &[Field] = &[
     f("medium", Warned(One(&[""]))),
     f("mode", Warned(Empty)),
     f("sizeLimit", Warned(Empty)),
 ];
 
 /// `ProjectedVolumeSource`.
-pub const PROJECTED_VOLUME_SOURCE: &[Field] = &[
+pub(crate) const PROJECTED_VOLUME_SOURCE: &[Field] = &[
     f("defaultMode", Honoured),
     f("defaultUser", Warned(Empty)),
     f("sources", Partly(VOLUME_PROJECTION)),
 ];
 
 /// `VolumeProjection`: one source of a projected volume.
-pub const VOLUME_PROJECTION: &[Field] = &[
+pub(crate) const VOLUME_PROJECTION: &[Field] = &[
     f("clusterTrustBundle", Rejected),
     f("configMap", Honoured),
     f("downwardAPI", Honoured),

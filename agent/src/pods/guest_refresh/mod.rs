@@ -31,14 +31,14 @@ use crate::{
 };
 
 /// How often Secret and ConfigMap volumes are compared with their objects.
-pub const REFRESH_PERIOD: Duration = Duration::from_secs(30);
+pub(crate) const REFRESH_PERIOD: Duration = Duration::from_secs(30);
 
 /// The shortest wait between two refreshes, so a token due now cannot make the task spin.
 const MIN_WAIT: Duration = Duration::from_secs(1);
 
 /// What a refresher reads and reports to.
 #[derive(Clone)]
-pub struct RefreshDeps {
+pub(crate) struct RefreshDeps {
     /// API client.
     pub client: kube::Client,
     /// Guest settings (layout, timeouts, token refresh cap).
@@ -51,7 +51,7 @@ pub struct RefreshDeps {
 
 /// A running refresher; dropping it stops the task.
 #[derive(Debug)]
-pub struct RefreshTask(AbortHandle);
+pub(crate) struct RefreshTask(AbortHandle);
 
 impl Drop for RefreshTask {
     fn drop(&mut self) {
@@ -63,14 +63,19 @@ impl Drop for RefreshTask {
 /// just now, so the first refresh waits its period; `None` when they are not known (a VM
 /// adopted after an agent restart, or run again without preparing): the files are refreshed
 /// and the tokens issued again at once.
-pub fn spawn(deps: RefreshDeps, pod: Arc<Pod>, vm: VmName, tokens: Option<Tokens>) -> RefreshTask {
+pub(crate) fn spawn(
+    deps: RefreshDeps,
+    pod: Arc<Pod>,
+    vm: VmName,
+    tokens: Option<Tokens>,
+) -> RefreshTask {
     let span = info_span!("guest_refresh", %vm);
     let task = tokio::spawn(run(deps, pod, vm, tokens).instrument(span));
     RefreshTask(task.abort_handle())
 }
 
 /// How long to wait before the next refresh: the period, or less when a token is due sooner.
-pub fn next_wait(now: Timestamp, token_due: Option<Timestamp>) -> Duration {
+pub(crate) fn next_wait(now: Timestamp, token_due: Option<Timestamp>) -> Duration {
     let until_token = token_due
         .map(|t| t.duration_since(now))
         .and_then(|d| Duration::try_from(d).ok());

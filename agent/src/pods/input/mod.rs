@@ -16,10 +16,10 @@ use super::{
 use crate::guest_contract::prepare::NodeAllocatable;
 
 /// Our finalizer on every Pod we run; removed once the VM is gone.
-pub const FINALIZER: &str = "tart.run/vm";
+pub(crate) const FINALIZER: &str = "tart.run/vm";
 
 /// Whether the Pod's phase is already Succeeded or Failed (phases never leave those).
-pub fn is_terminal(pod: &Pod) -> bool {
+pub(crate) fn is_terminal(pod: &Pod) -> bool {
     matches!(
         pod.status.as_ref().and_then(|s| s.phase.as_deref()),
         Some("Succeeded" | "Failed")
@@ -28,7 +28,12 @@ pub fn is_terminal(pod: &Pod) -> bool {
 
 /// Pod facts for the plan. `node_gone`: our Node object was deleted; `without_finalizer`: the
 /// agent runs as the node and never adds its finalizer; `now` decides `activeDeadlineSeconds`.
-pub fn pod_facts(pod: &Pod, node_gone: bool, without_finalizer: bool, now: Timestamp) -> PodFacts {
+pub(crate) fn pod_facts(
+    pod: &Pod,
+    node_gone: bool,
+    without_finalizer: bool,
+    now: Timestamp,
+) -> PodFacts {
     let lifecycle = pod
         .spec
         .as_ref()
@@ -52,7 +57,7 @@ pub fn pod_facts(pod: &Pod, node_gone: bool, without_finalizer: bool, now: Times
 
 /// How long until `activeDeadlineSeconds` passes, counted from `status.startTime` as kubelet
 /// does (zero once passed); `None` without a deadline or before the Pod has a start time.
-pub fn deadline_left(pod: &Pod, now: Timestamp) -> Option<Duration> {
+pub(crate) fn deadline_left(pod: &Pod, now: Timestamp) -> Option<Duration> {
     let secs = pod.spec.as_ref()?.active_deadline_seconds?;
     let start = pod.status.as_ref()?.start_time.as_ref()?.0;
     let end = start.as_second().saturating_add(secs.max(0));
@@ -61,7 +66,7 @@ pub fn deadline_left(pod: &Pod, now: Timestamp) -> Option<Duration> {
 }
 
 /// The worker input for an admitted Pod.
-pub fn worker_input(
+pub(crate) fn worker_input(
     pod: &Arc<Pod>,
     a: &Admitted,
     facts: PodFacts,
@@ -112,14 +117,14 @@ fn first_container_status(pod: &Pod) -> Option<&k8s_openapi::api::core::v1::Cont
 }
 
 /// The Pod's reported `restartCount`.
-pub fn restart_count(pod: &Pod) -> u32 {
+pub(crate) fn restart_count(pod: &Pod) -> u32 {
     first_container_status(pod)
         .map(|c| u32::try_from(c.restart_count).unwrap_or(0))
         .unwrap_or(0)
 }
 
 /// Whether the Pod's status says its VM was started before (running, terminated, restarted).
-pub fn started_before(pod: &Pod) -> bool {
+pub(crate) fn started_before(pod: &Pod) -> bool {
     first_container_status(pod).is_some_and(|c| {
         c.restart_count > 0
             || c.last_state
@@ -133,7 +138,7 @@ pub fn started_before(pod: &Pod) -> bool {
 
 /// When the current run started, as the Pod's status says (a VM adopted after an agent
 /// restart keeps it: the VM did not restart).
-pub fn running_since(pod: &Pod) -> Option<Timestamp> {
+pub(crate) fn running_since(pod: &Pod) -> Option<Timestamp> {
     first_container_status(pod)
         .and_then(|c| c.state.as_ref())
         .and_then(|s| s.running.as_ref())

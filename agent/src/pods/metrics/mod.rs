@@ -20,13 +20,13 @@ use crate::lifecycle::probes::{ProbeKind, ProbeResult};
 use crate::metrics::{OutcomeLabels, register};
 
 /// Buckets for VM-scale durations: a start that takes hours must not hide in the top bucket.
-pub const VM_BUCKETS: [f64; 15] = [
+pub(crate) const VM_BUCKETS: [f64; 15] = [
     0.1, 0.5, 1.0, 2.5, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0, 7200.0, 14400.0,
 ];
 
 /// Provisioning stage (`stage` label).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Stage {
+pub(crate) enum Stage {
     /// Image pull.
     Pull,
     Clone,
@@ -39,10 +39,11 @@ pub enum Stage {
 
 impl Stage {
     /// Every stage.
-    pub const ALL: [Stage; 5] = [Stage::Pull, Stage::Clone, Stage::Set, Stage::Run, Stage::Ip];
+    pub(crate) const ALL: [Stage; 5] =
+        [Stage::Pull, Stage::Clone, Stage::Set, Stage::Run, Stage::Ip];
 
     /// Label value.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Stage::Pull => "pull",
             Stage::Clone => "clone",
@@ -54,10 +55,10 @@ impl Stage {
 }
 
 /// Age buckets of Pods admitted but not yet running.
-pub const AGE_BUCKETS: [&str; 6] = ["lt_1m", "1m_5m", "5m_15m", "15m_1h", "1h_4h", "gt_4h"];
+pub(crate) const AGE_BUCKETS: [&str; 6] = ["lt_1m", "1m_5m", "5m_15m", "15m_1h", "1h_4h", "gt_4h"];
 
 /// The `age` label for a pending Pod of this age.
-pub fn age_bucket(age: Duration) -> &'static str {
+pub(crate) fn age_bucket(age: Duration) -> &'static str {
     match age.as_secs() {
         0..60 => "lt_1m",
         60..300 => "1m_5m",
@@ -69,14 +70,14 @@ pub fn age_bucket(age: Duration) -> &'static str {
 }
 
 /// VM states for `tart_kubelet_vms`.
-pub const VM_STATES: [&str; 3] = ["provisioning", "running", "stopping"];
+pub(crate) const VM_STATES: [&str; 3] = ["provisioning", "running", "stopping"];
 
 macro_rules! labels {
     ($name:ident { $($field:ident),* }) => {
         #[doc = concat!("Labels of one series (", stringify!($($field),*), ").")]
         #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-        pub struct $name {
-            $(#[doc = concat!("`", stringify!($field), "` label.")] pub $field: &'static str,)*
+        pub(crate) struct $name {
+            $(#[doc = concat!("`", stringify!($field), "` label.")] pub(crate) $field: &'static str,)*
         }
     };
 }
@@ -93,7 +94,7 @@ labels!(HowLabels { how });
 
 /// The Pod-side metrics. Clones share the same series.
 #[derive(Clone, Debug)]
-pub struct PodMetrics {
+pub(crate) struct PodMetrics {
     /// `pod_provision_delay_seconds`.
     pub provision_delay: Histogram,
     /// `vm_boot_duration_seconds`.
@@ -143,7 +144,7 @@ pub struct PodMetrics {
 }
 
 /// `kind` values of `guest_config_errors_total` (`ConfigError::kind`).
-pub const GUEST_CONFIG_ERROR_KINDS: [&str; 8] = [
+pub(crate) const GUEST_CONFIG_ERROR_KINDS: [&str; 8] = [
     "missing_object",
     "missing_key",
     "invalid_reference",
@@ -171,7 +172,7 @@ fn command_histogram() -> Histogram {
 
 impl PodMetrics {
     /// Create the metrics and register them under `tart_kubelet_`.
-    pub fn register(registry: &mut Registry) -> Self {
+    pub(crate) fn register(registry: &mut Registry) -> Self {
         let m = Self {
             provision_delay: vm_histogram(),
             agent_overhead: Histogram::new(OVERHEAD_BUCKETS),
@@ -291,7 +292,7 @@ impl PodMetrics {
     }
 
     /// One stage attempt took `d`.
-    pub fn stage(&self, stage: Stage, d: Duration) {
+    pub(crate) fn stage(&self, stage: Stage, d: Duration) {
         self.stage_duration
             .get_or_create(&StageLabels {
                 stage: stage.as_str(),
@@ -300,7 +301,7 @@ impl PodMetrics {
     }
 
     /// A host fault of `kind` was met.
-    pub fn host_fault(&self, kind: ErrorKind) {
+    pub(crate) fn host_fault(&self, kind: ErrorKind) {
         if kind.is_host_fault() {
             self.host_faults
                 .get_or_create(&KindLabels {
@@ -311,7 +312,7 @@ impl PodMetrics {
     }
 
     /// Replace the pending-age and VM-state gauges with a fresh count.
-    pub fn set_population(&self, pending_ages: &[Duration], vms: [i64; 3]) {
+    pub(crate) fn set_population(&self, pending_ages: &[Duration], vms: [i64; 3]) {
         for age in AGE_BUCKETS {
             let n = pending_ages
                 .iter()
@@ -328,7 +329,7 @@ impl PodMetrics {
 }
 
 /// The `outcome` label of one tart attempt.
-pub fn attempt_outcome(o: AttemptOutcome) -> &'static str {
+pub(crate) fn attempt_outcome(o: AttemptOutcome) -> &'static str {
     match o {
         AttemptOutcome::Ok => "ok",
         AttemptOutcome::Error(ErrorKind::Timeout) => "timeout",
@@ -369,14 +370,14 @@ impl Observer for PodMetrics {
 
 /// Guards the two once-per-Pod histograms. One per Pod worker.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct PodOnce {
+pub(crate) struct PodOnce {
     provision_done: bool,
     boot_done: bool,
 }
 
 impl PodOnce {
     /// For a VM found running after an agent restart: it never counts.
-    pub fn adopted() -> Self {
+    pub(crate) fn adopted() -> Self {
         Self {
             provision_done: true,
             boot_done: true,
@@ -385,7 +386,7 @@ impl PodOnce {
 
     /// Just before `tart run`: observe the provision delay if this is the Pod's first start.
     /// Returns whether it was observed.
-    pub fn provision(&mut self, m: &PodMetrics, since_creation: Duration) -> bool {
+    pub(crate) fn provision(&mut self, m: &PodMetrics, since_creation: Duration) -> bool {
         if std::mem::replace(&mut self.provision_done, true) {
             return false;
         }
@@ -395,7 +396,7 @@ impl PodOnce {
 
     /// First IP: observe the boot duration if this is the Pod's first boot. Never before the
     /// provision delay was observed by this process (an adopted or restarted VM).
-    pub fn boot(&mut self, m: &PodMetrics, since_run: Duration) -> bool {
+    pub(crate) fn boot(&mut self, m: &PodMetrics, since_run: Duration) -> bool {
         if !self.provision_done || std::mem::replace(&mut self.boot_done, true) {
             return false;
         }
@@ -405,7 +406,7 @@ impl PodOnce {
 
     /// The VM's run ended. If it ended before its first IP, the Pod's one boot was not a
     /// success and a later restart's boot is a retry: neither is observed.
-    pub fn run_ended(&mut self) {
+    pub(crate) fn run_ended(&mut self) {
         if self.provision_done {
             self.boot_done = true;
         }

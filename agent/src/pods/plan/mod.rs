@@ -15,7 +15,7 @@ use crate::backoff::CRASH_LOOP;
 
 /// `spec.restartPolicy`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum RestartPolicy {
+pub(crate) enum RestartPolicy {
     /// Restart after any exit (the Kubernetes default).
     #[default]
     Always,
@@ -27,7 +27,7 @@ pub enum RestartPolicy {
 
 impl RestartPolicy {
     /// From the Pod field (unknown or absent: `Always`, the API default).
-    pub fn from_field(f: Option<&str>) -> Self {
+    pub(crate) fn from_field(f: Option<&str>) -> Self {
         match f {
             Some("Never") => Self::Never,
             Some("OnFailure") => Self::OnFailure,
@@ -36,7 +36,7 @@ impl RestartPolicy {
     }
 
     /// Whether a VM that exited with `code` is started again.
-    pub fn restarts(self, code: i32) -> bool {
+    pub(crate) fn restarts(self, code: i32) -> bool {
         match self {
             Self::Always => true,
             Self::OnFailure => code != 0,
@@ -47,14 +47,14 @@ impl RestartPolicy {
     /// Whether a run the agent ended (a failed liveness or startup probe, a failed `postStart`
     /// hook) is started again: unless the policy is `Never`, whatever its exit code (kubelet
     /// restarts a container it killed even when the container then exits 0).
-    pub fn restarts_after_agent_kill(self) -> bool {
+    pub(crate) fn restarts_after_agent_kill(self) -> bool {
         self != Self::Never
     }
 }
 
 /// What the API tells us about the Pod.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PodFacts {
+pub(crate) struct PodFacts {
     /// `metadata.deletionTimestamp` is set.
     pub deleting: bool,
     /// Our finalizer is present.
@@ -80,7 +80,7 @@ pub struct PodFacts {
 
 /// The `tart run` process as the worker knows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Process {
+pub(crate) enum Process {
     /// Not started (or cleared for a restart).
     #[default]
     None,
@@ -99,7 +99,7 @@ pub enum Process {
 
 /// Everything known about one Pod's VM.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct VmFacts {
+pub(crate) struct VmFacts {
     /// The image is present (pulled now, or cached and allowed).
     pub image_ready: bool,
     /// The VM was cloned.
@@ -132,7 +132,7 @@ pub struct VmFacts {
 
 /// Where a deletion stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Termination {
+pub(crate) struct Termination {
     /// The grace period ends here (deletion seen + grace).
     pub deadline: Instant,
     /// The `preStop` hook ran (or there is none to run).
@@ -141,7 +141,7 @@ pub struct Termination {
 
 /// What to do next for one Pod: one step on the Pod object, one on its VM.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Decision {
+pub(crate) struct Decision {
     /// The reconciler's half.
     pub pod: PodStep,
     /// The worker's half.
@@ -150,7 +150,7 @@ pub struct Decision {
 
 /// A step on the Pod object, carried out by the reconciler.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PodStep {
+pub(crate) enum PodStep {
     /// Nothing to change on the object: keep the worker's input and the Pod status in step.
     Sync,
     /// Add our finalizer and requeue at once.
@@ -166,7 +166,7 @@ pub enum PodStep {
 
 /// A step on the Pod's VM, carried out by its worker.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum VmStep {
+pub(crate) enum VmStep {
     /// Nothing to do until the input or the VM changes.
     Idle,
     /// A retry backoff is running: wait this long.
@@ -221,12 +221,12 @@ impl Decision {
 }
 
 /// Kubelet's container restart backoff after `restart_count` restarts.
-pub fn crash_backoff(restart_count: u32) -> Duration {
+pub(crate) fn crash_backoff(restart_count: u32) -> Duration {
     CRASH_LOOP.delay(restart_count)
 }
 
 /// The next step for the Pod object and for its VM.
-pub fn plan(pod: &PodFacts, vm: &VmFacts, now: Instant) -> Decision {
+pub(crate) fn plan(pod: &PodFacts, vm: &VmFacts, now: Instant) -> Decision {
     let alive = matches!(vm.process, Process::Running { .. });
     if pod.node_gone && !pod.deleting {
         // Our Node was deleted: let go of the Pod so it can never hang Terminating because of

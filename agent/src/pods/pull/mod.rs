@@ -21,7 +21,7 @@ use tart::{Credentials, ErrorKind, Tart};
 
 /// A failed pull, cloneable so every waiter of a shared pull gets it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PullFailure {
+pub(crate) struct PullFailure {
     /// Classification.
     pub kind: ErrorKind,
     /// tart's message.
@@ -35,7 +35,7 @@ type PullKey = (String, Option<Credentials>);
 
 /// In-flight pulls by image and credentials.
 #[derive(Clone, Default)]
-pub struct Pulls {
+pub(crate) struct Pulls {
     inflight: Arc<Mutex<HashMap<PullKey, PullFuture>>>,
 }
 
@@ -43,7 +43,7 @@ impl Pulls {
     /// Pull `image`, joining a pull of the same image with the same credentials already in
     /// flight. The pull runs in its own task, so a waiter that goes away (Pod deleted) does not
     /// kill it for the others.
-    pub async fn pull<T: Tart>(
+    pub(crate) async fn pull<T: Tart>(
         &self,
         tart: Arc<T>,
         image: &str,
@@ -95,7 +95,7 @@ impl Pulls {
 /// Credentials for `host` from the named dockerconfigjson secrets, first match wins.
 /// Secrets that are missing, unreadable or malformed are skipped (tart then falls back to the
 /// host's own credential store, docs/reference/tart-cli.md §1.2).
-pub async fn credentials_for(
+pub(crate) async fn credentials_for(
     secrets: &Api<Secret>,
     names: &[String],
     host: &str,
@@ -128,7 +128,7 @@ pub async fn credentials_for(
 
 /// Parse a `.dockerconfigjson` and pick the entry for `host` (`auths` keys may carry a scheme
 /// or a path: `https://ghcr.io/v1/`).
-pub fn from_dockerconfig(json: &[u8], host: &str) -> Option<Credentials> {
+pub(crate) fn from_dockerconfig(json: &[u8], host: &str) -> Option<Credentials> {
     let v: Value = serde_json::from_slice(json).ok()?;
     let auths = v.get("auths")?.as_object()?;
     let entry = auths.iter().find_map(|(k, e)| {

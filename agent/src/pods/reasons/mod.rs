@@ -5,7 +5,7 @@ use tart::ErrorKind;
 
 /// Why the one container is waiting (`state.waiting.reason`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum WaitingReason {
+pub(crate) enum WaitingReason {
     /// Pull, clone or set in progress.
     ContainerCreating,
     /// The last pull failed.
@@ -28,7 +28,7 @@ pub enum WaitingReason {
 
 impl WaitingReason {
     /// The reason as Kubernetes shows it.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::ContainerCreating => "ContainerCreating",
             Self::ErrImagePull => "ErrImagePull",
@@ -44,7 +44,7 @@ impl WaitingReason {
 }
 
 /// The reason a host fault is reported under, in the container state and its Warning event.
-pub fn host_fault_reason(kind: ErrorKind) -> &'static str {
+pub(crate) fn host_fault_reason(kind: ErrorKind) -> &'static str {
     match kind {
         ErrorKind::VmLimit => "VMLimitReached",
         ErrorKind::AuxStorageLocked => "AuxiliaryStorageLocked",
@@ -56,7 +56,7 @@ pub fn host_fault_reason(kind: ErrorKind) -> &'static str {
 
 /// Why a run of the VM ended (`state.terminated.reason`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum TerminatedReason {
+pub(crate) enum TerminatedReason {
     /// Exit code 0.
     Completed,
     /// Any other exit code.
@@ -69,7 +69,7 @@ pub enum TerminatedReason {
 
 impl TerminatedReason {
     /// `Completed` for exit 0, `Error` otherwise (containerd's reasons).
-    pub fn for_exit(code: i32) -> Self {
+    pub(crate) fn for_exit(code: i32) -> Self {
         if code == 0 {
             Self::Completed
         } else {
@@ -78,7 +78,7 @@ impl TerminatedReason {
     }
 
     /// The reason as Kubernetes shows it.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Completed => "Completed",
             Self::Error => "Error",

@@ -42,7 +42,7 @@ use crate::{
 
 /// A failed reconcile.
 #[derive(Debug, thiserror::Error)]
-pub enum Error {
+pub(crate) enum Error {
     /// The Pod has no UID (never true for Pods from the API server).
     #[error("pod has no metadata.uid")]
     NoUid,
@@ -75,7 +75,7 @@ pub enum Error {
 
 impl Error {
     /// Closed metric label.
-    pub fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> &'static str {
         match self {
             Error::NoUid => "no_uid",
             Error::Api { source, .. } => ApiErrorKind::of(source).as_str(),
@@ -105,7 +105,10 @@ async fn call<R>(
 }
 
 /// The controller's reconcile function.
-pub async fn reconcile<T: Tart>(pod: Arc<Pod>, ctx: Arc<Shared<T>>) -> Result<Action, Error> {
+pub(crate) async fn reconcile<T: Tart>(
+    pod: Arc<Pod>,
+    ctx: Arc<Shared<T>>,
+) -> Result<Action, Error> {
     let span = info_span!(
         "reconcile",
         pod.namespace = %pod.namespace().unwrap_or_default(),
@@ -143,7 +146,7 @@ pub async fn reconcile<T: Tart>(pod: Arc<Pod>, ctx: Arc<Shared<T>>) -> Result<Ac
 }
 
 /// Requeue with a per-Pod exponential backoff ([`REQUEUE`]).
-pub fn error_policy<T: Tart>(pod: Arc<Pod>, err: &Error, ctx: Arc<Shared<T>>) -> Action {
+pub(crate) fn error_policy<T: Tart>(pod: Arc<Pod>, err: &Error, ctx: Arc<Shared<T>>) -> Action {
     let n = pod
         .uid()
         .map(|u| ctx.with_api_failures(|f| f.get(&u).copied().unwrap_or(1)))

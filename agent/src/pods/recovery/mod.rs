@@ -66,7 +66,7 @@ async fn bound_pods<T: Tart>(shared: &Shared<T>) -> Result<Vec<Pod>, String> {
 ///
 /// # Errors
 /// A message naming what could not be listed.
-pub async fn recover<T: Tart>(shared: &Arc<Shared<T>>) -> Result<Vec<VmName>, String> {
+pub(crate) async fn recover<T: Tart>(shared: &Arc<Shared<T>>) -> Result<Vec<VmName>, String> {
     // Each worker keeps its Pod: one Arc per Pod, made once here.
     let pods: Vec<Arc<Pod>> = bound_pods(shared)
         .await?
@@ -135,7 +135,7 @@ async fn ran_before(log: &std::path::Path) -> bool {
 }
 
 /// Stop (if running) and delete VMs no Pod owns, one [`remove_orphan`] each.
-pub async fn collect<T: Tart>(shared: &Shared<T>, orphans: Vec<VmName>) {
+pub(crate) async fn collect<T: Tart>(shared: &Shared<T>, orphans: Vec<VmName>) {
     for vm in orphans {
         remove_orphan(shared, &vm).await;
     }
@@ -144,7 +144,7 @@ pub async fn collect<T: Tart>(shared: &Shared<T>, orphans: Vec<VmName>) {
 /// Stop (if running) and delete one VM no Pod and no worker owns, then remove what the agent
 /// keeps for it on the host (its `tart run` log). Failures are logged; the next sweep retries.
 /// This is the one place that removes an orphan's host-side state.
-pub async fn remove_orphan<T: Tart>(shared: &Shared<T>, vm: &VmName) {
+pub(crate) async fn remove_orphan<T: Tart>(shared: &Shared<T>, vm: &VmName) {
     let tart = &shared.worker.tart;
     let opts = shared.worker.cfg.run_opts(vm);
     match tart.attach(vm, &opts).await {
@@ -212,7 +212,7 @@ const HOUSEKEEPING: Duration = Duration::from_secs(2);
 /// [`sweep`] the VMs too. The cache is swapped whole on every re-list, so a Pod is missing
 /// from it only when the API server said it was deleted; no Pod is read one by one (that
 /// would need `get` on every Pod, which `packaging/kubernetes/rbac.yaml` does not grant).
-pub async fn sweep_loop<T: Tart>(
+pub(crate) async fn sweep_loop<T: Tart>(
     shared: Arc<Shared<T>>,
     store: Store<Pod>,
     mut shutdown: watch::Receiver<bool>,
@@ -266,7 +266,7 @@ fn teardown_vanished<T: Tart>(shared: &Shared<T>, store: &Store<Pod>) {
 
 /// One pass over the VMs: stop and delete ours that have neither a Pod in `known` nor a
 /// worker (the workers of vanished Pods are gone already: [`teardown_vanished`]).
-pub async fn sweep<T: Tart>(shared: &Shared<T>, known: &HashSet<String>) {
+pub(crate) async fn sweep<T: Tart>(shared: &Shared<T>, known: &HashSet<String>) {
     let vms = match our_vms(shared).await {
         Ok(v) => v,
         Err(error) => {

@@ -22,7 +22,7 @@ const GB: u128 = 1_000_000_000;
 
 /// What the VM should get. `None` keeps the image's value.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct VmResources {
+pub(crate) struct VmResources {
     /// Whole CPU cores.
     pub cpu: Option<u16>,
     pub memory_mib: Option<u64>,
@@ -32,7 +32,7 @@ pub struct VmResources {
 
 /// The resources in raw units, for admission against the host.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct RawResources {
+pub(crate) struct RawResources {
     /// Millicores.
     pub cpu_millis: Option<u64>,
     pub memory_bytes: Option<u64>,
@@ -42,7 +42,7 @@ pub struct RawResources {
 /// A quantity that could not be parsed or does not fit.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("resource {resource} has an invalid quantity {value:?}")]
-pub struct QuantityError {
+pub(crate) struct QuantityError {
     /// `cpu`, `memory` or `ephemeral-storage`.
     pub resource: &'static str,
     /// The quantity text.
@@ -53,7 +53,7 @@ pub struct QuantityError {
 ///
 /// # Errors
 /// [`QuantityError`] for a quantity that is not a Kubernetes quantity.
-pub fn raw_resources(c: &Container) -> Result<RawResources, QuantityError> {
+pub(crate) fn raw_resources(c: &Container) -> Result<RawResources, QuantityError> {
     let r = c.resources.as_ref();
     let limits: Option<&BTreeMap<String, Quantity>> = r.and_then(|r| r.limits.as_ref());
     let requests: Option<&BTreeMap<String, Quantity>> = r.and_then(|r| r.requests.as_ref());
@@ -83,7 +83,7 @@ pub fn raw_resources(c: &Container) -> Result<RawResources, QuantityError> {
 
 impl RawResources {
     /// Converted to `tart set` units, rounding up (see the module docs).
-    pub fn to_vm(self) -> VmResources {
+    pub(crate) fn to_vm(self) -> VmResources {
         let up = |v: u64, unit: u128| u128::from(v).div_ceil(unit);
         VmResources {
             cpu: self.cpu_millis.map(|m| clamp_u16(up(m, 1000).max(1))),

@@ -11,35 +11,35 @@ use kube::runtime::reflector::{ObjectRef, Store};
 
 use crate::kubelet_api::PodSource;
 
-pub mod exec;
-pub mod logs;
-pub mod running;
-pub mod stats;
+pub(crate) mod exec;
+pub(crate) mod logs;
+pub(crate) mod running;
+pub(crate) mod stats;
 
-pub use running::{RunListing, RunningVms};
+pub(crate) use running::{RunListing, RunningVms};
 
 /// A shared view of the controller's Pod store, empty until the controller starts, and of the
 /// VMs its workers run; clones share both.
 #[derive(Clone, Default)]
-pub struct ServedPods {
+pub(crate) struct ServedPods {
     store: Arc<OnceLock<Store<Pod>>>,
     running: RunningVms,
 }
 
 impl ServedPods {
     /// Serve `store` from now on (the first store set wins).
-    pub fn set(&self, store: Store<Pod>) {
+    pub(crate) fn set(&self, store: Store<Pod>) {
         let _ = self.store.set(store);
     }
 
     /// The VMs the workers run; the workers list theirs here.
-    pub fn running(&self) -> &RunningVms {
+    pub(crate) fn running(&self) -> &RunningVms {
         &self.running
     }
 
     /// The Pods, once the controller's watch has listed them; `None` before (an empty answer
     /// then would mean "no Pods" when it only means "not known yet").
-    pub fn synced_pods(&self) -> Option<Vec<Pod>> {
+    pub(crate) fn synced_pods(&self) -> Option<Vec<Pod>> {
         let store = self.store.get()?;
         listed(store).then(|| store.state().iter().map(|p| (**p).clone()).collect())
     }
@@ -48,7 +48,7 @@ impl ServedPods {
 /// Whether the controller's watch has listed the Pods into `store` (its first full list is
 /// in). Polled, never awaited: the store's readiness wakes only its latest waiter, and more
 /// than one reader asks.
-pub fn listed(store: &Store<Pod>) -> bool {
+pub(crate) fn listed(store: &Store<Pod>) -> bool {
     use futures::FutureExt;
     matches!(store.wait_until_ready().now_or_never(), Some(Ok(())))
 }

@@ -41,7 +41,7 @@ use crate::{
     node::fence::Fence,
 };
 
-pub mod series;
+pub(crate) mod series;
 
 /// Who reports the events (`reportingController`).
 const CONTROLLER: &str = "tart-kubelet";
@@ -51,7 +51,7 @@ type Seen = HashMap<String, HashSet<(EventKind, u32)>>;
 
 /// Which API Pod events are created with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EventApi {
+pub(crate) enum EventApi {
     /// events.k8s.io/v1.
     EventsV1,
     /// core/v1: the only Event API the Node authorizer lets a node (`system:node:<name>`)
@@ -61,7 +61,7 @@ pub enum EventApi {
 
 /// Cheap to clone; all clones share one queue, one dedupe table and one set of series.
 #[derive(Clone)]
-pub struct EventSink {
+pub(crate) struct EventSink {
     tx: mpsc::UnboundedSender<(ObjectReference, Occurrence)>,
     seen: Arc<Mutex<Seen>>,
     series: Arc<Mutex<Correlator>>,
@@ -82,7 +82,7 @@ impl EventSink {
     /// Start the publisher task; it ends when every sink clone is dropped. Nothing is
     /// published unless this agent holds the Node's Lease at that moment (`lease`). Failed
     /// publishes are counted in `api_errors` (resource `event`).
-    pub fn spawn(
+    pub(crate) fn spawn(
         client: kube::Client,
         node: &str,
         timeout: Duration,
@@ -110,7 +110,7 @@ impl EventSink {
     }
 
     /// A sink whose events go to `tx` (tests read them from the receiver).
-    pub fn with_sender(tx: mpsc::UnboundedSender<(ObjectReference, Occurrence)>) -> Self {
+    pub(crate) fn with_sender(tx: mpsc::UnboundedSender<(ObjectReference, Occurrence)>) -> Self {
         Self {
             tx,
             seen: Arc::default(),
@@ -120,7 +120,7 @@ impl EventSink {
 
     /// Publish `occ` about `obj` unless an occurrence of its kind numbered `seq` was already
     /// published for this Pod (`uid`). Returns whether it was queued.
-    pub fn emit(&self, uid: &str, obj: &ObjectReference, seq: u32, occ: Occurrence) -> bool {
+    pub(crate) fn emit(&self, uid: &str, obj: &ObjectReference, seq: u32, occ: Occurrence) -> bool {
         let fresh = self
             .lock()
             .entry(uid.to_owned())
@@ -133,7 +133,7 @@ impl EventSink {
     }
 
     /// Forget a Pod's occurrences and event series once it is gone.
-    pub fn forget(&self, uid: &str) {
+    pub(crate) fn forget(&self, uid: &str) {
         self.lock().remove(uid);
         lock(&self.series).forget_object(uid);
     }

@@ -29,7 +29,7 @@ use crate::guest_contract::job::JobActivity;
 
 /// A finished run of the VM.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Terminated {
+pub(crate) struct Terminated {
     /// Exit code (signals: 128 + signal, as container runtimes report).
     pub exit_code: i32,
     /// Why it ended.
@@ -47,18 +47,18 @@ pub struct Terminated {
 
 /// Why the host, not the job, ended a run.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Disruption {
+pub(crate) struct Disruption {
     /// Kubelet-style word, e.g. `HostMemoryPressure`.
     pub reason: &'static str,
     pub message: String,
 }
 
 /// The condition a host-caused end sets, as kubelet's (1.26+) for Pods it disrupts.
-pub const DISRUPTION_CONDITION: &str = "DisruptionTarget";
+pub(crate) const DISRUPTION_CONDITION: &str = "DisruptionTarget";
 
 /// The one container's state.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ContainerView {
+pub(crate) enum ContainerView {
     /// Not running yet, or between runs.
     Waiting {
         /// Why.
@@ -81,12 +81,12 @@ pub enum ContainerView {
 
 impl ContainerView {
     /// Waiting for `reason`.
-    pub fn waiting(reason: WaitingReason, message: Option<String>) -> Self {
+    pub(crate) fn waiting(reason: WaitingReason, message: Option<String>) -> Self {
         Self::Waiting { reason, message }
     }
 
     /// The waiting reason, if waiting.
-    pub fn waiting_reason(&self) -> Option<WaitingReason> {
+    pub(crate) fn waiting_reason(&self) -> Option<WaitingReason> {
         match self {
             Self::Waiting { reason, .. } => Some(*reason),
             _ => None,
@@ -96,7 +96,7 @@ impl ContainerView {
 
 /// What the agent knows about a Pod, in status terms.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Observation {
+pub(crate) struct Observation {
     /// The node's IP.
     pub host_ip: Option<String>,
     pub container: String,
@@ -121,11 +121,11 @@ pub struct Observation {
 
 /// Our own Pod condition: the job is busy (`True`) or not (`False`, reason `JobIdle` or
 /// `JobEnded`). Unlike kubelet's, it carries its reason in both states.
-pub const JOB_BUSY_CONDITION: &str = "tart.run/JobBusy";
+pub(crate) const JOB_BUSY_CONDITION: &str = "tart.run/JobBusy";
 
 /// What the Pod status should say.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Desired {
+pub(crate) enum Desired {
     /// Rejected at admission: phase Failed with reason and message, nothing else.
     Rejected {
         /// Why.
@@ -148,7 +148,7 @@ impl From<Observation> for Desired {
 
 /// The Pod phase.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Phase {
+pub(crate) enum Phase {
     /// Not started yet.
     Pending,
     /// Started (or restarting).
@@ -161,7 +161,7 @@ pub enum Phase {
 
 impl Phase {
     /// The phase as Kubernetes shows it.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Pending => "Pending",
             Self::Running => "Running",
@@ -176,7 +176,7 @@ impl Phase {
 }
 
 /// The phase, per kubelet's rules for a single container.
-pub fn phase(o: &Observation) -> Phase {
+pub(crate) fn phase(o: &Observation) -> Phase {
     match &o.state {
         ContainerView::Running { .. } => Phase::Running,
         ContainerView::Terminated(t) if t.exit_code == 0 => Phase::Succeeded,
@@ -258,7 +258,11 @@ fn condition(
 }
 
 /// The desired status. `current` supplies transition times and `startTime`.
-pub fn desired_status(desired: &Desired, current: Option<&PodStatus>, now: Timestamp) -> PodStatus {
+pub(crate) fn desired_status(
+    desired: &Desired,
+    current: Option<&PodStatus>,
+    now: Timestamp,
+) -> PodStatus {
     let o = match desired {
         Desired::Rejected { reason, message } => {
             return PodStatus {
@@ -357,11 +361,11 @@ fn observed_status(o: &Observation, current: Option<&PodStatus>, now: Timestamp)
 
 /// Kubelet's reason for `Ready=False` while the containers are ready but a readiness gate is
 /// not.
-pub const READINESS_GATES_NOT_READY: &str = "ReadinessGatesNotReady";
+pub(crate) const READINESS_GATES_NOT_READY: &str = "ReadinessGatesNotReady";
 
 /// Kubelet's message naming each readiness gate whose condition is absent or not `True` in
 /// `current`; `None` when every gate is `True`.
-pub fn unready_gates(gates: &[String], current: Option<&PodStatus>) -> Option<String> {
+pub(crate) fn unready_gates(gates: &[String], current: Option<&PodStatus>) -> Option<String> {
     let conditions = current
         .and_then(|s| s.conditions.as_deref())
         .unwrap_or_default();
@@ -397,7 +401,7 @@ fn job_condition(current: Option<&PodStatus>, job: JobActivity, now: Timestamp) 
 
 /// The patch body for `status`: the status as JSON, with explicit `null`s that delete the
 /// reason and message a `True` condition may still carry on the server.
-pub fn patch_body(status: &PodStatus) -> Value {
+pub(crate) fn patch_body(status: &PodStatus) -> Value {
     let mut v = serde_json::to_value(status).unwrap_or(Value::Null);
     if let Some(conds) = v.get_mut("conditions").and_then(Value::as_array_mut) {
         for c in conds {
@@ -412,13 +416,13 @@ pub fn patch_body(status: &PodStatus) -> Value {
 }
 
 /// The body of the status patch for `desired` (see [`desired_status`], [`patch_body`]).
-pub fn build(desired: &Desired, current: Option<&PodStatus>, now: Timestamp) -> Value {
+pub(crate) fn build(desired: &Desired, current: Option<&PodStatus>, now: Timestamp) -> Value {
     patch_body(&desired_status(desired, current, now))
 }
 
 /// Whether `desired` says anything `current` does not already say. Only keys present in
 /// `desired` are compared, so fields the API server defaults never cause a patch loop.
-pub fn needs_patch(desired: &Value, current: Option<&PodStatus>) -> bool {
+pub(crate) fn needs_patch(desired: &Value, current: Option<&PodStatus>) -> bool {
     let current = current
         .and_then(|c| serde_json::to_value(c).ok())
         .unwrap_or(Value::Null);

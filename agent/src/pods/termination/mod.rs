@@ -10,14 +10,14 @@ use tokio::time::Instant;
 
 /// The least time a VM is given to shut down once it is asked to, even when the grace period
 /// is spent (kubelet's `minimumGracePeriodInSeconds`).
-pub const MIN_STOP_GRACE: Duration = Duration::from_secs(2);
+pub(crate) const MIN_STOP_GRACE: Duration = Duration::from_secs(2);
 
 /// How often a running job's busy/idle mark is read.
-pub const JOB_POLL: Duration = Duration::from_secs(1);
+pub(crate) const JOB_POLL: Duration = Duration::from_secs(1);
 
 /// One deletion as the worker lives it.
 #[derive(Debug, Clone, Copy)]
-pub struct TermClock {
+pub(crate) struct TermClock {
     /// When the worker first saw the deletion.
     pub started: Instant,
     /// The worker waited for a busy job.
@@ -30,7 +30,7 @@ pub struct TermClock {
 
 /// How a terminated Pod's VM went away (`how` label of `pod_termination_seconds`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum TerminationHow {
+pub(crate) enum TerminationHow {
     /// The job was idle (or ended): the VM was stopped at once after `preStop`.
     Idle,
     /// The job was busy; it went idle or ended within the grace period.
@@ -41,10 +41,10 @@ pub enum TerminationHow {
 
 impl TerminationHow {
     /// Every value, for pre-creating metric series.
-    pub const ALL: [TerminationHow; 3] = [Self::Idle, Self::Waited, Self::GraceExpired];
+    pub(crate) const ALL: [TerminationHow; 3] = [Self::Idle, Self::Waited, Self::GraceExpired];
 
     /// Metric label value.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Idle => "idle",
             Self::Waited => "waited",
@@ -55,7 +55,7 @@ impl TerminationHow {
 
 /// How the termination ends, given whether the worker waited for the job and whether the job is
 /// still busy when the VM is stopped.
-pub fn termination_how(waited: bool, busy_at_stop: bool) -> TerminationHow {
+pub(crate) fn termination_how(waited: bool, busy_at_stop: bool) -> TerminationHow {
     match (waited, busy_at_stop) {
         (_, true) => TerminationHow::GraceExpired,
         (true, false) => TerminationHow::Waited,
@@ -64,7 +64,7 @@ pub fn termination_how(waited: bool, busy_at_stop: bool) -> TerminationHow {
 }
 
 /// The grace `tart stop` gets: what is left of the Pod's, never less than [`MIN_STOP_GRACE`].
-pub fn stop_grace(deadline: Instant, now: Instant) -> Duration {
+pub(crate) fn stop_grace(deadline: Instant, now: Instant) -> Duration {
     deadline.saturating_duration_since(now).max(MIN_STOP_GRACE)
 }
 

@@ -21,7 +21,7 @@ use crate::{
 
 /// The worker's settings.
 #[derive(Debug, Clone)]
-pub struct WorkerConfig {
+pub(crate) struct WorkerConfig {
     /// Where each VM's `tart run` output is written (`<vm>.log`).
     pub vm_log_dir: PathBuf,
     /// A VM log file is cut to its last half past this size.
@@ -43,7 +43,7 @@ pub struct WorkerConfig {
 impl WorkerConfig {
     /// `tart run` options for `vm`: NAT networking, a per-VM log file, no shares (the worker
     /// adds its guest's).
-    pub fn run_opts(&self, vm: &VmName) -> tart::RunOpts {
+    pub(crate) fn run_opts(&self, vm: &VmName) -> tart::RunOpts {
         tart::RunOpts {
             dirs: vec![],
             network: tart::Network::Shared,
@@ -58,16 +58,16 @@ impl WorkerConfig {
 /// Asks the reconciler to reconcile one Pod again (its worker's state changed). Coalesced by
 /// the controller's queue.
 #[derive(Clone, Debug)]
-pub struct Waker(UnboundedSender<ObjectRef<Pod>>);
+pub(crate) struct Waker(UnboundedSender<ObjectRef<Pod>>);
 
 impl Waker {
     /// A waker that sends to `tx`.
-    pub fn new(tx: UnboundedSender<ObjectRef<Pod>>) -> Self {
+    pub(crate) fn new(tx: UnboundedSender<ObjectRef<Pod>>) -> Self {
         Self(tx)
     }
 
     /// Reconcile the Pod `obj` refers to.
-    pub fn wake(&self, obj: &ObjectReference) {
+    pub(crate) fn wake(&self, obj: &ObjectReference) {
         let (Some(name), Some(ns)) = (obj.name.as_deref(), obj.namespace.as_deref()) else {
             return;
         };
@@ -76,7 +76,7 @@ impl Waker {
 }
 
 /// Everything a worker uses. One per agent, shared by every worker.
-pub struct WorkerContext<T: Tart> {
+pub(crate) struct WorkerContext<T: Tart> {
     /// API client: pull secrets, the guest's Secrets, ConfigMaps and tokens.
     pub client: kube::Client,
     pub tart: Arc<T>,

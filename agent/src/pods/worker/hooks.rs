@@ -14,7 +14,7 @@ use crate::pods::{ending::AgentStop, events::Occurrence};
 
 /// The longest a `postStart` hook may run (kubelet sets none; every external call here has
 /// one). Past it the hook has failed.
-pub const POST_START_LIMIT: Duration = Duration::from_secs(600);
+pub(super) const POST_START_LIMIT: Duration = Duration::from_secs(600);
 
 impl<T: Tart> Worker<T> {
     /// Run the `postStart` hook of this run.

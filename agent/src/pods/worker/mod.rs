@@ -52,13 +52,13 @@ mod provision;
 mod run;
 mod termination;
 
-pub use context::{Waker, WorkerConfig, WorkerContext};
+pub(crate) use context::{Waker, WorkerConfig, WorkerContext};
 use lifetimes::{Provisioning, Run};
 use overhead::OverheadClock;
 
 /// What the worker is told about its Pod (replaced on every reconcile).
 #[derive(Debug, Clone, PartialEq)]
-pub struct WorkerInput {
+pub(crate) struct WorkerInput {
     /// Pod facts for [`plan`].
     pub facts: PodFacts,
     pub uid: String,
@@ -87,7 +87,7 @@ pub struct WorkerInput {
 /// The Pod object a guest is prepared from. Equal when spec, labels and annotations are: the
 /// agent's own status writes are not new input for the worker.
 #[derive(Debug, Clone)]
-pub struct PodSnapshot(pub Arc<Pod>);
+pub(crate) struct PodSnapshot(pub Arc<Pod>);
 
 impl PartialEq for PodSnapshot {
     fn eq(&self, other: &Self) -> bool {
@@ -101,7 +101,7 @@ impl PartialEq for PodSnapshot {
 
 /// What the worker publishes.
 #[derive(Debug, Clone, PartialEq)]
-pub struct WorkerState {
+pub(crate) struct WorkerState {
     /// Facts for [`plan`].
     pub facts: VmFacts,
     pub vm: VmName,
@@ -119,7 +119,7 @@ pub struct WorkerState {
 }
 
 /// The reconciler's handle on a worker. Dropping it stops the worker task (not the VM).
-pub struct WorkerHandle {
+pub(crate) struct WorkerHandle {
     /// Latest Pod input.
     pub input: watch::Sender<WorkerInput>,
     /// Latest state.
@@ -134,7 +134,7 @@ impl Drop for WorkerHandle {
 }
 
 /// How a worker begins.
-pub enum Start<V> {
+pub(crate) enum Start<V> {
     /// Nothing exists yet.
     Fresh,
     /// Recovery found the VM cloned but not running.
@@ -156,7 +156,7 @@ pub enum Start<V> {
 
 /// Spawn a worker for `vm`. `prior_restarts` carries the Pod's `restartCount` over an agent
 /// restart (0 for a fresh Pod).
-pub fn spawn<T: Tart>(
+pub(crate) fn spawn<T: Tart>(
     ctx: Arc<WorkerContext<T>>,
     vm: VmName,
     input: WorkerInput,

@@ -28,7 +28,7 @@ use crate::pods::{
 
 /// The probes of the Pod's container; none when it has none, or when they cannot be read
 /// (admission refuses such a Pod, so this only guards an update made after admission).
-pub fn probe_set(pod: &Pod) -> Option<ProbeSet> {
+pub(super) fn probe_set(pod: &Pod) -> Option<ProbeSet> {
     let c = pod.spec.as_ref()?.containers.first()?;
     match ProbeSet::from_container(c) {
         Ok(set) if !set.is_empty() => Some(set),

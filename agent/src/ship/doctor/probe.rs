@@ -15,7 +15,7 @@ use crate::config::Config;
 use crate::ship::rbac::{ALWAYS, Permission};
 
 /// Finds `program` like `execvp` would: as given when it contains a `/`, else on `PATH`.
-pub fn resolve_program(program: &Path) -> Option<PathBuf> {
+pub(crate) fn resolve_program(program: &Path) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt as _;
     let exec = |p: &Path| {
         std::fs::metadata(p)
@@ -58,7 +58,7 @@ async fn tart_output(
 }
 
 /// `tart --version`.
-pub async fn tart(cfg: &Config, deadline: Duration) -> (TartProbe, Option<PathBuf>) {
+pub(crate) async fn tart(cfg: &Config, deadline: Duration) -> (TartProbe, Option<PathBuf>) {
     let Some(path) = resolve_program(&cfg.tart_program) else {
         return (
             TartProbe::NotFound(format!(
@@ -79,7 +79,7 @@ pub async fn tart(cfg: &Config, deadline: Duration) -> (TartProbe, Option<PathBu
 }
 
 /// Names of running VMs without the agent's prefix (`tart list --format json`).
-pub async fn foreign_running_vms(
+pub(crate) async fn foreign_running_vms(
     cfg: &Config,
     tart: &Path,
     deadline: Duration,
@@ -98,7 +98,7 @@ pub async fn foreign_running_vms(
 }
 
 /// Creates `TART_HOME` if needed, writes and removes a file in it, reads its volume.
-pub async fn tart_home(cfg: &Config) -> TartHomeProbe {
+pub(crate) async fn tart_home(cfg: &Config) -> TartHomeProbe {
     let dir = cfg.tart_home.clone();
     let writable = async {
         tokio::fs::create_dir_all(&dir)
@@ -128,7 +128,7 @@ pub async fn tart_home(cfg: &Config) -> TartHomeProbe {
 ///
 /// # Errors
 /// The kubeconfig cannot be read or is unusable.
-pub async fn client(cfg: &Config) -> Result<(kube::Client, String), String> {
+pub(crate) async fn client(cfg: &Config) -> Result<(kube::Client, String), String> {
     use kube::config::{KubeConfigOptions, Kubeconfig};
     let (config, who) = match &cfg.kubeconfig {
         Some(p) => {
@@ -160,7 +160,10 @@ pub async fn client(cfg: &Config) -> Result<(kube::Client, String), String> {
 }
 
 /// `GET /version` with a deadline: proves the URL, CA and credentials work.
-pub async fn api_version(client: &kube::Client, deadline: Duration) -> Result<String, String> {
+pub(crate) async fn api_version(
+    client: &kube::Client,
+    deadline: Duration,
+) -> Result<String, String> {
     let v = timeout(deadline, client.apiserver_version())
         .await
         .map_err(|_| format!("the API server did not answer within {deadline:?}"))?
@@ -170,7 +173,7 @@ pub async fn api_version(client: &kube::Client, deadline: Duration) -> Result<St
 
 /// One SelfSubjectAccessReview per permission; those with [`Permission::own_name`] name
 /// `node` (the agent's own Node or Lease).
-pub async fn access_reviews(
+pub(crate) async fn access_reviews(
     client: &kube::Client,
     perms: &[Permission],
     node: &str,
@@ -186,7 +189,7 @@ pub async fn access_reviews(
 
 /// Whether the credentials may read the Lease named `own` and the Lease named `other` in the
 /// node-lease namespace: the Node authorizer gives a node its own Lease only.
-pub async fn lease_reviews(
+pub(crate) async fn lease_reviews(
     client: &kube::Client,
     own: &str,
     other: &str,

@@ -6,7 +6,7 @@ use crate::kubelet_api::csr::{Progress, api::Verdict, rfc3339};
 
 /// How the kubelet API gets its serving certificate, as `doctor` found it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Serving {
+pub(super) enum Serving {
     /// `--tls-cert-file`/`--tls-private-key-file`: whether they and the client CA load.
     Files(Result<(), String>),
     /// Through the CSR API (no certificate files): what the certificate directory and the API
@@ -15,7 +15,7 @@ pub enum Serving {
 }
 
 /// Verdict on the kubelet API's serving certificate and client CA.
-pub fn kubelet_api_check(port: u16, serving: &Serving, client_ca: bool) -> Check {
+pub(super) fn kubelet_api_check(port: u16, serving: &Serving, client_ca: bool) -> Check {
     const NAME: &str = "kubelet-api";
     let serves = match serving {
         Serving::Files(Err(e)) => {

@@ -19,7 +19,7 @@ use crate::config::Config;
 
 /// The config file the job is started with when `--config` is not given (Homebrew's etc on
 /// Apple silicon; packaging/homebrew installs the example there).
-pub const DEFAULT_CONFIG_PATH: &str = "/opt/homebrew/etc/tart-kubelet/config.toml";
+pub(crate) const DEFAULT_CONFIG_PATH: &str = "/opt/homebrew/etc/tart-kubelet/config.toml";
 /// Deadline of one `launchctl` invocation.
 const LAUNCHCTL_DEADLINE: Duration = Duration::from_secs(15);
 /// Poll period while waiting for a job to go away or come up.
@@ -27,7 +27,7 @@ const POLL: Duration = Duration::from_millis(250);
 
 /// Facts about the invoking host that the pure resolution needs.
 #[derive(Debug, Clone)]
-pub struct HostFacts {
+pub(crate) struct HostFacts {
     /// Resolved console user.
     pub user: String,
     /// Their home.
@@ -41,7 +41,7 @@ pub struct HostFacts {
 }
 
 /// Default plist directory of a variant.
-pub fn default_plist_dir(v: Variant) -> PathBuf {
+pub(crate) fn default_plist_dir(v: Variant) -> PathBuf {
     match v {
         Variant::Daemon => PathBuf::from("/Library/LaunchDaemons"),
         Variant::Agent => PathBuf::from("/Library/LaunchAgents"),
@@ -61,7 +61,7 @@ fn domain(v: Variant, uid: Option<u32>) -> anyhow::Result<Domain> {
 ///
 /// # Errors
 /// When the resulting plist would be invalid (relative paths, bad label, ...).
-pub fn resolve_install(
+pub(crate) fn resolve_install(
     args: &InstallArgs,
     cfg: &Config,
     host: &HostFacts,
@@ -180,7 +180,7 @@ fn host_facts(user: Option<&str>, home: Option<&Path>) -> anyhow::Result<HostFac
 ///
 /// # Errors
 /// Anything that stops the install; the plan printed so far says how far it got.
-pub async fn install(args: &InstallArgs, cfg: &Config) -> anyhow::Result<ExitCode> {
+pub(crate) async fn install(args: &InstallArgs, cfg: &Config) -> anyhow::Result<ExitCode> {
     let cfg = &super::effective_config(&args.run, cfg)?;
     let host = host_facts(args.user.as_deref(), args.home.as_deref())?;
     let (spec, steps) = resolve_install(args, cfg, &host)?;
@@ -207,7 +207,7 @@ pub async fn install(args: &InstallArgs, cfg: &Config) -> anyhow::Result<ExitCod
 ///
 /// # Errors
 /// Anything that stops the uninstall.
-pub async fn uninstall(args: &UninstallArgs, _cfg: &Config) -> anyhow::Result<ExitCode> {
+pub(crate) async fn uninstall(args: &UninstallArgs, _cfg: &Config) -> anyhow::Result<ExitCode> {
     let uid = match args.variant {
         Variant::Daemon => None,
         Variant::Agent => host_facts(args.user.as_deref(), None)?.uid,

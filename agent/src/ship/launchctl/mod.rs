@@ -11,11 +11,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// The real launchctl.
-pub const LAUNCHCTL: &str = "/bin/launchctl";
+pub(crate) const LAUNCHCTL: &str = "/bin/launchctl";
 
 /// A launchd domain target.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Domain {
+pub(crate) enum Domain {
     /// `system` (LaunchDaemons).
     System,
     /// `gui/<uid>` (LaunchAgents in a user's Aqua session).
@@ -24,7 +24,7 @@ pub enum Domain {
 
 impl Domain {
     /// `system` or `gui/<uid>`.
-    pub fn target(&self) -> String {
+    pub(crate) fn target(&self) -> String {
         match self {
             Domain::System => "system".to_string(),
             Domain::Gui(uid) => format!("gui/{uid}"),
@@ -32,14 +32,14 @@ impl Domain {
     }
 
     /// `<domain>/<label>`: the service target of `print`, `bootout`, `enable`, `kickstart`.
-    pub fn service(&self, label: &str) -> String {
+    pub(crate) fn service(&self, label: &str) -> String {
         format!("{}/{label}", self.target())
     }
 }
 
 /// One step of an install or uninstall.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Step {
+pub(crate) enum Step {
     /// `mkdir -p`, then chown to `owner` (user name; group = the user's primary group).
     CreateDir {
         /// Directory.
@@ -95,7 +95,7 @@ pub enum Step {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InstallPlanInput {
+pub(crate) struct InstallPlanInput {
     /// Where the job is loaded.
     pub domain: Domain,
     /// Job label.
@@ -114,7 +114,7 @@ pub struct InstallPlanInput {
 
 /// The idempotent install: write, unload whatever is loaded under the label, wait for it to be
 /// gone, enable, load, wait for a PID.
-pub fn install_plan(i: &InstallPlanInput) -> Vec<Step> {
+pub(crate) fn install_plan(i: &InstallPlanInput) -> Vec<Step> {
     let service = i.domain.service(&i.label);
     vec![
         Step::CreateDir {
@@ -149,7 +149,7 @@ pub fn install_plan(i: &InstallPlanInput) -> Vec<Step> {
 
 /// The idempotent uninstall: unload if loaded, wait until gone, remove the plist. Log files are
 /// left in place.
-pub fn uninstall_plan(
+pub(crate) fn uninstall_plan(
     domain: &Domain,
     label: &str,
     plist_path: PathBuf,
@@ -169,7 +169,7 @@ pub fn uninstall_plan(
 }
 
 /// The `--dry-run` text: every file with its full contents and every command with its argv.
-pub fn render_plan(steps: &[Step]) -> String {
+pub(crate) fn render_plan(steps: &[Step]) -> String {
     let mut o = String::new();
     for (n, s) in steps.iter().enumerate() {
         let n = n + 1;
@@ -220,7 +220,7 @@ pub fn render_plan(steps: &[Step]) -> String {
 /// What `launchctl print <service>` says about a job. The format is explicitly unstable, so
 /// only the few `key = value` lines at the job's top level are read.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct JobStatus {
+pub(crate) struct JobStatus {
     /// `state = running|waiting|...`.
     pub state: Option<String>,
     /// `pid = N` when running.
@@ -231,7 +231,7 @@ pub struct JobStatus {
 
 /// Parses `launchctl print system/<label>` output. Nested blocks (`environment = { ... }`)
 /// are skipped so their keys cannot shadow the job's own.
-pub fn parse_print(text: &str) -> JobStatus {
+pub(crate) fn parse_print(text: &str) -> JobStatus {
     let mut st = JobStatus::default();
     let mut depth = 0usize;
     for line in text.lines() {

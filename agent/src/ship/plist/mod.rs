@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 /// Which launchd flavour to install (docs/reference/host-and-conventions.md §1.1).
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Variant {
+pub(crate) enum Variant {
     /// `/Library/LaunchDaemons`, domain `system`, `UserName` = the auto-login console user.
     /// Starts at boot, survives the loss of the GUI session.
     #[default]
@@ -21,7 +21,7 @@ pub enum Variant {
 
 impl Variant {
     /// The word used in file names and messages.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Variant::Daemon => "daemon",
             Variant::Agent => "agent",
@@ -30,18 +30,18 @@ impl Variant {
 }
 
 /// Default job label; the plist file is `<label>.plist`.
-pub const DEFAULT_LABEL: &str = "dev.tart-kubelet.agent";
+pub(crate) const DEFAULT_LABEL: &str = "dev.tart-kubelet.agent";
 /// Default `ExitTimeOut`: the agent's own shutdown (final Node status, in-flight tart
 /// commands reaching their deadlines) must fit; launchd's 20 s default is too short.
-pub const DEFAULT_EXIT_TIMEOUT_SECS: u32 = 120;
+pub(crate) const DEFAULT_EXIT_TIMEOUT_SECS: u32 = 120;
 /// Default `ThrottleInterval` (launchd's own default, spelled out).
-pub const DEFAULT_THROTTLE_SECS: u32 = 10;
+pub(crate) const DEFAULT_THROTTLE_SECS: u32 = 10;
 /// `PATH` of the job: Homebrew (arm64 and x86 prefixes) first, then the system.
-pub const JOB_PATH: &str = "/opt/homebrew/bin:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin";
+pub(crate) const JOB_PATH: &str = "/opt/homebrew/bin:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin";
 
 /// Everything the plist depends on, resolved to absolute values.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PlistSpec {
+pub(crate) struct PlistSpec {
     /// Daemon (system domain, `UserName`) or agent (`gui/<uid>`).
     pub variant: Variant,
     /// Job label, reverse-DNS.
@@ -66,7 +66,7 @@ pub struct PlistSpec {
 
 /// Why a spec cannot be turned into a plist launchd would accept.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum SpecError {
+pub(crate) enum SpecError {
     /// launchd expands neither `~` nor `$VAR`, and resolves nothing relative.
     #[error("{what} must be an absolute path without '~' or '$': {path}")]
     NotAbsolute {
@@ -89,7 +89,7 @@ pub enum SpecError {
 impl PlistSpec {
     /// The fixed input behind the checked-in `launchd/*.plist` files.
     #[cfg(test)]
-    pub fn reference(variant: Variant) -> Self {
+    pub(crate) fn reference(variant: Variant) -> Self {
         PlistSpec {
             variant,
             label: DEFAULT_LABEL.to_string(),
@@ -108,7 +108,7 @@ impl PlistSpec {
     }
 
     /// Checks the invariants launchd silently depends on.
-    pub fn validate(&self) -> Result<(), SpecError> {
+    pub(crate) fn validate(&self) -> Result<(), SpecError> {
         let ok_chars = |s: &str| {
             !s.is_empty()
                 && s.chars()
@@ -133,17 +133,17 @@ impl PlistSpec {
     }
 
     /// `<label>.plist`.
-    pub fn file_name(&self) -> String {
+    pub(crate) fn file_name(&self) -> String {
         format!("{}.plist", self.label)
     }
 
     /// launchd's StandardOutPath.
-    pub fn stdout_path(&self) -> PathBuf {
+    pub(crate) fn stdout_path(&self) -> PathBuf {
         self.log_dir.join("launchd.stdout.log")
     }
 
     /// launchd's StandardErrorPath.
-    pub fn stderr_path(&self) -> PathBuf {
+    pub(crate) fn stderr_path(&self) -> PathBuf {
         self.log_dir.join("launchd.stderr.log")
     }
 }
@@ -172,7 +172,7 @@ fn xml(s: &str) -> String {
 ///
 /// # Errors
 /// [`SpecError`] when the spec breaks an invariant launchd depends on.
-pub fn render(spec: &PlistSpec) -> Result<String, SpecError> {
+pub(crate) fn render(spec: &PlistSpec) -> Result<String, SpecError> {
     spec.validate()?;
     let mut o = String::new();
     let p = |p: &Path| xml(&p.to_string_lossy());

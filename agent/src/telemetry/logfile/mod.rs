@@ -22,16 +22,16 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// Default size at which the file is rotated (50 MiB).
-pub const DEFAULT_MAX_BYTES: u64 = 50 << 20;
+pub(crate) const DEFAULT_MAX_BYTES: u64 = 50 << 20;
 /// Default number of rotated files kept besides the live one.
-pub const DEFAULT_KEEP: usize = 5;
+pub(crate) const DEFAULT_KEEP: usize = 5;
 /// How often the writer checks that the path still names its open file.
 const REOPEN_CHECK: Duration = Duration::from_secs(1);
 
 /// A log file rotated by size. Cheap to share: clones of the handle are not needed, because
 /// `tracing_subscriber` takes `&self` ([`tracing_subscriber::fmt::MakeWriter`]).
 #[derive(Debug)]
-pub struct RotatingFile {
+pub(crate) struct RotatingFile {
     path: PathBuf,
     max_bytes: u64,
     keep: usize,
@@ -65,7 +65,7 @@ impl RotatingFile {
     ///
     /// # Errors
     /// When the directory or the file cannot be created or opened.
-    pub fn open(path: impl Into<PathBuf>, max_bytes: u64, keep: usize) -> io::Result<Self> {
+    pub(crate) fn open(path: impl Into<PathBuf>, max_bytes: u64, keep: usize) -> io::Result<Self> {
         let path = path.into();
         let (file, written, ino) = open_append(&path)?;
         Ok(Self {
@@ -138,7 +138,7 @@ impl RotatingFile {
 
 /// The writer handed to tracing for one event; holds the lock for that event.
 #[derive(Debug)]
-pub struct RotatingWriter<'a> {
+pub(crate) struct RotatingWriter<'a> {
     owner: &'a RotatingFile,
     state: MutexGuard<'a, State>,
 }

@@ -10,7 +10,7 @@ use super::model::{GuestSample, HostSample, PressureLevel};
 
 /// The closed set of causes (the `cause` label of `tart_kubelet_vm_deaths_total`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum DeathCause {
+pub(crate) enum DeathCause {
     /// The workload ran the guest out of memory.
     OomKilled,
     /// The host was under critical memory pressure when the VM died.
@@ -24,7 +24,7 @@ pub enum DeathCause {
 }
 
 impl DeathCause {
-    pub const ALL: [DeathCause; 5] = [
+    pub(crate) const ALL: [DeathCause; 5] = [
         DeathCause::OomKilled,
         DeathCause::HostMemoryPressure,
         DeathCause::KilledFromOutside,
@@ -32,7 +32,7 @@ impl DeathCause {
         DeathCause::JobError,
     ];
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::OomKilled => "oom_killed",
             Self::HostMemoryPressure => "host_memory_pressure",
@@ -45,7 +45,7 @@ impl DeathCause {
 
 /// A fault of the host that `tart run`'s own output names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HostFaultKind {
+pub(crate) enum HostFaultKind {
     /// Apple's VM limit (docs/reference/tart-cli.md §3.4).
     VmLimit,
     /// `guest has stopped the virtual machine due to error`, a `VZErrorDomain` error.
@@ -54,7 +54,7 @@ pub enum HostFaultKind {
 
 /// The host fault named in the last lines of `tart run`'s output, if any
 /// (docs/reference/tart-cli.md §2.6).
-pub fn host_fault_in(run_output_tail: &str) -> Option<HostFaultKind> {
+pub(crate) fn host_fault_in(run_output_tail: &str) -> Option<HostFaultKind> {
     let t = run_output_tail;
     if t.contains("exceeds the system limit")
         || t.contains("maximum supported number of active virtual machines")
@@ -70,7 +70,7 @@ pub fn host_fault_in(run_output_tail: &str) -> Option<HostFaultKind> {
 
 /// How the run ended, as the worker saw it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Ending {
+pub(crate) struct Ending {
     /// The exit code the guest launcher reported; `None` when it reported none.
     pub guest_exit: Option<i32>,
     /// A command was running in the guest (the launcher did not report `idle`).
@@ -87,7 +87,7 @@ pub struct Ending {
 
 /// What the Pod says about a death.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Verdict {
+pub(crate) struct Verdict {
     pub cause: DeathCause,
     /// The `DisruptionTarget` condition's reason, when the host caused the end.
     pub disruption: Option<&'static str>,
@@ -97,12 +97,12 @@ pub struct Verdict {
 
 impl Verdict {
     /// The terminated reason's word: `OOMKilled` or `Error`.
-    pub fn oom(&self) -> bool {
+    pub(crate) fn oom(&self) -> bool {
         self.cause == DeathCause::OomKilled
     }
 
     /// The Warning event's reason.
-    pub fn event_reason(&self) -> &'static str {
+    pub(crate) fn event_reason(&self) -> &'static str {
         match (self.cause, self.disruption) {
             (DeathCause::OomKilled, _) => "OOMKilled",
             (_, Some(r)) => r,
@@ -112,7 +112,11 @@ impl Verdict {
 }
 
 /// Whether the run ended abnormally, and why; `None` for a clean end.
-pub fn classify(end: &Ending, guest: &[GuestSample], host: &[HostSample]) -> Option<Verdict> {
+pub(crate) fn classify(
+    end: &Ending,
+    guest: &[GuestSample],
+    host: &[HostSample],
+) -> Option<Verdict> {
     let abnormal = match end.guest_exit {
         Some(code) => code != 0,
         None => end.command_ran || end.tart_code != 0 || end.fault.is_some(),

@@ -8,20 +8,20 @@ use super::model::{GuestSample, PressureLevel};
 use crate::guest_file::{self, GuestFileError};
 
 /// The file in the status share.
-pub const FILE: &str = "vitals";
+pub(crate) const FILE: &str = "vitals";
 
 /// How much of the file's end a death's explanation reads: well over
 /// [`super::model::HISTORY`] lines.
-pub const TAIL_BYTES: u64 = 16 * 1024;
+pub(crate) const TAIL_BYTES: u64 = 16 * 1024;
 
 /// How much the sampler reads each tick: the lines written since the last tick and a few more
 /// (a line is about 200 bytes, one per guest interval).
-pub const TICK_BYTES: u64 = 4 * 1024;
+pub(crate) const TICK_BYTES: u64 = 4 * 1024;
 
 /// One line: `vitals ts=… pressure=… …`. `None` for a line that is not a vitals line; a field
 /// that is empty or unreadable is `None` in the sample (the launcher leaves a field empty when
 /// its source failed).
-pub fn parse_line(line: &str) -> Option<GuestSample> {
+pub(crate) fn parse_line(line: &str) -> Option<GuestSample> {
     let mut words = line.split_whitespace();
     if words.next()? != "vitals" {
         return None;
@@ -68,7 +68,7 @@ fn with_unit(v: &str) -> Option<u64> {
 
 /// Every vitals line of `text`, oldest first. A partial first line (the tail cut it) and a
 /// partial last line (the launcher is writing it) are skipped.
-pub fn parse_tail(text: &str, cut_at_start: bool) -> Vec<GuestSample> {
+pub(crate) fn parse_tail(text: &str, cut_at_start: bool) -> Vec<GuestSample> {
     let mut lines: Vec<&str> = text.split('\n').collect();
     // The text after the last newline is a line still being written.
     lines.pop();
@@ -85,7 +85,7 @@ pub fn parse_tail(text: &str, cut_at_start: bool) -> Vec<GuestSample> {
 ///
 /// # Errors
 /// A read error other than not-found, or a refusal (a link, a FIFO in its place).
-pub fn read_tail(status_dir: &Path, max: u64) -> Result<Vec<GuestSample>, GuestFileError> {
+pub(crate) fn read_tail(status_dir: &Path, max: u64) -> Result<Vec<GuestSample>, GuestFileError> {
     match guest_file::read_last(&status_dir.join(FILE), max) {
         Ok((bytes, cut)) => Ok(parse_tail(&String::from_utf8_lossy(&bytes), cut)),
         Err(GuestFileError::Missing) => Ok(Vec::new()),

@@ -14,7 +14,7 @@ const DEADLINE: Duration = Duration::from_secs(5);
 
 /// Where host samples come from.
 #[derive(Debug, Clone)]
-pub enum HostSource {
+pub(crate) enum HostSource {
     Mac,
     Linux {
         /// `--vitals-host-file`.
@@ -24,7 +24,7 @@ pub enum HostSource {
 
 impl HostSource {
     /// The source for this platform.
-    pub fn for_platform(overrides: Option<PathBuf>) -> Self {
+    pub(crate) fn for_platform(overrides: Option<PathBuf>) -> Self {
         if cfg!(target_os = "macos") {
             Self::Mac
         } else {
@@ -34,7 +34,7 @@ impl HostSource {
 
     /// One sample (blocking: call from `spawn_blocking`). `tart_home` names the volume whose
     /// free space is read.
-    pub fn sample(&self, tart_home: &Path) -> HostSample {
+    pub(crate) fn sample(&self, tart_home: &Path) -> HostSample {
         let mut s = match self {
             Self::Mac => mac_sample(),
             Self::Linux { overrides } => {
@@ -89,7 +89,7 @@ fn mac_sample() -> HostSample {
 }
 
 /// PURE: `/proc/meminfo` -> (free percent, used bytes, swap used bytes).
-pub fn meminfo(text: &str) -> (Option<u8>, Option<u64>, Option<u64>) {
+pub(crate) fn meminfo(text: &str) -> (Option<u8>, Option<u64>, Option<u64>) {
     let kib = |key: &str| -> Option<u64> {
         let l = text.lines().find(|l| l.starts_with(key))?;
         Some(
@@ -115,7 +115,7 @@ pub fn meminfo(text: &str) -> (Option<u8>, Option<u64>, Option<u64>) {
 }
 
 /// PURE: the Linux stand-in for macOS's level: critical under 5 % free, warning under 15 %.
-pub fn level_from_free(free: u8) -> PressureLevel {
+pub(crate) fn level_from_free(free: u8) -> PressureLevel {
     match free {
         0..5 => PressureLevel::Critical,
         5..15 => PressureLevel::Warning,
@@ -124,7 +124,7 @@ pub fn level_from_free(free: u8) -> PressureLevel {
 }
 
 /// PURE: `/proc/stat`'s first line -> CPU seconds of all CPUs (user..steal, in USER_HZ).
-pub fn proc_stat_cpu_seconds(text: &str, ticks: f64) -> Option<f64> {
+pub(crate) fn proc_stat_cpu_seconds(text: &str, ticks: f64) -> Option<f64> {
     let l = text.lines().next()?.strip_prefix("cpu ")?;
     let sum: u64 = l
         .split_whitespace()

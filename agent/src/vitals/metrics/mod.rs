@@ -15,7 +15,7 @@ use crate::metrics::register;
 
 /// Where a sample comes from (`source` label).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Source {
+pub(crate) enum Source {
     /// The host's tools, seen from the agent.
     Host,
     /// The guest launcher's `vitals` lines.
@@ -23,7 +23,7 @@ pub enum Source {
 }
 
 impl Source {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Host => "host",
             Self::Guest => "guest",
@@ -33,7 +33,7 @@ impl Source {
 
 /// `vitals_samples_total` labels.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct SampleLabels {
+pub(crate) struct SampleLabels {
     /// [`Source::as_str`].
     pub source: &'static str,
     /// `ok` or `error`.
@@ -42,14 +42,14 @@ pub struct SampleLabels {
 
 /// `vm_deaths_total` labels.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct CauseLabels {
+pub(crate) struct CauseLabels {
     /// [`DeathCause::as_str`].
     pub cause: &'static str,
 }
 
 /// The vitals metrics. Clones share the same series.
 #[derive(Clone, Debug, Default)]
-pub struct VitalsMetrics {
+pub(crate) struct VitalsMetrics {
     pub pressure_level: Gauge,
     pub free_percent: Gauge,
     pub swap_used_bytes: Gauge,
@@ -61,7 +61,7 @@ pub struct VitalsMetrics {
 
 impl VitalsMetrics {
     /// Registers every series, the closed label sets pre-created.
-    pub fn register(registry: &mut Registry) -> Self {
+    pub(crate) fn register(registry: &mut Registry) -> Self {
         let m = Self::default();
         let r = registry.sub_registry_with_prefix("tart_kubelet");
         register!(r;
@@ -90,7 +90,7 @@ impl VitalsMetrics {
     }
 
     /// Counts one sample.
-    pub fn sample(&self, source: Source, ok: bool) {
+    pub(crate) fn sample(&self, source: Source, ok: bool) {
         let result = if ok { "ok" } else { "error" };
         self.samples
             .get_or_create(&SampleLabels {
@@ -101,7 +101,7 @@ impl VitalsMetrics {
     }
 
     /// Counts one death.
-    pub fn death(&self, cause: DeathCause) {
+    pub(crate) fn death(&self, cause: DeathCause) {
         self.deaths
             .get_or_create(&CauseLabels {
                 cause: cause.as_str(),

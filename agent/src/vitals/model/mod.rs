@@ -6,12 +6,12 @@ use std::collections::{BTreeMap, VecDeque};
 use k8s_openapi::jiff::Timestamp;
 
 /// Samples kept per series.
-pub const HISTORY: usize = 30;
+pub(crate) const HISTORY: usize = 30;
 
 /// macOS's memory pressure level in its dispatch encoding
 /// (docs/reference/host-and-conventions.md §3.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum PressureLevel {
+pub(crate) enum PressureLevel {
     Normal,
     Warning,
     Critical,
@@ -19,7 +19,7 @@ pub enum PressureLevel {
 
 impl PressureLevel {
     /// From `kern.memorystatus_vm_pressure_level`: 1, 2 or 4; anything else is unknown.
-    pub fn from_level(n: u32) -> Option<Self> {
+    pub(crate) fn from_level(n: u32) -> Option<Self> {
         match n {
             1 => Some(Self::Normal),
             2 => Some(Self::Warning),
@@ -29,7 +29,7 @@ impl PressureLevel {
     }
 
     /// The dispatch value (1, 2, 4): the gauge's value.
-    pub fn level(self) -> u32 {
+    pub(crate) fn level(self) -> u32 {
         match self {
             Self::Normal => 1,
             Self::Warning => 2,
@@ -37,7 +37,7 @@ impl PressureLevel {
         }
     }
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Normal => "normal",
             Self::Warning => "warning",
@@ -48,7 +48,7 @@ impl PressureLevel {
 
 /// One look at the host's memory and disk. A field is `None` when its source failed.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct HostSample {
+pub(crate) struct HostSample {
     pub at: Option<Timestamp>,
     pub pressure: Option<PressureLevel>,
     /// What `memory_pressure` calls the free percentage.
@@ -64,7 +64,7 @@ pub struct HostSample {
 
 /// One look at a VM's processes from the host.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct VmSample {
+pub(crate) struct VmSample {
     pub at: Timestamp,
     /// Cumulative CPU time of the VM's processes.
     pub cpu_seconds_total: f64,
@@ -76,7 +76,7 @@ pub struct VmSample {
 
 /// One line the guest launcher wrote (docs/guest.md, "Vitals"). Empty fields are `None`.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct GuestSample {
+pub(crate) struct GuestSample {
     /// Guest time, Unix seconds.
     pub ts: Option<i64>,
     pub pressure: Option<PressureLevel>,
@@ -95,7 +95,7 @@ pub struct GuestSample {
 
 impl GuestSample {
     /// Whether every field but the timestamp is missing: a sample whose sources all failed.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         *self
             == GuestSample {
                 ts: self.ts,
@@ -106,7 +106,7 @@ impl GuestSample {
 
 /// A bounded series, oldest first.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Series<S>(VecDeque<S>);
+pub(crate) struct Series<S>(VecDeque<S>);
 
 impl<S> Default for Series<S> {
     fn default() -> Self {
@@ -116,28 +116,28 @@ impl<S> Default for Series<S> {
 
 impl<S> Series<S> {
     /// Appends `s`, dropping the oldest past [`HISTORY`].
-    pub fn push(&mut self, s: S) {
+    pub(crate) fn push(&mut self, s: S) {
         if self.0.len() == HISTORY {
             self.0.pop_front();
         }
         self.0.push_back(s);
     }
 
-    pub fn last(&self) -> Option<&S> {
+    pub(crate) fn last(&self) -> Option<&S> {
         self.0.back()
     }
 
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &S> {
+    pub(crate) fn iter(&self) -> impl DoubleEndedIterator<Item = &S> {
         self.0.iter()
     }
 
     #[cfg(test)]
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.0.len()
     }
 
     /// The newest `n` samples, oldest first.
-    pub fn tail(&self, n: usize) -> Vec<S>
+    pub(crate) fn tail(&self, n: usize) -> Vec<S>
     where
         S: Clone,
     {
@@ -161,7 +161,7 @@ impl<S> FromIterator<S> for Series<S> {
 
 /// Everything one VM's history holds.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct VmVitals {
+pub(crate) struct VmVitals {
     /// When the sampler first saw the VM's processes.
     pub first_seen: Option<Timestamp>,
     pub host: Series<VmSample>,
@@ -170,7 +170,7 @@ pub struct VmVitals {
 
 /// The sampler's state after a tick: what the handle hands out.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct Snapshot {
+pub(crate) struct Snapshot {
     pub host: Series<HostSample>,
     /// By VM name; a VM drops out once its processes are gone and it was not seen for a tick.
     pub vms: BTreeMap<String, VmVitals>,

@@ -13,7 +13,7 @@ use crate::macos::{parse::vitals as mac, shell};
 
 /// A process as the samplers see it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Proc {
+pub(crate) struct Proc {
     pub pid: i32,
     pub ppid: i32,
     pub cpu_seconds: f64,
@@ -22,13 +22,16 @@ pub struct Proc {
 
 /// One VM's processes, summed.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct VmUsage {
+pub(crate) struct VmUsage {
     pub cpu_seconds_total: f64,
     pub rss_bytes: u64,
 }
 
 /// PURE: sums each root's process tree. `roots` maps a VM's root process to the VM's name.
-pub fn usage_by_vm(procs: &[Proc], roots: &HashMap<i32, String>) -> BTreeMap<String, VmUsage> {
+pub(crate) fn usage_by_vm(
+    procs: &[Proc],
+    roots: &HashMap<i32, String>,
+) -> BTreeMap<String, VmUsage> {
     let mut children: HashMap<i32, Vec<usize>> = HashMap::new();
     for (i, p) in procs.iter().enumerate() {
         children.entry(p.ppid).or_default().push(i);
@@ -59,7 +62,7 @@ pub fn usage_by_vm(procs: &[Proc], roots: &HashMap<i32, String>) -> BTreeMap<Str
 }
 
 /// PURE: the VM a Linux process runs: `<tart> run <vm> --no-graphics …`.
-pub fn tart_run_vm(argv: &[String]) -> Option<&str> {
+pub(crate) fn tart_run_vm(argv: &[String]) -> Option<&str> {
     match argv {
         [_, run, vm, rest @ ..] if run == "run" && rest.iter().any(|a| a == "--no-graphics") => {
             Some(vm)
@@ -70,13 +73,13 @@ pub fn tart_run_vm(argv: &[String]) -> Option<&str> {
 
 /// Which VM each process roots, by pid, with the process's start time (a reused pid is a new
 /// process): the argv is read once per process, not once per tick.
-pub type Roots = HashMap<i32, (u64, Option<String>)>;
+pub(crate) type Roots = HashMap<i32, (u64, Option<String>)>;
 
 /// PURE: `/proc/<pid>/stat` -> (ppid, CPU ticks, rss in pages, start time). The CPU time includes the
 /// process's exited children (`cutime`, `cstime`): short-lived processes of a VM count too.
 /// The command name is in parentheses and may hold spaces, so fields are counted after the
 /// last `)`.
-pub fn proc_stat(text: &str) -> Option<(i32, u64, u64, u64)> {
+pub(crate) fn proc_stat(text: &str) -> Option<(i32, u64, u64, u64)> {
     let rest = &text[text.rfind(')')? + 1..];
     let f: Vec<&str> = rest.split_whitespace().collect();
     // After the name: state(0) ppid(1) … utime(11) stime(12) cutime(13) cstime(14) …
@@ -93,7 +96,10 @@ pub fn proc_stat(text: &str) -> Option<(i32, u64, u64, u64)> {
 
 /// Linux: every process, and the roots of the VMs in `wanted`. `seen` caches each process's
 /// root-ness across ticks.
-pub fn linux_usage(wanted: &BTreeSet<String>, seen: &mut Roots) -> BTreeMap<String, VmUsage> {
+pub(crate) fn linux_usage(
+    wanted: &BTreeSet<String>,
+    seen: &mut Roots,
+) -> BTreeMap<String, VmUsage> {
     let ticks = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
         .ok()
         .flatten()
@@ -152,7 +158,7 @@ pub fn linux_usage(wanted: &BTreeSet<String>, seen: &mut Roots) -> BTreeMap<Stri
 
 /// macOS: the XPC service processes of the VMs in `wanted`. `owners` caches pid -> VM, so
 /// `lsof` runs once per new VM process.
-pub fn mac_usage(
+pub(crate) fn mac_usage(
     wanted: &BTreeSet<String>,
     owners: &mut Roots,
     deadline: Duration,

@@ -21,13 +21,13 @@ use super::{
 };
 
 /// The VMs of the Pods bound here.
-pub type WantedVms = Arc<dyn Fn() -> BTreeSet<String> + Send + Sync>;
+pub(crate) type WantedVms = Arc<dyn Fn() -> BTreeSet<String> + Send + Sync>;
 /// A VM's status share on the host.
-pub type StatusDir = Arc<dyn Fn(&str) -> Option<PathBuf> + Send + Sync>;
+pub(crate) type StatusDir = Arc<dyn Fn(&str) -> Option<PathBuf> + Send + Sync>;
 
 /// What one tick read, before it is folded into the snapshot.
 #[derive(Debug, Clone, Default)]
-pub struct Reading {
+pub(crate) struct Reading {
     pub host: HostSample,
     pub vms: BTreeMap<String, VmUsage>,
     /// Each wanted VM's guest samples; `None` when its file could not be read.
@@ -35,7 +35,7 @@ pub struct Reading {
 }
 
 /// The sampler's inputs.
-pub struct Sampler {
+pub(crate) struct Sampler {
     pub interval: Duration,
     pub host: HostSource,
     pub tart_home: PathBuf,
@@ -47,7 +47,7 @@ pub struct Sampler {
 
 impl Sampler {
     /// Samples until `shutdown` turns true.
-    pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
+    pub(crate) async fn run(self, mut shutdown: watch::Receiver<bool>) {
         let mut tick = tokio::time::interval(self.interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let owners = Arc::new(std::sync::Mutex::new(HashMap::new()));
@@ -151,7 +151,7 @@ fn read(
 
 /// Samples counted by one tick.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Counts {
+pub(crate) struct Counts {
     pub host_ok: bool,
     pub guest_ok: u32,
     pub guest_err: u32,
@@ -159,7 +159,7 @@ pub struct Counts {
 
 /// PURE: the next snapshot from the previous one and a tick's reading. A VM stays while it is
 /// wanted (its history is what explains its death); one no longer wanted is dropped.
-pub fn fold(prev: &Snapshot, r: Reading, now: Timestamp) -> (Snapshot, Counts) {
+pub(crate) fn fold(prev: &Snapshot, r: Reading, now: Timestamp) -> (Snapshot, Counts) {
     let mut next = Snapshot {
         host: prev.host.clone(),
         vms: BTreeMap::new(),
@@ -210,7 +210,7 @@ pub fn fold(prev: &Snapshot, r: Reading, now: Timestamp) -> (Snapshot, Counts) {
 }
 
 /// PURE: summed CPU cores and resident bytes of the VMs sampled at the newest tick.
-pub fn running_totals(s: &Snapshot) -> (f64, u64) {
+pub(crate) fn running_totals(s: &Snapshot) -> (f64, u64) {
     let Some(now) = s.host.last().and_then(|h| h.at) else {
         return (0.0, 0);
     };
@@ -224,7 +224,7 @@ pub fn running_totals(s: &Snapshot) -> (f64, u64) {
 
 /// Whether a VM's guest has gone quiet: it reported before, and its last sample is older than
 /// three intervals.
-pub fn guest_silent(v: &VmVitals, now_unix: i64, interval: Duration) -> bool {
+pub(crate) fn guest_silent(v: &VmVitals, now_unix: i64, interval: Duration) -> bool {
     let limit = 3 * i64::try_from(interval.as_secs().max(1)).unwrap_or(i64::MAX / 4);
     v.guest
         .last()

@@ -19,7 +19,7 @@ use crate::info::vm_state;
 use crate::locks;
 use crate::vm::booted;
 
-pub async fn ip(ctx: &Ctx, p: &Parsed) -> Result<(), Failure> {
+pub(crate) async fn ip(ctx: &Ctx, p: &Parsed) -> Result<(), Failure> {
     let name = &p.positionals[0];
     let wait: u16 = p.num("ip", "wait")?.unwrap_or(0);
     let resolver = p.opt("resolver").unwrap_or("dhcp");
@@ -79,7 +79,7 @@ pub async fn ip(ctx: &Ctx, p: &Parsed) -> Result<(), Failure> {
     }
 }
 
-pub async fn exec(ctx: &Ctx, p: &Parsed) -> Result<(), Failure> {
+pub(crate) async fn exec(ctx: &Ctx, p: &Parsed) -> Result<(), Failure> {
     let name = &p.positionals[0];
     if !ctx.home.vm_exists(name) {
         return Err(Failure::not_found(name));

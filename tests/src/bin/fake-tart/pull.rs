@@ -23,7 +23,7 @@ use crate::registry::{Reference, Remote, check_manifest, is_remote};
 
 const NO_SPACE: &str = "The operation couldn’t be completed. No space left on device";
 
-pub async fn pull(ctx: &Ctx, p: &Parsed, action: Option<Action>) -> Result<(), Failure> {
+pub(crate) async fn pull(ctx: &Ctx, p: &Parsed, action: Option<Action>) -> Result<(), Failure> {
     let name = &p.positionals[0];
     if p.num::<i64>("pull", "concurrency")?.is_some_and(|c| c < 1) {
         return Err(Failure::usage(
@@ -274,7 +274,7 @@ async fn progress(
     }
 }
 
-pub async fn clone(ctx: &Ctx, p: &Parsed, action: Option<Action>) -> Result<(), Failure> {
+pub(crate) async fn clone(ctx: &Ctx, p: &Parsed, action: Option<Action>) -> Result<(), Failure> {
     let (src, dst) = (&p.positionals[0], &p.positionals[1]);
     if is_remote(dst) {
         return Err(Failure::usage(

@@ -13,7 +13,7 @@ use crate::knobs::{Action, Knobs, Rule};
 
 /// Reads `fake-tart/knobs.json`; a missing file means all defaults. A malformed file is a loud
 /// error (exit 70), so a typo in a test never silently turns a knob off.
-pub fn load(home: &Home) -> Result<Knobs, Failure> {
+pub(crate) fn load(home: &Home) -> Result<Knobs, Failure> {
     let path = home.fake_dir().join("knobs.json");
     match fs::read(&path) {
         Ok(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => Ok(Knobs::default()),
@@ -32,7 +32,7 @@ fn key(index: usize, rule: &Rule) -> String {
 }
 
 /// The action of the first rule matching `op` on `names` that still has uses left; consumes one.
-pub fn take(
+pub(crate) fn take(
     home: &Home,
     knobs: &Knobs,
     op: &str,
@@ -76,7 +76,7 @@ pub fn take(
 }
 
 /// Writes through a temporary file and a rename, so readers never see half a file.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
     fs::write(&tmp, bytes)?;
     fs::rename(&tmp, path)

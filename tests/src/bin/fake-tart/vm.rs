@@ -28,7 +28,7 @@ use crate::time::now_ms;
 
 /// Written by `run` once it holds the lock: what `ip` and `exec` need to simulate the boot.
 #[derive(Debug, Serialize, Deserialize)]
-pub struct RunRecord {
+pub(crate) struct RunRecord {
     pub pid: u32,
     pub started_at_ms: u64,
     pub suspendable: bool,
@@ -41,7 +41,7 @@ pub struct RunRecord {
 
 const RUN_RECORD: &str = ".fake-run.json";
 
-pub fn read_record(ctx: &Ctx, name: &str) -> Option<RunRecord> {
+pub(crate) fn read_record(ctx: &Ctx, name: &str) -> Option<RunRecord> {
     let bytes = fs::read(ctx.home.vm_dir(name).join(RUN_RECORD)).ok()?;
     serde_json::from_slice(&bytes).ok()
 }
@@ -52,7 +52,7 @@ fn boot_delay_ms(knobs: &Knobs, name: &str) -> u64 {
     knobs.scaled_ms(knobs.vm(name).ip_delay_ms.unwrap_or(boot))
 }
 
-pub fn booted(ctx: &Ctx, knobs: &Knobs, name: &str) -> bool {
+pub(crate) fn booted(ctx: &Ctx, knobs: &Knobs, name: &str) -> bool {
     read_record(ctx, name).is_some_and(|r| now_ms() >= r.started_at_ms + boot_delay_ms(knobs, name))
 }
 
@@ -88,7 +88,7 @@ impl RunSignals {
     }
 }
 
-pub async fn run(
+pub(crate) async fn run(
     ctx: &Ctx,
     p: &Parsed,
     action: Option<Action>,
@@ -340,7 +340,7 @@ async fn supervise(
     }
 }
 
-pub async fn stop(ctx: &Ctx, p: &Parsed) -> Result<(), Failure> {
+pub(crate) async fn stop(ctx: &Ctx, p: &Parsed) -> Result<(), Failure> {
     let name = &p.positionals[0];
     let timeout: u64 = p.num("stop", "timeout")?.unwrap_or(30);
     if !ctx.home.vm_exists(name) {
@@ -382,7 +382,7 @@ pub async fn stop(ctx: &Ctx, p: &Parsed) -> Result<(), Failure> {
     })
 }
 
-pub fn suspend(ctx: &Ctx, p: &Parsed) -> Result<(), Failure> {
+pub(crate) fn suspend(ctx: &Ctx, p: &Parsed) -> Result<(), Failure> {
     let name = &p.positionals[0];
     if !ctx.home.vm_exists(name) {
         return Err(Failure::not_found(name));

@@ -12,11 +12,11 @@ use tart_kubelet_tests::{
     fake::FakeHome,
 };
 
-pub const AGENT: &str = env!("CARGO_BIN_EXE_agent-under-test");
-pub const FAKE_TART: &str = env!("CARGO_BIN_EXE_fake-tart");
+pub(crate) const AGENT: &str = env!("CARGO_BIN_EXE_agent-under-test");
+pub(crate) const FAKE_TART: &str = env!("CARGO_BIN_EXE_fake-tart");
 /// Faster than production so tests finish quickly; still within the 16 s node grace of the
 /// test control plane.
-pub const FAST: [&str; 8] = [
+pub(crate) const FAST: [&str; 8] = [
     "--lease-renew-interval",
     "3s",
     "--lease-duration",
@@ -27,14 +27,14 @@ pub const FAST: [&str; 8] = [
     "5s",
 ];
 
-pub async fn shared() -> &'static ControlPlane {
+pub(crate) async fn shared() -> &'static ControlPlane {
     tokio::task::spawn_blocking(ControlPlane::shared)
         .await
         .expect("control plane start panicked")
 }
 
 /// A control plane of the test's own (stopped on drop), built first if needed.
-pub async fn private(label: &'static str) -> ControlPlane {
+pub(crate) async fn private(label: &'static str) -> ControlPlane {
     tokio::task::spawn_blocking(move || {
         tart_kubelet_tests::cluster::build().expect("control plane binaries");
         ControlPlane::start_private(label)
@@ -44,7 +44,7 @@ pub async fn private(label: &'static str) -> ControlPlane {
     .expect("private control plane")
 }
 
-pub async fn kubectl(kubeconfig: &Path, args: &[&str]) -> anyhow::Result<String> {
+pub(crate) async fn kubectl(kubeconfig: &Path, args: &[&str]) -> anyhow::Result<String> {
     let out = tokio::time::timeout(
         Duration::from_secs(60),
         tokio::process::Command::new("kubectl")
@@ -64,7 +64,7 @@ pub async fn kubectl(kubeconfig: &Path, args: &[&str]) -> anyhow::Result<String>
 }
 
 /// Apply rbac.yaml (idempotent; retried because parallel tests may apply at the same time).
-pub async fn apply_rbac(cp: &ControlPlane) {
+pub(crate) async fn apply_rbac(cp: &ControlPlane) {
     let yaml = rbac_yaml();
     let path = yaml.to_str().expect("utf-8 path");
     wait_for(Duration::from_secs(60), || async {
@@ -77,13 +77,13 @@ pub async fn apply_rbac(cp: &ControlPlane) {
 }
 
 /// A kubeconfig for this node's own identity in group `tart-kubelets` (rbac.yaml).
-pub async fn agent_kubeconfig(cp: &ControlPlane, node: &str) -> std::path::PathBuf {
+pub(crate) async fn agent_kubeconfig(cp: &ControlPlane, node: &str) -> std::path::PathBuf {
     apply_rbac(cp).await;
     let user = format!("tart-kubelet-{node}");
     cp.mint_kubeconfig(&user, &["tart-kubelets"])
 }
 
-pub async fn start(cp: &ControlPlane, node: &str, home: FakeHome, extra: &[&str]) -> Agent {
+pub(crate) async fn start(cp: &ControlPlane, node: &str, home: FakeHome, extra: &[&str]) -> Agent {
     let kc = agent_kubeconfig(cp, node).await;
     let opts = AgentOptions::new(AGENT, FAKE_TART, kc, node)
         .args(FAST)
@@ -93,7 +93,7 @@ pub async fn start(cp: &ControlPlane, node: &str, home: FakeHome, extra: &[&str]
         .expect("agent starts")
 }
 
-pub fn condition<'a>(
+pub(crate) fn condition<'a>(
     n: &'a Node,
     type_: &str,
 ) -> Option<&'a k8s_openapi::api::core::v1::NodeCondition> {
@@ -105,12 +105,12 @@ pub fn condition<'a>(
         .find(|c| c.type_ == type_)
 }
 
-pub fn status_of(n: &Node, type_: &str) -> Option<String> {
+pub(crate) fn status_of(n: &Node, type_: &str) -> Option<String> {
     condition(n, type_).map(|c| c.status.clone())
 }
 
 /// Wait until the Node's condition `type_` has `status`; returns the Node.
-pub async fn wait_condition(
+pub(crate) async fn wait_condition(
     client: &Client,
     agent: &Agent,
     type_: &str,
@@ -133,7 +133,7 @@ pub async fn wait_condition(
 }
 
 /// Seconds since the agent's last Lease renewal, as its `/readyz` reports it.
-pub async fn lease_age(agent: &Agent) -> Option<u64> {
+pub(crate) async fn lease_age(agent: &Agent) -> Option<u64> {
     let body = agent.get("/readyz").await.ok()?.body;
     let rest = body.split("the Lease was last renewed ").nth(1)?;
     rest.split('s').next()?.parse().ok()
@@ -141,7 +141,7 @@ pub async fn lease_age(agent: &Agent) -> Option<u64> {
 
 /// Wait (within 90 s) until the agent's Lease is at least `secs` old: an API server outage
 /// has lasted that long.
-pub async fn wait_lease_age(agent: &Agent, secs: u64) {
+pub(crate) async fn wait_lease_age(agent: &Agent, secs: u64) {
     wait_for(Duration::from_secs(90), || async {
         lease_age(agent).await.filter(|a| *a >= secs)
     })
@@ -156,7 +156,7 @@ pub async fn wait_lease_age(agent: &Agent, secs: u64) {
 
 /// A VM Pod in `default` bound to `node` (`nodeName`, every taint tolerated), or left to the
 /// scheduler with a selector for it.
-pub fn vm_pod(name: &str, node: &str, bound: bool) -> Pod {
+pub(crate) fn vm_pod(name: &str, node: &str, bound: bool) -> Pod {
     let mut spec = PodSpec {
         automount_service_account_token: Some(false),
         termination_grace_period_seconds: Some(5),

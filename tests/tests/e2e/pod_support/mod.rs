@@ -3,7 +3,7 @@
 //! and a kubeconfig minted for its own user in group `tart-kubelets`, which the shipped
 //! `packaging/kubernetes/rbac.yaml` binds (least privilege), on the shared real control plane. Nothing here sleeps to wait: everything polls with a deadline.
 
-pub mod tmux;
+pub(crate) mod tmux;
 
 use std::{collections::BTreeMap, net::SocketAddr, path::PathBuf, process::Stdio, time::Duration};
 
@@ -28,7 +28,7 @@ use tart_kubelet_tests::{
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// The group `packaging/kubernetes/rbac.yaml` binds its ClusterRole to.
-pub const AGENT_GROUP: &str = "tart-kubelets";
+pub(crate) const AGENT_GROUP: &str = "tart-kubelets";
 
 /// The shipped RBAC, applied once per process (`node_support::apply_rbac`): the agent then runs
 /// under exactly the shipped least privilege.
@@ -36,10 +36,10 @@ static RBAC: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
 
 /// How long a Pod may take to reach a state in these tests (the fake is near-instant; the
 /// machine is shared and slow).
-pub const WAIT: Duration = Duration::from_secs(90);
+pub(crate) const WAIT: Duration = Duration::from_secs(90);
 
 /// One agent under test.
-pub struct Env {
+pub(crate) struct Env {
     pub cp: &'static ControlPlane,
     pub admin: Client,
     pub home: FakeHome,
@@ -65,7 +65,7 @@ fn free_port() -> SocketAddr {
 
 impl Env {
     /// A fresh node + namespace with `knobs` in its fake home; the agent is not started.
-    pub async fn new(label: &str, knobs: Knobs, extra_args: &[&str]) -> Env {
+    pub(crate) async fn new(label: &str, knobs: Knobs, extra_args: &[&str]) -> Env {
         // Building/starting blocks: off the async runtime's worker threads.
         let cp = tokio::task::spawn_blocking(ControlPlane::shared)
             .await
@@ -114,7 +114,7 @@ impl Env {
     /// Like [`Env::new`], but the agent runs as the node itself: credentials for
     /// `system:node:<node>` in `system:nodes` (the Node authorizer and NodeRestriction decide
     /// what it may do; no RBAC binding) and `--identity node`.
-    pub async fn new_as_node(label: &str, knobs: Knobs, extra_args: &[&str]) -> Env {
+    pub(crate) async fn new_as_node(label: &str, knobs: Knobs, extra_args: &[&str]) -> Env {
         let mut env = Env::new(label, knobs, extra_args).await;
         env.kubeconfig = env
             .cp
@@ -126,7 +126,11 @@ impl Env {
 
     /// A started agent that serves the kubelet API on its own port with the cluster's test
     /// PKI (`ControlPlane::kubelet_api_args`) and takes `extra_args` too, and that port.
-    pub async fn with_kubelet_api(label: &str, knobs: Knobs, extra_args: &[&str]) -> (Env, u16) {
+    pub(crate) async fn with_kubelet_api(
+        label: &str,
+        knobs: Knobs,
+        extra_args: &[&str],
+    ) -> (Env, u16) {
         let cp = tokio::task::spawn_blocking(ControlPlane::shared)
             .await
             .expect("control plane");
@@ -140,7 +144,7 @@ impl Env {
     }
 
     /// Start (or restart) the agent process.
-    pub fn start_agent(&mut self) {
+    pub(crate) fn start_agent(&mut self) {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -193,12 +197,12 @@ impl Env {
     }
 
     /// Replace the extra command-line arguments the next [`Env::start_agent`] passes.
-    pub fn set_extra_args(&mut self, args: &[&str]) {
+    pub(crate) fn set_extra_args(&mut self, args: &[&str]) {
         self.extra_args = args.iter().map(|s| s.to_string()).collect();
     }
 
     /// SIGKILL the agent (its VMs keep running: they are in their own sessions).
-    pub async fn kill_agent(&mut self) {
+    pub(crate) async fn kill_agent(&mut self) {
         if let Some(mut c) = self.agent.take() {
             let _ = c.start_kill();
             let _ = tokio::time::timeout(Duration::from_secs(10), c.wait()).await;
@@ -206,7 +210,7 @@ impl Env {
     }
 
     /// SIGTERM the agent and wait up to `within` for it to exit; returns whether it did.
-    pub async fn sigterm_agent(&mut self, within: Duration) -> bool {
+    pub(crate) async fn sigterm_agent(&mut self, within: Duration) -> bool {
         let Some(mut c) = self.agent.take() else {
             return false;
         };
@@ -220,23 +224,23 @@ impl Env {
     }
 
     /// The agent process's id while it runs.
-    pub fn agent_pid(&self) -> Option<u32> {
+    pub(crate) fn agent_pid(&self) -> Option<u32> {
         self.agent.as_ref().and_then(|c| c.id())
     }
 
     /// The agent's log so far (for failure messages).
-    pub fn agent_log(&self) -> String {
+    pub(crate) fn agent_log(&self) -> String {
         let s = std::fs::read_to_string(&self.log_path).unwrap_or_default();
         let lines: Vec<&str> = s.lines().collect();
         lines[lines.len().saturating_sub(60)..].join("\n")
     }
 
-    pub fn pods(&self) -> Api<Pod> {
+    pub(crate) fn pods(&self) -> Api<Pod> {
         Api::namespaced(self.admin.clone(), &self.ns)
     }
 
     /// A one-container VM Pod bound to our node (the scheduler is bypassed: `nodeName`).
-    pub fn pod(&self, name: &str) -> Pod {
+    pub(crate) fn pod(&self, name: &str) -> Pod {
         Pod {
             metadata: ObjectMeta {
                 name: Some(name.into()),
@@ -262,14 +266,14 @@ impl Env {
         }
     }
 
-    pub async fn create(&self, pod: &Pod) -> Pod {
+    pub(crate) async fn create(&self, pod: &Pod) -> Pod {
         self.pods()
             .create(&PostParams::default(), pod)
             .await
             .expect("create pod")
     }
 
-    pub async fn create_secret(&self, name: &str, dockerconfigjson: &[u8]) {
+    pub(crate) async fn create_secret(&self, name: &str, dockerconfigjson: &[u8]) {
         let api: Api<Secret> = Api::namespaced(self.admin.clone(), &self.ns);
         let s = Secret {
             metadata: ObjectMeta {
@@ -289,7 +293,12 @@ impl Env {
     }
 
     /// Poll the Pod until `pred` holds; panics with the agent log on timeout.
-    pub async fn wait_pod(&self, name: &str, what: &str, pred: impl Fn(&Pod) -> bool) -> Pod {
+    pub(crate) async fn wait_pod(
+        &self,
+        name: &str,
+        what: &str,
+        pred: impl Fn(&Pod) -> bool,
+    ) -> Pod {
         let api = self.pods();
         match wait_for(WAIT, || {
             let api = api.clone();
@@ -311,7 +320,7 @@ impl Env {
     }
 
     /// Wait until the Pod is gone from the API.
-    pub async fn wait_gone(&self, name: &str) {
+    pub(crate) async fn wait_gone(&self, name: &str) {
         let api = self.pods();
         let r = wait_for(WAIT, || {
             let api = api.clone();
@@ -325,7 +334,7 @@ impl Env {
         );
     }
 
-    pub async fn delete(&self, name: &str, grace: u32) {
+    pub(crate) async fn delete(&self, name: &str, grace: u32) {
         let dp = DeleteParams {
             grace_period_seconds: Some(grace),
             ..Default::default()
@@ -334,7 +343,7 @@ impl Env {
     }
 
     /// The Pod's events (events.k8s.io/v1), oldest first: (type, reason, note).
-    pub async fn events(&self, pod: &str) -> Vec<(String, String, String)> {
+    pub(crate) async fn events(&self, pod: &str) -> Vec<(String, String, String)> {
         let api: Api<Event> = Api::namespaced(self.admin.clone(), &self.ns);
         let mut evs: Vec<Event> = api
             .list(&Default::default())
@@ -363,7 +372,7 @@ impl Env {
 
     /// How many times each reason was reported for `pod`: Event objects, each counting its
     /// series (a repeated event is one object with `series.count`).
-    pub async fn event_counts(&self, pod: &str) -> BTreeMap<String, i32> {
+    pub(crate) async fn event_counts(&self, pod: &str) -> BTreeMap<String, i32> {
         let api: Api<Event> = Api::namespaced(self.admin.clone(), &self.ns);
         let mut m = BTreeMap::new();
         for e in api
@@ -382,7 +391,11 @@ impl Env {
     }
 
     /// Wait until the Pod has an event with `reason`; returns all events then.
-    pub async fn wait_event(&self, pod: &str, reason: &str) -> Vec<(String, String, String)> {
+    pub(crate) async fn wait_event(
+        &self,
+        pod: &str,
+        reason: &str,
+    ) -> Vec<(String, String, String)> {
         match wait_for(WAIT, || async {
             let e = self.events(pod).await;
             e.iter().any(|(_, r, _)| r == reason).then_some(e)
@@ -401,7 +414,7 @@ impl Env {
     /// `kubectl` (the real client) in the test's namespace, as the cluster's admin: whether it
     /// succeeded, its stdout and stderr. A call that takes 30 s fails the test: a hung agent
     /// must not hang it.
-    pub async fn kubectl(&self, args: &[&str]) -> (bool, String, String) {
+    pub(crate) async fn kubectl(&self, args: &[&str]) -> (bool, String, String) {
         let kc = self.cp.kubeconfig_path().display().to_string();
         let mut all = vec!["--kubeconfig", kc.as_str(), "-n", self.ns.as_str()];
         all.extend_from_slice(args);
@@ -412,7 +425,7 @@ impl Env {
     }
 
     /// `/metrics` of the agent.
-    pub async fn metrics(&self) -> String {
+    pub(crate) async fn metrics(&self) -> String {
         let fetch = async {
             let mut s = tokio::net::TcpStream::connect(self.admin_addr).await.ok()?;
             let req = format!(
@@ -432,7 +445,7 @@ impl Env {
     }
 
     /// The value of one sample line (`name{labels}` exactly as exposed), if present.
-    pub async fn metric(&self, series: &str) -> Option<f64> {
+    pub(crate) async fn metric(&self, series: &str) -> Option<f64> {
         let text = self.metrics().await;
         text.lines().find_map(|l| {
             l.strip_prefix(series)?
@@ -445,7 +458,7 @@ impl Env {
 
     /// Local VM names in the fake home.
     /// The Pods' VMs in the fake home (golden bases left out: see [`Env::goldens`]).
-    pub fn vms(&self) -> Vec<String> {
+    pub(crate) fn vms(&self) -> Vec<String> {
         self.local_vms()
             .into_iter()
             .filter(|n| !tart_kubelet_tests::fake::is_golden(n))
@@ -453,7 +466,7 @@ impl Env {
     }
 
     /// The golden base VMs in the fake home (one per image digest, kept after their Pods).
-    pub fn goldens(&self) -> Vec<String> {
+    pub(crate) fn goldens(&self) -> Vec<String> {
         self.local_vms()
             .into_iter()
             .filter(|n| tart_kubelet_tests::fake::is_golden(n))
@@ -471,7 +484,7 @@ impl Env {
     }
 
     /// The VM name of a Pod (the agent's naming: prefix + UID).
-    pub fn vm_of(pod: &Pod) -> String {
+    pub(crate) fn vm_of(pod: &Pod) -> String {
         format!("tkl-{}", pod.uid().expect("uid"))
     }
 }
@@ -493,7 +506,7 @@ impl Drop for Env {
 }
 
 /// Pod phase.
-pub fn phase(p: &Pod) -> &str {
+pub(crate) fn phase(p: &Pod) -> &str {
     p.status
         .as_ref()
         .and_then(|s| s.phase.as_deref())
@@ -501,7 +514,7 @@ pub fn phase(p: &Pod) -> &str {
 }
 
 /// `1/1` ready.
-pub fn ready(p: &Pod) -> bool {
+pub(crate) fn ready(p: &Pod) -> bool {
     p.status
         .as_ref()
         .and_then(|s| s.container_statuses.as_ref())
@@ -509,7 +522,7 @@ pub fn ready(p: &Pod) -> bool {
 }
 
 /// The single container's `restartCount` (0 before it has a status).
-pub fn restart_count(p: &Pod) -> i32 {
+pub(crate) fn restart_count(p: &Pod) -> i32 {
     p.status
         .as_ref()
         .and_then(|s| s.container_statuses.as_ref())
@@ -523,7 +536,7 @@ fn container(p: &Pod) -> Option<&ContainerStatus> {
 }
 
 /// The single container's waiting reason.
-pub fn waiting_reason(p: &Pod) -> Option<String> {
+pub(crate) fn waiting_reason(p: &Pod) -> Option<String> {
     container(p)?
         .state
         .as_ref()?
@@ -534,24 +547,24 @@ pub fn waiting_reason(p: &Pod) -> Option<String> {
 }
 
 /// Names of `pods` in `reasons` order check: each reason appears, in this order.
-pub fn in_order(events: &[(String, String, String)], reasons: &[&str]) -> bool {
+pub(crate) fn in_order(events: &[(String, String, String)], reasons: &[&str]) -> bool {
     let mut it = events.iter().map(|(_, r, _)| r.as_str());
     reasons.iter().all(|want| it.any(|r| r == *want))
 }
 
 /// The single container's current terminated state, once it ended for good.
-pub fn terminated(p: &Pod) -> Option<ContainerStateTerminated> {
+pub(crate) fn terminated(p: &Pod) -> Option<ContainerStateTerminated> {
     container(p)?.state.as_ref()?.terminated.clone()
 }
 
 /// The single container's last terminated run (`lastState.terminated`), after a restart.
-pub fn last_terminated(p: &Pod) -> Option<ContainerStateTerminated> {
+pub(crate) fn last_terminated(p: &Pod) -> Option<ContainerStateTerminated> {
     container(p)?.last_state.as_ref()?.terminated.clone()
 }
 
 /// A run the agent stopped itself reports the signal the job got (143 SIGTERM, 137 SIGKILL)
 /// with reason `Error`: never exit 0 or `Completed`.
-pub fn assert_agent_stopped(t: &ContainerStateTerminated, what: &str) {
+pub(crate) fn assert_agent_stopped(t: &ContainerStateTerminated, what: &str) {
     assert!(
         [137, 143].contains(&t.exit_code),
         "{what}: exit code {} (want the signal's, 137 or 143): {t:?}",
@@ -562,7 +575,11 @@ pub fn assert_agent_stopped(t: &ContainerStateTerminated, what: &str) {
 
 /// Wait for the `restartPolicy: Never` Pod `name`, whose run the agent stopped, to end: it
 /// must be `Failed` (never `Succeeded`), unrestarted, with the signal's code. Its end.
-pub async fn wait_failed_by_agent(env: &Env, name: &str, what: &str) -> ContainerStateTerminated {
+pub(crate) async fn wait_failed_by_agent(
+    env: &Env,
+    name: &str,
+    what: &str,
+) -> ContainerStateTerminated {
     let p = env
         .wait_pod(name, "ended", |p| {
             matches!(phase(p), "Failed" | "Succeeded")

@@ -6,10 +6,10 @@ use std::time::Duration;
 use tart_kubelet_tests::cluster::wait_for;
 
 /// A tmux server on its own socket, killed when dropped.
-pub struct Tmux(pub String);
+pub(crate) struct Tmux(pub String);
 
 impl Tmux {
-    pub async fn run(&self, args: &[&str]) -> String {
+    pub(crate) async fn run(&self, args: &[&str]) -> String {
         let out = tokio::process::Command::new("tmux")
             .args(["-L", &self.0])
             .args(args)
@@ -19,11 +19,11 @@ impl Tmux {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
-    pub async fn pane(&self) -> String {
+    pub(crate) async fn pane(&self) -> String {
         self.run(&["capture-pane", "-p", "-t", "t"]).await
     }
 
-    pub async fn pane_size(&self) -> String {
+    pub(crate) async fn pane_size(&self) -> String {
         let s = self
             .run(&[
                 "display-message",
@@ -37,7 +37,7 @@ impl Tmux {
     }
 
     /// Waits until the pane shows `text` `n` times.
-    pub async fn wait_for_text(&self, text: &str, n: usize) -> Result<(), String> {
+    pub(crate) async fn wait_for_text(&self, text: &str, n: usize) -> Result<(), String> {
         wait_for(Duration::from_secs(30), || async {
             (self.pane().await.matches(text).count() >= n).then_some(())
         })

@@ -15,17 +15,17 @@ use tart::{
 };
 
 /// The fake-tart binary built for this test run.
-pub fn fake_tart() -> &'static str {
+pub(crate) fn fake_tart() -> &'static str {
     env!("CARGO_BIN_EXE_fake-tart")
 }
 
 /// A temporary `TART_HOME`.
-pub struct Home {
+pub(crate) struct Home {
     dir: tempfile::TempDir,
 }
 
 impl Home {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             dir: tempfile::Builder::new()
                 .prefix("tart-test-")
@@ -34,12 +34,12 @@ impl Home {
         }
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         self.dir.path()
     }
 
     /// Replace the knob file atomically (fake-tart may read it at any moment).
-    pub fn knobs(&self, v: serde_json::Value) {
+    pub(crate) fn knobs(&self, v: serde_json::Value) {
         let dir = self.path().join("fake-tart");
         std::fs::create_dir_all(&dir).unwrap();
         let tmp = dir.join("knobs.json.tmp");
@@ -48,13 +48,13 @@ impl Home {
     }
 
     /// A `TartCli` builder for fake-tart with fast retries.
-    pub fn cli(&self) -> TartCliBuilder {
+    pub(crate) fn cli(&self) -> TartCliBuilder {
         TartCli::builder(self.path())
             .program(fake_tart())
             .retry(fast_retry(3))
     }
 
-    pub fn run_opts(&self, vm: &VmName) -> RunOpts {
+    pub(crate) fn run_opts(&self, vm: &VmName) -> RunOpts {
         RunOpts {
             dirs: vec![],
             network: Network::Shared,
@@ -66,7 +66,7 @@ impl Home {
     }
 }
 
-pub fn fast_retry(max_attempts: u32) -> RetryPolicy {
+pub(crate) fn fast_retry(max_attempts: u32) -> RetryPolicy {
     RetryPolicy {
         max_attempts,
         min_delay: Duration::from_millis(20),
@@ -76,7 +76,7 @@ pub fn fast_retry(max_attempts: u32) -> RetryPolicy {
 }
 
 /// Short deadlines for fault tests.
-pub fn deadlines(d: Duration) -> Deadlines {
+pub(crate) fn deadlines(d: Duration) -> Deadlines {
     Deadlines {
         version: d,
         list: d,
@@ -90,19 +90,19 @@ pub fn deadlines(d: Duration) -> Deadlines {
     }
 }
 
-pub fn vm(s: &str) -> VmName {
+pub(crate) fn vm(s: &str) -> VmName {
     VmName::new(s).unwrap()
 }
 
 /// Records every attempt.
 #[derive(Default)]
-pub struct Recorder(Mutex<Vec<Attempt>>);
+pub(crate) struct Recorder(Mutex<Vec<Attempt>>);
 
 impl Recorder {
-    pub fn new() -> Arc<Self> {
+    pub(crate) fn new() -> Arc<Self> {
         Arc::new(Self::default())
     }
-    pub fn attempts(&self) -> Vec<Attempt> {
+    pub(crate) fn attempts(&self) -> Vec<Attempt> {
         self.0.lock().unwrap().clone()
     }
 }
@@ -115,14 +115,14 @@ impl Observer for Recorder {
 
 /// One `/proc/<pid>/stat` entry.
 #[derive(Debug, Clone)]
-pub struct Proc {
+pub(crate) struct Proc {
     pub pid: u32,
     pub state: char,
     pub ppid: u32,
     pub pgrp: u32,
 }
 
-pub fn procs() -> Vec<Proc> {
+pub(crate) fn procs() -> Vec<Proc> {
     let mut out = Vec::new();
     let Ok(rd) = std::fs::read_dir("/proc") else {
         return out;
@@ -152,7 +152,7 @@ pub fn procs() -> Vec<Proc> {
 }
 
 /// Live processes whose environment has `TART_HOME=<home>` (children of fake-tart included).
-pub fn procs_of_home(home: &Path) -> Vec<u32> {
+pub(crate) fn procs_of_home(home: &Path) -> Vec<u32> {
     tart_kubelet_tests::fake::processes_of_home(home)
         .into_iter()
         .map(|p| p as u32)
@@ -160,7 +160,7 @@ pub fn procs_of_home(home: &Path) -> Vec<u32> {
 }
 
 /// Processes (zombies included) in process group `pgid`, or the process `pgid` itself.
-pub fn group_or_pid_exists(pgid: u32) -> Vec<Proc> {
+pub(crate) fn group_or_pid_exists(pgid: u32) -> Vec<Proc> {
     procs()
         .into_iter()
         .filter(|p| p.pgrp == pgid || p.pid == pgid)
@@ -168,12 +168,12 @@ pub fn group_or_pid_exists(pgid: u32) -> Vec<Proc> {
 }
 
 /// Our own open file descriptors.
-pub fn open_fds() -> usize {
+pub(crate) fn open_fds() -> usize {
     std::fs::read_dir("/proc/self/fd").unwrap().count()
 }
 
 /// Poll `f` every 10 ms until it returns `Some`, failing after `limit`.
-pub async fn poll<T>(limit: Duration, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+pub(crate) async fn poll<T>(limit: Duration, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
     let until = tokio::time::Instant::now() + limit;
     loop {
         if let Some(v) = f() {

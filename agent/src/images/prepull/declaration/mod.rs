@@ -13,12 +13,12 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 /// The ConfigMap key holding the declaration.
-pub const DATA_KEY: &str = "prepull.json";
+pub(crate) const DATA_KEY: &str = "prepull.json";
 
 /// One image to keep warm.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Wanted {
+pub(crate) struct Wanted {
     /// The image, as a Pod would name it.
     pub image: String,
     /// Only Nodes with all these labels (absent: every Node).
@@ -29,7 +29,7 @@ pub struct Wanted {
 /// The whole declaration.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Declaration {
+pub(crate) struct Declaration {
     /// Images to keep warm.
     #[serde(default)]
     pub images: Vec<Wanted>,
@@ -41,7 +41,7 @@ pub struct Declaration {
 
 /// Why a declaration was refused (the agent keeps the last good one).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum DeclarationError {
+pub(crate) enum DeclarationError {
     /// The ConfigMap has no `prepull.json`.
     #[error("the ConfigMap has no {DATA_KEY:?} key")]
     MissingKey,
@@ -58,7 +58,7 @@ impl Declaration {
     ///
     /// # Errors
     /// [`DeclarationError`] naming what is wrong.
-    pub fn parse(data: &BTreeMap<String, String>) -> Result<Self, DeclarationError> {
+    pub(crate) fn parse(data: &BTreeMap<String, String>) -> Result<Self, DeclarationError> {
         let text = data.get(DATA_KEY).ok_or(DeclarationError::MissingKey)?;
         let d: Declaration =
             serde_json::from_str(text).map_err(|e| DeclarationError::Invalid(e.to_string()))?;
@@ -76,7 +76,7 @@ impl Declaration {
     }
 
     /// The images declared for a Node with these labels, in declaration order, each once.
-    pub fn wanted_by(&self, labels: &BTreeMap<String, String>) -> Vec<&Wanted> {
+    pub(crate) fn wanted_by(&self, labels: &BTreeMap<String, String>) -> Vec<&Wanted> {
         let mut seen = std::collections::BTreeSet::new();
         self.images
             .iter()
@@ -88,7 +88,7 @@ impl Declaration {
     /// How many agents may pull one image at once, given how many Nodes it is declared for:
     /// `max(1, min(maxConcurrentPulls, ceil(maxConcurrentPercent % × matching)))`; `None`
     /// when neither cap is declared.
-    pub fn cap(&self, matching_nodes: u32) -> Option<u32> {
+    pub(crate) fn cap(&self, matching_nodes: u32) -> Option<u32> {
         let by_percent = self
             .max_concurrent_percent
             .map(|p| (u64::from(matching_nodes) * u64::from(p)).div_ceil(100))
@@ -105,7 +105,7 @@ impl Declaration {
 
 impl Wanted {
     /// Whether a Node with these labels is meant to hold the image.
-    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+    pub(crate) fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
         self.node_selector
             .iter()
             .all(|(k, v)| labels.get(k) == Some(v))

@@ -3,11 +3,11 @@
 use super::runner::{PrepullState, Progress};
 
 /// Type of the Node condition.
-pub const CONDITION: &str = "ImagesPrepulled";
+pub(crate) const CONDITION: &str = "ImagesPrepulled";
 
 /// `(status, reason, message)` of the condition: True when every image declared for this Node
 /// is cached with its golden base (or none is declared).
-pub fn summary(progress: &Progress) -> (bool, &'static str, String) {
+pub(crate) fn summary(progress: &Progress) -> (bool, &'static str, String) {
     if progress.is_empty() {
         return (
             true,

@@ -10,11 +10,11 @@
 use k8s_openapi::{api::coordination::v1::Lease, jiff::Timestamp};
 
 /// Prefix of token annotations.
-pub const TOKEN_PREFIX: &str = "tart.run/pull-";
+pub(crate) const TOKEN_PREFIX: &str = "tart.run/pull-";
 
 /// What a pull is for (a metric label too).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum PullSource {
+pub(crate) enum PullSource {
     /// A Pod needs the image now.
     Pod,
     /// The operators' pre-pull declaration.
@@ -23,10 +23,10 @@ pub enum PullSource {
 
 impl PullSource {
     /// Every source, for metric label sets.
-    pub const ALL: [Self; 2] = [Self::Pod, Self::Prepull];
+    pub(crate) const ALL: [Self; 2] = [Self::Pod, Self::Prepull];
 
     /// Label value.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Pod => "pod",
             Self::Prepull => "prepull",
@@ -35,24 +35,24 @@ impl PullSource {
 }
 
 /// The first 12 hex digits of the image name's SHA-256: its tokens' annotation key.
-pub fn image_key(image: &str) -> String {
+pub(crate) fn image_key(image: &str) -> String {
     let d = ring::digest::digest(&ring::digest::SHA256, image.as_bytes());
     d.as_ref()[..6].iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The annotation key of a token for the image with key `key`.
-pub fn annotation(key: &str) -> String {
+pub(crate) fn annotation(key: &str) -> String {
     format!("{TOKEN_PREFIX}{key}")
 }
 
 /// The annotation value of a token taken at `acquired`.
-pub fn annotation_value(source: PullSource, acquired: Timestamp) -> String {
+pub(crate) fn annotation_value(source: PullSource, acquired: Timestamp) -> String {
     format!("{} {acquired}", source.as_str())
 }
 
 /// One token as read from a Node Lease.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Token {
+pub(crate) struct Token {
     /// The holding Node (the Lease's name).
     pub node: String,
     /// When it was taken.
@@ -65,7 +65,7 @@ pub struct Token {
 
 impl Token {
     /// The token for `key` a Node Lease carries, if any.
-    pub fn of(lease: &Lease, key: &str) -> Option<Self> {
+    pub(crate) fn of(lease: &Lease, key: &str) -> Option<Self> {
         let value = lease.metadata.annotations.as_ref()?.get(&annotation(key))?;
         let acquired = value.split_once(' ')?.1.parse::<Timestamp>().ok()?;
         let spec = lease.spec.as_ref()?;
@@ -78,13 +78,13 @@ impl Token {
     }
 
     /// Whether its holder still counts (its Lease renewed within its duration).
-    pub fn live(&self, now: Timestamp) -> bool {
+    pub(crate) fn live(&self, now: Timestamp) -> bool {
         now.as_second() < self.renewed.as_second().saturating_add(self.duration_s)
     }
 }
 
 /// Live tokens other than `mine`'s.
-pub fn others_live(mine: &str, tokens: &[Token], now: Timestamp) -> usize {
+pub(crate) fn others_live(mine: &str, tokens: &[Token], now: Timestamp) -> usize {
     tokens
         .iter()
         .filter(|t| t.node != mine && t.live(now))
@@ -93,7 +93,7 @@ pub fn others_live(mine: &str, tokens: &[Token], now: Timestamp) -> usize {
 
 /// Whether `mine`'s token ranks within `cap` among the live tokens (oldest first, then by Node),
 /// i.e. its pre-pull may go on. A token that is not (yet) listed is not admitted.
-pub fn admitted(mine: &str, tokens: &[Token], cap: u32, now: Timestamp) -> bool {
+pub(crate) fn admitted(mine: &str, tokens: &[Token], cap: u32, now: Timestamp) -> bool {
     let mut live: Vec<&Token> = tokens.iter().filter(|t| t.live(now)).collect();
     live.sort_by(|a, b| a.acquired.cmp(&b.acquired).then(a.node.cmp(&b.node)));
     live.iter()

@@ -16,19 +16,19 @@ use kube::{
 use tokio::sync::watch;
 
 /// The signer of kubelet serving certificates.
-pub const SIGNER: &str = "kubernetes.io/kubelet-serving";
+pub(crate) const SIGNER: &str = "kubernetes.io/kubelet-serving";
 
 /// The usages requested. `key encipherment` is sent with the ECDSA key too: before Kubernetes
 /// 1.25 the signer accepts only exactly these three for
 /// `kubernetes.io/kubelet-serving` (later ones also accept the two without it, which kubelet
 /// sends for non-RSA keys since 1.27).
-pub const USAGES: [&str; 3] = ["digital signature", "key encipherment", "server auth"];
+pub(crate) const USAGES: [&str; 3] = ["digital signature", "key encipherment", "server auth"];
 
 /// How long one watch of the request runs before it is renewed with a fresh get.
 const WATCH_SECS: u32 = 240;
 
 /// The request named `name` carrying the PEM `request`.
-pub fn object(name: &str, request: &str) -> CertificateSigningRequest {
+pub(crate) fn object(name: &str, request: &str) -> CertificateSigningRequest {
     CertificateSigningRequest {
         metadata: ObjectMeta {
             name: Some(name.into()),
@@ -46,7 +46,7 @@ pub fn object(name: &str, request: &str) -> CertificateSigningRequest {
 
 /// Where a request stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// Neither approved nor denied.
     Pending,
     /// Approved; the signer has not issued the certificate yet.
@@ -61,7 +61,7 @@ pub enum Verdict {
 
 impl Verdict {
     /// Closed name for logs and `doctor`.
-    pub fn as_str(&self) -> &'static str {
+    pub(crate) fn as_str(&self) -> &'static str {
         match self {
             Self::Pending => "pending",
             Self::Approved => "approved",
@@ -72,7 +72,7 @@ impl Verdict {
     }
 
     /// The decision, when the request is decided for good.
-    pub fn into_final(self) -> Result<Final, Self> {
+    pub(crate) fn into_final(self) -> Result<Final, Self> {
         match self {
             Self::Issued(c) => Ok(Final::Issued(c)),
             Self::Denied(w) => Ok(Final::Denied(w)),
@@ -84,7 +84,7 @@ impl Verdict {
 
 /// A decided request.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Final {
+pub(crate) enum Final {
     /// The PEM certificate chain.
     Issued(Vec<u8>),
     /// Denied: reason and message.
@@ -94,7 +94,7 @@ pub enum Final {
 }
 
 /// PURE: the verdict of `csr`, in kubelet's order: Denied, then Failed, then a certificate.
-pub fn verdict(csr: &CertificateSigningRequest) -> Verdict {
+pub(crate) fn verdict(csr: &CertificateSigningRequest) -> Verdict {
     let status = csr.status.as_ref();
     let conditions = status.and_then(|s| s.conditions.as_deref()).unwrap_or(&[]);
     let find = |t: &str| {
@@ -124,7 +124,7 @@ pub fn verdict(csr: &CertificateSigningRequest) -> Verdict {
 
 /// A call about the request that failed.
 #[derive(Debug, thiserror::Error)]
-pub enum CallError {
+pub(crate) enum CallError {
     /// The API server refused or failed the call.
     #[error("{op} of certificate signing request {name} failed")]
     Api {
@@ -173,7 +173,7 @@ async fn call<T>(
 ///
 /// # Errors
 /// [`CallError`] for a refused or timed-out create.
-pub async fn create(
+pub(crate) async fn create(
     api: &Api<CertificateSigningRequest>,
     csr: &CertificateSigningRequest,
     timeout: Duration,
@@ -200,7 +200,7 @@ pub async fn create(
 ///
 /// # Errors
 /// [`CallError`] for a refused (404 included) or timed-out get.
-pub async fn get(
+pub(crate) async fn get(
     api: &Api<CertificateSigningRequest>,
     name: &str,
     timeout: Duration,
@@ -214,7 +214,7 @@ pub async fn get(
 ///
 /// # Errors
 /// [`CallError`] when a call fails (the caller retries) or on shutdown.
-pub async fn wait_final(
+pub(crate) async fn wait_final(
     api: &Api<CertificateSigningRequest>,
     name: &str,
     timeout: Duration,

@@ -15,7 +15,7 @@ use crate::kubelet_api::x509;
 
 /// The facts of a leaf certificate.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Leaf {
+pub(crate) struct Leaf {
     /// Start of validity.
     pub not_before: SystemTime,
     /// End of validity.
@@ -28,7 +28,7 @@ pub struct Leaf {
 
 /// The facts of DER certificate `der`; `None` when it is not one, or its subjectAltName
 /// extension does not decode.
-pub fn leaf(der: &[u8]) -> Option<Leaf> {
+pub(crate) fn leaf(der: &[u8]) -> Option<Leaf> {
     let cert = x509::certificate(der)?;
     let tbs = cert.tbs_certificate();
     let validity = tbs.validity();
@@ -60,7 +60,7 @@ fn ip(bytes: &[u8]) -> Option<IpAddr> {
 
 /// Why a stored certificate is not served again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unfit {
+pub(crate) enum Unfit {
     /// Past its end (or not yet valid).
     Expired,
     /// Issued for another node.
@@ -71,7 +71,7 @@ pub enum Unfit {
 
 impl Unfit {
     /// Log value.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Expired => "expired",
             Self::OtherNode => "other_node",
@@ -83,7 +83,7 @@ impl Unfit {
 /// Whether `leaf` may be served for `node` with addresses `want` at `now`: valid now, this
 /// node's, and carrying every wanted name (kubelet requests a new certificate when the
 /// Node's addresses are no longer covered).
-pub fn fit(leaf: &Leaf, node: &str, want: &Sans, now: SystemTime) -> Result<(), Unfit> {
+pub(crate) fn fit(leaf: &Leaf, node: &str, want: &Sans, now: SystemTime) -> Result<(), Unfit> {
     if now < leaf.not_before || now >= leaf.not_after {
         return Err(Unfit::Expired);
     }
@@ -101,7 +101,11 @@ pub fn fit(leaf: &Leaf, node: &str, want: &Sans, now: SystemTime) -> Result<(), 
 /// When to request the next certificate: at a uniformly drawn 70–90 % of the lifetime from
 /// `not_before` (kubelet's `nextRotationDeadline`: `Jitter(total, 0.2) − 0.3 × total`), so
 /// nodes issued together do not renew together. `draw` is in `[0, 1)`.
-pub fn rotation_deadline(not_before: SystemTime, not_after: SystemTime, draw: f64) -> SystemTime {
+pub(crate) fn rotation_deadline(
+    not_before: SystemTime,
+    not_after: SystemTime,
+    draw: f64,
+) -> SystemTime {
     let total = not_after
         .duration_since(not_before)
         .unwrap_or(Duration::ZERO);

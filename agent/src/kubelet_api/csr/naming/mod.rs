@@ -8,13 +8,13 @@ use crate::node::events::NodeEvent;
 
 /// The name of the request made with the key of fingerprint `fingerprint`: the same key asks
 /// under the same name, so an agent restarted while waiting finds its request again.
-pub fn request_name(node: &str, fingerprint: &str) -> String {
+pub(super) fn request_name(node: &str, fingerprint: &str) -> String {
     crate::api::event_name(node, &format!("serving-{fingerprint}"))
 }
 
 /// The names the Node advertises and the certificate must carry: its `InternalIP` and its
 /// name, which is also its `kubernetes.io/hostname` label.
-pub fn sans_for(node: &str, internal_ip: IpAddr) -> Sans {
+pub(crate) fn sans_for(node: &str, internal_ip: IpAddr) -> Sans {
     Sans {
         dns: vec![node.to_owned()],
         ips: vec![internal_ip],
@@ -23,7 +23,7 @@ pub fn sans_for(node: &str, internal_ip: IpAddr) -> Sans {
 
 /// Node event reasons of the certificate's progress.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reason {
+pub(super) enum Reason {
     /// A request waits for approval.
     Pending,
     /// The certificate was issued.
@@ -36,7 +36,7 @@ pub enum Reason {
 
 impl Reason {
     /// Event reason.
-    pub fn as_str(self) -> &'static str {
+    pub(super) fn as_str(self) -> &'static str {
         match self {
             Self::Pending => "ServingCertificatePending",
             Self::Issued => "ServingCertificateIssued",
@@ -47,7 +47,7 @@ impl Reason {
 }
 
 /// PURE: the Node event for `reason` about request `csr`.
-pub fn event(reason: Reason, csr: &str, detail: &str) -> NodeEvent {
+pub(super) fn event(reason: Reason, csr: &str, detail: &str) -> NodeEvent {
     let (warning, message) = match reason {
         Reason::Pending => (
             true,
@@ -82,7 +82,7 @@ pub fn event(reason: Reason, csr: &str, detail: &str) -> NodeEvent {
 }
 
 /// `t` as RFC 3339.
-pub fn rfc3339(t: SystemTime) -> String {
+pub(crate) fn rfc3339(t: SystemTime) -> String {
     k8s_openapi::jiff::Timestamp::try_from(t)
         .map(|ts| ts.to_string())
         .unwrap_or_else(|_| "?".into())

@@ -15,7 +15,7 @@ use crate::errors::error_chain;
 
 /// Where the certificate stands, as `doctor` reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Progress {
+pub(crate) enum Progress {
     /// No certificate stored and no request made.
     None,
     /// A request was made with the stored pending key; its verdict when the API was asked.
@@ -37,7 +37,7 @@ pub enum Progress {
 }
 
 /// Reads the certificate directory and, with a client, the pending request's verdict.
-pub async fn progress(
+pub(crate) async fn progress(
     dir: PathBuf,
     node: &str,
     client: Option<kube::Client>,

@@ -13,7 +13,7 @@ use ring::{
 };
 
 /// The Organization of every node's certificate.
-pub const NODES_GROUP: &str = "system:nodes";
+pub(crate) const NODES_GROUP: &str = "system:nodes";
 
 /// OID 2.5.4.3 (commonName), content bytes.
 const OID_CN: &[u8] = &[0x55, 0x04, 0x03];
@@ -46,7 +46,7 @@ pub(super) const SAN_IP: u8 = 0x87;
 
 /// The names a serving certificate must carry: the Node's addresses.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Sans {
+pub(crate) struct Sans {
     /// DNS names.
     pub dns: Vec<String>,
     /// IP addresses.
@@ -55,7 +55,7 @@ pub struct Sans {
 
 /// Key material that could not be made or read.
 #[derive(Debug, thiserror::Error)]
-pub enum KeyError {
+pub(crate) enum KeyError {
     /// The system random source failed.
     #[error("cannot generate an ECDSA P-256 key")]
     Generate,
@@ -68,7 +68,7 @@ pub enum KeyError {
 }
 
 /// An ECDSA P-256 key with its PKCS#8 encoding (what is stored and given to rustls).
-pub struct ServingKey {
+pub(crate) struct ServingKey {
     pkcs8: Vec<u8>,
     pair: EcdsaKeyPair,
 }
@@ -86,7 +86,7 @@ impl ServingKey {
     ///
     /// # Errors
     /// [`KeyError::Generate`] when the random source fails.
-    pub fn generate() -> Result<Self, KeyError> {
+    pub(crate) fn generate() -> Result<Self, KeyError> {
         let rng = SystemRandom::new();
         let doc = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, &rng)
             .map_err(|_| KeyError::Generate)?;
@@ -97,7 +97,7 @@ impl ServingKey {
     ///
     /// # Errors
     /// [`KeyError::Parse`] for anything but a P-256 key.
-    pub fn from_pkcs8(pkcs8: &[u8]) -> Result<Self, KeyError> {
+    pub(crate) fn from_pkcs8(pkcs8: &[u8]) -> Result<Self, KeyError> {
         let pair =
             EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, pkcs8, &SystemRandom::new())
                 .map_err(|_| KeyError::Parse)?;
@@ -108,17 +108,17 @@ impl ServingKey {
     }
 
     /// PKCS#8 DER.
-    pub fn pkcs8(&self) -> &[u8] {
+    pub(crate) fn pkcs8(&self) -> &[u8] {
         &self.pkcs8
     }
 
     /// The uncompressed public point (65 bytes).
-    pub fn public_key(&self) -> &[u8] {
+    pub(crate) fn public_key(&self) -> &[u8] {
         self.pair.public_key().as_ref()
     }
 
     /// First 8 hex digits of the SHA-256 of the public key: names the request made with it.
-    pub fn fingerprint(&self) -> String {
+    pub(crate) fn fingerprint(&self) -> String {
         let d = ring::digest::digest(&ring::digest::SHA256, self.public_key());
         d.as_ref()[..4].iter().map(|b| format!("{b:02x}")).collect()
     }
@@ -132,7 +132,7 @@ impl ServingKey {
 }
 
 /// The user a node's serving certificate names.
-pub fn node_user(node: &str) -> String {
+pub(crate) fn node_user(node: &str) -> String {
     format!("system:node:{node}")
 }
 
@@ -140,7 +140,7 @@ pub fn node_user(node: &str) -> String {
 ///
 /// # Errors
 /// [`KeyError::Sign`] when signing fails.
-pub fn build(key: &ServingKey, node: &str, sans: &Sans) -> Result<Vec<u8>, KeyError> {
+pub(crate) fn build(key: &ServingKey, node: &str, sans: &Sans) -> Result<Vec<u8>, KeyError> {
     // Go's pkix.Name order, as kubelet's request: O before CN.
     let subject = tlv(
         SEQUENCE,
@@ -199,7 +199,7 @@ pub fn build(key: &ServingKey, node: &str, sans: &Sans) -> Result<Vec<u8>, KeyEr
 }
 
 /// `der` as a PEM block with `label`, lines of 64 characters.
-pub fn pem(label: &str, der: &[u8]) -> String {
+pub(crate) fn pem(label: &str, der: &[u8]) -> String {
     let b64 = base64::engine::general_purpose::STANDARD.encode(der);
     let mut out = format!("-----BEGIN {label}-----\n");
     for line in b64.as_bytes().chunks(64) {

@@ -15,18 +15,18 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, pem::PemObject};
 use super::request::{ServingKey, pem};
 
 /// The issued pair.
-pub const CURRENT: &str = "kubelet-server-current.pem";
+pub(crate) const CURRENT: &str = "kubelet-server-current.pem";
 /// The key of the request waiting for its certificate.
-pub const PENDING_KEY: &str = "kubelet-server-pending.key";
+pub(crate) const PENDING_KEY: &str = "kubelet-server-pending.key";
 
 /// A certificate directory.
 #[derive(Debug, Clone)]
-pub struct Store {
+pub(crate) struct Store {
     dir: PathBuf,
 }
 
 /// The certificate chain (leaf first) and its key.
-pub struct Pair {
+pub(crate) struct Pair {
     /// DER certificates, leaf first.
     pub chain: Vec<CertificateDer<'static>>,
     pub key: ServingKey,
@@ -34,16 +34,16 @@ pub struct Pair {
 
 impl Store {
     /// The directory `dir` (created on first write).
-    pub fn new(dir: impl Into<PathBuf>) -> Self {
+    pub(crate) fn new(dir: impl Into<PathBuf>) -> Self {
         Self { dir: dir.into() }
     }
 
-    pub fn dir(&self) -> &Path {
+    pub(crate) fn dir(&self) -> &Path {
         &self.dir
     }
 
     /// The stored pair, `None` when absent or unreadable (then a new one is requested).
-    pub fn current(&self) -> Option<Pair> {
+    pub(crate) fn current(&self) -> Option<Pair> {
         let pem = std::fs::read(self.dir.join(CURRENT)).ok()?;
         let chain: Vec<_> = CertificateDer::pem_slice_iter(&pem)
             .filter_map(Result::ok)
@@ -56,14 +56,18 @@ impl Store {
     ///
     /// # Errors
     /// When the directory or file cannot be written.
-    pub fn save_current(&self, chain: &[CertificateDer<'_>], key: &ServingKey) -> io::Result<()> {
+    pub(crate) fn save_current(
+        &self,
+        chain: &[CertificateDer<'_>],
+        key: &ServingKey,
+    ) -> io::Result<()> {
         let mut text: String = chain.iter().map(|c| pem("CERTIFICATE", c)).collect();
         text.push_str(&pem("PRIVATE KEY", key.pkcs8()));
         self.write(CURRENT, text.as_bytes())
     }
 
     /// The key of the waiting request, if any.
-    pub fn pending_key(&self) -> Option<ServingKey> {
+    pub(crate) fn pending_key(&self) -> Option<ServingKey> {
         key_of(&std::fs::read(self.dir.join(PENDING_KEY)).ok()?)
     }
 
@@ -71,12 +75,12 @@ impl Store {
     ///
     /// # Errors
     /// When the directory or file cannot be written.
-    pub fn save_pending_key(&self, key: &ServingKey) -> io::Result<()> {
+    pub(crate) fn save_pending_key(&self, key: &ServingKey) -> io::Result<()> {
         self.write(PENDING_KEY, pem("PRIVATE KEY", key.pkcs8()).as_bytes())
     }
 
     /// Forgets the waiting request's key (issued, or refused).
-    pub fn drop_pending_key(&self) {
+    pub(crate) fn drop_pending_key(&self) {
         let _ = std::fs::remove_file(self.dir.join(PENDING_KEY));
     }
 

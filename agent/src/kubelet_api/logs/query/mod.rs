@@ -9,7 +9,7 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
 /// What the caller asked of a container log.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct LogQuery {
+pub(crate) struct LogQuery {
     /// Keep the stream open and send new lines as they are written.
     pub follow: bool,
     /// Only the last N lines (selected before streaming).
@@ -28,7 +28,7 @@ pub struct LogQuery {
 
 impl LogQuery {
     /// The earliest line time asked for: the later of `now - since_seconds` and `since_time`.
-    pub fn since(&self, now: Timestamp) -> Option<Timestamp> {
+    pub(crate) fn since(&self, now: Timestamp) -> Option<Timestamp> {
         let by_seconds = self.since_seconds.and_then(|s| {
             let s = i64::try_from(s).ok()?;
             now.checked_sub(SignedDuration::from_secs(s)).ok()
@@ -42,7 +42,7 @@ impl LogQuery {
 
 /// A query kubelet refuses.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum QueryError {
+pub(crate) enum QueryError {
     /// A value does not parse (400).
     #[error("cannot decode {param}={value:?}")]
     Decode {
@@ -58,7 +58,7 @@ pub enum QueryError {
 
 impl QueryError {
     /// The HTTP status kubelet answers with.
-    pub fn status(&self) -> u16 {
+    pub(crate) fn status(&self) -> u16 {
         match self {
             Self::Decode { .. } => 400,
             Self::Invalid(_) => 422,
@@ -66,7 +66,7 @@ impl QueryError {
     }
 
     /// The response body: kubelet's text, with the field error for an invalid query.
-    pub fn body(&self) -> String {
+    pub(crate) fn body(&self) -> String {
         match self {
             Self::Decode { .. } => r#"{"message": "Unable to decode query."}"#.into(),
             Self::Invalid(detail) => {
@@ -100,7 +100,7 @@ fn at_least(param: &'static str, v: i64, min: i64) -> Result<u64, QueryError> {
 }
 
 /// Decodes and validates the raw query string (without `?`).
-pub fn parse(raw: &str) -> Result<LogQuery, QueryError> {
+pub(crate) fn parse(raw: &str) -> Result<LogQuery, QueryError> {
     let mut first = std::collections::HashMap::new();
     for (k, v) in form_urlencoded::parse(raw.as_bytes()) {
         first

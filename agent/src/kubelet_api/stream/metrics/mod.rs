@@ -11,14 +11,14 @@ use tokio::time::Instant;
 use crate::metrics::{OutcomeLabels, register};
 
 /// Buckets from a millisecond (setup) to an hour (an interactive shell).
-pub const SESSION_BUCKETS: [f64; 16] = [
+pub(crate) const SESSION_BUCKETS: [f64; 16] = [
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0, 60.0, 300.0, 900.0,
     3600.0,
 ];
 
 /// How an exec session ended (`outcome` label).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum SessionOutcome {
+pub(crate) enum SessionOutcome {
     /// The command exited 0.
     Ok,
     /// The command exited with another code.
@@ -31,7 +31,7 @@ pub enum SessionOutcome {
 
 impl SessionOutcome {
     /// Every outcome.
-    pub const ALL: [SessionOutcome; 4] = [
+    pub(crate) const ALL: [SessionOutcome; 4] = [
         SessionOutcome::Ok,
         SessionOutcome::NonzeroExit,
         SessionOutcome::Error,
@@ -39,7 +39,7 @@ impl SessionOutcome {
     ];
 
     /// Label value.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             SessionOutcome::Ok => "ok",
             SessionOutcome::NonzeroExit => "nonzero_exit",
@@ -51,7 +51,7 @@ impl SessionOutcome {
 
 /// The exec metrics. Clones share the same series; [`Default`] is unregistered (tests).
 #[derive(Clone, Debug)]
-pub struct ExecMetrics {
+pub(crate) struct ExecMetrics {
     /// `tart_kubelet_exec_sessions_total{outcome}`.
     pub sessions: Family<OutcomeLabels, Counter>,
     /// `tart_kubelet_exec_session_seconds`: request received to status written.
@@ -72,7 +72,7 @@ impl Default for ExecMetrics {
 
 impl ExecMetrics {
     /// Create the metrics and register them under `tart_kubelet_`.
-    pub fn register(registry: &mut Registry) -> Self {
+    pub(crate) fn register(registry: &mut Registry) -> Self {
         let m = Self::default();
         let r = registry.sub_registry_with_prefix("tart_kubelet");
         register!(r;
@@ -89,7 +89,7 @@ impl ExecMetrics {
     }
 
     /// Count a session that ended with `outcome`.
-    pub fn ended(&self, outcome: SessionOutcome) {
+    pub(crate) fn ended(&self, outcome: SessionOutcome) {
         self.sessions
             .get_or_create(&OutcomeLabels {
                 outcome: outcome.as_str(),
@@ -100,20 +100,20 @@ impl ExecMetrics {
 
 /// One session's clock: started when the request reached the agent.
 #[derive(Clone, Debug)]
-pub struct SessionClock {
+pub(crate) struct SessionClock {
     received: Instant,
     metrics: ExecMetrics,
 }
 
 impl SessionClock {
     /// A clock started when the request was `received`.
-    pub fn since(received: Instant, metrics: ExecMetrics) -> Self {
+    pub(crate) fn since(received: Instant, metrics: ExecMetrics) -> Self {
         Self { received, metrics }
     }
 
     /// A clock observing into unregistered metrics.
     #[cfg(test)]
-    pub fn unobserved() -> Self {
+    pub(crate) fn unobserved() -> Self {
         Self::since(Instant::now(), ExecMetrics::default())
     }
 
@@ -122,22 +122,22 @@ impl SessionClock {
     }
 
     /// `tart exec` was spawned.
-    pub fn spawned(&self) {
+    pub(crate) fn spawned(&self) {
         self.metrics.setup_seconds.observe(self.elapsed());
     }
 
     /// The status was written on the error stream.
-    pub fn status_written(&self) {
+    pub(crate) fn status_written(&self) {
         self.metrics.session_seconds.observe(self.elapsed());
     }
 
     /// The session ended with `outcome`.
-    pub fn ended(&self, outcome: SessionOutcome) {
+    pub(crate) fn ended(&self, outcome: SessionOutcome) {
         self.metrics.ended(outcome);
     }
 
     /// The connection could not be upgraded: the session never started.
-    pub fn upgrade_failed(&self) {
+    pub(crate) fn upgrade_failed(&self) {
         self.metrics.ended(SessionOutcome::Error);
     }
 }

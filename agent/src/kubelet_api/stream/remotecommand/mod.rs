@@ -2,7 +2,7 @@
 //! stream roles, status, resize; pure), [`spdy`] (collecting an exec's SPDY streams),
 //! [`session`] (one exec session over SPDY or WebSocket) and [`attach`] (one attach session).
 
-pub mod attach;
-pub mod protocol;
-pub mod session;
-pub mod spdy;
+pub(crate) mod attach;
+pub(crate) mod protocol;
+pub(crate) mod session;
+pub(crate) mod spdy;

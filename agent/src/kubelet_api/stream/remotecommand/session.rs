@@ -28,25 +28,25 @@ use crate::kubelet_api::stream::{
 use spdy::conn::{Closed, Conn, MAX_DATA, StreamTx};
 
 /// How long the client has to open every stream (kubelet's `streamCreationTimeout`).
-pub const STREAM_CREATION: Duration = Duration::from_secs(30);
+pub(crate) const STREAM_CREATION: Duration = Duration::from_secs(30);
 /// A connection with no frame either way for this long is closed (kubelet's
 /// `streamingConnectionIdleTimeout`); `--streaming-connection-idle-timeout` sets it.
-pub const IDLE: Duration = Duration::from_secs(4 * 60 * 60);
+pub(crate) const IDLE: Duration = Duration::from_secs(4 * 60 * 60);
 /// After the command exited: how long its output may still take to drain, and then how long
 /// the client gets to hang up after GOAWAY or Close.
-pub const DRAIN: Duration = Duration::from_secs(5);
+pub(crate) const DRAIN: Duration = Duration::from_secs(5);
 /// Starting `tart exec` is one fork and exec; bounded all the same.
 const START_DEADLINE: Duration = Duration::from_secs(30);
 /// The terminal size until the client's first resize arrives.
 const DEFAULT_SIZE: WindowSize = WindowSize { cols: 80, rows: 24 };
 
 /// Starts the command with the given options.
-pub type Starter =
+pub(crate) type Starter =
     Box<dyn FnOnce(ExecOpts) -> BoxFuture<'static, tart::Result<ExecSession>> + Send>;
 
 /// The session's time limits.
 #[derive(Debug, Clone, Copy)]
-pub struct Timeouts {
+pub(crate) struct Timeouts {
     /// For the client to open its streams.
     pub creation: Duration,
     /// For output and hang-up after the command ended.
@@ -67,7 +67,7 @@ impl Default for Timeouts {
 
 /// How a session ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum End {
+pub(crate) enum End {
     /// The command exited with this code, reported to the client.
     Exited(i32),
     /// The command could not be started; the client was told why.
@@ -80,7 +80,7 @@ pub enum End {
 
 impl End {
     /// PURE: the metric outcome of a session that ended so.
-    pub fn outcome(&self) -> SessionOutcome {
+    pub(crate) fn outcome(&self) -> SessionOutcome {
         match self {
             End::Exited(0) => SessionOutcome::Ok,
             End::Exited(_) => SessionOutcome::NonzeroExit,
@@ -92,7 +92,7 @@ impl End {
 
 /// One server → client stream, whatever the transport.
 #[derive(Debug, Clone)]
-pub enum Sink {
+pub(crate) enum Sink {
     /// A SPDY stream.
     Spdy(StreamTx),
     /// A WebSocket channel.
@@ -104,7 +104,7 @@ impl Sink {
     ///
     /// # Errors
     /// [`Closed`] when the connection is gone.
-    pub async fn write(&self, bytes: &[u8]) -> Result<(), Closed> {
+    pub(crate) async fn write(&self, bytes: &[u8]) -> Result<(), Closed> {
         match self {
             Self::Spdy(s) => s.write(bytes).await,
             Self::Ws(c) => c.write(bytes).await,
@@ -113,7 +113,7 @@ impl Sink {
 
     /// Ends the stream: a SPDY FIN. A WebSocket channel has no end of its own; the Close
     /// frame after the status ends them all.
-    pub async fn finish(&self) {
+    pub(crate) async fn finish(&self) {
         if let Self::Spdy(s) = self {
             let _ = s.finish().await;
         }
@@ -121,7 +121,7 @@ impl Sink {
 }
 
 /// The connection under a session.
-pub enum Link {
+pub(crate) enum Link {
     /// SPDY/3.1.
     Spdy(Conn),
     /// WebSocket.
@@ -130,7 +130,7 @@ pub enum Link {
 
 impl Link {
     /// Resolves when the client is gone.
-    pub fn closed(&self) -> BoxFuture<'static, ()> {
+    pub(crate) fn closed(&self) -> BoxFuture<'static, ()> {
         match self {
             Self::Spdy(c) => c.closed().boxed(),
             Self::Ws(c) => c.closed().boxed(),
@@ -139,7 +139,7 @@ impl Link {
 
     /// Ends the connection after the status (GOAWAY or Close), giving the client `drain` to
     /// hang up.
-    pub async fn shutdown(self, drain: Duration) {
+    pub(crate) async fn shutdown(self, drain: Duration) {
         match self {
             Self::Spdy(c) => c.shutdown(drain).await,
             Self::Ws(c) => c.shutdown(drain).await,
@@ -149,7 +149,7 @@ impl Link {
 
 /// The streams of one session.
 #[derive(Default)]
-pub struct Streams {
+pub(crate) struct Streams {
     /// Server → client: the status.
     pub error: Option<Sink>,
     /// Client → server.
@@ -163,7 +163,7 @@ pub struct Streams {
 }
 
 /// A session whose streams are all open.
-pub struct Opened {
+pub(crate) struct Opened {
     pub streams: Streams,
     /// The connection.
     pub link: Link,
@@ -172,7 +172,7 @@ pub struct Opened {
 }
 
 /// Runs one exec over `opened`, observing its setup and duration on `clock`.
-pub async fn exec(
+pub(crate) async fn exec(
     opened: Opened,
     options: ExecOptions,
     start: Starter,

@@ -12,7 +12,7 @@ const SUCCESS: &str = "Success";
 const FAILURE: &str = "Failure";
 
 /// A refusal with HTTP status `code`, its reason the one kubelet gives that code.
-pub fn refusal(code: u16, message: &str) -> Status {
+pub(crate) fn refusal(code: u16, message: &str) -> Status {
     let reason = match code {
         400 => "BadRequest",
         403 => "Forbidden",
@@ -30,7 +30,7 @@ pub fn refusal(code: u16, message: &str) -> Status {
 }
 
 /// The status of a command that exited 0.
-pub fn success() -> Status {
+pub(crate) fn success() -> Status {
     Status {
         status: Some(SUCCESS.to_owned()),
         ..Status::default()
@@ -38,7 +38,12 @@ pub fn success() -> Status {
 }
 
 /// A failure for `reason`, with `message` and one cause.
-pub fn failure(message: String, reason: &str, code: Option<i32>, cause: StatusCause) -> Status {
+pub(crate) fn failure(
+    message: String,
+    reason: &str,
+    code: Option<i32>,
+    cause: StatusCause,
+) -> Status {
     Status {
         status: Some(FAILURE.to_owned()),
         message: Some(message),
@@ -53,13 +58,13 @@ pub fn failure(message: String, reason: &str, code: Option<i32>, cause: StatusCa
 }
 
 /// `status` as a response body: the whole object, `kind` and `apiVersion` included.
-pub fn body(status: &Status) -> String {
+pub(crate) fn body(status: &Status) -> String {
     serde_json::to_string(status).unwrap_or_default()
 }
 
 /// `status` as the error stream carries it: without `kind` and `apiVersion`, as kubelet
 /// writes a status whose type it does not set.
-pub fn stream_body(status: &Status) -> String {
+pub(crate) fn stream_body(status: &Status) -> String {
     let mut value = serde_json::to_value(status).unwrap_or_default();
     if let Some(object) = value.as_object_mut() {
         object.remove("kind");

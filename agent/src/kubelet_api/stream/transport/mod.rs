@@ -26,14 +26,14 @@ use super::{
 };
 
 /// The client's WebSocket subprotocols.
-pub const WS_PROTOCOL_HEADER: &str = "sec-websocket-protocol";
+pub(crate) const WS_PROTOCOL_HEADER: &str = "sec-websocket-protocol";
 const WS_KEY_HEADER: &str = "sec-websocket-key";
 const WS_VERSION_HEADER: &str = "sec-websocket-version";
 const WS_ACCEPT_HEADER: &str = "sec-websocket-accept";
 
 /// The transport agreed for one request.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Transport {
+pub(crate) enum Transport {
     /// SPDY/3.1 with this remotecommand version.
     Spdy(Protocol),
     /// WebSocket with this subprotocol; `accept` answers the client's key.
@@ -50,7 +50,7 @@ pub enum Transport {
 /// # Errors
 /// As [`upgrade::decide`] for SPDY; for a WebSocket, 400 without a key or version 13, and 403
 /// when no served subprotocol is offered.
-pub fn decide(headers: &HeaderMap) -> Result<Transport, Answer> {
+pub(crate) fn decide(headers: &HeaderMap) -> Result<Transport, Answer> {
     if upgrade::kind(headers) != Upgrade::WebSocket {
         return upgrade::decide(headers).map(Transport::Spdy);
     }
@@ -63,7 +63,7 @@ pub fn decide(headers: &HeaderMap) -> Result<Transport, Answer> {
 ///
 /// # Errors
 /// 400 without a key or version 13; 403 when no served subprotocol is offered.
-pub fn websocket(
+pub(crate) fn websocket(
     headers: &HeaderMap,
     served: &[WsProtocol],
 ) -> Result<(WsProtocol, String), Answer> {
@@ -91,7 +91,10 @@ pub fn websocket(
 }
 
 /// The headers of a WebSocket 101.
-pub fn ws_switching_headers(protocol: WsProtocol, accept: &str) -> Vec<(&'static str, String)> {
+pub(crate) fn ws_switching_headers(
+    protocol: WsProtocol,
+    accept: &str,
+) -> Vec<(&'static str, String)> {
     vec![
         ("connection", "Upgrade".into()),
         ("upgrade", "websocket".into()),
@@ -102,7 +105,7 @@ pub fn ws_switching_headers(protocol: WsProtocol, accept: &str) -> Vec<(&'static
 
 impl Transport {
     /// The transport's name, for logs.
-    pub fn as_str(&self) -> &'static str {
+    pub(crate) fn as_str(&self) -> &'static str {
         match self {
             Self::Spdy(_) => "spdy",
             Self::WebSocket { .. } => "websocket",
@@ -110,7 +113,7 @@ impl Transport {
     }
 
     /// The agreed protocol's name.
-    pub fn protocol(&self) -> &'static str {
+    pub(crate) fn protocol(&self) -> &'static str {
         match self {
             Self::Spdy(p) => p.as_str(),
             Self::WebSocket { protocol, .. } => protocol.as_str(),
@@ -118,7 +121,7 @@ impl Transport {
     }
 
     /// The headers of the 101.
-    pub fn switching_headers(&self) -> Vec<(&'static str, String)> {
+    pub(crate) fn switching_headers(&self) -> Vec<(&'static str, String)> {
         match self {
             Self::Spdy(p) => vec![
                 ("connection", "Upgrade".into()),
@@ -133,7 +136,12 @@ impl Transport {
     ///
     /// # Errors
     /// The session's end when the client goes away first or is too slow to open its streams.
-    pub async fn open<IO>(self, io: IO, options: &ExecOptions, t: Timeouts) -> Result<Opened, End>
+    pub(crate) async fn open<IO>(
+        self,
+        io: IO,
+        options: &ExecOptions,
+        t: Timeouts,
+    ) -> Result<Opened, End>
     where
         IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {

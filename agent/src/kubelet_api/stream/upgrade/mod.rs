@@ -8,13 +8,13 @@ use hyper::header::{CONNECTION, HeaderMap, UPGRADE};
 use super::remotecommand::protocol::{self, NegotiationError, PROTOCOLS, Protocol};
 
 /// Header with the client's remotecommand versions (one line each, or comma-separated).
-pub const PROTOCOL_HEADER: &str = "x-stream-protocol-version";
+pub(crate) const PROTOCOL_HEADER: &str = "x-stream-protocol-version";
 /// Header listing the served versions on a 403.
-pub const ACCEPTED_HEADER: &str = "x-accepted-stream-protocol-versions";
+pub(crate) const ACCEPTED_HEADER: &str = "x-accepted-stream-protocol-versions";
 
 /// The upgrade a request asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Upgrade {
+pub(crate) enum Upgrade {
     /// `Upgrade: SPDY/3.1`.
     Spdy,
     /// `Upgrade: websocket`.
@@ -24,7 +24,7 @@ pub enum Upgrade {
 }
 
 /// Which upgrade `headers` ask for (`Connection` must contain `upgrade`).
-pub fn kind(headers: &HeaderMap) -> Upgrade {
+pub(crate) fn kind(headers: &HeaderMap) -> Upgrade {
     let has = |name, token: &str| {
         headers.get_all(name).iter().any(|v| {
             v.to_str()
@@ -45,7 +45,7 @@ pub fn kind(headers: &HeaderMap) -> Upgrade {
 
 /// A plain HTTP answer to give before (or instead of) an upgrade.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Answer {
+pub(crate) struct Answer {
     /// Status code.
     pub status: u16,
     /// Extra headers.
@@ -69,7 +69,7 @@ impl Answer {
 /// # Errors
 /// The refusal: 403 for WebSocket, 400 without an upgrade or without versions, 403 with the
 /// served list when no version is shared.
-pub fn decide(headers: &HeaderMap) -> Result<Protocol, Answer> {
+pub(crate) fn decide(headers: &HeaderMap) -> Result<Protocol, Answer> {
     let served: Vec<&'static str> = PROTOCOLS.iter().map(|p| p.as_str()).collect();
     let chosen = negotiate_with(headers, &served)?;
     Ok(PROTOCOLS
@@ -82,7 +82,7 @@ pub fn decide(headers: &HeaderMap) -> Result<Protocol, Answer> {
 ///
 /// # Errors
 /// As [`decide`].
-pub fn decide_forward(headers: &HeaderMap) -> Result<&'static str, Answer> {
+pub(crate) fn decide_forward(headers: &HeaderMap) -> Result<&'static str, Answer> {
     negotiate_with(headers, &[super::portforward::spdy::PROTOCOL])
 }
 

@@ -1,5 +1,5 @@
 //! WebSocket streaming: [`frame`] (subprotocols and channel framing; pure) and [`conn`] (one
 //! WebSocket connection).
 
-pub mod conn;
-pub mod frame;
+pub(crate) mod conn;
+pub(crate) mod frame;

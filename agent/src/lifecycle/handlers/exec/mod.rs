@@ -9,11 +9,11 @@ use tart::{ErrorKind, ExecOutput, Tart, VmName};
 use super::outcome::Outcome;
 
 /// Most bytes of output kept, as kubelet's exec prober keeps (10 KiB).
-pub const MAX_OUTPUT: usize = 10 << 10;
+pub(crate) const MAX_OUTPUT: usize = 10 << 10;
 
 /// How one `tart exec` within its deadline ended.
 #[derive(Debug)]
-pub enum ExecEnd {
+pub(crate) enum ExecEnd {
     /// The command ran to its end: its exit code and output.
     Exited(ExecOutput),
     /// The deadline passed (ours, or the one `tart exec` was given).
@@ -36,7 +36,12 @@ impl From<tart::Result<ExecOutput>> for ExecEnd {
 ///
 /// # Cancellation
 /// Dropping the future kills the `tart exec` process group (the tart crate's guard).
-pub async fn run<T: Tart>(tart: &T, vm: &VmName, command: &[String], timeout: Duration) -> ExecEnd {
+pub(crate) async fn run<T: Tart>(
+    tart: &T,
+    vm: &VmName,
+    command: &[String],
+    timeout: Duration,
+) -> ExecEnd {
     // The tart crate kills the group at the deadline; the outer bound holds for any `Tart`,
     // and dropping the call at it kills the group just the same.
     match tokio::time::timeout(timeout, tart.exec(vm, command, timeout)).await {
@@ -46,7 +51,7 @@ pub async fn run<T: Tart>(tart: &T, vm: &VmName, command: &[String], timeout: Du
 }
 
 /// One probe attempt: [`run`], read by [`outcome`].
-pub async fn check<T: Tart>(
+pub(crate) async fn check<T: Tart>(
     tart: &T,
     vm: &VmName,
     command: &[String],
@@ -62,7 +67,7 @@ pub async fn check<T: Tart>(
 /// - the guest agent did not answer (Tart's `Failed to connect to the VM using its control
 ///   socket`, classified `Other`): failure — a guest whose agent is gone is not healthy;
 /// - anything else (VM missing or not running, `tart` missing, host faults): error, thrown away.
-pub fn outcome(command: &[String], end: ExecEnd) -> Outcome {
+pub(crate) fn outcome(command: &[String], end: ExecEnd) -> Outcome {
     match end {
         ExecEnd::Exited(out) if out.exit_code == 0 => Outcome::Success,
         ExecEnd::Exited(out) => Outcome::Failure(combined(&out)),

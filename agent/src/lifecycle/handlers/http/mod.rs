@@ -29,10 +29,10 @@ use super::{
 };
 
 /// Most body bytes read, as kubelet reads (10 KiB); the rest is left unread.
-pub const MAX_BODY: usize = 10 << 10;
+pub(crate) const MAX_BODY: usize = 10 << 10;
 
 /// The `httpGet` client of probes (`GuestChecker`) and hooks.
-pub struct HttpClient {
+pub(crate) struct HttpClient {
     tls: TlsConnector,
 }
 
@@ -44,7 +44,7 @@ impl Default for HttpClient {
 
 /// How one GET ended, before a probe's or a hook's rules read it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum HttpEnd {
+pub(crate) enum HttpEnd {
     /// The final response arrived: its status and the start of its body, or why the body could
     /// not be read (Go's words).
     Response {
@@ -60,7 +60,7 @@ pub enum HttpEnd {
 impl HttpEnd {
     /// What the end means for a probe: kubelet's status rules on a response
     /// ([`status_outcome`]), a failure without one.
-    pub fn probe_outcome(self) -> Outcome {
+    pub(crate) fn probe_outcome(self) -> Outcome {
         match self {
             Self::Response {
                 status,
@@ -97,14 +97,19 @@ struct Exchange {
 
 impl HttpClient {
     /// A client; its TLS configuration is built once.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             tls: insecure_connector(),
         }
     }
 
     /// One probe attempt: [`get`](Self::get), read by [`HttpEnd::probe_outcome`].
-    pub async fn check(&self, get: &HttpGet, pod_ip: Ipv4Addr, timeout: Duration) -> Outcome {
+    pub(crate) async fn check(
+        &self,
+        get: &HttpGet,
+        pod_ip: Ipv4Addr,
+        timeout: Duration,
+    ) -> Outcome {
         self.get(get, pod_ip, timeout).await.probe_outcome()
     }
 
@@ -112,7 +117,7 @@ impl HttpClient {
     ///
     /// # Cancellation
     /// Every socket lives in the returned future; dropping it closes them.
-    pub async fn get(&self, get: &HttpGet, pod_ip: Ipv4Addr, timeout: Duration) -> HttpEnd {
+    pub(crate) async fn get(&self, get: &HttpGet, pod_ip: Ipv4Addr, timeout: Duration) -> HttpEnd {
         let host = get.host.clone().unwrap_or_else(|| pod_ip.to_string());
         let mut progress = Progress {
             url: Url::new(get.scheme, &host, get.port, &get.path),

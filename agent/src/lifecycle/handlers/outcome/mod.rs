@@ -3,7 +3,7 @@
 
 /// How one attempt ended, with kubelet's text for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// The check passed.
     Success,
     /// The check passed, with a remark worth an event (an HTTP redirect to another host that
@@ -18,7 +18,7 @@ pub enum Outcome {
 
 /// The closed result of an attempt, for metric labels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ProbeResult {
+pub(crate) enum ProbeResult {
     /// Success or warning.
     Success,
     Failure,
@@ -28,10 +28,10 @@ pub enum ProbeResult {
 
 impl ProbeResult {
     /// Every result, for pre-creating metric series.
-    pub const ALL: [ProbeResult; 3] = [Self::Success, Self::Failure, Self::Error];
+    pub(crate) const ALL: [ProbeResult; 3] = [Self::Success, Self::Failure, Self::Error];
 
     /// Metric label value.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Success => "success",
             Self::Failure => "failure",
@@ -42,7 +42,7 @@ impl ProbeResult {
 
 impl Outcome {
     /// The closed result (a warning is a success, as kubelet counts it).
-    pub fn result(&self) -> ProbeResult {
+    pub(crate) fn result(&self) -> ProbeResult {
         match self {
             Self::Success | Self::Warning(_) => ProbeResult::Success,
             Self::Failure(_) => ProbeResult::Failure,

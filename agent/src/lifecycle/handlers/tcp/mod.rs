@@ -9,7 +9,7 @@ use tokio::net::TcpStream;
 use super::outcome::Outcome;
 
 /// One attempt: a TCP connection to `host:port` opened within `timeout`, then closed.
-pub async fn check(host: &str, port: u16, timeout: Duration) -> Outcome {
+pub(crate) async fn check(host: &str, port: u16, timeout: Duration) -> Outcome {
     match tokio::time::timeout(timeout, dial(host, port)).await {
         Ok(Ok(_stream)) => Outcome::Success,
         Ok(Err(e)) => Outcome::Failure(e.to_string()),
@@ -19,7 +19,7 @@ pub async fn check(host: &str, port: u16, timeout: Duration) -> Outcome {
 
 /// A failed dial, displayed as Go's `net.Dial` error.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DialError(String);
+pub(crate) struct DialError(String);
 
 impl std::fmt::Display for DialError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -29,7 +29,7 @@ impl std::fmt::Display for DialError {
 
 impl DialError {
     /// `dial tcp 192.168.64.5:8080: i/o timeout`.
-    pub fn timed_out(host: &str, port: u16) -> Self {
+    pub(crate) fn timed_out(host: &str, port: u16) -> Self {
         Self(format!(
             "dial tcp {}: i/o timeout",
             join_host_port(host, port)
@@ -48,7 +48,7 @@ impl DialError {
 
 /// Connect to `host:port`: an IP literal directly, a name through the resolver, its addresses
 /// tried in order. Not bounded here: callers put the whole attempt under their timeout.
-pub async fn dial(host: &str, port: u16) -> Result<TcpStream, DialError> {
+pub(crate) async fn dial(host: &str, port: u16) -> Result<TcpStream, DialError> {
     let bare = host.trim_start_matches('[').trim_end_matches(']');
     let addrs: Vec<SocketAddr> = match bare.parse::<std::net::IpAddr>() {
         Ok(ip) => vec![SocketAddr::new(ip, port)],
@@ -68,7 +68,7 @@ pub async fn dial(host: &str, port: u16) -> Result<TcpStream, DialError> {
 }
 
 /// `host:port`, an IPv6 literal in brackets (Go's `net.JoinHostPort`).
-pub fn join_host_port(host: &str, port: u16) -> String {
+pub(crate) fn join_host_port(host: &str, port: u16) -> String {
     if host.contains(':') && !host.starts_with('[') {
         format!("[{host}]:{port}")
     } else {
@@ -78,7 +78,7 @@ pub fn join_host_port(host: &str, port: u16) -> String {
 
 /// The OS's words for an I/O error the way Go prints them: `connection refused`, not
 /// `Connection refused (os error 111)`.
-pub fn os_text(e: &io::Error) -> String {
+pub(crate) fn os_text(e: &io::Error) -> String {
     if e.kind() == io::ErrorKind::TimedOut {
         return "i/o timeout".to_owned();
     }

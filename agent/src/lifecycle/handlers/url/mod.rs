@@ -8,14 +8,14 @@ use super::{model::Scheme, outcome::Outcome, tcp::join_host_port};
 
 /// kubelet's `User-Agent` for probes: `kube-probe/<major>.<minor>` of the API level the node
 /// reports (`kubeletVersion` v1.37).
-pub const USER_AGENT: &str = "kube-probe/1.37";
+pub(crate) const USER_AGENT: &str = "kube-probe/1.37";
 
 /// Most redirects followed; one more is a failure (Go's client default).
-pub const MAX_REDIRECTS: u32 = 10;
+pub(crate) const MAX_REDIRECTS: u32 = 10;
 
 /// Where one request goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Url {
+pub(crate) struct Url {
     /// HTTP or HTTPS.
     pub scheme: Scheme,
     /// Host name or IP literal, without brackets.
@@ -27,7 +27,7 @@ pub struct Url {
 
 impl Url {
     /// kubelet's URL for an `httpGet`: a relative path gains its leading slash.
-    pub fn new(scheme: Scheme, host: &str, port: u16, path: &str) -> Self {
+    pub(crate) fn new(scheme: Scheme, host: &str, port: u16, path: &str) -> Self {
         let path = if path.is_empty() || path.starts_with('/') {
             path.to_owned()
         } else {
@@ -45,19 +45,19 @@ impl Url {
     }
 
     /// `host:port`, as the `Host` header carries it.
-    pub fn authority(&self) -> String {
+    pub(crate) fn authority(&self) -> String {
         join_host_port(&self.host, self.port)
     }
 
     /// The request target: the path and query, never empty, without a fragment.
-    pub fn target(&self) -> &str {
+    pub(crate) fn target(&self) -> &str {
         let p = self.path.split('#').next().unwrap_or_default();
         if p.is_empty() { "/" } else { p }
     }
 
     /// Where a `Location` points, resolved against this URL; `None` when it cannot be
     /// followed (unparsable, or a scheme other than http and https).
-    pub fn join(&self, location: &str) -> Option<Url> {
+    pub(crate) fn join(&self, location: &str) -> Option<Url> {
         if location.starts_with("//") {
             return self.absolute(&format!("{}:{location}", self.scheme.as_str()));
         }
@@ -145,7 +145,7 @@ fn remove_dot_segments(path_and_query: &str) -> String {
 /// defaults where the probe gave none — `User-Agent: kube-probe/…` and `Accept: */*` (an
 /// empty value given for either removes it) — and `Connection: close` (kubelet keeps no
 /// connection alive). No `Accept-Encoding`: kubelet asks for no compression.
-pub fn request_headers(host: &str, given: &[(String, String)]) -> Vec<(String, String)> {
+pub(crate) fn request_headers(host: &str, given: &[(String, String)]) -> Vec<(String, String)> {
     let has = |name: &str| given.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
     let mut out = vec![("Host".to_owned(), host.to_owned())];
     for (name, value) in given {
@@ -167,7 +167,7 @@ pub fn request_headers(host: &str, given: &[(String, String)]) -> Vec<(String, S
 }
 
 /// The `Host` a probe asks for: its own `Host` header (the first), else the URL's authority.
-pub fn host_header(url: &Url, given: &[(String, String)]) -> String {
+pub(crate) fn host_header(url: &Url, given: &[(String, String)]) -> String {
     given
         .iter()
         .find(|(n, _)| n.eq_ignore_ascii_case("Host"))
@@ -175,13 +175,13 @@ pub fn host_header(url: &Url, given: &[(String, String)]) -> String {
 }
 
 /// Whether a response with this status is a redirect Go's client follows.
-pub fn is_followed_redirect(status: u16) -> bool {
+pub(crate) fn is_followed_redirect(status: u16) -> bool {
     matches!(status, 301 | 302 | 303 | 307 | 308)
 }
 
 /// What the final response means: 2xx success; 3xx (a redirect not followed) success with
 /// kubelet's warning; anything else failure with kubelet's text (never the body).
-pub fn status_outcome(status: u16, body: &str) -> Outcome {
+pub(crate) fn status_outcome(status: u16, body: &str) -> Outcome {
     match status {
         200..=299 => Outcome::Success,
         300..=399 => Outcome::Warning(format!("Probe terminated redirects, Response body: {body}")),

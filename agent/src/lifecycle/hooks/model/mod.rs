@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::{Container, LifecycleHandler};
 use crate::lifecycle::{handlers::model::HttpGet, probes::model::http_get};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum HookKind {
+pub(crate) enum HookKind {
     /// `lifecycle.postStart`: runs once the guest has an IP.
     PostStart,
     /// `lifecycle.preStop`: runs first when the Pod is deleted.
@@ -16,7 +16,7 @@ pub enum HookKind {
 
 impl HookKind {
     /// Metric label and log value.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::PostStart => "post_start",
             Self::PreStop => "pre_stop",
@@ -24,7 +24,7 @@ impl HookKind {
     }
 
     /// The Warning event's reason when the hook fails (kubelet's).
-    pub fn failed_reason(self) -> &'static str {
+    pub(crate) fn failed_reason(self) -> &'static str {
         match self {
             Self::PostStart => "FailedPostStartHook",
             Self::PreStop => "FailedPreStopHook",
@@ -33,7 +33,7 @@ impl HookKind {
 
     /// The Warning event's message. Kubelet leaves the handler's output out of the event so
     /// that a secret the hook prints never reaches the API server; the full text is logged.
-    pub fn failed_note(self) -> &'static str {
+    pub(crate) fn failed_note(self) -> &'static str {
         match self {
             Self::PostStart => "PostStartHook failed",
             Self::PreStop => "PreStopHook failed",
@@ -50,7 +50,7 @@ impl HookKind {
 
 /// What a hook does.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum HookAction {
+pub(crate) enum HookAction {
     /// Run a command in the guest with `tart exec`.
     Exec {
         /// The argv.
@@ -67,7 +67,7 @@ pub enum HookAction {
 }
 
 /// The container's hook of `kind`, if it has one.
-pub fn hook(c: &Container, kind: HookKind) -> Option<HookAction> {
+pub(crate) fn hook(c: &Container, kind: HookKind) -> Option<HookAction> {
     let l = c.lifecycle.as_ref()?;
     let h = match kind {
         HookKind::PostStart => l.post_start.as_ref()?,
@@ -101,7 +101,7 @@ fn action(kind: HookKind, h: &LifecycleHandler, c: &Container) -> HookAction {
 
 /// Kubelet's log text for a failed hook (`handlerRunner.Run`): `pod` is `<name>_<ns>(<uid>)`,
 /// `error` what went wrong, `output` an exec hook's output.
-pub fn failure_message(
+pub(crate) fn failure_message(
     action: &HookAction,
     container: &str,
     pod: &str,

@@ -15,7 +15,7 @@ use crate::lifecycle::handlers::{
 };
 
 /// Where a hook runs: the VM (for `exec`) and its guest's IP (for `httpGet`).
-pub struct HookRunner<'a, T: Tart> {
+pub(crate) struct HookRunner<'a, T: Tart> {
     /// The driver.
     pub tart: &'a T,
     /// The Pod's VM.
@@ -26,7 +26,7 @@ pub struct HookRunner<'a, T: Tart> {
 
 /// Why a hook failed: kubelet's `error` and, for `exec`, the command's output.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HookFailure {
+pub(crate) struct HookFailure {
     /// What went wrong.
     pub error: String,
     /// stdout then stderr of an exec hook.
@@ -46,7 +46,7 @@ impl HookFailure {
 ///
 /// # Cancellation
 /// Dropping the future kills a `tart exec` (the tart crate's guard) and closes any socket.
-pub async fn run<T: Tart>(
+pub(crate) async fn run<T: Tart>(
     r: &HookRunner<'_, T>,
     action: &HookAction,
     limit: Duration,

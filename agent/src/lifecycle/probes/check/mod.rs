@@ -11,14 +11,14 @@ use crate::lifecycle::handlers::{exec, http, outcome::Outcome, tcp};
 
 /// Makes one probe attempt. Implementations bound the attempt by `timeout` themselves and leave
 /// nothing behind (process, socket, task) when the returned future ends or is dropped.
-pub trait Checker: Send + Sync + 'static {
+pub(crate) trait Checker: Send + Sync + 'static {
     /// Run `action` once.
     fn check(&self, action: &Action, timeout: Duration) -> impl Future<Output = Outcome> + Send;
 }
 
 /// The real checks against one VM: `exec` through `tart exec`, `httpGet` and `tcpSocket` from
 /// the Mac to `ip` (or the probe's own host).
-pub struct GuestChecker<T: Tart> {
+pub(crate) struct GuestChecker<T: Tart> {
     tart: Arc<T>,
     vm: VmName,
     ip: Ipv4Addr,
@@ -27,7 +27,7 @@ pub struct GuestChecker<T: Tart> {
 
 impl<T: Tart> GuestChecker<T> {
     /// Checks against `vm`, whose guest has `ip` (the Pod IP).
-    pub fn new(tart: Arc<T>, vm: VmName, ip: Ipv4Addr) -> Self {
+    pub(crate) fn new(tart: Arc<T>, vm: VmName, ip: Ipv4Addr) -> Self {
         Self {
             tart,
             vm,

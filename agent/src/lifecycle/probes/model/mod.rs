@@ -13,7 +13,7 @@ use crate::lifecycle::handlers::model::{HttpGet, Scheme};
 
 /// Which of a container's three probes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ProbeKind {
+pub(crate) enum ProbeKind {
     /// `startupProbe`: gates the other two until it succeeds.
     Startup,
     /// `readinessProbe`: drives the container's readiness.
@@ -24,10 +24,10 @@ pub enum ProbeKind {
 
 impl ProbeKind {
     /// Every kind, in the order the prober considers them.
-    pub const ALL: [ProbeKind; 3] = [Self::Startup, Self::Readiness, Self::Liveness];
+    pub(crate) const ALL: [ProbeKind; 3] = [Self::Startup, Self::Readiness, Self::Liveness];
 
     /// Metric label value.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Startup => "startup",
             Self::Readiness => "readiness",
@@ -36,7 +36,7 @@ impl ProbeKind {
     }
 
     /// The word kubelet starts its probe event messages with.
-    pub fn title(self) -> &'static str {
+    pub(crate) fn title(self) -> &'static str {
         match self {
             Self::Startup => "Startup",
             Self::Readiness => "Readiness",
@@ -45,7 +45,7 @@ impl ProbeKind {
     }
 
     /// The container field that holds this probe.
-    pub fn field(self) -> &'static str {
+    pub(crate) fn field(self) -> &'static str {
         match self {
             Self::Startup => "startupProbe",
             Self::Readiness => "readinessProbe",
@@ -64,7 +64,7 @@ impl ProbeKind {
 
 /// What one probe attempt does.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Action {
+pub(crate) enum Action {
     /// Run a command in the guest with `tart exec`.
     Exec {
         /// The argv, never empty.
@@ -83,7 +83,7 @@ pub enum Action {
 
 /// One probe, with the API server's defaults applied.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProbeSpec {
+pub(crate) struct ProbeSpec {
     /// Which probe.
     pub kind: ProbeKind,
     /// What an attempt does.
@@ -104,7 +104,7 @@ pub struct ProbeSpec {
 
 /// The probes of one container.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct ProbeSet {
+pub(crate) struct ProbeSet {
     /// The container's name (kubelet's kill messages name it).
     pub container: String,
     /// `startupProbe`.
@@ -117,7 +117,7 @@ pub struct ProbeSet {
 
 /// Why a container's probe cannot be run; each message starts with the field it is about.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ProbeSpecError {
+pub(crate) enum ProbeSpecError {
     /// None, or more than one, of `exec`, `httpGet`, `tcpSocket`, `grpc`.
     #[error("{probe}: must specify exactly one handler (exec, httpGet, tcpSocket or grpc)")]
     Handlers {
@@ -212,7 +212,7 @@ const DEFAULT_FAILURE: i64 = 3;
 
 impl ProbeSet {
     /// The container's probes. An error names the first field that cannot be run.
-    pub fn from_container(c: &Container) -> Result<ProbeSet, ProbeSpecError> {
+    pub(crate) fn from_container(c: &Container) -> Result<ProbeSet, ProbeSpecError> {
         let read = |kind: ProbeKind, p: &Option<Probe>| {
             p.as_ref().map(|p| probe_spec(kind, p, c)).transpose()
         };
@@ -225,12 +225,12 @@ impl ProbeSet {
     }
 
     /// No probe at all: readiness keeps the node's own rule.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.startup.is_none() && self.readiness.is_none() && self.liveness.is_none()
     }
 
     /// The probe of one kind.
-    pub fn get(&self, kind: ProbeKind) -> Option<&ProbeSpec> {
+    pub(crate) fn get(&self, kind: ProbeKind) -> Option<&ProbeSpec> {
         match kind {
             ProbeKind::Startup => self.startup.as_ref(),
             ProbeKind::Readiness => self.readiness.as_ref(),

@@ -29,7 +29,7 @@ use super::{
 
 /// Liveness or startup failed: the container must be killed (and restarted per its policy).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Kill {
+pub(crate) struct Kill {
     /// Which probe failed.
     pub kind: ProbeKind,
     /// kubelet's words: `Container <name> failed liveness probe`.
@@ -41,7 +41,7 @@ pub struct Kill {
 impl Kill {
     /// kubelet's `Killing` event message: the kill message, plus `, will be restarted` when
     /// the restart policy starts the container again.
-    pub fn event_message(&self, restarts: bool) -> String {
+    pub(crate) fn event_message(&self, restarts: bool) -> String {
         if restarts {
             format!("{}, will be restarted", self.message)
         } else {
@@ -52,7 +52,7 @@ impl Kill {
 
 /// Where each attempt is told (metrics, `Unhealthy` events). Called on the prober's task;
 /// keep it quick and non-blocking.
-pub trait ProbeReport: Send + Sync + 'static {
+pub(crate) trait ProbeReport: Send + Sync + 'static {
     /// One attempt of `kind` ended with `outcome`.
     fn attempt(&self, kind: ProbeKind, outcome: &Outcome);
 }
@@ -63,7 +63,7 @@ impl ProbeReport for () {
 
 /// The event reason of an attempt's event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum EventReason {
+pub(crate) enum EventReason {
     /// A failure or an error (`Warning`).
     Unhealthy,
     /// A success with a remark (`Warning`).
@@ -72,7 +72,7 @@ pub enum EventReason {
 
 impl EventReason {
     /// The reason as Kubernetes shows it.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Unhealthy => "Unhealthy",
             Self::ProbeWarning => "ProbeWarning",
@@ -82,7 +82,7 @@ impl EventReason {
 
 /// kubelet's event message for an attempt (every one is a `Warning`); `None` for a plain
 /// success, which has no event.
-pub fn event_message(kind: ProbeKind, outcome: &Outcome) -> Option<String> {
+pub(crate) fn event_message(kind: ProbeKind, outcome: &Outcome) -> Option<String> {
     let title = kind.title();
     match outcome {
         Outcome::Success => None,
@@ -95,7 +95,7 @@ pub fn event_message(kind: ProbeKind, outcome: &Outcome) -> Option<String> {
 }
 
 /// The reason for [`event_message`]'s event.
-pub fn event_reason(outcome: &Outcome) -> Option<EventReason> {
+pub(crate) fn event_reason(outcome: &Outcome) -> Option<EventReason> {
     match outcome {
         Outcome::Success => None,
         Outcome::Warning(_) => Some(EventReason::ProbeWarning),
@@ -105,7 +105,7 @@ pub fn event_reason(outcome: &Outcome) -> Option<EventReason> {
 
 /// A running prober. Dropping it stops the task and whatever attempt is under way.
 #[derive(Debug)]
-pub struct ProberHandle {
+pub(crate) struct ProberHandle {
     /// The container's `started`/`ready`, current from the start.
     pub status: watch::Receiver<ProbeStatus>,
     /// Set once, when liveness or startup failed for good. Both channels stay open until the
@@ -116,7 +116,7 @@ pub struct ProberHandle {
 
 /// What a prober says next.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ProberEvent {
+pub(crate) enum ProberEvent {
     /// `started` or `ready` may have changed: read [`ProberHandle::status`].
     Status,
     /// Liveness or startup failed for good.
@@ -125,7 +125,7 @@ pub enum ProberEvent {
 
 impl ProberHandle {
     /// The prober's next word; never, once it has nothing more to say.
-    pub async fn next(&mut self) -> ProberEvent {
+    pub(crate) async fn next(&mut self) -> ProberEvent {
         loop {
             tokio::select! {
                 r = self.status.changed() => match r {
@@ -153,7 +153,7 @@ impl Drop for ProberHandle {
 
 /// Start probing a container that started at `container_started`, on the current span.
 /// With an empty set nothing is ever probed: ready at once.
-pub fn spawn<C: Checker, R: ProbeReport>(
+pub(crate) fn spawn<C: Checker, R: ProbeReport>(
     set: ProbeSet,
     checker: C,
     report: R,

@@ -10,7 +10,7 @@ use super::{
 
 /// What the probes say about the container.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ProbeStatus {
+pub(crate) struct ProbeStatus {
     /// The startup probe passed (or there is none): the container's `started`.
     pub started: bool,
     /// Started, and the readiness probe passes (or there is none), and no kill is under way.
@@ -20,14 +20,14 @@ pub struct ProbeStatus {
 impl ProbeStatus {
     /// Before any attempt: started unless a startup probe must pass first; ready only when
     /// started and there is no readiness probe.
-    pub fn initial(set: &ProbeSet) -> Self {
+    pub(crate) fn initial(set: &ProbeSet) -> Self {
         Probes::new(set).status()
     }
 }
 
 /// A probe's standing verdict (kubelet's `results.Result`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// No verdict yet (a startup probe before it reached a threshold).
     Unknown,
     /// Passing.
@@ -89,7 +89,7 @@ impl Tracker {
 
 /// The three probes of one container, counted.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Probes {
+pub(crate) struct Probes {
     trackers: [Option<Tracker>; 3],
     /// A kill was decided: nothing runs any more.
     halted: bool,
@@ -97,7 +97,7 @@ pub struct Probes {
 
 impl Probes {
     /// Every probe at its initial verdict.
-    pub fn new(set: &ProbeSet) -> Self {
+    pub(crate) fn new(set: &ProbeSet) -> Self {
         Self {
             trackers: ProbeKind::ALL.map(|k| set.get(k).map(Tracker::new)),
             halted: false,
@@ -113,7 +113,7 @@ impl Probes {
     }
 
     /// The container's standing.
-    pub fn status(&self) -> ProbeStatus {
+    pub(crate) fn status(&self) -> ProbeStatus {
         let started = self
             .verdict(ProbeKind::Startup)
             .is_none_or(|v| v == Verdict::Success);
@@ -128,7 +128,7 @@ impl Probes {
 
     /// Whether `kind` is probed now: startup until it passes, the others once started; none
     /// after a kill.
-    pub fn runs(&self, kind: ProbeKind) -> bool {
+    pub(crate) fn runs(&self, kind: ProbeKind) -> bool {
         if self.halted || self.tracker(kind).is_none() {
             return false;
         }
@@ -141,13 +141,13 @@ impl Probes {
 
     /// Whether a kill was decided.
     #[cfg(test)]
-    pub fn halted(&self) -> bool {
+    pub(crate) fn halted(&self) -> bool {
         self.halted
     }
 
     /// Count one attempt of `kind`. `Some(kind)` when it means a kill: liveness or startup
     /// reached its failure threshold. An attempt of a probe that does not run is ignored.
-    pub fn observe(&mut self, kind: ProbeKind, result: ProbeResult) -> Option<ProbeKind> {
+    pub(crate) fn observe(&mut self, kind: ProbeKind, result: ProbeResult) -> Option<ProbeKind> {
         if !self.runs(kind) {
             return None;
         }

@@ -3,7 +3,7 @@
 //! reads the guest's `vm_stat`, `df` and load itself (docs/guest.md, "Vitals").
 
 /// `memory_pressure -Q`: the percentage in `System-wide memory free percentage: 64%`.
-pub fn memory_free_percent(text: &str) -> Option<u8> {
+pub(crate) fn memory_free_percent(text: &str) -> Option<u8> {
     let line = text
         .lines()
         .find(|l| l.starts_with("System-wide memory free percentage:"))?;
@@ -12,13 +12,13 @@ pub fn memory_free_percent(text: &str) -> Option<u8> {
 }
 
 /// `sysctl -n kern.memorystatus_vm_pressure_level`: the dispatch encoding 1, 2 or 4.
-pub fn pressure_level(text: &str) -> Option<u32> {
+pub(crate) fn pressure_level(text: &str) -> Option<u32> {
     text.trim().parse().ok().filter(|l| matches!(l, 1 | 2 | 4))
 }
 
 /// `sysctl vm.swapusage`, in bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SwapUsage {
+pub(crate) struct SwapUsage {
     pub total_bytes: u64,
     pub used_bytes: u64,
     pub free_bytes: u64,
@@ -26,7 +26,7 @@ pub struct SwapUsage {
 
 /// `vm.swapusage: total = 2048.00M  used = 1017.50M  free = 1030.50M  (encrypted)`; the unit
 /// is read from each value (`M` in practice, `K`/`G`/`T` accepted).
-pub fn swap_usage(text: &str) -> Option<SwapUsage> {
+pub(crate) fn swap_usage(text: &str) -> Option<SwapUsage> {
     let body = text.trim().trim_start_matches("vm.swapusage:");
     let field = |name: &str| -> Option<u64> {
         let rest = body.split(&format!("{name} = ")).nth(1)?;
@@ -54,7 +54,7 @@ fn bytes_with_unit(v: &str) -> Option<u64> {
 
 /// One process from `ps -axo pid=,ppid=,time=,rss=,comm=`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct PsRow {
+pub(crate) struct PsRow {
     pub pid: i32,
     pub ppid: i32,
     /// Accumulated user + system CPU time.
@@ -65,7 +65,7 @@ pub struct PsRow {
 }
 
 /// `ps -axo pid=,ppid=,time=,rss=,comm=` rows; unparsable rows are skipped.
-pub fn ps_rows(text: &str) -> Vec<PsRow> {
+pub(crate) fn ps_rows(text: &str) -> Vec<PsRow> {
     text.lines()
         .filter_map(|l| {
             let mut it = l.split_whitespace();
@@ -105,11 +105,11 @@ fn cpu_time(v: &str) -> Option<f64> {
 }
 
 /// The Virtualization framework's per-VM XPC service (docs/reference/host-and-conventions.md §3.3).
-pub const VZ_XPC_SERVICE: &str = "com.apple.Virtualization.VirtualMachine";
+pub(crate) const VZ_XPC_SERVICE: &str = "com.apple.Virtualization.VirtualMachine";
 
 /// `lsof -Fn -p <pid>` of a VM's XPC process -> the Tart VM whose `…/vms/<name>/disk.img` it
 /// holds open.
-pub fn lsof_tart_vm(text: &str) -> Option<String> {
+pub(crate) fn lsof_tart_vm(text: &str) -> Option<String> {
     text.lines().find_map(|l| {
         let path = l.strip_prefix('n')?;
         let dir = path.strip_suffix("/disk.img")?;

@@ -19,7 +19,7 @@ use crate::{
 };
 
 /// [`ExecSource`] over the Pods this agent runs, the VMs its workers run and a [`Tart`] driver.
-pub struct GuestExec<T> {
+pub(crate) struct GuestExec<T> {
     pods: ServedPods,
     naming: VmNaming,
     tart: Arc<T>,
@@ -27,7 +27,7 @@ pub struct GuestExec<T> {
 
 impl<T: Tart> GuestExec<T> {
     /// Execs into the VMs `naming` gives the Pods `pods` serves.
-    pub fn new(pods: ServedPods, naming: VmNaming, tart: Arc<T>) -> Self {
+    pub(crate) fn new(pods: ServedPods, naming: VmNaming, tart: Arc<T>) -> Self {
         Self { pods, naming, tart }
     }
 }
@@ -50,7 +50,11 @@ fn phase(pod: &Pod) -> String {
 /// # Errors
 /// [`ExecError::PodNotFound`], or [`ExecError::NotRunning`] (container `""`) without a
 /// running phase or an IP.
-pub fn find_ip(pod: Option<&Pod>, name: &str, uid: Option<&str>) -> Result<IpAddr, ExecError> {
+pub(crate) fn find_ip(
+    pod: Option<&Pod>,
+    name: &str,
+    uid: Option<&str>,
+) -> Result<IpAddr, ExecError> {
     let pod = instance(pod, uid)?;
     let phase = phase(pod);
     let ip = pod
@@ -70,7 +74,7 @@ pub fn find_ip(pod: Option<&Pod>, name: &str, uid: Option<&str>) -> Result<IpAdd
 
 /// PURE: the VM of `target` in `pod` (the Pod it names, when found), when `running` says a
 /// worker holds its run and the Pod is not being deleted; else kubelet's refusal.
-pub fn find_vm(
+pub(crate) fn find_vm(
     pod: Option<&Pod>,
     naming: &VmNaming,
     running: impl Fn(&VmName) -> bool,

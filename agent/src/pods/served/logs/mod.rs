@@ -14,14 +14,14 @@ use crate::kubelet_api::{
 };
 
 /// Container logs under the Pod log root, for the Pods `pods` lists.
-pub struct PodLogStore {
+pub(crate) struct PodLogStore {
     root: PathBuf,
     pods: Arc<dyn PodSource>,
 }
 
 impl PodLogStore {
     /// The store under `root`.
-    pub fn new(root: PathBuf, pods: Arc<dyn PodSource>) -> Self {
+    pub(crate) fn new(root: PathBuf, pods: Arc<dyn PodSource>) -> Self {
         Self { root, pods }
     }
 }

@@ -10,7 +10,7 @@ use tokio::sync::watch;
 /// The shared view, each VM with the number of its live listings (a listing replaced by the
 /// next one of the same VM never unlists it); clones share it.
 #[derive(Clone)]
-pub struct RunningVms(Arc<watch::Sender<BTreeMap<VmName, usize>>>);
+pub(crate) struct RunningVms(Arc<watch::Sender<BTreeMap<VmName, usize>>>);
 
 impl Default for RunningVms {
     fn default() -> Self {
@@ -21,7 +21,7 @@ impl Default for RunningVms {
 impl RunningVms {
     /// Lists `vm` as running until the returned guard is dropped.
     #[must_use = "the VM is listed only while the guard lives"]
-    pub fn started(&self, vm: &VmName) -> RunListing {
+    pub(crate) fn started(&self, vm: &VmName) -> RunListing {
         self.0
             .send_modify(|vms| *vms.entry(vm.clone()).or_default() += 1);
         RunListing {
@@ -31,14 +31,14 @@ impl RunningVms {
     }
 
     /// Whether a worker holds `vm`'s run.
-    pub fn contains(&self, vm: &VmName) -> bool {
+    pub(crate) fn contains(&self, vm: &VmName) -> bool {
         self.0.borrow().contains_key(vm)
     }
 }
 
 /// One run's place in [`RunningVms`]; dropping it (the run ended, or its worker did) unlists
 /// the VM.
-pub struct RunListing {
+pub(crate) struct RunListing {
     vms: RunningVms,
     vm: VmName,
 }

@@ -15,7 +15,7 @@ use crate::vitals::{Vitals, model::Snapshot, sampler::WantedVms};
 use crate::vm_name::VmNaming;
 
 /// A [`StatsSource`] over the sampler's snapshot and the Pods bound here.
-pub struct VitalsStats {
+pub(crate) struct VitalsStats {
     pub vitals: Vitals,
     pub pods: Arc<dyn PodSource>,
     pub naming: VmNaming,
@@ -37,7 +37,7 @@ impl StatsSource for VitalsStats {
 
 /// The vitals sampler's seam: the VMs of the Pods bound here, running or not (an exited VM's
 /// samples explain its death while its Pod is bound).
-pub fn wanted(pods: Arc<dyn PodSource>, naming: VmNaming) -> WantedVms {
+pub(crate) fn wanted(pods: Arc<dyn PodSource>, naming: VmNaming) -> WantedVms {
     Arc::new(move || {
         pods.pods()
             .iter()
@@ -49,7 +49,7 @@ pub fn wanted(pods: Arc<dyn PodSource>, naming: VmNaming) -> WantedVms {
 }
 
 /// PURE: the view of `snap` for `pods`. Only VMs sampled at the newest tick count as running.
-pub fn view(
+pub(crate) fn view(
     snap: &Snapshot,
     pods: &[impl Borrow<Pod>],
     naming: &VmNaming,

@@ -16,11 +16,11 @@ use crate::pods::events::EventSpec;
 
 /// How long after its last occurrence an event is still counted into the same Event: the
 /// interval of client-go's event aggregator (10 minutes).
-pub const WINDOW: Duration = Duration::from_secs(600);
+pub(crate) const WINDOW: Duration = Duration::from_secs(600);
 
 /// What makes two occurrences the same event.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Key {
+pub(crate) struct Key {
     uid: Option<String>,
     namespace: Option<String>,
     name: Option<String>,
@@ -31,7 +31,7 @@ pub struct Key {
 
 impl Key {
     /// The key of event `s` about `obj`.
-    pub fn of(obj: &ObjectReference, s: &EventSpec) -> Self {
+    pub(crate) fn of(obj: &ObjectReference, s: &EventSpec) -> Self {
         Self {
             uid: obj.uid.clone(),
             namespace: obj.namespace.clone(),
@@ -45,7 +45,7 @@ impl Key {
 
 /// How to publish one occurrence.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Step {
+pub(crate) enum Step {
     /// A new Event.
     Create,
     /// Count it into the Event `name`, which now stands for `count` occurrences.
@@ -67,13 +67,13 @@ struct Series {
 
 /// The live series of this agent's events.
 #[derive(Debug, Default)]
-pub struct Correlator {
+pub(crate) struct Correlator {
     live: HashMap<Key, Series>,
 }
 
 impl Correlator {
     /// One more occurrence of `key` at `now`: counted into its live Event, or a new one.
-    pub fn observe(&mut self, key: &Key, now: Instant) -> Step {
+    pub(crate) fn observe(&mut self, key: &Key, now: Instant) -> Step {
         self.live.retain(|_, s| now.duration_since(s.last) < WINDOW);
         match self.live.get_mut(key) {
             Some(s) => {
@@ -89,7 +89,7 @@ impl Correlator {
     }
 
     /// The Event `name` was created for `key` at `now`: repeats are counted into it.
-    pub fn created(&mut self, key: Key, name: String, now: Instant) {
+    pub(crate) fn created(&mut self, key: Key, name: String, now: Instant) {
         self.live.insert(
             key,
             Series {
@@ -101,12 +101,12 @@ impl Correlator {
     }
 
     /// Publishing `key` failed (or its Event is gone): its next occurrence creates anew.
-    pub fn forget(&mut self, key: &Key) {
+    pub(crate) fn forget(&mut self, key: &Key) {
         self.live.remove(key);
     }
 
     /// Forget every series about the object with UID `uid` (it is gone).
-    pub fn forget_object(&mut self, uid: &str) {
+    pub(crate) fn forget_object(&mut self, uid: &str) {
         self.live.retain(|k, _| k.uid.as_deref() != Some(uid));
     }
 }

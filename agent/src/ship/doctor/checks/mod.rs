@@ -4,7 +4,7 @@ use crate::{config::Identity, hostcheck::verdict};
 
 /// Outcome of one check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Status {
+pub(crate) enum Status {
     /// Fine.
     Ok,
     /// Not applicable here (macOS-only on another OS, or not configured).
@@ -17,7 +17,7 @@ pub enum Status {
 
 impl Status {
     /// Fixed-width tag for the text report.
-    pub fn tag(self) -> &'static str {
+    pub(crate) fn tag(self) -> &'static str {
         match self {
             Status::Ok => "[ ok ]",
             Status::Skipped => "[skip]",
@@ -27,7 +27,7 @@ impl Status {
     }
 
     /// Lowercase name for JSON.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Status::Ok => "ok",
             Status::Skipped => "skipped",
@@ -39,7 +39,7 @@ impl Status {
 
 /// One line of the report.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Check {
+pub(crate) struct Check {
     /// Short stable id, e.g. `tart`, `rbac`.
     pub name: &'static str,
     /// Verdict.
@@ -52,7 +52,7 @@ pub struct Check {
 
 impl Check {
     /// A check with no fix.
-    pub fn new(name: &'static str, status: Status, message: impl Into<String>) -> Self {
+    pub(crate) fn new(name: &'static str, status: Status, message: impl Into<String>) -> Self {
         Self {
             name,
             status,
@@ -62,25 +62,25 @@ impl Check {
     }
 
     /// Adds the fix.
-    pub fn fix(mut self, fix: impl Into<String>) -> Self {
+    pub(crate) fn fix(mut self, fix: impl Into<String>) -> Self {
         self.fix = Some(fix.into());
         self
     }
 
     /// `macOS only` skip.
-    pub fn macos_only(name: &'static str) -> Self {
+    pub(crate) fn macos_only(name: &'static str) -> Self {
         Self::new(name, Status::Skipped, "skipped: macOS-only check")
     }
 }
 
 /// Exit code of the report: 1 when something blocks (or warns, with `strict`).
-pub fn exit_code(checks: &[Check], strict: bool) -> u8 {
+pub(crate) fn exit_code(checks: &[Check], strict: bool) -> u8 {
     let worst = checks.iter().map(|c| c.status).max().unwrap_or(Status::Ok);
     u8::from(worst == Status::Fail || (strict && worst == Status::Warn))
 }
 
 /// Text report: one line per check, the fix indented below.
-pub fn render_text(checks: &[Check]) -> String {
+pub(crate) fn render_text(checks: &[Check]) -> String {
     let mut o = String::new();
     for c in checks {
         o.push_str(&format!(
@@ -108,7 +108,7 @@ pub fn render_text(checks: &[Check]) -> String {
 
 /// Result of `tart --version`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TartProbe {
+pub(crate) enum TartProbe {
     /// Not found on PATH / not executable.
     NotFound(String),
     /// Ran; stdout.
@@ -122,7 +122,7 @@ pub enum TartProbe {
 }
 
 /// `2.35.0` anywhere in the first line (`SNAPSHOT` builds have none).
-pub fn version_in(output: &str) -> Option<(u32, u32, u32)> {
+pub(crate) fn version_in(output: &str) -> Option<(u32, u32, u32)> {
     output
         .lines()
         .next()?
@@ -131,7 +131,7 @@ pub fn version_in(output: &str) -> Option<(u32, u32, u32)> {
 }
 
 /// Verdict on the tart binary.
-pub fn tart_check(p: &TartProbe, min: (u32, u32, u32)) -> Check {
+pub(crate) fn tart_check(p: &TartProbe, min: (u32, u32, u32)) -> Check {
     let min_s = format!("{}.{}.{}", min.0, min.1, min.2);
     match p {
         TartProbe::NotFound(what) => {
@@ -173,7 +173,7 @@ pub fn tart_check(p: &TartProbe, min: (u32, u32, u32)) -> Check {
 
 /// Facts about `TART_HOME`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TartHomeProbe {
+pub(crate) struct TartHomeProbe {
     /// The directory.
     pub path: String,
     /// `Err` = cannot create or write a file in it.
@@ -189,7 +189,7 @@ fn gb(b: u64) -> String {
 }
 
 /// Verdicts on `TART_HOME`: writable, and free space against the DiskPressure threshold.
-pub fn tart_home_checks(p: &TartHomeProbe) -> Vec<Check> {
+pub(crate) fn tart_home_checks(p: &TartHomeProbe) -> Vec<Check> {
     let w = match &p.writable {
         Ok(()) => Check::new("tart-home", Status::Ok, format!("{} is writable", p.path)),
         Err(e) => Check::new(
@@ -227,7 +227,7 @@ pub fn tart_home_checks(p: &TartHomeProbe) -> Vec<Check> {
 }
 
 /// Verdict on the RBAC reviews of the permissions `identity` needs: `(permission, allowed)`.
-pub fn rbac_check(
+pub(crate) fn rbac_check(
     user: &str,
     identity: Identity,
     results: &[(Permission, Result<bool, String>)],
@@ -270,7 +270,7 @@ pub fn rbac_check(
 }
 
 /// Verdict on `--vm-slots` against Apple's two-macOS-guest limit.
-pub fn vm_slots_check(slots: u32, foreign_running: &[String]) -> Check {
+pub(crate) fn vm_slots_check(slots: u32, foreign_running: &[String]) -> Check {
     if slots > 2 {
         return Check::new(
             "vm-limit",
@@ -301,7 +301,7 @@ pub fn vm_slots_check(slots: u32, foreign_running: &[String]) -> Check {
 /// Verdict on the console user's GUI session (`launchctl print gui/<uid>`); the decision is
 /// the one the node's live host check makes ([`crate::hostcheck::verdict`]).
 #[cfg_attr(not(target_os = "macos"), allow(dead_code))]
-pub fn gui_session_check(session: Option<&str>, user: &str) -> Check {
+pub(crate) fn gui_session_check(session: Option<&str>, user: &str) -> Check {
     match verdict::gui_session_failure(session) {
         None => Check::new("gui-session", Status::Ok, format!("{user} has a GUI (Aqua) session")),
         Some(_) => Check::new(
@@ -315,7 +315,7 @@ pub fn gui_session_check(session: Option<&str>, user: &str) -> Check {
 
 /// Verdict on the login keychain (`security show-keychain-info login.keychain`).
 #[cfg_attr(not(target_os = "macos"), allow(dead_code))]
-pub fn keychain_check(state: Result<(), String>) -> Check {
+pub(crate) fn keychain_check(state: Result<(), String>) -> Check {
     match verdict::keychain_failure(state.as_ref()) {
         None => Check::new(
             "keychain",
@@ -329,7 +329,7 @@ pub fn keychain_check(state: Result<(), String>) -> Check {
 
 /// Verdict on auto-login (`defaults read /Library/Preferences/com.apple.loginwindow autoLoginUser`).
 #[cfg_attr(not(target_os = "macos"), allow(dead_code))]
-pub fn auto_login_check(auto_login_user: Option<&str>, user: &str) -> Check {
+pub(crate) fn auto_login_check(auto_login_user: Option<&str>, user: &str) -> Check {
     match auto_login_user {
         Some(u) if u == user => Check::new("auto-login", Status::Ok, format!("auto-login is set to {user}")),
         Some(u) => Check::new(
@@ -345,7 +345,7 @@ pub fn auto_login_check(auto_login_user: Option<&str>, user: &str) -> Check {
 
 /// Verdict on bootpd's DHCP lease time (Tart's NAT hands out 192.168.64.0/24).
 #[cfg_attr(not(target_os = "macos"), allow(dead_code))]
-pub fn dhcp_lease_check(secs: Option<u64>) -> Check {
+pub(crate) fn dhcp_lease_check(secs: Option<u64>) -> Check {
     match secs {
         Some(s) if s <= 3600 => Check::new("dhcp-lease", Status::Ok, format!("DHCP lease time {s} s")),
         Some(s) => Check::new(
@@ -364,7 +364,7 @@ pub fn dhcp_lease_check(secs: Option<u64>) -> Check {
 }
 
 /// Verdict on the softnet binary: it must be owned by root and setuid.
-pub fn softnet_check(path: &str, stat: Result<(u32, u32), String>) -> Check {
+pub(crate) fn softnet_check(path: &str, stat: Result<(u32, u32), String>) -> Check {
     let missing = stat.is_err();
     match verdict::softnet_failure(path, stat) {
         None => Check::new(

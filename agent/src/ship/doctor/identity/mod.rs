@@ -5,10 +5,10 @@
 use super::checks::{Check, Status};
 
 /// Name of a Lease no node owns, asked about to tell a node from a broader identity.
-pub const OTHER_LEASE: &str = "tart-kubelet-doctor-probe";
+pub(crate) const OTHER_LEASE: &str = "tart-kubelet-doctor-probe";
 
 /// Verdict from the reviews of reading the node's own Lease (`own`) and another one (`other`).
-pub fn node_identity_check(
+pub(crate) fn node_identity_check(
     node: &str,
     own: &Result<bool, String>,
     other: &Result<bool, String>,

@@ -16,20 +16,20 @@ use crate::home::{self, GB, Home, MIB};
 use crate::info::oci_entries;
 
 /// The variable whose mere presence turns auto-prune off.
-pub const NO_AUTO_PRUNE: &str = "TART_NO_AUTO_PRUNE";
+pub(crate) const NO_AUTO_PRUNE: &str = "TART_NO_AUTO_PRUNE";
 /// Room a pull asks for beyond the uncompressed disk: the VM's other files.
-pub const PULL_EXTRA_BYTES: u64 = 128 * MIB;
+pub(crate) const PULL_EXTRA_BYTES: u64 = 128 * MIB;
 /// `clone --prune-limit` default, GiB.
-pub const DEFAULT_PRUNE_LIMIT_GIB: u64 = 100;
+pub(crate) const DEFAULT_PRUNE_LIMIT_GIB: u64 = 100;
 
 /// Bytes a pull of an image with a `disk_gb` disk needs before it downloads.
-pub fn pull_required(disk_gb: u64) -> u64 {
+pub(crate) fn pull_required(disk_gb: u64) -> u64 {
     disk_gb.saturating_mul(GB).saturating_add(PULL_EXTRA_BYTES)
 }
 
 /// Bytes a clone reserves afterwards: the source's still-unallocated part, capped at
 /// `prune_limit_gib` GiB.
-pub fn clone_required(logical: u64, allocated: u64, prune_limit_gib: u64) -> u64 {
+pub(crate) fn clone_required(logical: u64, allocated: u64, prune_limit_gib: u64) -> u64 {
     logical
         .saturating_sub(allocated)
         .min(prune_limit_gib.saturating_mul(1024 * MIB))
@@ -37,7 +37,7 @@ pub fn clone_required(logical: u64, allocated: u64, prune_limit_gib: u64) -> u64
 
 /// One prunable cache entry: an OCI digest directory.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Prunable {
+pub(crate) struct Prunable {
     pub path: PathBuf,
     pub accessed: SystemTime,
     pub bytes: u64,
@@ -47,7 +47,7 @@ pub struct Prunable {
 /// `available`, or when the whole cache (initiator included) is smaller than the shortfall;
 /// otherwise least recently accessed first, skipping `initiator`, until strictly more than the
 /// shortfall is reclaimed.
-pub fn plan(
+pub(crate) fn plan(
     required: u64,
     available: u64,
     mut entries: Vec<Prunable>,
@@ -78,7 +78,7 @@ pub fn plan(
 }
 
 /// Makes room for `required` bytes, never deleting `initiator` (a digest directory).
-pub fn reclaim_if_needed(
+pub(crate) fn reclaim_if_needed(
     ctx: &Ctx,
     required: u64,
     initiator: Option<&Path>,

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use crate::error::Failure;
 
 /// What a subcommand accepts.
-pub struct Spec {
+pub(crate) struct Spec {
     pub name: &'static str,
     pub usage: &'static str,
     /// Positional argument names, e.g. `<name>`.
@@ -23,28 +23,32 @@ pub struct Spec {
 
 /// The parsed command line of one subcommand.
 #[derive(Debug, Default, PartialEq)]
-pub struct Parsed {
+pub(crate) struct Parsed {
     pub positionals: Vec<String>,
     pub options: BTreeMap<String, Vec<String>>,
     pub flags: Vec<String>,
 }
 
 impl Parsed {
-    pub fn flag(&self, long: &str) -> bool {
+    pub(crate) fn flag(&self, long: &str) -> bool {
         self.flags.iter().any(|f| f == long)
     }
     /// The last value of an option.
-    pub fn opt(&self, long: &str) -> Option<&str> {
+    pub(crate) fn opt(&self, long: &str) -> Option<&str> {
         self.options
             .get(long)
             .and_then(|v| v.last())
             .map(String::as_str)
     }
-    pub fn opts(&self, long: &str) -> &[String] {
+    pub(crate) fn opts(&self, long: &str) -> &[String] {
         self.options.get(long).map(Vec::as_slice).unwrap_or(&[])
     }
     /// An option parsed as a number; a bad value is an E4 usage error.
-    pub fn num<T: std::str::FromStr>(&self, sub: &str, long: &str) -> Result<Option<T>, Failure> {
+    pub(crate) fn num<T: std::str::FromStr>(
+        &self,
+        sub: &str,
+        long: &str,
+    ) -> Result<Option<T>, Failure> {
         match self.opt(long) {
             None => Ok(None),
             Some(v) => v.parse().map(Some).map_err(|_| {
@@ -60,7 +64,7 @@ impl Parsed {
     }
 }
 
-pub const SPECS: &[Spec] = &[
+pub(crate) const SPECS: &[Spec] = &[
     Spec {
         name: "pull",
         usage: "tart pull <remote-name> [--insecure] [--concurrency <concurrency>]",
@@ -204,18 +208,18 @@ pub const SPECS: &[Spec] = &[
     },
 ];
 
-pub fn spec(sub: &str) -> Option<&'static Spec> {
+pub(crate) fn spec(sub: &str) -> Option<&'static Spec> {
     SPECS.iter().find(|s| s.name == sub)
 }
 
 /// The two-line usage block printed after a parse error of `sub`.
-pub fn usage_block(sub: &str) -> String {
+pub(crate) fn usage_block(sub: &str) -> String {
     let usage = spec(sub).map(|s| s.usage).unwrap_or("tart <subcommand>");
     format!("Usage: {usage}\n  See 'tart {sub} --help' for more information.")
 }
 
 /// Whether `args` asks for help (`--help`/`-h` before any `exec` passthrough).
-pub fn wants_help(spec: &Spec, args: &[String]) -> bool {
+pub(crate) fn wants_help(spec: &Spec, args: &[String]) -> bool {
     for a in args {
         if a == "--help" || a == "-h" {
             return true;
@@ -228,7 +232,7 @@ pub fn wants_help(spec: &Spec, args: &[String]) -> bool {
 }
 
 /// Parses the arguments after the subcommand name.
-pub fn parse(spec: &Spec, args: &[String]) -> Result<Parsed, Failure> {
+pub(crate) fn parse(spec: &Spec, args: &[String]) -> Result<Parsed, Failure> {
     let sub = spec.name;
     let mut out = Parsed::default();
     let mut i = 0;

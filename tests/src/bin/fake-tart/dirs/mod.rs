@@ -11,11 +11,11 @@ use serde::{Deserialize, Serialize};
 use crate::error::Failure;
 
 /// The tag macOS guests automount at `/Volumes/My Shared Files` (docs/reference/tart-cli.md §2.6).
-pub const AUTOMOUNT_TAG: &str = "com.apple.virtio-fs.automount";
+pub(crate) const AUTOMOUNT_TAG: &str = "com.apple.virtio-fs.automount";
 
 /// One parsed `--dir` share, as recorded in the run record.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Share {
+pub(crate) struct Share {
     pub name: Option<String>,
     /// Host path: `~` expanded, relative paths resolved against the working directory.
     pub path: PathBuf,
@@ -24,7 +24,7 @@ pub struct Share {
 }
 
 /// Every share of one `run`; several shares under one tag must all be named.
-pub fn parse_all(specs: &[String], cwd: &Path) -> Result<Vec<Share>, Failure> {
+pub(crate) fn parse_all(specs: &[String], cwd: &Path) -> Result<Vec<Share>, Failure> {
     let shares = specs
         .iter()
         .map(|s| parse(s, cwd))
@@ -57,7 +57,7 @@ fn syntax(detail: &str) -> Failure {
 }
 
 /// One `--dir` value.
-pub fn parse(spec: &str, cwd: &Path) -> Result<Share, Failure> {
+pub(crate) fn parse(spec: &str, cwd: &Path) -> Result<Share, Failure> {
     if spec.starts_with("http://") || spec.starts_with("https://") {
         return Err(Failure::other(
             "fake-tart: --dir archives downloaded over http(s) are not emulated",

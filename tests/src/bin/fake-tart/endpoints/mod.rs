@@ -24,7 +24,7 @@ const MAX_HEAD: usize = 16 * 1024;
 const HEAD_DEADLINE: Duration = Duration::from_secs(30);
 
 /// The listening ports of one VM.
-pub struct Endpoints {
+pub(crate) struct Endpoints {
     ip: Ipv4Addr,
     vm: Arc<str>,
     open: BTreeMap<u16, Port>,
@@ -49,7 +49,7 @@ impl Drop for Port {
 
 impl Endpoints {
     /// Nothing listening yet.
-    pub fn new(ip: Ipv4Addr, vm: &str) -> Endpoints {
+    pub(crate) fn new(ip: Ipv4Addr, vm: &str) -> Endpoints {
         Endpoints {
             ip,
             vm: vm.into(),
@@ -60,7 +60,7 @@ impl Endpoints {
 
     /// Makes the sockets match `wanted`: a port in a listening state is bound (or keeps its
     /// socket and takes the new state), any other port is closed.
-    pub fn apply(&mut self, wanted: &BTreeMap<u16, EndpointState>) {
+    pub(crate) fn apply(&mut self, wanted: &BTreeMap<u16, EndpointState>) {
         let listens = |port: &u16| wanted.get(port).is_some_and(|s| s.listens());
         self.open.retain(|port, _| listens(port));
         self.failed.retain(listens);
@@ -150,7 +150,7 @@ async fn read_head(stream: &mut TcpStream) -> bool {
 
 /// The whole HTTP response to any request on a port in `state`; `None` means no answer ever.
 /// The body names the state and the VM, so a test can tell which guest answered.
-pub fn answer(state: EndpointState, vm: &str) -> Option<Vec<u8>> {
+pub(crate) fn answer(state: EndpointState, vm: &str) -> Option<Vec<u8>> {
     let status = match state {
         EndpointState::Healthy => "200 OK",
         EndpointState::Failing => "500 Internal Server Error",

@@ -14,10 +14,10 @@ use nix::sys::stat::Mode;
 use crate::knobs::{AttackKind, GuestAttack};
 
 /// The line a grown file ends with.
-pub const AFTER_FLOOD: &str = "after the flood";
+pub(crate) const AFTER_FLOOD: &str = "after the flood";
 
 /// Play `attack` on the files of `status`.
-pub fn play(status: &Path, attack: &GuestAttack) -> io::Result<()> {
+pub(crate) fn play(status: &Path, attack: &GuestAttack) -> io::Result<()> {
     for name in &attack.files {
         let path = status.join(name);
         match &attack.how {

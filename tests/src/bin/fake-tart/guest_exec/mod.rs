@@ -29,7 +29,12 @@ const INSTALLED_LAUNCHER: &str = "/usr/local/libexec/tart-guest/tart-guest-launc
 const VM_CHECK: Duration = Duration::from_millis(50);
 
 /// Runs `argv` in the guest root of VM `name`; returns the exit code `tart exec` reports.
-pub async fn run(ctx: &Ctx, name: &str, argv: &[String], stdin: bool) -> Result<i32, Failure> {
+pub(crate) async fn run(
+    ctx: &Ctx,
+    name: &str,
+    argv: &[String],
+    stdin: bool,
+) -> Result<i32, Failure> {
     let Some((prog, args)) = argv.split_first() else {
         return Ok(0);
     };

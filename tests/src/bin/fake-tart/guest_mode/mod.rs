@@ -21,10 +21,10 @@ use crate::dirs::{AUTOMOUNT_TAG, Share};
 
 /// The guest launcher's own stdout and stderr, in the VM's directory (a real guest's launchd
 /// log, which the host never sees).
-pub const CONSOLE_LOG: &str = "guest-console.log";
+pub(crate) const CONSOLE_LOG: &str = "guest-console.log";
 
 /// The launcher shipped in this repository.
-pub fn launcher_path() -> PathBuf {
+pub(crate) fn launcher_path() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../packaging/guest/tart-guest-launcher")
 }
 
@@ -36,7 +36,7 @@ const SHARE_TIMEOUT_SECS: &str = "30";
 const VITALS_INTERVAL_SECS: &str = "1";
 
 /// The running guest: dropping it (or the process exiting) ends the reaper's pipe.
-pub struct Guest {
+pub(crate) struct Guest {
     pub launcher: Child,
     _reaper: Child,
     _lifeline: ChildStdin,
@@ -44,7 +44,7 @@ pub struct Guest {
 
 /// Lays out `<vm dir>/guest` for `shares` and starts the launcher, with the macOS tool
 /// stand-ins ([`crate::guest_tools`]) first on its `PATH`.
-pub fn start(home: &Path, vm_dir: &Path, vm: &str, shares: &[Share]) -> io::Result<Guest> {
+pub(crate) fn start(home: &Path, vm_dir: &Path, vm: &str, shares: &[Share]) -> io::Result<Guest> {
     let root = vm_dir.join("guest");
     layout(&root, shares)?;
     let tools = crate::guest_tools::install(home, vm_dir, vm)?;

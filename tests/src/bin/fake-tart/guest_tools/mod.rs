@@ -16,17 +16,17 @@ use crate::home::Home;
 use crate::knobs::GuestVitals;
 
 /// The internal subcommand the scripts call (not a Tart command).
-pub const GUEST_TOOL: &str = "__fake-tart-guest-tool";
+pub(crate) const GUEST_TOOL: &str = "__fake-tart-guest-tool";
 
 /// The tools stood in for.
-pub const TOOLS: [&str; 4] = ["vm_stat", "memory_pressure", "sysctl", "df"];
+pub(crate) const TOOLS: [&str; 4] = ["vm_stat", "memory_pressure", "sysctl", "df"];
 
 const PAGE_SIZE: u64 = 16384;
 const SWAP_TOTAL_MIB: f64 = 2048.0;
 const DISK_KIB: u64 = 482_797_652;
 
 /// Writes the scripts for VM `vm` into `<vm dir>/guest-bin` and returns that directory.
-pub fn install(home: &Path, vm_dir: &Path, vm: &str) -> io::Result<PathBuf> {
+pub(crate) fn install(home: &Path, vm_dir: &Path, vm: &str) -> io::Result<PathBuf> {
     let bin = vm_dir.join("guest-bin");
     fs::create_dir_all(&bin)?;
     let exe = std::env::current_exe()?;
@@ -44,7 +44,7 @@ pub fn install(home: &Path, vm_dir: &Path, vm: &str) -> io::Result<PathBuf> {
 }
 
 /// `__fake-tart-guest-tool <vm> <tool> [args…]`: prints what the macOS tool would.
-pub fn run(args: &[String]) -> Result<(), Failure> {
+pub(crate) fn run(args: &[String]) -> Result<(), Failure> {
     let [vm, tool, rest @ ..] = args else {
         return Err(Failure::validation("usage: guest tool <vm> <tool> [args]"));
     };
@@ -86,7 +86,7 @@ fn make_jetsam_reports(vm_dir: &Path, n: u64) -> io::Result<()> {
 }
 
 /// PURE: the tool's output for `args`; `None` for arguments the stand-in does not know.
-pub fn text(tool: &str, args: &[&str], v: &GuestVitals) -> Option<String> {
+pub(crate) fn text(tool: &str, args: &[&str], v: &GuestVitals) -> Option<String> {
     let free_percent = v.free_percent.unwrap_or(60);
     match (tool, args) {
         ("memory_pressure", ["-Q"]) => Some(format!(

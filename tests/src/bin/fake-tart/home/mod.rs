@@ -15,9 +15,9 @@ use serde::{Deserialize, Serialize};
 use crate::error::Failure;
 
 /// Bytes per GB as Tart counts disk sizes (10^9).
-pub const GB: u64 = 1_000_000_000;
+pub(crate) const GB: u64 = 1_000_000_000;
 /// Bytes per MiB (memory sizes).
-pub const MIB: u64 = 1024 * 1024;
+pub(crate) const MIB: u64 = 1024 * 1024;
 
 /// The storage root and its well-known paths.
 #[derive(Debug, Clone)]
@@ -88,7 +88,7 @@ impl Home {
 
 /// `display` of config.json.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Display {
+pub(crate) struct Display {
     pub width: u32,
     pub height: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -98,7 +98,7 @@ pub struct Display {
 /// `config.json` of a VM (docs/reference/tart-cli.md §1.1).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct VmConfig {
+pub(crate) struct VmConfig {
     pub version: u32,
     pub os: String,
     pub arch: String,
@@ -120,7 +120,7 @@ pub struct VmConfig {
 
 impl VmConfig {
     /// A new config as an image of the given OS would carry.
-    pub fn new(os: &str, cpu: u32, memory_mb: u64, mac: String) -> VmConfig {
+    pub(crate) fn new(os: &str, cpu: u32, memory_mb: u64, mac: String) -> VmConfig {
         let darwin = os == "darwin";
         VmConfig {
             version: 1,
@@ -143,7 +143,7 @@ impl VmConfig {
         }
     }
 
-    pub fn read(path: &Path) -> Result<VmConfig, Failure> {
+    pub(crate) fn read(path: &Path) -> Result<VmConfig, Failure> {
         let bytes = fs::read(path)?;
         serde_json::from_slice(&bytes)
             .map_err(|e| Failure::other(format!("failed to parse {}: {e}", path.display())))
@@ -151,7 +151,7 @@ impl VmConfig {
 
     /// Writes in place (truncate + write, same inode) as `Data.write(to:)` does, so a running
     /// VM's fcntl lock on the file (held by another process) survives a `set`.
-    pub fn write(&self, path: &Path) -> io::Result<()> {
+    pub(crate) fn write(&self, path: &Path) -> io::Result<()> {
         let text = apple_pretty(self)?;
         let mut f = OpenOptions::new()
             .write(true)
@@ -163,7 +163,7 @@ impl VmConfig {
 }
 
 /// Pretty JSON the way Apple's `JSONEncoder` prints it: two-space indent and `"key" : value`.
-pub fn apple_pretty<T: Serialize>(value: &T) -> io::Result<String> {
+pub(crate) fn apple_pretty<T: Serialize>(value: &T) -> io::Result<String> {
     let mut out = Vec::new();
     let mut ser = serde_json::Serializer::with_formatter(&mut out, AppleFormatter::default());
     value.serialize(&mut ser).map_err(io::Error::other)?;
@@ -206,14 +206,14 @@ impl serde_json::ser::Formatter for AppleFormatter {
 // === files and sizes ===
 
 /// Creates a sparse file of `len` bytes.
-pub fn create_sparse(path: &Path, len: u64) -> io::Result<()> {
+pub(crate) fn create_sparse(path: &Path, len: u64) -> io::Result<()> {
     let f = File::create(path)?;
     f.set_len(len)
 }
 
 /// Copies `src` to `dst` keeping holes (there is no APFS clonefile on Linux,
 /// docs/reference/tart-cli.md §8), so a 50 GB mostly-empty disk copies in milliseconds.
-pub fn sparse_copy(src: &Path, dst: &Path) -> io::Result<()> {
+pub(crate) fn sparse_copy(src: &Path, dst: &Path) -> io::Result<()> {
     use nix::unistd::{Whence, lseek};
     let from = File::open(src)?;
     let to = File::create(dst)?;
@@ -244,7 +244,7 @@ pub fn sparse_copy(src: &Path, dst: &Path) -> io::Result<()> {
 }
 
 /// (logical bytes, allocated bytes) of the regular files directly in `dir`.
-pub fn dir_sizes(dir: &Path) -> (u64, u64) {
+pub(crate) fn dir_sizes(dir: &Path) -> (u64, u64) {
     let mut logical = 0;
     let mut allocated = 0;
     for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
@@ -259,7 +259,7 @@ pub fn dir_sizes(dir: &Path) -> (u64, u64) {
 }
 
 /// Logical size of the VM's disk (`disk.img`), bytes.
-pub fn disk_len(dir: &Path) -> u64 {
+pub(crate) fn disk_len(dir: &Path) -> u64 {
     fs::metadata(dir.join("disk.img"))
         .map(|m| m.len())
         .unwrap_or(0)
@@ -267,14 +267,14 @@ pub fn disk_len(dir: &Path) -> u64 {
 
 /// Updates a directory's access time, as Tart's `open()` does with `utimes`
 /// (docs/reference/tart-cli.md §2.4).
-pub fn touch_accessed(dir: &Path) -> Result<(), Failure> {
+pub(crate) fn touch_accessed(dir: &Path) -> Result<(), Failure> {
     let f = File::open(dir)?;
     f.set_times(FileTimes::new().set_accessed(SystemTime::now()))
         .map_err(|e| Failure::runtime(format!("utimes(2) failed: {e}"), 1))
 }
 
 /// Access time of a path (following symlinks).
-pub fn accessed(path: &Path) -> SystemTime {
+pub(crate) fn accessed(path: &Path) -> SystemTime {
     fs::metadata(path)
         .and_then(|m| m.accessed())
         .unwrap_or(SystemTime::UNIX_EPOCH)
@@ -283,7 +283,7 @@ pub fn accessed(path: &Path) -> SystemTime {
 // === MAC and IP ===
 
 /// Lowercase hex of md5(`s`).
-pub fn md5_hex(s: &str) -> String {
+pub(crate) fn md5_hex(s: &str) -> String {
     Md5::digest(s.as_bytes())
         .iter()
         .map(|b| format!("{b:02x}"))
@@ -291,13 +291,13 @@ pub fn md5_hex(s: &str) -> String {
 }
 
 /// A stable, locally administered MAC derived from `seed`.
-pub fn stable_mac(seed: &str) -> String {
+pub(crate) fn stable_mac(seed: &str) -> String {
     let d = Md5::digest(seed.as_bytes());
     format_mac([(d[0] & 0xfe) | 0x02, d[1], d[2], d[3], d[4], d[5]])
 }
 
 /// A fresh random locally administered MAC.
-pub fn random_mac() -> String {
+pub(crate) fn random_mac() -> String {
     let mut b: [u8; 6] = rand::random();
     b[0] = (b[0] & 0xfe) | 0x02;
     format_mac(b)
@@ -312,7 +312,7 @@ fn format_mac(b: [u8; 6]) -> String {
 
 /// The IPv4 the fake DHCP server gives `mac`: stable, in 192.168.64.2-254
 /// (docs/reference/tart-cli.md §3.3).
-pub fn ip_for_mac(mac: &str) -> String {
+pub(crate) fn ip_for_mac(mac: &str) -> String {
     let d = Md5::digest(mac.to_ascii_lowercase().as_bytes());
     let host = 2 + (u16::from_be_bytes([d[0], d[1]]) % 253);
     format!("192.168.64.{host}")
@@ -322,7 +322,7 @@ pub fn ip_for_mac(mac: &str) -> String {
 /// `TART_HOME`, in 127.64.0.1-127.64.255.254. Linux routes all of 127.0.0.0/8 to `lo`, so
 /// every VM can listen on the same port at its own address. The home is part of the hash so
 /// that VMs of different homes (parallel tests cloning one image) get different addresses.
-pub fn loopback_ip_for_mac(home: &Path, mac: &str) -> Ipv4Addr {
+pub(crate) fn loopback_ip_for_mac(home: &Path, mac: &str) -> Ipv4Addr {
     let key = format!("{}\n{}", home.display(), mac.to_ascii_lowercase());
     let d = Md5::digest(key.as_bytes());
     Ipv4Addr::new(127, 64, d[2], 1 + d[3] % 254)

@@ -17,7 +17,7 @@ use crate::time::{iso8601, relative};
 
 /// `running` if a `tart run` holds the config lock, else `suspended` if a snapshot exists,
 /// else `stopped` (docs/reference/tart-cli.md §3.1).
-pub fn vm_state(home: &Home, name: &str) -> &'static str {
+pub(crate) fn vm_state(home: &Home, name: &str) -> &'static str {
     if locks::lock_holder(&home.config_path(name)).is_some() {
         "running"
     } else if home.vm_dir(name).join("state.vzvmsave").exists() {
@@ -28,7 +28,7 @@ pub fn vm_state(home: &Home, name: &str) -> &'static str {
 }
 
 /// Parses "2.35.0" into (2, 35, 0); anything else (e.g. "SNAPSHOT") counts as newest.
-pub fn version_tuple(v: &str) -> (u32, u32, u32) {
+pub(crate) fn version_tuple(v: &str) -> (u32, u32, u32) {
     let mut it = v.split('.').map(|p| p.parse::<u32>());
     match (it.next(), it.next(), it.next().unwrap_or(Ok(0))) {
         (Some(Ok(a)), Some(Ok(b)), Ok(c)) => (a, b, c),
@@ -75,7 +75,7 @@ fn table(rows: &[Vec<String>]) -> String {
 
 // === get ===
 
-pub fn get(ctx: &Ctx, p: &Parsed) -> Result<(), Failure> {
+pub(crate) fn get(ctx: &Ctx, p: &Parsed) -> Result<(), Failure> {
     let name = &p.positionals[0];
     let json = format_arg("get", p)?;
     if !ctx.home.vm_exists(name) {
@@ -148,7 +148,7 @@ struct Entry {
 }
 
 /// Every OCI cache entry: digest directories and tag symlinks, as (name, path).
-pub fn oci_entries(home: &Home) -> Vec<(String, PathBuf)> {
+pub(crate) fn oci_entries(home: &Home) -> Vec<(String, PathBuf)> {
     fn walk(dir: &Path, prefix: &str, out: &mut Vec<(String, PathBuf)>) {
         for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
             let Ok(name) = entry.file_name().into_string() else {
@@ -177,7 +177,7 @@ pub fn oci_entries(home: &Home) -> Vec<(String, PathBuf)> {
     out
 }
 
-pub fn list(ctx: &Ctx, p: &Parsed) -> Result<(), Failure> {
+pub(crate) fn list(ctx: &Ctx, p: &Parsed) -> Result<(), Failure> {
     let json = format_arg("list", p)?;
     let (local, oci) = match p.opt("source") {
         None => (true, true),

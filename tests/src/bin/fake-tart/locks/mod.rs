@@ -27,7 +27,7 @@ fn whole_file_lock(kind: libc::c_short) -> libc::flock {
 
 /// The PID holding a POSIX write lock on `config` (`F_GETLK`), if any
 /// (docs/reference/tart-cli.md §1.4). A missing file counts as unlocked.
-pub fn lock_holder(config: &Path) -> Option<i32> {
+pub(crate) fn lock_holder(config: &Path) -> Option<i32> {
     let f = File::open(config).ok()?;
     let mut fl = whole_file_lock(libc::F_WRLCK as libc::c_short);
     fcntl(&f, FcntlArg::F_GETLK(&mut fl)).ok()?;
@@ -37,7 +37,7 @@ pub fn lock_holder(config: &Path) -> Option<i32> {
 /// Try-locks `config` with a classic POSIX `F_SETLK`/`F_WRLCK` (NOT an OFD lock,
 /// docs/reference/tart-cli.md §8). The returned `File` must be kept open for as long as the lock
 /// must be held; closing ANY descriptor of that file in this process releases it (POSIX semantics).
-pub fn try_lock_config(config: &Path) -> io::Result<Option<File>> {
+pub(crate) fn try_lock_config(config: &Path) -> io::Result<Option<File>> {
     let f = OpenOptions::new().read(true).write(true).open(config)?;
     let fl = whole_file_lock(libc::F_WRLCK as libc::c_short);
     match fcntl(&f, FcntlArg::F_SETLK(&fl)) {
@@ -48,7 +48,7 @@ pub fn try_lock_config(config: &Path) -> io::Result<Option<File>> {
 }
 
 /// An exclusive `flock` held until dropped.
-pub type FlockGuard = Flock<File>;
+pub(crate) type FlockGuard = Flock<File>;
 
 fn open_for_flock(path: &Path) -> io::Result<File> {
     if path.is_dir() {
@@ -64,7 +64,7 @@ fn open_for_flock(path: &Path) -> io::Result<File> {
 }
 
 /// Try-locks `path` (a directory or a lock file, created if missing).
-pub fn try_flock(path: &Path) -> io::Result<Option<FlockGuard>> {
+pub(crate) fn try_flock(path: &Path) -> io::Result<Option<FlockGuard>> {
     let f = open_for_flock(path)?;
     match Flock::lock(f, FlockArg::LockExclusiveNonblock) {
         Ok(g) => Ok(Some(g)),
@@ -75,7 +75,7 @@ pub fn try_flock(path: &Path) -> io::Result<Option<FlockGuard>> {
 
 /// Locks `path`, waiting with no timeout (docs/reference/tart-cli.md §1.4: the `$TART_HOME` and
 /// host locks block).
-pub async fn flock(path: &Path) -> io::Result<FlockGuard> {
+pub(crate) async fn flock(path: &Path) -> io::Result<FlockGuard> {
     loop {
         if let Some(g) = try_flock(path)? {
             return Ok(g);
@@ -85,14 +85,14 @@ pub async fn flock(path: &Path) -> io::Result<FlockGuard> {
 }
 
 /// Locks `path` with a blocking `flock(2)`; only for the counters file's tiny critical section.
-pub fn flock_blocking(path: &Path) -> io::Result<FlockGuard> {
+pub(crate) fn flock_blocking(path: &Path) -> io::Result<FlockGuard> {
     let f = open_for_flock(path)?;
     Flock::lock(f, FlockArg::LockExclusive).map_err(|(_, e)| e.into())
 }
 
 /// Tmp GC (docs/reference/tart-cli.md §1.5): delete every `tmp/` entry no live process holds a
 /// flock on.
-pub fn gc_tmp(tmp: &Path) -> io::Result<()> {
+pub(crate) fn gc_tmp(tmp: &Path) -> io::Result<()> {
     let entries = match fs::read_dir(tmp) {
         Ok(e) => e,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),

@@ -31,7 +31,7 @@ fn parse_display(v: &str) -> Option<(u32, u32, Option<String>)> {
     Some((num(w)?, num(h)?, unit))
 }
 
-pub fn set(ctx: &Ctx, p: &Parsed) -> Result<(), Failure> {
+pub(crate) fn set(ctx: &Ctx, p: &Parsed) -> Result<(), Failure> {
     let name = &p.positionals[0];
     let cpu: Option<u32> = p.num("set", "cpu")?;
     let memory: Option<u64> = p.num("set", "memory")?;
@@ -133,7 +133,7 @@ pub fn set(ctx: &Ctx, p: &Parsed) -> Result<(), Failure> {
 
 // === delete ===
 
-pub fn delete(ctx: &Ctx, p: &Parsed) -> Result<(), Failure> {
+pub(crate) fn delete(ctx: &Ctx, p: &Parsed) -> Result<(), Failure> {
     // In order; stop at the first failure, earlier deletions stay done
     // (docs/reference/tart-cli.md §2.9).
     for name in &p.positionals {
@@ -174,7 +174,7 @@ fn remove_any(path: &Path) -> std::io::Result<()> {
 }
 
 /// OCI GC: delete digest directories no tag points at, unless `.explicitly-pulled`.
-pub fn gc_oci(home: &Home) -> std::io::Result<()> {
+pub(crate) fn gc_oci(home: &Home) -> std::io::Result<()> {
     let entries = oci_entries(home);
     let targets: Vec<PathBuf> = entries
         .iter()
@@ -200,7 +200,7 @@ pub fn gc_oci(home: &Home) -> std::io::Result<()> {
 
 // === prune ===
 
-pub fn prune(ctx: &Ctx, p: &Parsed) -> Result<(), Failure> {
+pub(crate) fn prune(ctx: &Ctx, p: &Parsed) -> Result<(), Failure> {
     let vms = match p.opt("entries").unwrap_or("caches") {
         "caches" => false,
         "vms" => true,

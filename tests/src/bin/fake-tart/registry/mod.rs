@@ -12,27 +12,27 @@ use crate::knobs::{ImageKnob, Knobs};
 
 /// A parsed remote name.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Remote {
+pub(crate) struct Remote {
     pub host: String,
     pub namespace: String,
     pub reference: Reference,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Reference {
+pub(crate) enum Reference {
     Tag(String),
     /// The hex part of `sha256:<hex>`.
     Digest(String),
 }
 
 /// Whether `name` is remote: anything containing `/` (docs/reference/tart-cli.md §1.6).
-pub fn is_remote(name: &str) -> bool {
+pub(crate) fn is_remote(name: &str) -> bool {
     name.contains('/')
 }
 
 impl Remote {
     /// Parses `host[:port]/namespace[/…][:tag|@sha256:hex]`, tag defaulting to `latest`.
-    pub fn parse(name: &str) -> Result<Remote, Failure> {
+    pub(crate) fn parse(name: &str) -> Result<Remote, Failure> {
         let bad =
             |detail: &str| Failure::runtime(format!("failed to parse remote name: {detail}"), 1);
         let (host, rest) = name.split_once('/').ok_or_else(|| bad(name))?;
@@ -74,7 +74,7 @@ impl Remote {
     }
 
     /// `host/ns:tag` or `host/ns@sha256:hex`.
-    pub fn canonical(&self) -> String {
+    pub(crate) fn canonical(&self) -> String {
         match &self.reference {
             Reference::Tag(t) => format!("{}/{}:{t}", self.host, self.namespace),
             Reference::Digest(d) => format!("{}/{}@sha256:{d}", self.host, self.namespace),
@@ -82,7 +82,7 @@ impl Remote {
     }
 
     /// The image's knobs: its own entry (by the name as given or canonical) over "default".
-    pub fn knob(&self, knobs: &Knobs, given: &str) -> ImageKnob {
+    pub(crate) fn knob(&self, knobs: &Knobs, given: &str) -> ImageKnob {
         if knobs.images.contains_key(given) {
             knobs.image(given)
         } else {
@@ -92,7 +92,7 @@ impl Remote {
 
     /// The manifest digest (hex) the reference resolves to: a digest as given, or a stable
     /// fake digest of the tag (changed by the image knob `revision`).
-    pub fn digest(&self, img: &ImageKnob) -> String {
+    pub(crate) fn digest(&self, img: &ImageKnob) -> String {
         match &self.reference {
             Reference::Digest(d) => d.clone(),
             Reference::Tag(_) => {
@@ -103,26 +103,26 @@ impl Remote {
     }
 
     /// `<host>/<ns>@sha256:<hex>` of the resolved manifest.
-    pub fn digest_name(&self, hex: &str) -> String {
+    pub(crate) fn digest_name(&self, hex: &str) -> String {
         format!("{}/{}@sha256:{hex}", self.host, self.namespace)
     }
 
     /// `cache/OCIs/<host>/<ns>`, with `:` in the host percent-encoded.
-    pub fn repo_dir(&self, home: &Home) -> PathBuf {
+    pub(crate) fn repo_dir(&self, home: &Home) -> PathBuf {
         home.oci()
             .join(self.host.replace(':', "%3A"))
             .join(&self.namespace)
     }
 
     /// `cache/OCIs/<host>`: the per-host pull lock.
-    pub fn host_dir(&self, home: &Home) -> PathBuf {
+    pub(crate) fn host_dir(&self, home: &Home) -> PathBuf {
         home.oci().join(self.host.replace(':', "%3A"))
     }
 }
 
 /// What the registry answers for the manifest of `remote` (docs/reference/tart-cli.md §2.1): 404 or
 /// 401 as E2.
-pub fn check_manifest(remote: &Remote, img: &ImageKnob) -> Result<(), Failure> {
+pub(crate) fn check_manifest(remote: &Remote, img: &ImageKnob) -> Result<(), Failure> {
     if img.missing == Some(true) {
         return Err(Failure::other(
             "UnexpectedHTTPStatusCode(when: \"pulling manifest\", code: 404, details: \"{\\\"errors\\\":[{\\\"code\\\":\\\"MANIFEST_UNKNOWN\\\",\\\"message\\\":\\\"manifest unknown\\\"}]}\")",

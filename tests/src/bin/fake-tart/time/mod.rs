@@ -4,7 +4,7 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Milliseconds since the Unix epoch.
-pub fn now_ms() -> u64 {
+pub(crate) fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default()
@@ -12,7 +12,7 @@ pub fn now_ms() -> u64 {
 }
 
 /// `2026-08-18T12:34:56Z`.
-pub fn iso8601(t: SystemTime) -> String {
+pub(crate) fn iso8601(t: SystemTime) -> String {
     let secs = t.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs() as i64;
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     let (y, m, d) = civil_from_days(days);
@@ -38,7 +38,7 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 }
 
 /// `3 minutes ago`, as the text `list` shows.
-pub fn relative(t: SystemTime) -> String {
+pub(crate) fn relative(t: SystemTime) -> String {
     let ago = SystemTime::now()
         .duration_since(t)
         .unwrap_or(Duration::ZERO)

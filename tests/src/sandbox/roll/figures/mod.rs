@@ -11,7 +11,7 @@ use crate::sandbox::{metrics::Histogram, report::Percentiles};
 
 /// One workload tick's look at the fleet.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Tick {
+pub(super) struct Tick {
     /// Seconds since the workload started.
     pub at: f64,
     /// Free VM slots on the Macs that hold the image the Pods use now.
@@ -23,7 +23,7 @@ pub struct Tick {
 /// The moments of one strategy's part of the run, in seconds since the workload started, and
 /// the provision-delay histogram (summed over agents) at each.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Course {
+pub(super) struct Course {
     /// The part started.
     pub started: Option<Mark>,
     pub roll_began: Option<Mark>,
@@ -42,7 +42,7 @@ pub struct Course {
 
 /// A moment of the course.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Mark {
+pub(super) struct Mark {
     /// Seconds since the workload started.
     pub at: f64,
     /// `tart_kubelet_pod_provision_delay_seconds`, summed over agents, then.
@@ -51,7 +51,7 @@ pub struct Mark {
 
 /// A Pod's pull Event (`Pulling`, `Pulled`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PullEvent {
+pub(super) struct PullEvent {
     pub pod: String,
     /// `Pulling` or `Pulled`.
     pub reason: String,
@@ -113,7 +113,7 @@ pub struct ImageRollReport {
 }
 
 /// `later − earlier`, bucket by bucket: what was observed between two scrapes.
-pub fn since(later: &Histogram, earlier: &Histogram) -> Histogram {
+pub(super) fn since(later: &Histogram, earlier: &Histogram) -> Histogram {
     let mut h = later.clone();
     for (le, n) in &mut h.buckets {
         *n -= earlier.buckets.get(le).copied().unwrap_or(0.0);
@@ -124,7 +124,7 @@ pub fn since(later: &Histogram, earlier: &Histogram) -> Histogram {
 }
 
 /// The Pods that waited on a pull, by their Events.
-pub fn waited_on_pull(events: &[PullEvent]) -> BTreeSet<String> {
+pub(super) fn waited_on_pull(events: &[PullEvent]) -> BTreeSet<String> {
     events
         .iter()
         .filter(|e| {
@@ -136,7 +136,7 @@ pub fn waited_on_pull(events: &[PullEvent]) -> BTreeSet<String> {
 }
 
 /// The creation number of a runner Pod (`runner-0007` → 7).
-pub fn pod_number(name: &str) -> Option<u64> {
+pub(super) fn pod_number(name: &str) -> Option<u64> {
     name.strip_prefix("runner-")?.parse().ok()
 }
 
@@ -148,7 +148,7 @@ fn window(from: Option<&Mark>, to: Option<&Mark>) -> Percentiles {
 }
 
 /// One strategy's figures from its course, the run's ticks and the Pods that waited on a pull.
-pub fn figures(
+pub(super) fn figures(
     strategy: Strategy,
     course: &Course,
     ticks: &[Tick],

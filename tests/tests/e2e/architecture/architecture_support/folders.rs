@@ -12,14 +12,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::Crate;
 
 /// The name of the crate root's own module (`lib.rs`) in the table.
-pub const ROOT: &str = "(root)";
+pub(super) const ROOT: &str = "(root)";
 
 /// The allowed arrows: each module to the modules it may import (`*`: any).
-pub struct Table(pub BTreeMap<String, BTreeSet<String>>);
+pub(crate) struct Table(pub BTreeMap<String, BTreeSet<String>>);
 
 impl Table {
     /// The table read from the `text folders` block of a markdown document.
-    pub fn parse(markdown: &str) -> Result<Self, String> {
+    pub(crate) fn parse(markdown: &str) -> Result<Self, String> {
         let block = markdown
             .split("```text folders\n")
             .nth(1)
@@ -69,7 +69,7 @@ impl Table {
     }
 
     /// Whether `from` may import `to`.
-    pub fn allows(&self, from: &str, to: &str) -> bool {
+    pub(crate) fn allows(&self, from: &str, to: &str) -> bool {
         self.0
             .get(from)
             .is_some_and(|allowed| allowed.contains(to) || (allowed.contains("*") && to != ROOT))
@@ -77,7 +77,7 @@ impl Table {
 
     /// Every problem of the table itself: a name with no row, and each cycle of its arrows
     /// (`*` counted as an arrow to every other row but the root's).
-    pub fn problems(&self) -> Vec<String> {
+    pub(crate) fn problems(&self) -> Vec<String> {
         let mut out = Vec::new();
         for (from, allowed) in &self.0 {
             for to in allowed
@@ -119,7 +119,7 @@ fn reachable<'a>(
 impl Crate {
     /// The top-level module a file belongs to: `pods` for `pods.rs` and `pods/…`, `api` for
     /// `api.rs`, [`ROOT`] for `lib.rs`.
-    pub fn folder(&self, file: usize) -> String {
+    pub(crate) fn folder(&self, file: usize) -> String {
         self.0[file]
             .module
             .first()
@@ -129,7 +129,7 @@ impl Crate {
 
     /// Each import between top-level modules the table does not allow, naming the file and
     /// the import; and each module with no row.
-    pub fn folder_violations(&self, table: &Table) -> Vec<String> {
+    pub(crate) fn folder_violations(&self, table: &Table) -> Vec<String> {
         let mut out = BTreeSet::new();
         for f in 0..self.0.len() {
             let folder = self.folder(f);

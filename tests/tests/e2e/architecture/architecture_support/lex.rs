@@ -5,7 +5,7 @@
 use super::Module;
 
 #[derive(Debug, Clone)]
-pub struct Tok {
+pub(super) struct Tok {
     pub text: String,
     pub line: usize,
     pub doc: bool,
@@ -40,7 +40,7 @@ fn push_tokens(s: &[char], mut line: usize, doc: bool, out: &mut Vec<Tok>) {
 
 /// Tokens of Rust source: code, plus the words of doc comments (`doc`); other comments and the
 /// contents of string and char literals are dropped.
-pub fn lex(src: &str) -> Vec<Tok> {
+pub(super) fn lex(src: &str) -> Vec<Tok> {
     let s: Vec<char> = src.chars().collect();
     let at = |i: usize, p: &str| p.chars().enumerate().all(|(k, c)| s.get(i + k) == Some(&c));
     let (mut out, mut line, mut i) = (Vec::new(), 1, 0);
@@ -91,7 +91,7 @@ pub fn lex(src: &str) -> Vec<Tok> {
 }
 
 /// Drops every item under `#[cfg(test)]`: up to its `;`, or to the end of its first block.
-pub fn strip_tests(t: Vec<Tok>) -> Vec<Tok> {
+pub(super) fn strip_tests(t: Vec<Tok>) -> Vec<Tok> {
     let (mut out, mut i) = (Vec::new(), 0);
     const CFG_TEST: [&str; 7] = ["#", "[", "cfg", "(", "test", ")", "]"];
     while i < t.len() {
@@ -114,12 +114,17 @@ pub fn strip_tests(t: Vec<Tok>) -> Vec<Tok> {
     out
 }
 
-pub fn text(t: &[Tok], i: usize) -> &str {
+pub(super) fn text(t: &[Tok], i: usize) -> &str {
     t.get(i).map_or("", |t| t.text.as_str())
 }
 
 /// Reads one `use` tree from `t[*i]`: each leaf path with the name it binds (`None`: a glob).
-pub fn use_tree(t: &[Tok], i: &mut usize, prefix: Module, out: &mut Vec<(Module, Option<String>)>) {
+pub(super) fn use_tree(
+    t: &[Tok],
+    i: &mut usize,
+    prefix: Module,
+    out: &mut Vec<(Module, Option<String>)>,
+) {
     let (mut path, start) = (prefix.clone(), prefix.len());
     while *i < t.len() {
         let s = text(t, *i).to_owned();
@@ -158,7 +163,7 @@ pub fn use_tree(t: &[Tok], i: &mut usize, prefix: Module, out: &mut Vec<(Module,
 }
 
 /// Maximal `a::b::…` runs of at least two segments outside `skip`, with their lines.
-pub fn inline_paths(t: &[Tok], skip: &[(usize, usize)]) -> Vec<(Module, usize)> {
+pub(super) fn inline_paths(t: &[Tok], skip: &[(usize, usize)]) -> Vec<(Module, usize)> {
     let mut out = Vec::new();
     for i in 0..t.len() {
         let starts = is_ident(&t[i].text) && (i == 0 || t[i - 1].text != "::");

@@ -8,12 +8,12 @@ use self::lex::{Tok, inline_paths, lex, strip_tests, text, use_tree};
 mod folders;
 mod lex;
 
-pub use folders::Table;
+pub(super) use folders::Table;
 
-pub type Module = Vec<String>;
+pub(super) type Module = Vec<String>;
 
 /// One module file: where it sits, what it declares and imports, and what it mentions.
-pub struct File {
+pub(super) struct File {
     pub rel: String,
     module: Module,
     children: BTreeSet<String>,
@@ -79,10 +79,10 @@ impl File {
 }
 
 /// The module files of one crate, from its root `lib.rs`.
-pub struct Crate(pub Vec<File>);
+pub(super) struct Crate(pub Vec<File>);
 
 impl Crate {
-    pub fn load(read: impl Fn(&str) -> Option<String>) -> Self {
+    pub(super) fn load(read: impl Fn(&str) -> Option<String>) -> Self {
         let (mut files, mut queue) = (Vec::new(), vec![("lib.rs".to_owned(), Vec::new())]);
         while let Some((rel, module)) = queue.pop() {
             let src = read(&rel).unwrap_or_else(|| panic!("cannot read {rel}"));
@@ -127,7 +127,7 @@ impl Crate {
     }
 
     /// `(from, to) -> ["line N `path`"]` between distinct files.
-    pub fn edges(&self) -> BTreeMap<(usize, usize), Vec<String>> {
+    pub(super) fn edges(&self) -> BTreeMap<(usize, usize), Vec<String>> {
         let mut edges = BTreeMap::<_, Vec<String>>::new();
         for (from, file) in self.0.iter().enumerate() {
             for (path, line) in &file.refs {
@@ -142,7 +142,7 @@ impl Crate {
     }
 
     /// Every cycle, as a report naming its files and the references between them.
-    pub fn cycles(&self) -> Vec<String> {
+    pub(super) fn cycles(&self) -> Vec<String> {
         let (edges, n) = (self.edges(), self.0.len());
         // Transitive closure: reach[a] holds every file a path of references leads to from a.
         let mut reach: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); n];

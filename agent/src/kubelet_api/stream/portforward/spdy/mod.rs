@@ -30,13 +30,13 @@ use spdy::{
 };
 
 /// The one protocol version of port-forward.
-pub const PROTOCOL: &str = "portforward.k8s.io";
+pub(crate) const PROTOCOL: &str = "portforward.k8s.io";
 /// Connecting to the guest's port must succeed within this.
 const CONNECT_DEADLINE: Duration = Duration::from_secs(10);
 
 /// PURE: what a stream's headers say, or why it is refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StreamHead {
+pub(crate) struct StreamHead {
     /// `error` (true) or `data` (false).
     pub error: bool,
     /// The guest port.
@@ -50,7 +50,7 @@ pub struct StreamHead {
 ///
 /// # Errors
 /// The reason, for a missing or bad `port` or `streamtype`.
-pub fn head(headers: &zlib::Headers, id: u32) -> Result<StreamHead, String> {
+pub(crate) fn head(headers: &zlib::Headers, id: u32) -> Result<StreamHead, String> {
     let port = zlib::get(headers, "port").ok_or("port header is missing")?;
     let port = match port.parse::<u16>() {
         Ok(p) if p > 0 => p,
@@ -85,7 +85,7 @@ struct Pair {
 
 /// Serves port-forward pairs over `conn` to `ip` until the client goes away; `what` names the
 /// Pod in error messages (`<pod>, uid <uid>`).
-pub async fn serve(mut conn: Conn, ip: IpAddr, what: String) {
+pub(crate) async fn serve(mut conn: Conn, ip: IpAddr, what: String) {
     let mut pairs: HashMap<String, Pair> = HashMap::new();
     let mut forwards = JoinSet::new();
     let mut sweep = tokio::time::interval(Duration::from_secs(1));

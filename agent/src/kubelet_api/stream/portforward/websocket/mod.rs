@@ -41,7 +41,7 @@ const MAX_PORTS: usize = 127;
 /// # Errors
 /// kubelet's 400 text: no `port`, an empty one, one that is not a port, or port 0; and ours
 /// for more ports than `p` can carry.
-pub fn ports(query: &str, p: WsProtocol) -> Result<Vec<u16>, String> {
+pub(crate) fn ports(query: &str, p: WsProtocol) -> Result<Vec<u16>, String> {
     let mut out = Vec::new();
     let mut seen = false;
     for (k, v) in form_urlencoded::parse(query.as_bytes()) {
@@ -72,7 +72,7 @@ pub fn ports(query: &str, p: WsProtocol) -> Result<Vec<u16>, String> {
 
 /// Serves one WebSocket port-forward over `io` to `ports` of `ip`; `what` names the Pod in
 /// error lines (`<pod>, uid <uid>`); the connection closes after `idle` without traffic.
-pub async fn serve<IO>(
+pub(crate) async fn serve<IO>(
     io: IO,
     p: WsProtocol,
     ports: Vec<u16>,

@@ -29,7 +29,7 @@ use crate::kubelet_api::logs::LogStream;
 
 /// The guest command that feeds the job's stdin: the launcher at its installed path, with
 /// the sub-command that copies its own stdin into the job's (docs/guest.md).
-pub const RELAY: [&str; 2] = [
+pub(crate) const RELAY: [&str; 2] = [
     "/usr/local/libexec/tart-guest/tart-guest-launcher",
     "--stdin-relay",
 ];
@@ -38,7 +38,7 @@ const RELAY_START: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// How an attach session ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AttachEnd {
+pub(crate) enum AttachEnd {
     /// The job's run ended; the client was told `Success`.
     OutputEnded,
     /// Reading the job's output failed; the client was told why.
@@ -56,7 +56,7 @@ pub enum AttachEnd {
 /// container) is refused: the job has no terminal, so the raw keys of the client's terminal
 /// would reach it unedited — Enter as a carriage return, nothing echoed, Ctrl-C and Ctrl-D as
 /// plain bytes — a session nobody can use or leave. Output alone needs no terminal.
-pub fn refusal(pod: &Pod, container: &str, options: &ExecOptions) -> Option<String> {
+pub(crate) fn refusal(pod: &Pod, container: &str, options: &ExecOptions) -> Option<String> {
     if !options.stdin {
         return None;
     }
@@ -78,7 +78,7 @@ pub fn refusal(pod: &Pod, container: &str, options: &ExecOptions) -> Option<Stri
 }
 
 /// PURE: whether `container` of `pod` sets `stdin: true`.
-pub fn has_stdin(pod: &Pod, container: &str) -> bool {
+pub(crate) fn has_stdin(pod: &Pod, container: &str) -> bool {
     pod.spec
         .as_ref()
         .and_then(|s| s.containers.iter().find(|c| c.name == container))
@@ -88,7 +88,7 @@ pub fn has_stdin(pod: &Pod, container: &str) -> bool {
 
 /// Serves one attach over the SPDY `conn`, copying `output` to the client (no stdin).
 #[cfg(test)]
-pub async fn serve(
+pub(crate) async fn serve(
     conn: spdy::conn::Conn,
     protocol: super::protocol::Protocol,
     options: ExecOptions,
@@ -104,7 +104,7 @@ pub async fn serve(
 
 /// Serves one attach over `opened`: `output` to the client, and the client's stdin to the
 /// job through `relay` when there is one.
-pub async fn run(
+pub(crate) async fn run(
     opened: Opened,
     mut output: LogStream,
     relay: Option<Starter>,

@@ -9,7 +9,7 @@ use crate::kubelet_api::stream::status;
 
 /// A remotecommand version, as `X-Stream-Protocol-Version` names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Protocol {
+pub(crate) enum Protocol {
     /// `v4.channel.k8s.io`: status JSON with the exit code, resize.
     V4,
     /// `v3.channel.k8s.io`: resize, error text.
@@ -22,11 +22,12 @@ pub enum Protocol {
 
 /// Served versions, preferred first. `v5.channel.k8s.io` is left out as kubelet leaves it out
 /// over SPDY, so kubectl's first offer falls through to v4.
-pub const PROTOCOLS: [Protocol; 4] = [Protocol::V4, Protocol::V3, Protocol::V2, Protocol::V1];
+pub(crate) const PROTOCOLS: [Protocol; 4] =
+    [Protocol::V4, Protocol::V3, Protocol::V2, Protocol::V1];
 
 impl Protocol {
     /// The header value.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::V4 => "v4.channel.k8s.io",
             Self::V3 => "v3.channel.k8s.io",
@@ -42,7 +43,7 @@ impl Protocol {
 
 /// Why no version was agreed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum NegotiationError {
+pub(crate) enum NegotiationError {
     /// No `X-Stream-Protocol-Version` at all (400).
     Missing,
     /// None offered is served (403, with the served list).
@@ -53,7 +54,7 @@ pub enum NegotiationError {
 ///
 /// # Errors
 /// [`NegotiationError`] when `offers` is empty or shares nothing with `served`.
-pub fn first_served(
+pub(crate) fn first_served(
     offers: &[String],
     served: &[&'static str],
 ) -> Result<&'static str, NegotiationError> {
@@ -68,7 +69,7 @@ pub fn first_served(
 
 /// What the exec query asks for (`command` repeated, `input`/`output`/`error`/`tty` = `1`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ExecOptions {
+pub(crate) struct ExecOptions {
     /// The argv, verbatim.
     pub command: Vec<String>,
     /// `input=1`.
@@ -82,15 +83,15 @@ pub struct ExecOptions {
 }
 
 /// kubelet's answer to a query that asks for no stream.
-pub const NO_STREAMS: &str = "you must specify at least 1 of stdin, stdout, stderr";
+pub(crate) const NO_STREAMS: &str = "you must specify at least 1 of stdin, stdout, stderr";
 /// The answer to a query with no command.
-pub const NO_COMMAND: &str = "you must specify a command";
+pub(crate) const NO_COMMAND: &str = "you must specify a command";
 
 /// The exec options of a query string.
 ///
 /// # Errors
 /// The 400 text when no stream or no command is asked for.
-pub fn exec_options(query: &str) -> Result<ExecOptions, &'static str> {
+pub(crate) fn exec_options(query: &str) -> Result<ExecOptions, &'static str> {
     let o = attach_options(query)?;
     if o.command.is_empty() {
         return Err(NO_COMMAND);
@@ -102,7 +103,7 @@ pub fn exec_options(query: &str) -> Result<ExecOptions, &'static str> {
 ///
 /// # Errors
 /// The 400 message when no stream is asked for.
-pub fn attach_options(query: &str) -> Result<ExecOptions, &'static str> {
+pub(crate) fn attach_options(query: &str) -> Result<ExecOptions, &'static str> {
     let mut o = ExecOptions::default();
     for (k, v) in form_urlencoded::parse(query.as_bytes()) {
         let on = v == "1";
@@ -126,7 +127,7 @@ pub fn attach_options(query: &str) -> Result<ExecOptions, &'static str> {
 
 /// A stream's role, from its `streamtype` header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Role {
+pub(crate) enum Role {
     /// Server → client: the status.
     Error,
     /// Client → server.
@@ -141,7 +142,7 @@ pub enum Role {
 
 impl Role {
     /// The `streamtype` value.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Error => "error",
             Self::Stdin => "stdin",
@@ -152,7 +153,7 @@ impl Role {
     }
 
     /// The role of a `streamtype` value; `None` for values kubelet ignores.
-    pub fn parse(s: &str) -> Option<Self> {
+    pub(crate) fn parse(s: &str) -> Option<Self> {
         [
             Self::Error,
             Self::Stdin,
@@ -166,7 +167,7 @@ impl Role {
 }
 
 /// The streams a session waits for before it starts the command.
-pub fn expected(o: &ExecOptions, p: Protocol) -> Vec<Role> {
+pub(crate) fn expected(o: &ExecOptions, p: Protocol) -> Vec<Role> {
     let mut v = vec![Role::Error];
     let want = [
         (o.stdin, Role::Stdin),
@@ -180,7 +181,7 @@ pub fn expected(o: &ExecOptions, p: Protocol) -> Vec<Role> {
 
 /// How the command ended, as the error stream reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// It exited with this code.
     Exited {
         /// The exit code (0–255).
@@ -193,7 +194,7 @@ pub enum Outcome {
 }
 
 /// What to write on the error stream; empty means success for every version.
-pub fn status(o: &Outcome, p: Protocol) -> String {
+pub(crate) fn status(o: &Outcome, p: Protocol) -> String {
     let (message, typed) = match o {
         Outcome::Exited { code: 0, .. } => (None, status::success()),
         Outcome::Exited { code, command } => {
@@ -229,7 +230,7 @@ pub fn status(o: &Outcome, p: Protocol) -> String {
 /// One terminal size on the resize stream (client-go's `TerminalSize` has no JSON tags, so the
 /// keys are capitalised; Go's decoder also takes other cases).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-pub struct TermSize {
+pub(crate) struct TermSize {
     /// Columns.
     #[serde(alias = "width", alias = "WIDTH")]
     #[serde(rename = "Width")]
@@ -242,14 +243,14 @@ pub struct TermSize {
 
 /// Splits the resize stream into sizes, whatever the DATA frame boundaries.
 #[derive(Debug, Default)]
-pub struct ResizeDecoder {
+pub(crate) struct ResizeDecoder {
     pending: Vec<u8>,
 }
 
 /// The resize stream is not JSON sizes: kubelet stops reading it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("resize stream is not a sequence of terminal sizes: {0}")]
-pub struct ResizeError(String);
+pub(crate) struct ResizeError(String);
 
 /// Longest partial object kept (a size is ~30 bytes).
 const MAX_PENDING: usize = 4096;
@@ -259,7 +260,7 @@ impl ResizeDecoder {
     ///
     /// # Errors
     /// [`ResizeError`] for bytes that are not a size.
-    pub fn push(&mut self, bytes: &[u8]) -> Result<Vec<TermSize>, ResizeError> {
+    pub(crate) fn push(&mut self, bytes: &[u8]) -> Result<Vec<TermSize>, ResizeError> {
         self.pending.extend_from_slice(bytes);
         let mut sizes = Vec::new();
         let mut it = serde_json::Deserializer::from_slice(&self.pending).into_iter::<TermSize>();

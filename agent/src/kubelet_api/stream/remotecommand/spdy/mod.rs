@@ -5,7 +5,7 @@
 
 use tracing::{debug, warn};
 
-pub use super::session::{End, Timeouts};
+pub(crate) use super::session::{End, Timeouts};
 #[cfg(test)]
 use super::session::{IDLE, STREAM_CREATION, Starter};
 use super::{
@@ -16,7 +16,7 @@ use spdy::{conn::Conn, zlib};
 
 /// Serves one exec over `conn`, observing its setup and duration on `clock`.
 #[cfg(test)]
-pub async fn serve(
+pub(crate) async fn serve(
     conn: Conn,
     protocol: Protocol,
     options: ExecOptions,
@@ -34,7 +34,7 @@ pub async fn serve(
 ///
 /// # Errors
 /// The session's end when the client goes away first or is too slow.
-pub async fn open(
+pub(crate) async fn open(
     mut conn: Conn,
     protocol: Protocol,
     options: &ExecOptions,

@@ -51,7 +51,7 @@ enum Out {
 
 /// Writes to one server → client channel.
 #[derive(Debug, Clone)]
-pub struct ChannelTx {
+pub(crate) struct ChannelTx {
     channel: u8,
     out: mpsc::Sender<Out>,
 }
@@ -61,7 +61,7 @@ impl ChannelTx {
     ///
     /// # Errors
     /// [`Closed`] when the connection is gone.
-    pub async fn write(&self, bytes: &[u8]) -> Result<(), Closed> {
+    pub(crate) async fn write(&self, bytes: &[u8]) -> Result<(), Closed> {
         for chunk in bytes.chunks(MAX_DATA) {
             self.send(Bytes::copy_from_slice(chunk)).await?;
         }
@@ -72,7 +72,7 @@ impl ChannelTx {
     ///
     /// # Errors
     /// [`Closed`] when the connection is gone.
-    pub async fn announce(&self) -> Result<(), Closed> {
+    pub(crate) async fn announce(&self) -> Result<(), Closed> {
         self.send(Bytes::new()).await
     }
 
@@ -86,10 +86,10 @@ impl ChannelTx {
 
 /// The client → server channels a session reads, by channel number; each ends at the v5
 /// close signal or when the connection closes.
-pub type Inbound = HashMap<u8, mpsc::Receiver<Bytes>>;
+pub(crate) type Inbound = HashMap<u8, mpsc::Receiver<Bytes>>;
 
 /// A served WebSocket connection.
-pub struct WsConn {
+pub(crate) struct WsConn {
     out: mpsc::Sender<Out>,
     closed: watch::Receiver<bool>,
     reader: AbortOnDrop,
@@ -108,7 +108,7 @@ impl Drop for AbortOnDrop {
 impl WsConn {
     /// Starts serving `io` (the upgraded connection) with protocol `p`; `readable` are the
     /// client channels the session reads.
-    pub async fn start<IO>(
+    pub(crate) async fn start<IO>(
         io: IO,
         p: WsProtocol,
         readable: &[u8],
@@ -150,7 +150,7 @@ impl WsConn {
     }
 
     /// A writer for `channel`.
-    pub fn tx(&self, channel: u8) -> ChannelTx {
+    pub(crate) fn tx(&self, channel: u8) -> ChannelTx {
         ChannelTx {
             channel,
             out: self.out.clone(),
@@ -158,7 +158,7 @@ impl WsConn {
     }
 
     /// Resolves when the client is gone (socket closed, Close, protocol error, idle).
-    pub fn closed(&self) -> impl Future<Output = ()> + Send + 'static {
+    pub(crate) fn closed(&self) -> impl Future<Output = ()> + Send + 'static {
         let mut rx = self.closed.clone();
         async move {
             let _ = rx.wait_for(|c| *c).await;
@@ -167,7 +167,7 @@ impl WsConn {
 
     /// Ends the connection after the status: a Close frame (1000), then up to `drain` for the
     /// client's Close in reply, then the socket is closed.
-    pub async fn shutdown(self, drain: Duration) {
+    pub(crate) async fn shutdown(self, drain: Duration) {
         let _ = self.out.send(Out::Close).await;
         let closed = self.closed();
         let Self {

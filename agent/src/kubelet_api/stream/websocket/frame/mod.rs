@@ -10,21 +10,21 @@ use tokio_tungstenite::tungstenite::Message;
 use crate::kubelet_api::stream::remotecommand::protocol::Protocol;
 
 /// Channel of the client's stdin.
-pub const STDIN: u8 = 0;
+pub(crate) const STDIN: u8 = 0;
 /// Channel of the command's stdout.
-pub const STDOUT: u8 = 1;
+pub(crate) const STDOUT: u8 = 1;
 /// Channel of the command's stderr.
-pub const STDERR: u8 = 2;
+pub(crate) const STDERR: u8 = 2;
 /// Channel of the status (error) written at the end.
-pub const ERROR: u8 = 3;
+pub(crate) const ERROR: u8 = 3;
 /// Channel of the client's terminal sizes.
-pub const RESIZE: u8 = 4;
+pub(crate) const RESIZE: u8 = 4;
 /// The v5 close signal's first byte: `[0xFF, channel]` half-closes `channel`.
 const CLOSE_SIGNAL: u8 = 0xFF;
 
 /// A WebSocket subprotocol served for exec and attach.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WsProtocol {
+pub(crate) enum WsProtocol {
     /// `v5.channel.k8s.io`: binary, v4 status, close signal.
     V5,
     /// `v4.channel.k8s.io`: binary, v4 status.
@@ -38,7 +38,7 @@ pub enum WsProtocol {
 }
 
 /// Served subprotocols, preferred first: the server's order decides, as axum's does.
-pub const SERVED: [WsProtocol; 5] = [
+pub(crate) const SERVED: [WsProtocol; 5] = [
     WsProtocol::V5,
     WsProtocol::V4,
     WsProtocol::V4Base64,
@@ -48,7 +48,7 @@ pub const SERVED: [WsProtocol; 5] = [
 
 impl WsProtocol {
     /// The `Sec-WebSocket-Protocol` value.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::V5 => "v5.channel.k8s.io",
             Self::V4 => "v4.channel.k8s.io",
@@ -59,7 +59,7 @@ impl WsProtocol {
     }
 
     /// The remotecommand version whose status text and stream set this protocol shares.
-    pub fn remotecommand(self) -> Protocol {
+    pub(crate) fn remotecommand(self) -> Protocol {
         match self {
             Self::V5 | Self::V4 | Self::V4Base64 => Protocol::V4,
             Self::V1 | Self::V1Base64 => Protocol::V1,
@@ -73,7 +73,7 @@ impl WsProtocol {
     /// The highest channel a message of this protocol can name: a base64 message names it
     /// with one ASCII character counted from `'0'` (so 79, `'0'` + 79 being the last ASCII
     /// character), a binary one with a byte (v5 keeps 255 for its close signal).
-    pub fn max_channel(self) -> u8 {
+    pub(crate) fn max_channel(self) -> u8 {
         match self {
             Self::V4Base64 | Self::V1Base64 => 0x7f - b'0',
             Self::V5 => 0xfe,
@@ -83,12 +83,12 @@ impl WsProtocol {
 }
 
 /// Subprotocols served for the legacy WebSocket port-forward (kubelet's v4 ones).
-pub const FORWARD_SERVED: [WsProtocol; 2] = [WsProtocol::V4, WsProtocol::V4Base64];
+pub(crate) const FORWARD_SERVED: [WsProtocol; 2] = [WsProtocol::V4, WsProtocol::V4Base64];
 
 /// The protocol to speak given the client's `Sec-WebSocket-Protocol` values (one header line
 /// each, or comma-separated): the first of `served` the client offered; `None` when nothing
 /// served was offered.
-pub fn negotiate_among<'a>(
+pub(crate) fn negotiate_among<'a>(
     served: &[WsProtocol],
     offers: impl IntoIterator<Item = &'a str>,
 ) -> Option<WsProtocol> {
@@ -104,7 +104,7 @@ pub fn negotiate_among<'a>(
 }
 
 /// RFC 6455's `Sec-WebSocket-Accept` for the client's `Sec-WebSocket-Key`.
-pub fn accept_key(key: &str) -> String {
+pub(crate) fn accept_key(key: &str) -> String {
     const GUID: &str = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
     let mut ctx = ring::digest::Context::new(&ring::digest::SHA1_FOR_LEGACY_USE_ONLY);
     ctx.update(key.trim().as_bytes());
@@ -113,7 +113,7 @@ pub fn accept_key(key: &str) -> String {
 }
 
 /// The message carrying `data` on `channel`, which is at most [`WsProtocol::max_channel`].
-pub fn encode(p: WsProtocol, channel: u8, data: &[u8]) -> Message {
+pub(crate) fn encode(p: WsProtocol, channel: u8, data: &[u8]) -> Message {
     if p.base64() {
         let mut s = String::with_capacity(1 + data.len().div_ceil(3) * 4);
         s.push(char::from(b'0' + channel));
@@ -129,7 +129,7 @@ pub fn encode(p: WsProtocol, channel: u8, data: &[u8]) -> Message {
 
 /// What one client message means.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Incoming {
+pub(crate) enum Incoming {
     /// Bytes for `channel` (possibly none).
     Data(u8, Bytes),
     /// The client half-closed `channel` (v5).
@@ -140,7 +140,7 @@ pub enum Incoming {
 
 /// Why a client message breaks the protocol (the connection ends).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum FrameError {
+pub(crate) enum FrameError {
     /// A close signal that is not exactly `[0xFF, channel]`.
     #[error("close signal of {0} bytes (want 2)")]
     CloseSignal(usize),
@@ -156,7 +156,7 @@ pub enum FrameError {
 ///
 /// # Errors
 /// [`FrameError`] for a message the protocol does not allow.
-pub fn decode(p: WsProtocol, msg: &Message) -> Result<Incoming, FrameError> {
+pub(crate) fn decode(p: WsProtocol, msg: &Message) -> Result<Incoming, FrameError> {
     let bytes = match msg {
         Message::Binary(b) => b.clone(),
         Message::Text(t) => Bytes::from(t.clone()),
