@@ -8,13 +8,16 @@
 //! Modules, lowest first: `alloc` (the counting allocator), `rng` (a seeded PRNG, so a run
 //! is reproducible from its seed), `mutate`, `corpus` (committed inputs, written findings),
 //! `runner` (one target's run). `main.rs` is the command line for long runs;
-//! `tests/short.rs` is the short run in CI.
+//! `short_tests.rs` is the short run in CI.
 
 pub mod alloc;
 pub mod corpus;
 pub mod mutate;
 pub mod rng;
 pub mod runner;
+
+#[cfg(test)]
+mod short_tests;
 
 pub use runner::{Finding, FindingKind, Plan, Report, run};
 pub use tart_kubelet::fuzz::{Target, targets};

@@ -3,6 +3,8 @@
 //! answers 101 and runs the session on its own task over the upgraded connection, holding a
 //! streaming slot ([`Slots`](super::limits::Slots)) until it ends.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use hyper::{
     Response,
@@ -11,6 +13,7 @@ use hyper::{
 };
 use hyper_util::rt::TokioIo;
 use spdy::conn::Conn;
+use tart::VmName;
 use tracing::{Instrument, Span, debug, info, info_span};
 
 use super::{
@@ -18,11 +21,12 @@ use super::{
     limits::Slot,
     logs::{LogTarget, query},
     stream::{
-        ExecTarget,
+        ExecSource, ExecTarget,
         metrics::SessionClock,
         portforward::{spdy as portforward, websocket as ws_forward},
         remotecommand::{
-            attach as attaching, protocol,
+            attach as attaching,
+            protocol::{self, ExecOptions},
             session::{self, Starter},
         },
         status, transport, upgrade,
@@ -40,19 +44,9 @@ pub(super) fn exec(
     clock: SessionClock,
 ) -> Response<Body> {
     let refuse = |code: u16, message: &str| refusal("exec", code, message);
-    let Some(source) = api.exec.as_ref() else {
-        return refuse(
-            501,
-            "exec is not implemented yet by this node (tart-kubelet)",
-        );
-    };
-    let options = match protocol::exec_options(query) {
-        Ok(o) => o,
-        Err(message) => return refuse(400, message),
-    };
-    let vm = match source.running_vm(&target) {
-        Ok(vm) => vm,
-        Err(e) => return refuse(e.status(), &e.to_string()),
+    let (source, options, vm) = match admit(api, "exec", &target, protocol::exec_options(query)) {
+        Ok(a) => a,
+        Err(refused) => return refused,
     };
     let transport = match transport::decide(&parts.headers) {
         Ok(t) => t,
@@ -93,6 +87,25 @@ pub(super) fn exec(
     )
 }
 
+/// The checks `/exec` and `/attach` make first, in kubelet's order: exec is served here
+/// (`501`), the query is valid (`400`), the container's VM runs (`404`/`400`).
+fn admit<'a>(
+    api: &'a Api,
+    what: &'static str,
+    target: &ExecTarget,
+    options: Result<ExecOptions, &'static str>,
+) -> Result<(&'a Arc<dyn ExecSource>, ExecOptions, VmName), Response<Body>> {
+    let Some(source) = api.exec.as_ref() else {
+        let message = format!("{what} is not implemented yet by this node (tart-kubelet)");
+        return Err(refusal(what, 501, &message));
+    };
+    let options = options.map_err(|message| refusal(what, 400, message))?;
+    let vm = source
+        .running_vm(target)
+        .map_err(|e| refusal(what, e.status(), &e.to_string()))?;
+    Ok((source, options, vm))
+}
+
 /// `/attach`: the checks `/exec` makes (the container's VM must run), then stdin refused as
 /// [`attaching::refusal`] says, or fed to the job through the guest's relay; the job's output
 /// is followed from its current end, opened before the 101, and the session runs on its own
@@ -104,19 +117,10 @@ pub(super) async fn attach(
     parts: &mut hyper::http::request::Parts,
 ) -> Response<Body> {
     let refuse = |code: u16, message: &str| refusal("attach", code, message);
-    let Some(source) = api.exec.as_ref() else {
-        return refuse(
-            501,
-            "attach is not implemented yet by this node (tart-kubelet)",
-        );
-    };
-    let options = match protocol::attach_options(query) {
-        Ok(o) => o,
-        Err(message) => return refuse(400, message),
-    };
-    let vm = match source.running_vm(&target) {
-        Ok(vm) => vm,
-        Err(e) => return refuse(e.status(), &e.to_string()),
+    let (source, options, vm) = match admit(api, "attach", &target, protocol::attach_options(query))
+    {
+        Ok(a) => a,
+        Err(refused) => return refused,
     };
     let pod = api.pods.pod(&target.namespace, &target.pod);
     if let Some(message) = pod

@@ -3,7 +3,7 @@
 //! The first interrupt ends the phase in progress (start-up or workload) and begins the normal
 //! teardown: the agents delete the Pods and their VMs, then everything is stopped. A second
 //! interrupt cuts the teardown short: VMs and agents are killed, the control plane stopped.
-//! The agents run in process groups of their own (`tests/src/agent.rs`), so a terminal's
+//! The agents run in process groups of their own (`tests/src/agent/mod.rs`), so a terminal's
 //! Ctrl-C reaches only the sandbox and the agents are still there to tear down.
 
 use tokio::sync::watch;

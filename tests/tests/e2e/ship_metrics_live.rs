@@ -116,7 +116,8 @@ async fn every_metric_in_the_rules_and_dashboard_is_served_by_a_running_agent() 
         .lines()
         .filter_map(|l| l.strip_prefix("# TYPE ")?.strip_suffix(" histogram"))
         .collect();
-    let pod_metrics = std::fs::read_to_string(repo().join("agent/src/pods/metrics.rs")).unwrap();
+    let pod_metrics =
+        std::fs::read_to_string(repo().join("agent/src/pods/metrics/mod.rs")).unwrap();
     let mut missing = Vec::new();
     for name in used_families(&format!("{rules}\n{dash}"), &histograms) {
         // OpenMetrics names a counter family without `_total` in its TYPE line; the classic

@@ -83,12 +83,7 @@ pub(super) async fn handle<B>(
             uid,
             container,
         } => {
-            let target = ExecTarget {
-                namespace: namespace.into(),
-                pod: pod.into(),
-                uid: uid.map(str::to_owned),
-                container: container.into(),
-            };
+            let target = ExecTarget::new(namespace, pod, uid, container);
             let clock = SessionClock::since(received, api.exec_metrics.clone());
             streaming::exec(&api, target, &query, &mut parts, clock)
         }
@@ -98,12 +93,7 @@ pub(super) async fn handle<B>(
             uid,
             container,
         } => {
-            let target = ExecTarget {
-                namespace: namespace.into(),
-                pod: pod.into(),
-                uid: uid.map(str::to_owned),
-                container: container.into(),
-            };
+            let target = ExecTarget::new(namespace, pod, uid, container);
             streaming::attach(&api, target, &query, &mut parts).await
         }
         Route::PortForward {

@@ -18,6 +18,17 @@ pub(crate) struct ExecTarget {
     pub container: String,
 }
 
+impl ExecTarget {
+    pub(crate) fn new(namespace: &str, pod: &str, uid: Option<&str>, container: &str) -> Self {
+        Self {
+            namespace: namespace.into(),
+            pod: pod.into(),
+            uid: uid.map(str::to_owned),
+            container: container.into(),
+        }
+    }
+}
+
 /// Why there is nothing to exec into, in kubelet's words.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum ExecError {

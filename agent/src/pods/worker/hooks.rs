@@ -9,7 +9,11 @@ use tart::{RunningVm, Tart};
 use tracing::{info, warn};
 
 use super::{Worker, WorkerInput};
-use crate::lifecycle::hooks::{HookKind, HookRunner, hook, model::failure_message, run};
+use crate::lifecycle::hooks::{
+    HookKind, HookRunner, hook,
+    model::{HookAction, failure_message},
+    run,
+};
 use crate::pods::{ending::AgentStop, events::Occurrence};
 
 /// The longest a `postStart` hook may run (kubelet sets none; every external call here has
@@ -19,13 +23,7 @@ pub(super) const POST_START_LIMIT: Duration = Duration::from_secs(600);
 impl<T: Tart> Worker<T> {
     /// Run the `postStart` hook of this run.
     pub(super) async fn post_start(&mut self, input: &WorkerInput) {
-        let action = input
-            .pod
-            .0
-            .spec
-            .as_ref()
-            .and_then(|s| s.containers.first())
-            .and_then(|c| hook(c, HookKind::PostStart));
+        let action = container_hook(input, HookKind::PostStart);
         let (Some(action), Some(proc)) = (action, self.proc()) else {
             self.state.facts.post_started = true;
             self.start_probing(input);
@@ -86,4 +84,10 @@ impl<T: Tart> Worker<T> {
         self.kill_run(proc, why, "a failed postStart hook", input.grace)
             .await;
     }
+}
+
+/// The `kind` hook of the Pod's container, if it declares one.
+pub(super) fn container_hook(input: &WorkerInput, kind: HookKind) -> Option<HookAction> {
+    let spec = input.pod.0.spec.as_ref()?;
+    hook(spec.containers.first()?, kind)
 }

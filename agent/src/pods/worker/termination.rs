@@ -11,9 +11,9 @@ use tart::{RunningVm, Tart};
 use tokio::time::Instant;
 use tracing::{info, warn};
 
-use super::{Worker, WorkerInput, lifetimes::Provisioning};
+use super::{Worker, WorkerInput, hooks::container_hook, lifetimes::Provisioning};
 use crate::guest_contract::{job::JobActivity, status::read_job};
-use crate::lifecycle::hooks::{HookKind, HookRunner, hook, model::failure_message, run};
+use crate::lifecycle::hooks::{HookKind, HookRunner, model::failure_message, run};
 use crate::pods::{
     ending::AgentStop,
     events::Occurrence,
@@ -89,13 +89,7 @@ impl<T: Tart> Worker<T> {
         let Some(t) = self.state.facts.termination else {
             return;
         };
-        let action = input
-            .pod
-            .0
-            .spec
-            .as_ref()
-            .and_then(|s| s.containers.first())
-            .and_then(|c| hook(c, HookKind::PreStop));
+        let action = container_hook(input, HookKind::PreStop);
         let left = t.deadline.saturating_duration_since(Instant::now());
         if let (Some(action), Some(proc)) = (action, self.proc())
             && !left.is_zero()

@@ -171,6 +171,20 @@ pub(crate) struct Opened {
     pub status: Protocol,
 }
 
+impl Opened {
+    /// Its parts, the error stream taken out of the streams; `None` when the client opened no
+    /// error stream, so nothing can report the session's end (it is gone).
+    pub(crate) fn with_error_stream(self) -> Option<(Streams, Link, Protocol, Sink)> {
+        let Self {
+            mut streams,
+            link,
+            status,
+        } = self;
+        let error = streams.error.take()?;
+        Some((streams, link, status, error))
+    }
+}
+
 /// Runs one exec over `opened`, observing its setup and duration on `clock`.
 pub(crate) async fn exec(
     opened: Opened,
@@ -179,12 +193,7 @@ pub(crate) async fn exec(
     t: Timeouts,
     clock: SessionClock,
 ) -> End {
-    let Opened {
-        mut streams,
-        link,
-        status,
-    } = opened;
-    let Some(error) = streams.error.take() else {
+    let Some((mut streams, link, status, error)) = opened.with_error_stream() else {
         return End::ClientGone;
     };
     let opts = ExecOpts {

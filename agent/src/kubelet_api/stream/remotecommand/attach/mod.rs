@@ -110,12 +110,7 @@ pub(crate) async fn run(
     relay: Option<Starter>,
     t: Timeouts,
 ) -> AttachEnd {
-    let Opened {
-        mut streams,
-        link,
-        status,
-    } = opened;
-    let Some(error) = streams.error.take() else {
+    let Some((mut streams, link, status, error)) = opened.with_error_stream() else {
         return AttachEnd::ClientGone;
     };
     // Terminal sizes have nowhere to go (the job has no terminal): read and drop them.

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use tart_kubelet_fuzz::{Plan, corpus, run, targets};
+use crate::{Plan, corpus, run, targets};
 
 /// Mutated inputs per target: the whole run takes a few seconds in a debug build.
 const INPUTS: u64 = 400;
