@@ -44,9 +44,13 @@ pub(super) fn exec(
     clock: SessionClock,
 ) -> Response<Body> {
     let refuse = |code: u16, message: &str| refusal("exec", code, message);
-    let (source, options, vm) = match admit(api, "exec", &target, protocol::exec_options(query)) {
-        Ok(a) => a,
-        Err(refused) => return refused,
+    let Checked {
+        source,
+        options,
+        vm,
+    } = match admit(api, "exec", &target, protocol::exec_options(query)) {
+        Ok(c) => c,
+        Err(refused) => return *refused,
     };
     let transport = match transport::decide(&parts.headers) {
         Ok(t) => t,
@@ -94,16 +98,28 @@ fn admit<'a>(
     what: &'static str,
     target: &ExecTarget,
     options: Result<ExecOptions, &'static str>,
-) -> Result<(&'a Arc<dyn ExecSource>, ExecOptions, VmName), Response<Body>> {
+) -> Result<Checked<'a>, Box<Response<Body>>> {
+    let refuse = |code: u16, message: &str| Box::new(refusal(what, code, message));
     let Some(source) = api.exec.as_ref() else {
         let message = format!("{what} is not implemented yet by this node (tart-kubelet)");
-        return Err(refusal(what, 501, &message));
+        return Err(refuse(501, &message));
     };
-    let options = options.map_err(|message| refusal(what, 400, message))?;
+    let options = options.map_err(|message| refuse(400, message))?;
     let vm = source
         .running_vm(target)
-        .map_err(|e| refusal(what, e.status(), &e.to_string()))?;
-    Ok((source, options, vm))
+        .map_err(|e| refuse(e.status(), &e.to_string()))?;
+    Ok(Checked {
+        source,
+        options,
+        vm,
+    })
+}
+
+/// What passed [`admit`]: the exec source, the request's options and the running VM.
+struct Checked<'a> {
+    source: &'a Arc<dyn ExecSource>,
+    options: ExecOptions,
+    vm: VmName,
 }
 
 /// `/attach`: the checks `/exec` makes (the container's VM must run), then stdin refused as
@@ -117,10 +133,13 @@ pub(super) async fn attach(
     parts: &mut hyper::http::request::Parts,
 ) -> Response<Body> {
     let refuse = |code: u16, message: &str| refusal("attach", code, message);
-    let (source, options, vm) = match admit(api, "attach", &target, protocol::attach_options(query))
-    {
-        Ok(a) => a,
-        Err(refused) => return refused,
+    let Checked {
+        source,
+        options,
+        vm,
+    } = match admit(api, "attach", &target, protocol::attach_options(query)) {
+        Ok(c) => c,
+        Err(refused) => return *refused,
     };
     let pod = api.pods.pod(&target.namespace, &target.pod);
     if let Some(message) = pod
