@@ -13,11 +13,20 @@ const ENV: &str = "TART_KUBELET_E2E_ALONE";
 /// How long the child process may take.
 const DEADLINE: Duration = Duration::from_secs(600);
 
-/// Whether the caller, the test `name` (its full path without the crate, e.g.
-/// `tart_leaks::thousand_kill_and_retry_cycles_leak_nothing`), is in its own process. If not,
-/// runs it in a child process, asserts that exactly that test ran there and passed, prints the
-/// child's output and returns `false`: the caller returns at once.
-pub(crate) async fn in_own_process(name: &str) -> bool {
+/// Whether the calling test is in its own process. If not, runs it in a child process, asserts
+/// that exactly that test ran there and passed, prints the child's output and returns `false`:
+/// the caller returns at once.
+///
+/// The test's name (its full path without the crate, e.g.
+/// `tart_leaks::thousand_kill_and_retry_cycles_leak_nothing`) is the name libtest gives the
+/// thread it runs the test on, so the child always runs the caller and no other test. Call it
+/// first in the test's body, before anything moves the future to another thread.
+pub(crate) async fn in_own_process() -> bool {
+    let current = std::thread::current();
+    let name = current
+        .name()
+        .filter(|n| n.contains("::"))
+        .expect("alone::in_own_process called outside a test's own thread");
     if std::env::var_os(ENV).is_some_and(|v| v == name) {
         return true;
     }
@@ -36,7 +45,8 @@ pub(crate) async fn in_own_process(name: &str) -> bool {
     eprint!("{}", String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "{name} alone: {}", out.status);
     assert!(
-        stdout.contains("test result: ok. 1 passed"),
+        stdout.contains(&format!("test {name} ... ok"))
+            && stdout.contains("test result: ok. 1 passed"),
         "{name} alone: the child process did not run exactly that test"
     );
     false

@@ -26,7 +26,7 @@ fn children_of_self() -> Vec<tart_support::Proc> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn thousand_kill_and_retry_cycles_leak_nothing() {
-    if !alone::in_own_process("tart_leaks::thousand_kill_and_retry_cycles_leak_nothing").await {
+    if !alone::in_own_process().await {
         return;
     }
     let home = Home::new();
