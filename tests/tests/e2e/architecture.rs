@@ -12,13 +12,13 @@
 //! is a cycle; the failure names its files and the paths that tie them. Between the top-level
 //! modules of `agent/src` (a folder, or a file at the crate root) only the arrows of
 //! docs/architecture.md's folder table are allowed, and that table has no cycle. The reading,
-//! resolving and the folder check live in `architecture_support/`.
+//! resolving and the folder check live in `architecture/support/`.
 
-mod architecture_support;
+mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use architecture_support::{Crate, Table};
+use support::{Crate, Table};
 
 fn check(src_dir: &str) {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
