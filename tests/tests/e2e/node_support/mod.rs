@@ -2,7 +2,11 @@
 //! node_survive.rs, pod_api_return.rs): the agent under `packaging/kubernetes/rbac.yaml` with a
 //! minted identity, kubectl, waits on Node conditions and the Lease's age, and a VM Pod.
 
-use std::{path::Path, time::Duration};
+use std::{
+    collections::BTreeSet,
+    path::{Path, PathBuf},
+    time::Duration,
+};
 
 use k8s_openapi::api::core::v1::{Container, Node, Pod, PodSpec, Toleration};
 use kube::{Api, Client, api::ObjectMeta};
@@ -63,17 +67,26 @@ pub(crate) async fn kubectl(kubeconfig: &Path, args: &[&str]) -> anyhow::Result<
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// Apply rbac.yaml (idempotent; retried because parallel tests may apply at the same time).
+/// Apply rbac.yaml to `cp`, once per control plane in this process: every agent start asks
+/// for it, and the tests share the control plane. The tests of this process apply one at a
+/// time; the apply is idempotent and retried because other processes may apply at the same
+/// time.
 pub(crate) async fn apply_rbac(cp: &ControlPlane) {
+    static APPLIED: tokio::sync::Mutex<BTreeSet<PathBuf>> =
+        tokio::sync::Mutex::const_new(BTreeSet::new());
+    let kubeconfig = cp.kubeconfig_path();
+    let mut applied = APPLIED.lock().await;
+    if applied.contains(&kubeconfig) {
+        return;
+    }
     let yaml = rbac_yaml();
     let path = yaml.to_str().expect("utf-8 path");
     wait_for(Duration::from_secs(60), || async {
-        kubectl(&cp.kubeconfig_path(), &["apply", "-f", path])
-            .await
-            .ok()
+        kubectl(&kubeconfig, &["apply", "-f", path]).await.ok()
     })
     .await
     .expect("kubectl apply rbac.yaml");
+    applied.insert(kubeconfig);
 }
 
 /// A kubeconfig for this node's own identity in group `tart-kubelets` (rbac.yaml).

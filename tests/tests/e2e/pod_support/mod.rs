@@ -30,10 +30,6 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 /// The group `packaging/kubernetes/rbac.yaml` binds its ClusterRole to.
 pub(crate) const AGENT_GROUP: &str = "tart-kubelets";
 
-/// The shipped RBAC, applied once per process (`node_support::apply_rbac`): the agent then runs
-/// under exactly the shipped least privilege.
-static RBAC: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
-
 /// How long a Pod may take to reach a state in these tests (the fake is near-instant; the
 /// machine is shared and slow).
 pub(crate) const WAIT: Duration = Duration::from_secs(90);
@@ -71,8 +67,8 @@ impl Env {
             .await
             .expect("control plane");
         let admin = cp.admin_client().await;
-        RBAC.get_or_init(|| crate::node_support::apply_rbac(cp))
-            .await;
+        // The shipped RBAC: the agent runs under exactly the shipped least privilege.
+        crate::node_support::apply_rbac(cp).await;
         let node = unique(&format!("mac-{label}"));
         let kubeconfig = cp.mint_kubeconfig(&format!("tart-kubelet-{node}"), &[AGENT_GROUP]);
         let ns = unique(label);
