@@ -78,14 +78,13 @@ pub(crate) enum GuestWarning {
     },
 }
 
-/// A prepared guest: the shares for `tart run` and what the refresher keeps current. `W`: the
-/// caller's event type its warnings become, so this module needs no Pod-side vocabulary.
+/// A prepared guest: the shares for `tart run` and what the refresher keeps current.
 #[derive(Debug)]
-pub(crate) struct Prepared<W> {
+pub(crate) struct Prepared {
     /// `--dir` shares: control, status, one per mounted volume.
     pub shares: Vec<DirShare>,
     /// Warnings for the Pod (invalid envFrom keys, podIP not yet known).
-    pub warnings: Vec<W>,
+    pub warnings: Vec<GuestWarning>,
     /// The tokens written.
     pub tokens: Tokens,
     /// Time spent waiting on the API server (gets, TokenRequests): not the agent's own work.
@@ -166,13 +165,13 @@ async fn resolve<'a>(
 ///
 /// # Errors
 /// A [`ConfigError`] naming what is missing or wrong (never a value).
-pub(crate) async fn prepare<W: From<GuestWarning>>(
+pub(crate) async fn prepare(
     client: &kube::Client,
     s: &GuestSettings,
     pod: &Pod,
     alloc: NodeAllocatable,
     vm: &VmName,
-) -> Result<Prepared<W>, ConfigError> {
+) -> Result<Prepared, ConfigError> {
     let started = tokio::time::Instant::now();
     let r = resolve(client, s, pod, alloc, true).await?;
     let mut api_wait = started.elapsed();
@@ -223,10 +222,7 @@ pub(crate) async fn prepare<W: From<GuestWarning>>(
     );
     Ok(Prepared {
         shares,
-        warnings: warnings(r.container, &env)
-            .into_iter()
-            .map(W::from)
-            .collect(),
+        warnings: warnings(r.container, &env),
         tokens,
         api_wait,
     })

@@ -121,18 +121,24 @@ impl CollectorSpec {
     }
 }
 
-/// A running collector. Dropping it stops the collector after a last read of its sources.
+/// A running collector. Dropping it stops the collector after a last read of its sources; the
+/// task finishes that read and marks the run ended in the background.
 #[derive(Debug)]
 pub(crate) struct CollectorHandle {
-    stop: Option<oneshot::Sender<()>>,
+    /// Dropped to stop the collector.
+    _stop: oneshot::Sender<()>,
+    /// The collector's task; only tests wait for it ([`Self::finish`]).
+    #[cfg_attr(not(test), allow(dead_code))]
     task: JoinHandle<()>,
 }
 
+#[cfg(test)]
 impl CollectorHandle {
     /// Stop, and wait until the last records are written and the run is marked ended.
-    pub(crate) async fn finish(mut self) {
-        self.stop.take();
-        let _ = (&mut self.task).await;
+    pub(crate) async fn finish(self) {
+        let Self { _stop, task } = self;
+        drop(_stop);
+        let _ = task.await;
     }
 }
 
@@ -182,10 +188,7 @@ pub(crate) fn spawn(spec: CollectorSpec) -> CollectorHandle {
         spec,
     };
     let task = tokio::spawn(run(state, rx).instrument(span));
-    CollectorHandle {
-        stop: Some(tx),
-        task,
-    }
+    CollectorHandle { _stop: tx, task }
 }
 
 async fn run(mut state: State, mut stop: oneshot::Receiver<()>) {

@@ -74,7 +74,8 @@ impl<T: Tart> Worker<T> {
                 );
                 // Waiting on the API server is not the agent's own time.
                 self.overhead.excluded += p.api_wait;
-                for (i, occ) in p.warnings.into_iter().enumerate() {
+                for (i, w) in p.warnings.into_iter().enumerate() {
+                    let occ = Occurrence::from(w);
                     self.emit(input, u32::try_from(i).unwrap_or(u32::MAX), occ);
                 }
                 self.prov.shares = p.shares;

@@ -29,16 +29,9 @@ impl<T: Tart> Worker<T> {
             self.start_probing(input);
             return;
         };
-        let tart = self.ctx.tart.clone();
-        let vm = self.state.vm.clone();
-        let runner = HookRunner {
-            tart: &*tart,
-            vm: &vm,
-            ip: self.state.pod_ip,
-        };
         info!(hook = HookKind::PostStart.as_str(), "running the hook");
         let res = tokio::select! {
-            r = run(&runner, &action, POST_START_LIMIT) => r,
+            r = self.run_hook(input, action, POST_START_LIMIT) => r,
             info = proc.wait() => {
                 self.on_exit(info);
                 return;
@@ -51,19 +44,37 @@ impl<T: Tart> Worker<T> {
                 self.state.facts.post_started = true;
                 self.start_probing(input);
             }
-            Err(f) => {
-                let msg = failure_message(
-                    &action,
-                    &input.container,
-                    &input.pod_label,
-                    &f.error,
-                    &f.output,
-                );
+            Err(msg) => {
                 warn!(message = %msg, "postStart hook failed; stopping the vm");
                 // It has run: a VM slow to exit is waited for, not hooked again.
                 self.state.facts.post_started = true;
                 self.hook_kill(input, msg).await;
             }
+        }
+    }
+
+    /// Run the hook `action` against this run's guest within `limit`; a failure comes back as
+    /// kubelet's message for it. The future holds its own copies, so the worker stays free for
+    /// the `select!` that races it against the VM's exit.
+    pub(super) fn run_hook(
+        &self,
+        input: &WorkerInput,
+        action: HookAction,
+        limit: Duration,
+    ) -> impl Future<Output = Result<(), String>> + use<T> {
+        let tart = self.ctx.tart.clone();
+        let vm = self.state.vm.clone();
+        let ip = self.state.pod_ip;
+        let (container, pod) = (input.container.clone(), input.pod_label.clone());
+        async move {
+            let runner = HookRunner {
+                tart: &*tart,
+                vm: &vm,
+                ip,
+            };
+            run(&runner, &action, limit)
+                .await
+                .map_err(|f| failure_message(&action, &container, &pod, &f.error, &f.output))
         }
     }
 

@@ -65,8 +65,9 @@ pub(super) fn pinned(image: &ImageRef, digest: &str) -> String {
 // === Run ===
 
 /// One run of the VM. Dropping it ends the run's tasks: the refresher and the prober at once
-/// (their handles abort on drop), the collector after a last read of the run's output; the
-/// slot is freed with its guard.
+/// (their handles abort on drop), the collector after a last read of the run's output (its
+/// dropped handle stops it, and its task finishes that read in the background, so the run's
+/// end is handled at once); the slot is freed with its guard.
 pub(super) struct Run<V> {
     /// The `tart run` process.
     pub(super) proc: Arc<V>,
@@ -85,17 +86,6 @@ pub(super) struct Run<V> {
     /// The agent stopped this run, and what the job got: its end is reported as the agent's
     /// doing ([`crate::pods::ending`]).
     pub(super) stopped: Option<(AgentStop, StopSignal)>,
-}
-
-impl<V> Drop for Run<V> {
-    fn drop(&mut self) {
-        // The last of the run's output is copied and the run marked ended in the background:
-        // the run's end is handled at once. (Without a runtime there is nothing left to copy
-        // with; the handle's own drop stops the collector.)
-        if let (Some(c), Ok(rt)) = (self.collector.take(), tokio::runtime::Handle::try_current()) {
-            rt.spawn(c.finish());
-        }
-    }
 }
 
 impl<V> Run<V> {

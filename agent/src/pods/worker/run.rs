@@ -89,6 +89,8 @@ impl<T: Tart> Worker<T> {
         input: &WorkerInput,
         out: &watch::Sender<WorkerState>,
     ) {
+        // Subscribed before trying, so a slot freed after the try wakes the wait below.
+        let mut changed = self.ctx.slots.changed();
         if let Some(g) = self.ctx.slots.try_acquire(&input.uid) {
             self.next_slot = Some(g);
             self.state.facts.slot_held = true;
@@ -104,12 +106,9 @@ impl<T: Tart> Worker<T> {
         }
         self.state.view = ContainerView::waiting(WaitingReason::WaitingForVmSlot, Some(msg));
         self.publish(out);
-        let mut changed = self.ctx.slots.changed();
         tokio::select! {
             _ = changed.changed() => {}
             () = teardown(&mut self.input) => {}
-            // A safety net: a slot freed between try_acquire and subscribe is seen here.
-            () = tokio::time::sleep(Duration::from_secs(5)) => {}
         }
     }
 

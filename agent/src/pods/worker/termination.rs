@@ -13,7 +13,7 @@ use tracing::{info, warn};
 
 use super::{Worker, WorkerInput, hooks::container_hook, lifetimes::Provisioning};
 use crate::guest_contract::{job::JobActivity, status::read_job};
-use crate::lifecycle::hooks::{HookKind, HookRunner, model::failure_message, run};
+use crate::lifecycle::hooks::HookKind;
 use crate::pods::{
     ending::AgentStop,
     events::Occurrence,
@@ -94,21 +94,13 @@ impl<T: Tart> Worker<T> {
         if let (Some(action), Some(proc)) = (action, self.proc())
             && !left.is_zero()
         {
-            let tart = self.ctx.tart.clone();
-            let vm = self.state.vm.clone();
-            let runner = HookRunner {
-                tart: &*tart,
-                vm: &vm,
-                ip: self.state.pod_ip,
-            };
             info!(
                 hook = HookKind::PreStop.as_str(),
                 limit_s = left.as_secs(),
                 "running the hook"
             );
             tokio::select! {
-                r = run(&runner, &action, left) => if let Err(f) = r {
-                    let msg = failure_message(&action, &input.container, &input.pod_label, &f.error, &f.output);
+                r = self.run_hook(input, action, left) => if let Err(msg) = r {
                     warn!(message = %msg, "preStop hook failed");
                     self.emit(input, 0, Occurrence::HookFailed { hook: HookKind::PreStop });
                 },
