@@ -263,11 +263,7 @@ pub(super) fn port_forward(
     let idle = api.timeouts.idle;
     hand_over(
         upgrade,
-        vec![
-            ("connection", "Upgrade".into()),
-            ("upgrade", "SPDY/3.1".into()),
-            (upgrade::PROTOCOL_HEADER, version.into()),
-        ],
+        transport::spdy_switching_headers(version),
         span,
         || {},
         move |io| async move {
