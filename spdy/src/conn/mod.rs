@@ -392,19 +392,21 @@ async fn write_loop<W: AsyncWrite + Unpin>(
 ) {
     let mut deflater = Deflater::default();
     let mut buf = BytesMut::with_capacity(MAX_DATA + 64);
-    while let Some(mut f) = rx.recv().await {
+    // A SYN_REPLY's (empty) header block is compressed here, in write order, so the
+    // client's one decompression context stays in step.
+    let mut encode = |mut f: Frame, buf: &mut BytesMut| {
         if let Frame::SynReply { headers, .. } = &mut f {
             *headers = Bytes::from(deflater.block(&[]));
         }
+        frame::encode(&f, buf);
+    };
+    while let Some(f) = rx.recv().await {
         buf.clear();
-        frame::encode(&f, &mut buf);
+        encode(f, &mut buf);
         // Batch what is already queued into one write.
         while buf.len() < MAX_DATA {
-            let Ok(mut next) = rx.try_recv() else { break };
-            if let Frame::SynReply { headers, .. } = &mut next {
-                *headers = Bytes::from(deflater.block(&[]));
-            }
-            frame::encode(&next, &mut buf);
+            let Ok(next) = rx.try_recv() else { break };
+            encode(next, &mut buf);
         }
         if let Err(error) = async {
             wr.write_all(&buf).await?;
