@@ -30,7 +30,7 @@ use super::{
             session::{self, Starter},
         },
         status, transport, upgrade,
-        websocket::frame as ws_frame,
+        websocket::frame::{self as ws_frame, WsProtocol},
     },
 };
 
@@ -224,7 +224,7 @@ pub(super) fn port_forward(
         Err(e) => return refuse(e.status(), &e.to_string()),
     };
     let what = format!("{pod}, uid {}", uid.unwrap_or_default());
-    if upgrade::kind(&parts.headers) == upgrade::Upgrade::WebSocket {
+    let forward = if upgrade::kind(&parts.headers) == upgrade::Upgrade::WebSocket {
         let (protocol, accept) =
             match transport::websocket(&parts.headers, &ws_frame::FORWARD_SERVED) {
                 Ok(t) => t,
@@ -234,47 +234,58 @@ pub(super) fn port_forward(
             Ok(p) => p,
             Err(message) => return refuse(400, &message),
         };
-        let upgrade = match take_upgrade(api, parts) {
-            Ok(s) => s,
-            Err((code, message)) => return refuse(code, &message),
-        };
-        let span = info_span!("port_forward", %namespace, %pod, transport = "websocket");
-        let idle = api.timeouts.idle;
-        return hand_over(
-            upgrade,
-            transport::ws_switching_headers(protocol, &accept),
-            span,
-            || {},
-            move |io| async move {
-                ws_forward::serve(io, protocol, ports, ip, what, idle).await;
-                info!("port-forward session ended");
-            },
-        );
-    }
-    let version = match upgrade::decide_forward(&parts.headers) {
-        Ok(v) => v,
-        Err(a) => return upgrade_refused(refuse(a.status, &a.body), a.headers),
+        Forward::WebSocket {
+            protocol,
+            accept,
+            ports,
+        }
+    } else {
+        match upgrade::decide_forward(&parts.headers) {
+            Ok(version) => Forward::Spdy(version),
+            Err(a) => return upgrade_refused(refuse(a.status, &a.body), a.headers),
+        }
     };
     let upgrade = match take_upgrade(api, parts) {
         Ok(s) => s,
         Err((code, message)) => return refuse(code, &message),
     };
-    let span = info_span!("port_forward", %namespace, %pod);
+    let (headers, via) = match &forward {
+        Forward::WebSocket {
+            protocol, accept, ..
+        } => (
+            transport::ws_switching_headers(*protocol, accept),
+            "websocket",
+        ),
+        Forward::Spdy(version) => (transport::spdy_switching_headers(version), "spdy"),
+    };
+    let span = info_span!("port_forward", %namespace, %pod, transport = via);
     let idle = api.timeouts.idle;
     hand_over(
         upgrade,
-        vec![
-            ("connection", "Upgrade".into()),
-            ("upgrade", "SPDY/3.1".into()),
-            (upgrade::PROTOCOL_HEADER, version.into()),
-        ],
+        headers,
         span,
         || {},
         move |io| async move {
-            portforward::serve(Conn::start(io, idle), ip, what).await;
+            match forward {
+                Forward::WebSocket {
+                    protocol, ports, ..
+                } => ws_forward::serve(io, protocol, ports, ip, what, idle).await,
+                Forward::Spdy(_) => portforward::serve(Conn::start(io, idle), ip, what).await,
+            }
             info!("port-forward session ended");
         },
     )
+}
+
+/// The transport a port-forward agreed: SPDY/3.1 with this version, whose streams name
+/// their ports, or the legacy WebSocket forwarding the query's `ports`.
+enum Forward {
+    Spdy(&'static str),
+    WebSocket {
+        protocol: WsProtocol,
+        accept: String,
+        ports: Vec<u16>,
+    },
 }
 
 /// The last step before a 101: a streaming session's slot (`429` when all are taken) and

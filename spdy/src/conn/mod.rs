@@ -13,7 +13,7 @@ use std::{
     collections::HashMap,
     sync::{
         Arc,
-        atomic::{AtomicU64, Ordering},
+        atomic::{AtomicU32, Ordering},
     },
     time::Duration,
 };
@@ -106,7 +106,7 @@ pub struct Conn {
     out: mpsc::Sender<Frame>,
     incoming: mpsc::Receiver<NewStream>,
     closed: watch::Receiver<bool>,
-    last_client_id: Arc<AtomicU64>,
+    last_client_id: Arc<AtomicU32>,
     reader: AbortOnDrop,
     writer: JoinHandle<()>,
 }
@@ -131,7 +131,7 @@ impl Conn {
         let (in_tx, in_rx) = mpsc::channel(8);
         let (closed_tx, closed_rx) = watch::channel(false);
         let activity = Activity::new();
-        let last_client_id = Arc::new(AtomicU64::new(0));
+        let last_client_id = Arc::new(AtomicU32::new(0));
         let writer = tokio::spawn(write_loop(wr, out_rx, activity.clone()));
         let reader = tokio::spawn(
             Reader {
@@ -180,7 +180,7 @@ impl Conn {
     /// reset its streams and hang up (closing with unread client bytes could turn into a TCP
     /// reset that loses the tail of the output), then the socket is closed.
     pub async fn shutdown(self, drain: Duration) {
-        let last_good = u32::try_from(self.last_client_id.load(Ordering::Relaxed)).unwrap_or(0);
+        let last_good = self.last_client_id.load(Ordering::Relaxed);
         let _ = self
             .out
             .send(Frame::GoAway {
@@ -214,7 +214,7 @@ struct Reader {
     inflater: Inflater,
     activity: Activity,
     idle: Duration,
-    last_id: Arc<AtomicU64>,
+    last_id: Arc<AtomicU32>,
 }
 
 /// Why reading stopped.
@@ -233,7 +233,7 @@ impl Reader {
         debug!(end = ?end, "spdy connection closed by the client side");
         if let End::Protocol = end {
             let f = Frame::GoAway {
-                last_good: u32::try_from(self.last_id.load(Ordering::Relaxed)).unwrap_or(0),
+                last_good: self.last_id.load(Ordering::Relaxed),
                 status: 1,
             };
             let _ = self.out.try_send(f);
@@ -291,12 +291,12 @@ impl Reader {
                     Err(error) => return Some(protocol_error(&error)),
                 };
                 let last = self.last_id.load(Ordering::Relaxed);
-                if u64::from(stream_id) <= last || stream_id % 2 == 0 {
+                if stream_id <= last || stream_id % 2 == 0 {
                     let status = RstStatus::ProtocolError;
                     let _ = self.out.send(Frame::RstStream { stream_id, status }).await;
                     return None;
                 }
-                self.last_id.store(u64::from(stream_id), Ordering::Relaxed);
+                self.last_id.store(stream_id, Ordering::Relaxed);
                 let reply = Frame::SynReply {
                     stream_id,
                     flags: 0,
@@ -392,19 +392,21 @@ async fn write_loop<W: AsyncWrite + Unpin>(
 ) {
     let mut deflater = Deflater::default();
     let mut buf = BytesMut::with_capacity(MAX_DATA + 64);
-    while let Some(mut f) = rx.recv().await {
+    // A SYN_REPLY's (empty) header block is compressed here, in write order, so the
+    // client's one decompression context stays in step.
+    let mut encode = |mut f: Frame, buf: &mut BytesMut| {
         if let Frame::SynReply { headers, .. } = &mut f {
             *headers = Bytes::from(deflater.block(&[]));
         }
+        frame::encode(&f, buf);
+    };
+    while let Some(f) = rx.recv().await {
         buf.clear();
-        frame::encode(&f, &mut buf);
+        encode(f, &mut buf);
         // Batch what is already queued into one write.
         while buf.len() < MAX_DATA {
-            let Ok(mut next) = rx.try_recv() else { break };
-            if let Frame::SynReply { headers, .. } = &mut next {
-                *headers = Bytes::from(deflater.block(&[]));
-            }
-            frame::encode(&next, &mut buf);
+            let Ok(next) = rx.try_recv() else { break };
+            encode(next, &mut buf);
         }
         if let Err(error) = async {
             wr.write_all(&buf).await?;

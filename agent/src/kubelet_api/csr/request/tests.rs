@@ -7,11 +7,13 @@ use ring::signature::{ECDSA_P256_SHA256_ASN1, UnparsedPublicKey};
 
 use super::*;
 
-/// One DER element: tag and content. The test walks the request's bytes itself, so that what
-/// it checks is the encoding `build` wrote, not a library's reading of it.
+/// One DER element: tag, content and its whole encoding. The test walks the request's bytes
+/// itself, so that what it checks is the encoding `build` wrote, not a library's reading of it.
 struct Tlv<'a> {
     tag: u8,
     content: &'a [u8],
+    /// Tag, length and content as they stand in the input.
+    encoded: &'a [u8],
 }
 
 /// Reads one element from the front of `buf`; returns it and the rest.
@@ -33,7 +35,15 @@ fn next(buf: &[u8]) -> Option<(Tlv<'_>, &[u8])> {
         return None;
     }
     let (content, rest) = rest.split_at(len);
-    Some((Tlv { tag, content }, rest))
+    let encoded = &buf[..buf.len() - rest.len()];
+    Some((
+        Tlv {
+            tag,
+            content,
+            encoded,
+        },
+        rest,
+    ))
 }
 
 /// All elements of a constructed value's content.
@@ -134,22 +144,9 @@ fn the_request_carries_the_node_subject_its_addresses_and_a_valid_signature() {
     // ecdsa-with-SHA256 over the DER of the request info, by the key in the request.
     assert_eq!(one(alg.content).content, OID_ECDSA_SHA256);
     assert_eq!(sig.content[0], 0, "no unused bits");
-    let info_der = &csr.content[..csr.content.len() - alg_len(alg) - alg_len(sig)];
     UnparsedPublicKey::new(&ECDSA_P256_SHA256_ASN1, key.public_key())
-        .verify(info_der, &sig.content[1..])
+        .verify(info.encoded, &sig.content[1..])
         .expect("the signature verifies");
-}
-
-/// Encoded length of an element (all short or two-byte lengths here).
-fn alg_len(t: &Tlv<'_>) -> usize {
-    let n = t.content.len();
-    1 + if n < 0x80 {
-        1
-    } else if n < 0x100 {
-        2
-    } else {
-        3
-    } + n
 }
 
 #[test]

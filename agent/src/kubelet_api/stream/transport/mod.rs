@@ -90,6 +90,16 @@ pub(crate) fn websocket(
     }
 }
 
+/// The headers of a SPDY/3.1 101 agreeing on `protocol` (a remotecommand or port-forward
+/// version).
+pub(crate) fn spdy_switching_headers(protocol: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("connection", "Upgrade".into()),
+        ("upgrade", "SPDY/3.1".into()),
+        (upgrade::PROTOCOL_HEADER, protocol.into()),
+    ]
+}
+
 /// The headers of a WebSocket 101.
 pub(crate) fn ws_switching_headers(
     protocol: WsProtocol,
@@ -123,11 +133,7 @@ impl Transport {
     /// The headers of the 101.
     pub(crate) fn switching_headers(&self) -> Vec<(&'static str, String)> {
         match self {
-            Self::Spdy(p) => vec![
-                ("connection", "Upgrade".into()),
-                ("upgrade", "SPDY/3.1".into()),
-                (upgrade::PROTOCOL_HEADER, p.as_str().into()),
-            ],
+            Self::Spdy(p) => spdy_switching_headers(p.as_str()),
             Self::WebSocket { protocol, accept } => ws_switching_headers(*protocol, accept),
         }
     }
