@@ -166,9 +166,8 @@ pub(crate) struct Config {
     pub default_termination_grace: Duration,
     /// Pod side: registry credentials source.
     pub pull_credentials: PullCredentials,
-    /// Pod side: prefix of every VM name the agent creates (adoption/GC touch only these).
-    pub vm_name_prefix: String,
-    /// Pod side: VM names from that prefix, built once when the prefix is checked.
+    /// Pod side: VM names from `--vm-name-prefix`, built once when the prefix is checked; its
+    /// prefix starts every VM name the agent creates (adoption/GC touch only these).
     pub vm_naming: VmNaming,
     /// Pod side: number of Pods reconciled concurrently.
     pub pod_concurrency: u16,

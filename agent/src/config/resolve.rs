@@ -11,7 +11,7 @@ use std::{
 };
 
 use super::{Config, ConfigError, DiskThreshold, HostDefaults, Limits, RunArgs, TaintSpec, units};
-use crate::vm_name::VmNaming;
+use crate::vm_name::{DEFAULT_PREFIX, VmNaming};
 
 impl Config {
     /// Fill in the defaults of settings not given and validate. Pure.
@@ -19,20 +19,21 @@ impl Config {
     /// # Errors
     /// [`ConfigError::Invalid`] naming the setting.
     pub(crate) fn resolve(a: RunArgs, host: &HostDefaults) -> Result<Self, ConfigError> {
-        let mut cfg = with_defaults(a, host);
+        let naming = vm_naming(a.vm_name_prefix.as_deref().unwrap_or(DEFAULT_PREFIX))?;
+        let cfg = with_defaults(a, host, naming);
         check_identity(&cfg)?;
         check_capacity(&cfg)?;
         check_heartbeat(&cfg)?;
         check_tart(&cfg)?;
-        cfg.vm_naming = vm_naming(&cfg.vm_name_prefix)?;
         check_pods(&cfg)?;
         check_kubelet_api(&cfg)?;
         Ok(cfg)
     }
 }
 
-/// `a`'s values where given, else the built-in defaults (the ones `--help` states).
-fn with_defaults(a: RunArgs, host: &HostDefaults) -> Config {
+/// `a`'s values where given, else the built-in defaults (the ones `--help` states), with
+/// `vm_naming` built from the checked prefix.
+fn with_defaults(a: RunArgs, host: &HostDefaults, vm_naming: VmNaming) -> Config {
     let secs = Duration::from_secs;
     let port = Limits::default();
     // A value without exactly one '/' leaves the namespace empty, which the checks refuse.
@@ -130,9 +131,7 @@ fn with_defaults(a: RunArgs, host: &HostDefaults) -> Config {
         // Pods.
         default_termination_grace: a.default_termination_grace.unwrap_or(secs(30)),
         pull_credentials: a.pull_credentials.unwrap_or_default(),
-        vm_name_prefix: a.vm_name_prefix.unwrap_or_else(|| "tkl-".into()),
-        // `resolve` replaces it once the prefix is checked.
-        vm_naming: VmNaming::default(),
+        vm_naming,
         pod_concurrency: a.pod_concurrency.unwrap_or(8),
         identity: a.identity.unwrap_or_default(),
         token_refresh_max: a.token_refresh_max.unwrap_or(secs(24 * 3600)),
@@ -287,11 +286,8 @@ fn check_tart(c: &Config) -> Result<(), ConfigError> {
 /// than [`VmNaming::new`], which also leaves room for the UID).
 fn vm_naming(prefix: &str) -> Result<VmNaming, ConfigError> {
     let message = "must be 1-16 characters [A-Za-z0-9._-], not starting with '-' or '.'";
-    ensure(
-        !prefix.is_empty() && prefix.len() <= 16 && tart::VmName::new(format!("{prefix}x")).is_ok(),
-        "--vm-name-prefix",
-        message,
-    )?;
+    // `VmNaming::new` checks that the prefix is not empty and makes valid names.
+    ensure(prefix.len() <= 16, "--vm-name-prefix", message)?;
     VmNaming::new(prefix).map_err(|_| ConfigError::Invalid {
         setting: "--vm-name-prefix",
         message: message.into(),
