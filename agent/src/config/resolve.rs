@@ -95,18 +95,18 @@ fn with_defaults(a: RunArgs, host: &HostDefaults, vm_naming: VmNaming) -> Config
             .cert_dir
             .unwrap_or_else(|| host.home.join(".tart-kubelet").join("pki")),
         // The port's limits: `Limits::default()` holds their defaults.
-        kubelet_api_handshake_timeout: a.kubelet_api_handshake_timeout.unwrap_or(port.handshake),
-        kubelet_api_header_timeout: a.kubelet_api_header_timeout.unwrap_or(port.header),
-        kubelet_api_max_connections: a
-            .kubelet_api_max_connections
-            .unwrap_or(port.max_connections),
-        kubelet_api_max_streams: a.kubelet_api_max_streams.unwrap_or(port.max_streams),
-        kubelet_api_max_log_follows: a
-            .kubelet_api_max_log_follows
-            .unwrap_or(port.max_log_follows),
-        streaming_connection_idle_timeout: a
-            .streaming_connection_idle_timeout
-            .unwrap_or(port.streaming_idle),
+        kubelet_api_limits: Limits {
+            handshake: a.kubelet_api_handshake_timeout.unwrap_or(port.handshake),
+            header: a.kubelet_api_header_timeout.unwrap_or(port.header),
+            max_connections: a
+                .kubelet_api_max_connections
+                .unwrap_or(port.max_connections),
+            max_streams: a.kubelet_api_max_streams.unwrap_or(port.max_streams),
+            max_log_follows: a.kubelet_api_max_log_follows.unwrap_or(port.max_log_follows),
+            streaming_idle: a
+                .streaming_connection_idle_timeout
+                .unwrap_or(port.streaming_idle),
+        },
         // Capacity and pressure.
         vm_slots: a.vm_slots.unwrap_or(2),
         max_pods: a.max_pods.or(a.vm_slots).unwrap_or(2),
@@ -245,29 +245,18 @@ fn check_kubelet_api(c: &Config) -> Result<(), ConfigError> {
         "--tls-cert-file and --tls-private-key-file are given together or not at all",
     )?;
     ensure(c.kubelet_port != 0, "--kubelet-port", "must be 1-65535")?;
+    let l = &c.kubelet_api_limits;
     for (d, setting) in [
-        (
-            c.kubelet_api_handshake_timeout,
-            "--kubelet-api-handshake-timeout",
-        ),
-        (c.kubelet_api_header_timeout, "--kubelet-api-header-timeout"),
-        (
-            c.streaming_connection_idle_timeout,
-            "--streaming-connection-idle-timeout",
-        ),
+        (l.handshake, "--kubelet-api-handshake-timeout"),
+        (l.header, "--kubelet-api-header-timeout"),
+        (l.streaming_idle, "--streaming-connection-idle-timeout"),
     ] {
         ensure(!d.is_zero(), setting, "must be positive")?;
     }
     for (n, setting) in [
-        (
-            c.kubelet_api_max_connections,
-            "--kubelet-api-max-connections",
-        ),
-        (c.kubelet_api_max_streams, "--kubelet-api-max-streams"),
-        (
-            c.kubelet_api_max_log_follows,
-            "--kubelet-api-max-log-follows",
-        ),
+        (l.max_connections, "--kubelet-api-max-connections"),
+        (l.max_streams, "--kubelet-api-max-streams"),
+        (l.max_log_follows, "--kubelet-api-max-log-follows"),
     ] {
         ensure(n >= 1, setting, "must be at least 1")?;
     }

@@ -85,19 +85,7 @@ pub(crate) fn listen(cfg: &Config) -> Listen {
         addr: SocketAddr::new(cfg.kubelet_address, cfg.kubelet_port),
         client_ca: cfg.client_ca_file.clone(),
         node_name: cfg.node_name.clone(),
-        limits: limits(cfg),
-    }
-}
-
-/// PURE: the kubelet port's limits, from the configuration.
-pub(crate) fn limits(cfg: &Config) -> Limits {
-    Limits {
-        handshake: cfg.kubelet_api_handshake_timeout,
-        header: cfg.kubelet_api_header_timeout,
-        max_connections: cfg.kubelet_api_max_connections,
-        max_streams: cfg.kubelet_api_max_streams,
-        max_log_follows: cfg.kubelet_api_max_log_follows,
-        streaming_idle: cfg.streaming_connection_idle_timeout,
+        limits: cfg.kubelet_api_limits,
     }
 }
 
@@ -114,7 +102,7 @@ pub(crate) fn settings(cfg: &Config) -> Option<Settings> {
         client_ca: cfg.client_ca_file.clone(),
         node_name: cfg.node_name.clone(),
         reload_check: RELOAD_CHECK,
-        limits: limits(cfg),
+        limits: cfg.kubelet_api_limits,
     })
 }
 
