@@ -1,5 +1,5 @@
 //! The kubelet port's limits as the configuration sets them (docs/kubelet-api.md "Limits");
-//! the kubelet API (`kubelet_api/limits.rs`, `conns.rs`) applies them.
+//! the kubelet API (`kubelet_api/limits/`, `kubelet_api/conns/`) applies them.
 
 use std::time::Duration;
 

@@ -39,12 +39,12 @@ use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 use tokio::{net::TcpListener, sync::watch, task::JoinHandle};
 use tracing::{Instrument, info_span};
 
-pub(crate) use limits::{LimitMetrics, Limits};
+pub(crate) use limits::LimitMetrics;
 pub(crate) use pods::PodSource;
 pub(crate) use review::{KubeReviewer, Reviewer};
 pub(crate) use tls::{CertFiles, ReloadingCert, TlsError};
 
-use crate::config::Config;
+use crate::config::{Config, Limits};
 
 /// How often the serving certificate files are checked for a change.
 pub(crate) const RELOAD_CHECK: Duration = Duration::from_secs(10);
