@@ -102,7 +102,9 @@ fn with_defaults(a: RunArgs, host: &HostDefaults, vm_naming: VmNaming) -> Config
                 .kubelet_api_max_connections
                 .unwrap_or(port.max_connections),
             max_streams: a.kubelet_api_max_streams.unwrap_or(port.max_streams),
-            max_log_follows: a.kubelet_api_max_log_follows.unwrap_or(port.max_log_follows),
+            max_log_follows: a
+                .kubelet_api_max_log_follows
+                .unwrap_or(port.max_log_follows),
             streaming_idle: a
                 .streaming_connection_idle_timeout
                 .unwrap_or(port.streaming_idle),
