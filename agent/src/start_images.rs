@@ -68,7 +68,7 @@ pub(crate) struct ImageSide {
 /// Start the keeper and the pre-pull task.
 pub(crate) fn start<T: Tart>(d: ImageDeps<T>) -> ImageSide {
     let cfg = &d.cfg;
-    let goldens = Goldens::new(cfg.vm_name_prefix.clone());
+    let goldens = Goldens::new(cfg.vm_naming.prefix());
     let pacer = Pacer::new(
         cfg.tart_home.clone(),
         d.client.clone(),
@@ -104,7 +104,7 @@ pub(crate) fn start<T: Tart>(d: ImageDeps<T>) -> ImageSide {
                 // Keep clear of DiskPressure: its threshold is the floor.
                 min_free_bytes: cfg.disk_pressure.min_free(total),
             },
-            prefix: cfg.vm_name_prefix.clone(),
+            prefix: cfg.vm_naming.prefix().to_owned(),
             scan_deadline: SCAN_DEADLINE,
         },
         metrics: d.metrics.clone(),

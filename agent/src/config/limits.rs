@@ -1,11 +1,11 @@
 //! The kubelet port's limits as the configuration sets them (docs/kubelet-api.md "Limits");
-//! the kubelet API (`kubelet_api/limits.rs`, `conns.rs`) applies them.
+//! the kubelet API (`kubelet_api/limits/`, `kubelet_api/conns/`) applies them.
 
 use std::time::Duration;
 
 /// kubelet's default `streamingConnectionIdleTimeout`: a streaming session with nothing moving
-/// either way for this long is closed.
-const STREAMING_IDLE: Duration = Duration::from_secs(4 * 60 * 60);
+/// either way for this long is closed. The flag's default and the sessions' own default.
+pub(crate) const STREAMING_IDLE: Duration = Duration::from_secs(4 * 60 * 60);
 
 /// What the kubelet port allows, from the configuration; [`Default`] holds the flags' defaults.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

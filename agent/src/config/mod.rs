@@ -21,7 +21,7 @@ mod values;
 use std::path::Path;
 
 pub(crate) use args::RunArgs;
-pub(crate) use limits::Limits;
+pub(crate) use limits::{Limits, STREAMING_IDLE};
 pub(crate) use model::{Config, ConfigError, HostDefaults, Identity, LogFormat, PullCredentials};
 pub(crate) use model::{LABEL_PREFIX, VM_SLOTS_RESOURCE};
 pub(crate) use units::parse_semver;

@@ -9,6 +9,7 @@ use std::{
     time::Duration,
 };
 
+use super::Limits;
 use super::units::{DiskThreshold, TaintSpec};
 
 /// Our label / resource prefix. Only labels under it are ever pruned from the Node.
@@ -96,18 +97,9 @@ pub(crate) struct Config {
     pub client_ca_file: Option<PathBuf>,
     /// Serving key and certificate obtained through the CSR API.
     pub cert_dir: PathBuf,
-    /// Deadline of a kubelet API connection's TLS handshake.
-    pub kubelet_api_handshake_timeout: Duration,
-    /// Deadline of each kubelet API request's headers (also the keep-alive idle timeout).
-    pub kubelet_api_header_timeout: Duration,
-    /// Kubelet API connections open at once.
-    pub kubelet_api_max_connections: usize,
-    /// exec, attach and port-forward sessions at once.
-    pub kubelet_api_max_streams: usize,
-    /// Followed container logs at once.
-    pub kubelet_api_max_log_follows: usize,
-    /// A streaming session idle this long is closed (kubelet's flag of the same name).
-    pub streaming_connection_idle_timeout: Duration,
+    /// The kubelet port's deadlines and caps (`--kubelet-api-*`,
+    /// `--streaming-connection-idle-timeout`).
+    pub kubelet_api_limits: Limits,
     /// Operator labels (validated; `kubernetes.io`/`k8s.io` namespaces refused).
     pub node_labels: BTreeMap<String, String>,
     /// Taint set when the Node is created; `None` = no taint.
@@ -166,9 +158,8 @@ pub(crate) struct Config {
     pub default_termination_grace: Duration,
     /// Pod side: registry credentials source.
     pub pull_credentials: PullCredentials,
-    /// Pod side: prefix of every VM name the agent creates (adoption/GC touch only these).
-    pub vm_name_prefix: String,
-    /// Pod side: VM names from that prefix, built once when the prefix is checked.
+    /// Pod side: VM names from `--vm-name-prefix`, built once when the prefix is checked; its
+    /// prefix starts every VM name the agent creates (adoption/GC touch only these).
     pub vm_naming: VmNaming,
     /// Pod side: number of Pods reconciled concurrently.
     pub pod_concurrency: u16,

@@ -11,7 +11,7 @@ use std::{
 };
 
 use super::{Config, ConfigError, DiskThreshold, HostDefaults, Limits, RunArgs, TaintSpec, units};
-use crate::vm_name::VmNaming;
+use crate::vm_name::{DEFAULT_PREFIX, VmNaming};
 
 impl Config {
     /// Fill in the defaults of settings not given and validate. Pure.
@@ -19,20 +19,21 @@ impl Config {
     /// # Errors
     /// [`ConfigError::Invalid`] naming the setting.
     pub(crate) fn resolve(a: RunArgs, host: &HostDefaults) -> Result<Self, ConfigError> {
-        let mut cfg = with_defaults(a, host);
+        let naming = vm_naming(a.vm_name_prefix.as_deref().unwrap_or(DEFAULT_PREFIX))?;
+        let cfg = with_defaults(a, host, naming);
         check_identity(&cfg)?;
         check_capacity(&cfg)?;
         check_heartbeat(&cfg)?;
         check_tart(&cfg)?;
-        cfg.vm_naming = vm_naming(&cfg.vm_name_prefix)?;
         check_pods(&cfg)?;
         check_kubelet_api(&cfg)?;
         Ok(cfg)
     }
 }
 
-/// `a`'s values where given, else the built-in defaults (the ones `--help` states).
-fn with_defaults(a: RunArgs, host: &HostDefaults) -> Config {
+/// `a`'s values where given, else the built-in defaults (the ones `--help` states), with
+/// `vm_naming` built from the checked prefix.
+fn with_defaults(a: RunArgs, host: &HostDefaults, vm_naming: VmNaming) -> Config {
     let secs = Duration::from_secs;
     let port = Limits::default();
     // A value without exactly one '/' leaves the namespace empty, which the checks refuse.
@@ -94,18 +95,20 @@ fn with_defaults(a: RunArgs, host: &HostDefaults) -> Config {
             .cert_dir
             .unwrap_or_else(|| host.home.join(".tart-kubelet").join("pki")),
         // The port's limits: `Limits::default()` holds their defaults.
-        kubelet_api_handshake_timeout: a.kubelet_api_handshake_timeout.unwrap_or(port.handshake),
-        kubelet_api_header_timeout: a.kubelet_api_header_timeout.unwrap_or(port.header),
-        kubelet_api_max_connections: a
-            .kubelet_api_max_connections
-            .unwrap_or(port.max_connections),
-        kubelet_api_max_streams: a.kubelet_api_max_streams.unwrap_or(port.max_streams),
-        kubelet_api_max_log_follows: a
-            .kubelet_api_max_log_follows
-            .unwrap_or(port.max_log_follows),
-        streaming_connection_idle_timeout: a
-            .streaming_connection_idle_timeout
-            .unwrap_or(port.streaming_idle),
+        kubelet_api_limits: Limits {
+            handshake: a.kubelet_api_handshake_timeout.unwrap_or(port.handshake),
+            header: a.kubelet_api_header_timeout.unwrap_or(port.header),
+            max_connections: a
+                .kubelet_api_max_connections
+                .unwrap_or(port.max_connections),
+            max_streams: a.kubelet_api_max_streams.unwrap_or(port.max_streams),
+            max_log_follows: a
+                .kubelet_api_max_log_follows
+                .unwrap_or(port.max_log_follows),
+            streaming_idle: a
+                .streaming_connection_idle_timeout
+                .unwrap_or(port.streaming_idle),
+        },
         // Capacity and pressure.
         vm_slots: a.vm_slots.unwrap_or(2),
         max_pods: a.max_pods.or(a.vm_slots).unwrap_or(2),
@@ -130,9 +133,7 @@ fn with_defaults(a: RunArgs, host: &HostDefaults) -> Config {
         // Pods.
         default_termination_grace: a.default_termination_grace.unwrap_or(secs(30)),
         pull_credentials: a.pull_credentials.unwrap_or_default(),
-        vm_name_prefix: a.vm_name_prefix.unwrap_or_else(|| "tkl-".into()),
-        // `resolve` replaces it once the prefix is checked.
-        vm_naming: VmNaming::default(),
+        vm_naming,
         pod_concurrency: a.pod_concurrency.unwrap_or(8),
         identity: a.identity.unwrap_or_default(),
         token_refresh_max: a.token_refresh_max.unwrap_or(secs(24 * 3600)),
@@ -246,29 +247,18 @@ fn check_kubelet_api(c: &Config) -> Result<(), ConfigError> {
         "--tls-cert-file and --tls-private-key-file are given together or not at all",
     )?;
     ensure(c.kubelet_port != 0, "--kubelet-port", "must be 1-65535")?;
+    let l = &c.kubelet_api_limits;
     for (d, setting) in [
-        (
-            c.kubelet_api_handshake_timeout,
-            "--kubelet-api-handshake-timeout",
-        ),
-        (c.kubelet_api_header_timeout, "--kubelet-api-header-timeout"),
-        (
-            c.streaming_connection_idle_timeout,
-            "--streaming-connection-idle-timeout",
-        ),
+        (l.handshake, "--kubelet-api-handshake-timeout"),
+        (l.header, "--kubelet-api-header-timeout"),
+        (l.streaming_idle, "--streaming-connection-idle-timeout"),
     ] {
         ensure(!d.is_zero(), setting, "must be positive")?;
     }
     for (n, setting) in [
-        (
-            c.kubelet_api_max_connections,
-            "--kubelet-api-max-connections",
-        ),
-        (c.kubelet_api_max_streams, "--kubelet-api-max-streams"),
-        (
-            c.kubelet_api_max_log_follows,
-            "--kubelet-api-max-log-follows",
-        ),
+        (l.max_connections, "--kubelet-api-max-connections"),
+        (l.max_streams, "--kubelet-api-max-streams"),
+        (l.max_log_follows, "--kubelet-api-max-log-follows"),
     ] {
         ensure(n >= 1, setting, "must be at least 1")?;
     }
@@ -287,11 +277,8 @@ fn check_tart(c: &Config) -> Result<(), ConfigError> {
 /// than [`VmNaming::new`], which also leaves room for the UID).
 fn vm_naming(prefix: &str) -> Result<VmNaming, ConfigError> {
     let message = "must be 1-16 characters [A-Za-z0-9._-], not starting with '-' or '.'";
-    ensure(
-        !prefix.is_empty() && prefix.len() <= 16 && tart::VmName::new(format!("{prefix}x")).is_ok(),
-        "--vm-name-prefix",
-        message,
-    )?;
+    // `VmNaming::new` checks that the prefix is not empty and makes valid names.
+    ensure(prefix.len() <= 16, "--vm-name-prefix", message)?;
     VmNaming::new(prefix).map_err(|_| ConfigError::Invalid {
         setting: "--vm-name-prefix",
         message: message.into(),

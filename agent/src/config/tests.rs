@@ -65,10 +65,10 @@ fn defaults_follow_kubelet_conventions() {
     assert_eq!(c.pull_credentials, PullCredentials::PodSecrets);
     // kubelet's streamingConnectionIdleTimeout; the kubelet port's other limits as documented.
     assert_eq!(
-        c.streaming_connection_idle_timeout,
+        c.kubelet_api_limits.streaming_idle,
         Duration::from_secs(4 * 3600)
     );
-    assert_eq!(crate::kubelet_api::limits(&c), Limits::default());
+    assert_eq!(c.kubelet_api_limits, Limits::default());
 }
 
 #[test]

@@ -39,12 +39,12 @@ use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 use tokio::{net::TcpListener, sync::watch, task::JoinHandle};
 use tracing::{Instrument, info_span};
 
-pub(crate) use limits::{LimitMetrics, Limits};
+pub(crate) use limits::LimitMetrics;
 pub(crate) use pods::PodSource;
 pub(crate) use review::{KubeReviewer, Reviewer};
 pub(crate) use tls::{CertFiles, ReloadingCert, TlsError};
 
-use crate::config::Config;
+use crate::config::{Config, Limits};
 
 /// How often the serving certificate files are checked for a change.
 pub(crate) const RELOAD_CHECK: Duration = Duration::from_secs(10);
@@ -85,19 +85,7 @@ pub(crate) fn listen(cfg: &Config) -> Listen {
         addr: SocketAddr::new(cfg.kubelet_address, cfg.kubelet_port),
         client_ca: cfg.client_ca_file.clone(),
         node_name: cfg.node_name.clone(),
-        limits: limits(cfg),
-    }
-}
-
-/// PURE: the kubelet port's limits, from the configuration.
-pub(crate) fn limits(cfg: &Config) -> Limits {
-    Limits {
-        handshake: cfg.kubelet_api_handshake_timeout,
-        header: cfg.kubelet_api_header_timeout,
-        max_connections: cfg.kubelet_api_max_connections,
-        max_streams: cfg.kubelet_api_max_streams,
-        max_log_follows: cfg.kubelet_api_max_log_follows,
-        streaming_idle: cfg.streaming_connection_idle_timeout,
+        limits: cfg.kubelet_api_limits,
     }
 }
 
@@ -114,7 +102,7 @@ pub(crate) fn settings(cfg: &Config) -> Option<Settings> {
         client_ca: cfg.client_ca_file.clone(),
         node_name: cfg.node_name.clone(),
         reload_check: RELOAD_CHECK,
-        limits: limits(cfg),
+        limits: cfg.kubelet_api_limits,
     })
 }
 

@@ -16,10 +16,11 @@ use tracing::{Instrument, debug, debug_span, warn};
 use super::{
     conns::{Conns, Evicted},
     context, handler,
-    limits::{Limit, LimitMetrics, Limits},
+    limits::{Limit, LimitMetrics},
     review::UserInfo,
     x509,
 };
+use crate::config::Limits;
 
 /// The most a connection buffers while reading a request (hyper's smallest allowed is 8 KiB):
 /// request headers beyond it are refused (`431`). kubelet allows 1 MiB of headers; the API

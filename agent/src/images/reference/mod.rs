@@ -159,7 +159,7 @@ impl fmt::Display for ImageRef {
 /// The cache names (`host/repo:tag`, `host/repo@sha256:…`) of every container image these
 /// Pods use: what the disk budget must never evict. Unparsable images name nothing cached.
 pub(crate) fn cache_names(
-    pods: &[k8s_openapi::api::core::v1::Pod],
+    pods: &[std::sync::Arc<k8s_openapi::api::core::v1::Pod>],
 ) -> std::collections::BTreeSet<String> {
     pods.iter()
         .filter_map(|p| p.spec.as_ref())

@@ -1,4 +1,5 @@
-//! The kubelet port's limits (docs/kubelet-api.md "Limits"): deadlines for a connection's TLS
+//! The kubelet port's limits (docs/kubelet-api.md "Limits"; their values are
+//! [`crate::config::Limits`]): deadlines for a connection's TLS
 //! handshake and request headers, a cap on open connections (`conns.rs` applies it),
 //! caps on concurrent streaming sessions and followed logs ([`Slots`]), and the streaming
 //! idle timeout. A request over a session cap gets `429`; what the connection cap does is
@@ -13,7 +14,6 @@ use prometheus_client::{
 };
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-pub(crate) use crate::config::Limits;
 use crate::metrics::register;
 
 /// Which limit refused or closed something (`limit` label).

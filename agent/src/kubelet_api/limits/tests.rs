@@ -15,14 +15,6 @@ fn a_slot_is_given_back_when_dropped_and_refusals_are_counted() {
 }
 
 #[test]
-fn the_configured_idle_default_is_the_sessions_default() {
-    assert_eq!(
-        Limits::default().streaming_idle,
-        super::super::stream::remotecommand::session::IDLE
-    );
-}
-
-#[test]
 fn every_limit_is_exposed() {
     let mut reg = Registry::default();
     let m = LimitMetrics::register(&mut reg);

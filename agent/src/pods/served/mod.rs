@@ -37,11 +37,11 @@ impl ServedPods {
         &self.running
     }
 
-    /// The Pods, once the controller's watch has listed them; `None` before (an empty answer
-    /// then would mean "no Pods" when it only means "not known yet").
-    pub(crate) fn synced_pods(&self) -> Option<Vec<Pod>> {
+    /// The Pods, shared with the store, once the controller's watch has listed them; `None`
+    /// before (an empty answer then would mean "no Pods" when it only means "not known yet").
+    pub(crate) fn synced_pods(&self) -> Option<Vec<Arc<Pod>>> {
         let store = self.store.get()?;
-        listed(store).then(|| store.state().iter().map(|p| (**p).clone()).collect())
+        listed(store).then(|| store.state())
     }
 }
 

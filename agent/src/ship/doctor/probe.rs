@@ -92,7 +92,7 @@ pub(crate) async fn foreign_running_vms(
         .flatten()
         .filter(|vm| vm["State"].as_str() == Some("running"))
         .filter_map(|vm| vm["Name"].as_str())
-        .filter(|n| !n.starts_with(&cfg.vm_name_prefix))
+        .filter(|n| !n.starts_with(cfg.vm_naming.prefix()))
         .map(str::to_string)
         .collect())
 }

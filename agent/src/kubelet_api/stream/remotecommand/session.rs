@@ -30,8 +30,9 @@ use spdy::conn::{Closed, Conn, MAX_DATA, StreamTx};
 /// How long the client has to open every stream (kubelet's `streamCreationTimeout`).
 pub(crate) const STREAM_CREATION: Duration = Duration::from_secs(30);
 /// A connection with no frame either way for this long is closed (kubelet's
-/// `streamingConnectionIdleTimeout`); `--streaming-connection-idle-timeout` sets it.
-pub(crate) const IDLE: Duration = Duration::from_secs(4 * 60 * 60);
+/// `streamingConnectionIdleTimeout`); `--streaming-connection-idle-timeout` sets it, with this
+/// as its default.
+pub(crate) use crate::config::STREAMING_IDLE as IDLE;
 /// After the command exited: how long its output may still take to drain, and then how long
 /// the client gets to hang up after GOAWAY or Close.
 pub(crate) const DRAIN: Duration = Duration::from_secs(5);

@@ -2,28 +2,24 @@
 //! starts (or is adopted) and the listing ends with the run, so exec asks the workers, not the
 //! Pod statuses they wrote, whether a VM runs.
 
-use std::{collections::BTreeMap, sync::Arc};
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex, MutexGuard, PoisonError},
+};
 
 use tart::VmName;
-use tokio::sync::watch;
 
-/// The shared view, each VM with the number of its live listings (a listing replaced by the
-/// next one of the same VM never unlists it); clones share it.
-#[derive(Clone)]
-pub(crate) struct RunningVms(Arc<watch::Sender<BTreeMap<VmName, usize>>>);
-
-impl Default for RunningVms {
-    fn default() -> Self {
-        Self(Arc::new(watch::Sender::new(BTreeMap::new())))
-    }
-}
+/// The shared view, each VM with the number of its live listings (a worker lists its next run
+/// before the previous one's listing is dropped, and that drop must not unlist the VM); clones
+/// share it.
+#[derive(Clone, Default)]
+pub(crate) struct RunningVms(Arc<Mutex<HashMap<VmName, usize>>>);
 
 impl RunningVms {
     /// Lists `vm` as running until the returned guard is dropped.
     #[must_use = "the VM is listed only while the guard lives"]
     pub(crate) fn started(&self, vm: &VmName) -> RunListing {
-        self.0
-            .send_modify(|vms| *vms.entry(vm.clone()).or_default() += 1);
+        *self.lock().entry(vm.clone()).or_default() += 1;
         RunListing {
             vms: self.clone(),
             vm: vm.clone(),
@@ -32,7 +28,13 @@ impl RunningVms {
 
     /// Whether a worker holds `vm`'s run.
     pub(crate) fn contains(&self, vm: &VmName) -> bool {
-        self.0.borrow().contains_key(vm)
+        self.lock().contains_key(vm)
+    }
+
+    /// The counts; a panic elsewhere while holding the lock leaves them consistent (every
+    /// update is a single step), so a poisoned lock is used as is.
+    fn lock(&self) -> MutexGuard<'_, HashMap<VmName, usize>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -45,14 +47,13 @@ pub(crate) struct RunListing {
 
 impl Drop for RunListing {
     fn drop(&mut self) {
-        self.vms.0.send_modify(|vms| {
-            if let Some(n) = vms.get_mut(&self.vm) {
-                *n -= 1;
-                if *n == 0 {
-                    vms.remove(&self.vm);
-                }
+        let mut vms = self.vms.lock();
+        if let Some(n) = vms.get_mut(&self.vm) {
+            *n -= 1;
+            if *n == 0 {
+                vms.remove(&self.vm);
             }
-        });
+        }
     }
 }
 
