@@ -97,7 +97,7 @@ impl VmNaming {
 }
 
 /// The default prefix's naming, for tests: the agent's one naming is built from the checked
-/// `--vm-name-prefix` ([`crate::config::Config::vm_naming`]).
+/// `--vm-name-prefix` by the configuration (`Config::vm_naming`).
 #[cfg(test)]
 impl Default for VmNaming {
     fn default() -> Self {

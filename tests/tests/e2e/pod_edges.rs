@@ -89,8 +89,9 @@ async fn a_pod_past_its_active_deadline_fails_and_its_vm_is_stopped() {
     let mut env = Env::new("deadline", knobs(), &[]).await;
     env.start_agent();
     let mut pod = env.pod("deadline");
-    // Long enough for the VM to start first on a loaded machine (pull, golden, clone, run).
-    pod.spec.as_mut().unwrap().active_deadline_seconds = Some(8);
+    // Long enough for the VM to start first (pull, golden, clone, run) while the rest of the
+    // suite runs beside it, 4 tests at a time: 8 s was not, once in a whole-suite run.
+    pod.spec.as_mut().unwrap().active_deadline_seconds = Some(15);
     let created = env.create(&pod).await;
     let p = env
         .wait_pod("deadline", "Failed", |p| phase(p) == "Failed")
