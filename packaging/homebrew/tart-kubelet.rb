@@ -1,11 +1,13 @@
 # Homebrew formula for tart-kubelet (a tap formula: `brew install <org>/tools/tart-kubelet`).
-# Release automation replaces `url`/`sha256` with the release tarball, which contains
-# `tart-kubelet` (aarch64-apple-darwin, cross-built with cargo-zigbuild), `config.example.toml`,
-# `rbac.yaml` and `launchd/`. See docs/install.md.
+# scripts/release renders it into dist/ with the release tarball's homepage, url, version and
+# sha256 (the values below are the template's). The tarball's layout is listed in
+# scripts/release; `install` puts each of its files in exactly one place (checked by
+# tests/tests/e2e/ship_release.rs). See docs/install.md.
 class TartKubelet < Formula
   desc "Virtual kubelet that registers a Mac as a Kubernetes Node and runs Pods as Tart VMs"
   homepage "https://example.invalid/tart-kubelet"
-  url "https://example.invalid/tart-kubelet/releases/download/v0.1.0/tart-kubelet-0.1.0-aarch64-apple-darwin.tar.gz"
+  url "https://example.invalid/tart-kubelet/releases/download/v0.1.0/tart-kubelet-0.1.0-darwin-arm64.tar.gz"
+  version "0.1.0"
   sha256 "0000000000000000000000000000000000000000000000000000000000000000"
   license "Apache-2.0"
 
@@ -14,11 +16,14 @@ class TartKubelet < Formula
   depends_on :macos
   depends_on "cirruslabs/cli/tart"
 
+  # Each file of the tarball is installed exactly once (`install` moves it).
   def install
     bin.install "tart-kubelet"
     # Homebrew keeps an existing etc file and writes the new one next to it as .default.
     (etc/"tart-kubelet").install "config.example.toml" => "config.toml"
-    pkgshare.install "config.example.toml", "rbac.yaml", "launchd"
+    # The guest launcher and its plist (baked into guest images), the cluster's manifests,
+    # the launchd templates and the monitoring files (alerts, their tests, the dashboard).
+    pkgshare.install "guest", "kubernetes", "launchd", "monitoring"
     (var/"log/tart-kubelet").mkpath
   end
 
@@ -46,7 +51,9 @@ class TartKubelet < Formula
          without stopping VMs):
            sudo #{opt_bin}/tart-kubelet install --user "$(whoami)" \\
              --binary #{opt_bin}/tart-kubelet --config #{etc}/tart-kubelet/config.toml
-      RBAC for the cluster: #{pkgshare}/rbac.yaml. Guide: docs/install.md.
+      RBAC for the cluster: #{pkgshare}/kubernetes/rbac.yaml. Guest launcher for the images:
+      #{pkgshare}/guest. Alerts and dashboard: #{pkgshare}/monitoring. Guide: docs/install.md.
+      To remove the agent from this Mac: docs/operations.md, "Decommissioning a Mac".
     EOS
   end
 

@@ -15,7 +15,7 @@ fn pkg_build_script_refuses_to_run_off_macos() {
     }
     let out = Command::new("bash")
         .arg(repo().join("packaging/pkg/build.sh"))
-        .args(["/nonexistent/tart-kubelet", "0.1.0"])
+        .arg("/nonexistent/tart-kubelet-0.1.0-darwin-arm64.tar.gz")
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
@@ -31,8 +31,10 @@ fn every_shell_script_passes_shellcheck() {
     let mut scripts = vec![
         repo().join(".ci/run"),
         repo().join("scripts/sandbox"),
+        repo().join("scripts/release"),
         repo().join("packaging/pkg/build.sh"),
         repo().join("packaging/pkg/scripts/postinstall"),
+        repo().join("packaging/pkg/uninstall"),
         repo().join("packaging/guest/tart-guest-launcher"),
     ];
     for e in std::fs::read_dir(repo().join("tests/cluster")).unwrap() {
@@ -64,7 +66,7 @@ fn homebrew_formula_service_runs_the_agent_with_its_config_file() {
         "throttle_interval 10",
         "process_type :interactive",
         "depends_on arch: :arm64",
-        r#"pkgshare.install "config.example.toml", "rbac.yaml", "launchd""#,
+        r#"pkgshare.install "guest", "kubernetes", "launchd", "monitoring""#,
     ] {
         assert!(f.contains(needle), "formula lacks {needle}");
     }
