@@ -59,15 +59,34 @@ pub(crate) struct InstallArgs {
     pub job: JobControl,
 }
 
-/// `tart-kubelet uninstall`: `launchctl bootout` the job, wait until it is gone, remove the plist.
+/// `tart-kubelet uninstall`: `launchctl bootout` the job, wait until it is gone, remove the
+/// plist; with `--purge`, then remove what the agent created on this Mac.
 #[derive(clap::Args, Debug, Clone)]
 pub(crate) struct UninstallArgs {
+    /// The agent's own options (same as `run`): with `--purge`, the configuration whose paths
+    /// are removed (`--config`, default the installed one).
+    #[command(flatten)]
+    pub run: crate::config::RunArgs,
     /// LaunchDaemon (default) or LaunchAgent.
     #[arg(long, value_enum, default_value_t = plist::Variant::Daemon)]
     pub variant: plist::Variant,
-    /// The console user (only needed for --variant agent, to find gui/<uid>).
+    /// The console user the agent ran as (for --variant agent, to find gui/<uid>; with
+    /// --purge, whose home the configuration's defaults are under); default as for install.
     #[arg(long, value_name = "USER")]
     pub user: Option<String>,
+    /// With --purge: that user's home directory; default: from the user database.
+    #[arg(long, value_name = "DIR")]
+    pub home: Option<PathBuf>,
+    /// With --purge: launchd's log directory, if install was given --log-dir.
+    #[arg(long, value_name = "DIR")]
+    pub log_dir: Option<PathBuf>,
+    /// Also stop and delete the agent's VMs and golden bases and remove its guest
+    /// directories, serving keys, logs and state (the OCI cache stays).
+    #[arg(long)]
+    pub purge: bool,
+    /// With --purge: also remove the OCI image cache ($TART_HOME/cache/OCIs).
+    #[arg(long, requires = "purge")]
+    pub purge_images: bool,
     /// launchd job label (also the plist file stem).
     #[arg(long, default_value = plist::DEFAULT_LABEL)]
     pub label: String,

@@ -15,7 +15,9 @@ use tokio::time::{Instant, timeout};
 use super::launchctl::{self, Domain, InstallPlanInput, Step};
 use super::plist::{self, PlistSpec};
 use super::{InstallArgs, UninstallArgs, Variant};
-use crate::config::Config;
+use crate::config::{Config, HostDefaults};
+
+mod purge;
 
 /// The config file the job is started with when `--config` is not given (Homebrew's etc on
 /// Apple silicon; packaging/homebrew installs the example there).
@@ -57,6 +59,19 @@ fn domain(v: Variant, uid: Option<u32>) -> anyhow::Result<Domain> {
     })
 }
 
+/// The directory of launchd's StandardOutPath/StandardErrorPath: `--log-dir`, else the
+/// directory of the agent's log file, else `<home>/Library/Logs/tart-kubelet`.
+pub(crate) fn launchd_log_dir(arg: Option<&Path>, cfg: &Config, home: &Path) -> PathBuf {
+    match (arg, &cfg.log_file) {
+        (Some(d), _) => d.to_path_buf(),
+        (None, Some(f)) => f
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| home.to_path_buf()),
+        (None, None) => home.join("Library/Logs/tart-kubelet"),
+    }
+}
+
 /// Pure: arguments + configuration + host facts -> the plist spec and the plan.
 ///
 /// # Errors
@@ -80,14 +95,7 @@ pub(crate) fn resolve_install(
         .map(abs)
         .unwrap_or_else(|| PathBuf::from(DEFAULT_CONFIG_PATH));
     let home = args.home.clone().unwrap_or_else(|| host.home.clone());
-    let log_dir = match (&args.log_dir, &cfg.log_file) {
-        (Some(d), _) => d.clone(),
-        (None, Some(f)) => f
-            .parent()
-            .map(Path::to_path_buf)
-            .unwrap_or_else(|| home.clone()),
-        (None, None) => home.join("Library/Logs/tart-kubelet"),
-    };
+    let log_dir = launchd_log_dir(args.log_dir.as_deref(), cfg, &home);
     let spec = PlistSpec {
         variant: args.variant,
         label: args.label.clone(),
@@ -206,8 +214,10 @@ pub(crate) async fn install(args: &InstallArgs, cfg: &Config) -> anyhow::Result<
 /// `tart-kubelet uninstall`.
 ///
 /// # Errors
-/// Anything that stops the uninstall.
+/// Anything that stops the uninstall; a purge that would remove something not the agent's is
+/// refused before anything is changed.
 pub(crate) async fn uninstall(args: &UninstallArgs, _cfg: &Config) -> anyhow::Result<ExitCode> {
+    let purge = args.purge.then(|| purge_plan(args)).transpose()?;
     let uid = match args.variant {
         Variant::Daemon => None,
         Variant::Agent => host_facts(args.user.as_deref(), None)?.uid,
@@ -228,12 +238,49 @@ pub(crate) async fn uninstall(args: &UninstallArgs, _cfg: &Config) -> anyhow::Re
             "# tart-kubelet uninstall --dry-run: nothing was changed. Plan:\n{}",
             launchctl::render_plan(&steps)
         );
+        if let Some((plan, cfg)) = &purge {
+            print!("{}", purge::render(plan, &cfg.tart_home));
+        }
         return Ok(ExitCode::SUCCESS);
     }
     preflight(&args.job.launchctl)?;
     execute(&steps, &args.job.launchctl).await?;
     println!("uninstalled {}", args.label);
+    if let Some((plan, cfg)) = &purge {
+        purge::purge(plan, cfg).await?;
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The configuration `uninstall --purge` works from (its own `--config`, else the installed
+/// one), resolved against the agent user's home, and the purge it decides.
+fn purge_plan(args: &UninstallArgs) -> anyhow::Result<(purge::PurgePlan, Config)> {
+    let facts = host_facts(args.user.as_deref(), args.home.as_deref())?;
+    let mut run = args.run.clone();
+    if run.config.is_none() {
+        let installed = Path::new(DEFAULT_CONFIG_PATH);
+        if !installed.is_file() {
+            bail!(
+                "uninstall --purge removes the paths the agent's configuration names: pass --config (no {DEFAULT_CONFIG_PATH})"
+            );
+        }
+        run.config = Some(installed.to_path_buf());
+    }
+    let host = HostDefaults {
+        home: facts.home.clone(),
+        ..HostDefaults::detect()
+    };
+    let cfg = Config::load(run.clone(), &host)?;
+    let log_dir = launchd_log_dir(args.log_dir.as_deref(), &cfg, &facts.home);
+    let config_file = run.config.as_deref().map(|f| facts.cwd.join(f));
+    let plan = purge::plan(&purge::PurgeInput {
+        cfg: &cfg,
+        home: &facts.home,
+        config_file: config_file.as_deref(),
+        launchd_log_dir: &log_dir,
+        images: args.purge_images,
+    })?;
+    Ok((plan, cfg))
 }
 
 fn preflight(launchctl: &Path) -> anyhow::Result<()> {

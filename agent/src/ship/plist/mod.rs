@@ -31,6 +31,10 @@ impl Variant {
 
 /// Default job label; the plist file is `<label>.plist`.
 pub(crate) const DEFAULT_LABEL: &str = "dev.tart-kubelet.agent";
+/// File name of launchd's StandardOutPath in the job's log directory.
+pub(crate) const STDOUT_LOG: &str = "launchd.stdout.log";
+/// File name of launchd's StandardErrorPath in the job's log directory.
+pub(crate) const STDERR_LOG: &str = "launchd.stderr.log";
 /// Default `ExitTimeOut`: the agent's own shutdown (final Node status, in-flight tart
 /// commands reaching their deadlines) must fit; launchd's 20 s default is too short.
 pub(crate) const DEFAULT_EXIT_TIMEOUT_SECS: u32 = 120;
@@ -139,12 +143,12 @@ impl PlistSpec {
 
     /// launchd's StandardOutPath.
     pub(crate) fn stdout_path(&self) -> PathBuf {
-        self.log_dir.join("launchd.stdout.log")
+        self.log_dir.join(STDOUT_LOG)
     }
 
     /// launchd's StandardErrorPath.
     pub(crate) fn stderr_path(&self) -> PathBuf {
-        self.log_dir.join("launchd.stderr.log")
+        self.log_dir.join(STDERR_LOG)
     }
 }
 
