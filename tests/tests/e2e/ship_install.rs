@@ -327,3 +327,229 @@ fn uninstall_unloads_removes_the_plist_and_is_idempotent() {
         "{again:?}"
     );
 }
+
+// === uninstall --purge on a fake-tart home ===
+
+const FT: &str = env!("CARGO_BIN_EXE_fake-tart");
+const POD_VM_RUNNING: &str = "tkl-0f6c7a1e-2b6d-4f0e-9a51-0c1d2e3f4a5b";
+const POD_VM_STOPPED: &str = "tkl-6a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d";
+const GOLDEN: &str = "tkl-golden-0123456789abcdef0123456789abc";
+/// Local VMs the agent did not create: one with another name, one with the prefix but no UUID.
+const NOT_OURS: [&str; 2] = ["macos-sequoia-base", "tkl-hand-made"];
+
+/// The Mac of an installed agent: a fake-tart home with the agent's VMs (one running) and two
+/// that are not its, a cached image, and the agent's directories and files under a user home.
+struct Mac {
+    stage: Stage,
+    tart: tart_kubelet_tests::fake::FakeHome,
+    run: tokio::process::Child,
+}
+
+impl Mac {
+    async fn new() -> Mac {
+        use tart_kubelet_tests::fake::{FakeHome, ImageKnob, Knobs};
+        let stage = Stage::new();
+        let tart = FakeHome::new().unwrap();
+        tart.set_knobs(
+            &Knobs::new()
+                .with_latency_scale(0.001)
+                .with_image("default", ImageKnob::sized(0.01, 20)),
+        )
+        .unwrap();
+        let pull = tart
+            .tart(FT, &["pull", "ghcr.io/acme/macos:1"])
+            .await
+            .unwrap();
+        assert_eq!(pull.code, Some(0), "{}", pull.stderr);
+        for vm in [POD_VM_RUNNING, POD_VM_STOPPED, GOLDEN]
+            .iter()
+            .chain(&NOT_OURS)
+        {
+            tart.create_vm(vm).unwrap();
+        }
+        let run = tart
+            .command(FT)
+            .args(["run", POD_VM_RUNNING, "--no-graphics"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        assert!(
+            tart_kubelet_tests::fake::poll_until(std::time::Duration::from_secs(10), || tart
+                .run_record(POD_VM_RUNNING)
+                .is_some())
+            .await,
+            "the VM never ran"
+        );
+        let home = Path::new(&stage.p("home")).to_path_buf();
+        for f in [
+            ".tart-kubelet/guest/tkl-0f6c7a1e-2b6d-4f0e-9a51-0c1d2e3f4a5b/control/env/TOKEN",
+            ".tart-kubelet/vm-logs/tkl-0f6c7a1e-2b6d-4f0e-9a51-0c1d2e3f4a5b.log",
+            ".tart-kubelet/pod-logs/default_p_0f6c7a1e-2b6d-4f0e-9a51-0c1d2e3f4a5b/main/0.log",
+            ".tart-kubelet/pki/kubelet-server-current.pem",
+            "Library/Logs/tart-kubelet/agent.log",
+            "Library/Logs/tart-kubelet/agent.log.1",
+            "Library/Logs/tart-kubelet/launchd.stderr.log",
+            ".kube/tart-kubelet.kubeconfig",
+        ] {
+            let p = home.join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, "x").unwrap();
+        }
+        std::fs::write(
+            stage.p("agent.toml"),
+            format!(
+                "tart_program = {FT:?}\ntart_home = {:?}\nkubeconfig = {:?}\nlog_file = {:?}\n",
+                tart.path(),
+                home.join(".kube/tart-kubelet.kubeconfig"),
+                home.join("Library/Logs/tart-kubelet/agent.log"),
+            ),
+        )
+        .unwrap();
+        Mac { stage, tart, run }
+    }
+
+    fn home(&self, rel: &str) -> PathBuf {
+        Path::new(&self.stage.p("home")).join(rel)
+    }
+
+    fn uninstall(&self, extra: &[&str]) -> Output {
+        let (config, home) = (self.stage.p("agent.toml"), self.stage.p("home"));
+        let mut args = vec!["--purge", "--config", &config, "--user", "root"];
+        args.extend(["--home", &home]);
+        args.extend_from_slice(extra);
+        self.stage.run("uninstall", &args, 2)
+    }
+
+    fn cache(&self) -> PathBuf {
+        self.tart.path().join("cache/OCIs")
+    }
+}
+
+#[tokio::test]
+async fn purge_removes_the_agents_vms_and_files_and_nothing_else() {
+    if !is_root() {
+        eprintln!("skipped: the executor chowns the plist to root and needs root");
+        return;
+    }
+    let mut mac = Mac::new().await;
+    ok(mac.stage.run("install", &[], 2));
+    let out = ok(mac.uninstall(&[]));
+
+    // The job first, then the VMs: the running one was stopped, then deleted.
+    assert!(
+        out.starts_with("uninstalled dev.tart-kubelet.agent\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("removed VM {POD_VM_RUNNING} (stopped first)\n")),
+        "{out}"
+    );
+    for vm in [POD_VM_RUNNING, POD_VM_STOPPED, GOLDEN] {
+        assert!(!mac.tart.vm_exists(vm), "{vm} left behind");
+        assert!(out.contains(&format!("removed VM {vm}")), "{out}");
+    }
+    let exit = tokio::time::timeout(std::time::Duration::from_secs(15), mac.run.wait())
+        .await
+        .expect("tart run still alive")
+        .unwrap();
+    assert!(exit.success(), "{exit:?}");
+    for vm in NOT_OURS {
+        assert!(mac.tart.vm_exists(vm), "{vm} was not the agent's");
+    }
+    assert!(
+        out.contains("kept    2 local VM(s) not named by this agent"),
+        "{out}"
+    );
+
+    for gone in [
+        ".tart-kubelet",
+        "Library/Logs/tart-kubelet/agent.log",
+        "Library/Logs/tart-kubelet/agent.log.1",
+        "Library/Logs/tart-kubelet",
+    ] {
+        assert!(!mac.home(gone).exists(), "{gone} left behind\n{out}");
+    }
+    assert!(mac.home(".kube/tart-kubelet.kubeconfig").is_file());
+    assert!(Path::new(&mac.stage.p("agent.toml")).is_file());
+    assert!(
+        mac.cache().join("ghcr.io/acme/macos").is_dir(),
+        "cache removed without the flag"
+    );
+    assert!(out.contains("kept    OCI image cache"), "{out}");
+
+    // Again with --purge-images: the cache goes, nothing else of the agent is left, the other
+    // VMs stay.
+    let out = ok(mac.uninstall(&["--purge-images"]));
+    assert!(!mac.cache().exists(), "{out}");
+    assert!(out.contains("removed OCI image cache"), "{out}");
+    assert!(!out.contains("removed VM"), "{out}");
+    assert!(out.contains("absent  guest directories"), "{out}");
+    for vm in NOT_OURS {
+        assert!(mac.tart.vm_exists(vm));
+    }
+}
+
+#[tokio::test]
+async fn purge_refuses_a_configuration_naming_home_and_changes_nothing() {
+    if !is_root() {
+        eprintln!("skipped: the executor chowns the plist to root and needs root");
+        return;
+    }
+    let mac = Mac::new().await;
+    ok(mac.stage.run("install", &[], 2));
+    let calls = mac.stage.calls().len();
+    let out = mac.uninstall(&["--pod-log-dir", &mac.stage.p("home")]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("refusing to purge, nothing was removed: pod_log_dir")
+            && err.contains("is $HOME"),
+        "{err}"
+    );
+    // Not even the job was touched.
+    assert_eq!(mac.stage.calls().len(), calls);
+    assert!(Path::new(&mac.stage.p("LaunchDaemons/dev.tart-kubelet.agent.plist")).exists());
+    assert!(mac.tart.vm_exists(POD_VM_STOPPED));
+    assert!(mac.home(".tart-kubelet/guest").is_dir());
+}
+
+#[test]
+fn purge_dry_run_lists_what_it_would_remove_and_keep() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("agent.toml");
+    std::fs::write(&cfg, "vm_name_prefix = \"mac1-\"\n").unwrap();
+    let out = ok(agent(&[
+        "uninstall",
+        "--dry-run",
+        "--purge",
+        "--purge-images",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--user",
+        "admin",
+        "--home",
+        "/Users/admin",
+    ])
+    .output()
+    .unwrap());
+    for want in [
+        "3. rm -f /Library/LaunchDaemons/dev.tart-kubelet.agent.plist\npurge:\n",
+        "- stop, then delete, every local VM named mac1-<pod uid> or mac1-golden-<digest hex> in TART_HOME /Users/admin/.tart\n",
+        "- rm -rf /Users/admin/.tart-kubelet/guest (guest directories (Secret values))\n",
+        "- rm -rf /Users/admin/.tart/cache/OCIs (OCI image cache)\n",
+        &format!("- keep {} (configuration file)\n", cfg.display()),
+    ] {
+        assert!(out.contains(want), "{want:?} not in\n{out}");
+    }
+}
+
+#[test]
+fn purge_images_without_purge_is_a_usage_error() {
+    let out = agent(&["uninstall", "--dry-run", "--purge-images"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--purge"));
+}
