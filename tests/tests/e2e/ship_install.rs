@@ -2,7 +2,9 @@
 //! the real executor (run against a stand-in `launchctl` that behaves like launchd: `bootout`
 //! returns before the job is gone and `bootstrap` fails with "5: Input/output error" while it
 //! is still loaded) waits for the old job to go, is idempotent, and writes a root-owned 0644
-//! plist.
+//! plist. `uninstall --purge` on a fake-tart home removes the agent's VMs (stopped first) and
+//! files and nothing else, and refuses, before changing anything, a configuration naming
+//! `$HOME`.
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -5,7 +5,7 @@
 //! recipe's staged payload carrying the same files plus its uninstaller.
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -17,6 +17,18 @@ struct Release {
     version: String,
 }
 
+/// Runs `cmd`; fails the test with its output unless it succeeded.
+fn succeed(cmd: &mut Command) -> Output {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 const BASE_URL: &str = "https://example.invalid/acme/tart-kubelet/releases/download/v9";
 
 impl Release {
@@ -24,18 +36,13 @@ impl Release {
         let dir = tempfile::tempdir().unwrap();
         let bin = dir.path().join("stand-in");
         std::fs::write(&bin, "not really a Mach-O\n").unwrap();
-        let out = Command::new("bash")
-            .arg(repo().join("scripts/release"))
-            .args(["--binary", bin.to_str().unwrap(), "--out"])
-            .arg(dir.path().join("dist"))
-            .args(["--base-url", BASE_URL])
-            .env_remove("RELEASE_BASE_URL")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        succeed(
+            Command::new("bash")
+                .arg(repo().join("scripts/release"))
+                .args(["--binary", bin.to_str().unwrap(), "--out"])
+                .arg(dir.path().join("dist"))
+                .args(["--base-url", BASE_URL])
+                .env_remove("RELEASE_BASE_URL"),
         );
         let cargo = std::fs::read_to_string(repo().join("Cargo.toml")).unwrap();
         let version = cargo
@@ -57,12 +64,11 @@ impl Release {
 
     /// The tarball's files (not directories), relative to its one top directory.
     fn files(&self) -> BTreeSet<String> {
-        let out = Command::new("tar")
-            .arg("-tzf")
-            .arg(self.dist(&self.tarball_name()))
-            .output()
-            .unwrap();
-        assert!(out.status.success());
+        let out = succeed(
+            Command::new("tar")
+                .arg("-tzf")
+                .arg(self.dist(&self.tarball_name())),
+        );
         let top = format!("tart-kubelet-{}-darwin-arm64/", self.version);
         String::from_utf8(out.stdout)
             .unwrap()
@@ -215,16 +221,11 @@ fn release_formula_installs_every_file_of_the_tarball_once_with_its_checksum() {
     let sums = std::fs::read_to_string(r.dist(&format!("{}.sha256", r.tarball_name()))).unwrap();
     let (sum, name) = sums.trim_end().split_once("  ").unwrap();
     assert_eq!(name, r.tarball_name());
-    let check = Command::new("sha256sum")
-        .args(["--check", "--strict"])
-        .arg(format!("{}.sha256", r.tarball_name()))
-        .current_dir(r.dir.path().join("dist"))
-        .output()
-        .unwrap();
-    assert!(
-        check.status.success(),
-        "{}",
-        String::from_utf8_lossy(&check.stdout)
+    succeed(
+        Command::new("sha256sum")
+            .args(["--check", "--strict"])
+            .arg(format!("{}.sha256", r.tarball_name()))
+            .current_dir(r.dir.path().join("dist")),
     );
 
     let formula = std::fs::read_to_string(r.dist("tart-kubelet.rb")).unwrap();
@@ -318,17 +319,12 @@ fn release_refuses_a_missing_binary_and_a_bad_base_url() {
 fn pkg_payload_carries_every_tarball_file_once_and_the_uninstaller() {
     let r = Release::make();
     let root = r.dir.path().join("root");
-    let out = Command::new("bash")
-        .arg(repo().join("packaging/pkg/build.sh"))
-        .arg("--stage-only")
-        .arg(&root)
-        .arg(r.dist(&r.tarball_name()))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    succeed(
+        Command::new("bash")
+            .arg(repo().join("packaging/pkg/build.sh"))
+            .arg("--stage-only")
+            .arg(&root)
+            .arg(r.dist(&r.tarball_name())),
     );
     let mut staged = BTreeSet::new();
     let mut stack = vec![root.clone()];
