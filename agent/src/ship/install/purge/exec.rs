@@ -8,7 +8,8 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 use tart::{Source, Tart, VmName};
 
-use super::plan::{PurgePlan, Removal, is_agents_vm};
+use super::model::Removal;
+use super::plan::{PurgePlan, is_agents_vm};
 use crate::config::Config;
 
 /// Grace a leftover VM gets to shut its guest down before it is stopped hard. The Pods were

@@ -1,6 +1,7 @@
 use std::path::{Path, PathBuf};
 
-use super::plan::{Item, Kept, Removal, is_agents_vm};
+use super::model::{Item, Kept, Removal};
+use super::plan::is_agents_vm;
 use super::*;
 use crate::config::{Config, HostDefaults, RunArgs};
 use crate::vm_name::VmNaming;
