@@ -350,7 +350,12 @@ pub(crate) async fn run<T: Tart>(
         limit_metrics,
         stats,
     };
-    match crate::kubelet_api::settings(&cfg) {
+    // The kubelet API's client CA: the option, else the CA the kubeconfig names.
+    let client_ca = crate::config::client_ca(
+        cfg.client_ca_file.as_deref(),
+        kube_config.root_cert.as_deref(),
+    );
+    match crate::kubelet_api::settings(&cfg, client_ca.clone()) {
         Some(settings) => {
             let running = crate::kubelet_api::start(settings, services, shutdown.clone())
                 .await
@@ -384,7 +389,7 @@ pub(crate) async fn run<T: Tart>(
             );
             tasks_early.push(tokio::spawn(
                 crate::kubelet_api::serve_requested(
-                    crate::kubelet_api::listen(&cfg),
+                    crate::kubelet_api::listen(&cfg, client_ca),
                     bootstrap,
                     services,
                     shutdown.clone(),

@@ -91,7 +91,8 @@ pub(crate) struct RunArgs {
     #[arg(long, env = "TART_KUBELET_TLS_PRIVATE_KEY_FILE", value_name = "PATH")]
     pub(crate) tls_private_key_file: Option<PathBuf>,
     /// PEM CA bundle that signs client certificates of kubelet API callers (the API server's
-    /// kubelet client certificate). Without it only bearer tokens authenticate.
+    /// kubelet client certificate). Default: the cluster CA the kubeconfig names; with
+    /// neither, only bearer tokens authenticate.
     #[arg(long, env = "TART_KUBELET_CLIENT_CA_FILE", value_name = "PATH")]
     pub(crate) client_ca_file: Option<PathBuf>,
     /// Directory (0700) of the kubelet API's serving key and certificate when they are

@@ -93,7 +93,8 @@ pub(crate) struct Config {
     pub tls_cert_file: Option<PathBuf>,
     /// Its private key (given together with the certificate).
     pub tls_private_key_file: Option<PathBuf>,
-    /// CA of kubelet API client certificates (`None` = bearer tokens only).
+    /// CA of kubelet API client certificates (`None` = the kubeconfig's CA, see
+    /// [`super::client_ca`]).
     pub client_ca_file: Option<PathBuf>,
     /// Serving key and certificate obtained through the CSR API.
     pub cert_dir: PathBuf,

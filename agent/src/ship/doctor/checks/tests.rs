@@ -1,4 +1,5 @@
 use super::*;
+use crate::config::ClientCa;
 use crate::ship::doctor::serving::{Serving, kubelet_api_check};
 use crate::ship::rbac::ALWAYS;
 
@@ -193,16 +194,24 @@ fn version_is_found_in_the_first_line() {
 #[test]
 fn kubelet_api_with_certificate_files_needs_them_loadable_and_a_client_ca() {
     let files = |r: Result<(), String>| Serving::Files(r);
-    let c = kubelet_api_check(10250, &files(Err("no PEM certificate in /x".into())), true);
+    let ca = ClientCa::Kubeconfig(vec![vec![0x30]]);
+    let c = kubelet_api_check(
+        10250,
+        &files(Err("no PEM certificate in /x".into())),
+        Some(&ca),
+    );
     assert_eq!(c.status, Status::Fail);
     assert_eq!(
-        kubelet_api_check(10250, &files(Ok(())), false).status,
+        kubelet_api_check(10250, &files(Ok(())), None).status,
         Status::Warn
     );
-    let c = kubelet_api_check(10250, &files(Ok(())), true);
+    let c = kubelet_api_check(10250, &files(Ok(())), Some(&ca));
     assert_eq!(
         (c.status, c.message.as_str()),
-        (Status::Ok, "serves HTTPS on port 10250")
+        (
+            Status::Ok,
+            "serves HTTPS on port 10250; client certificates verified against the kubeconfig's cluster CA"
+        )
     );
 }
 
@@ -285,7 +294,8 @@ fn kubelet_api_without_files_reports_where_the_csr_stands() {
         ),
     ];
     for (serving, status, message, fix) in cases {
-        let c = kubelet_api_check(10250, &serving, true);
+        let ca = ClientCa::File("/etc/ca.pem".into());
+        let c = kubelet_api_check(10250, &serving, Some(&ca));
         assert_eq!(c.status, status, "{serving:?}: {}", c.message);
         assert!(c.message.contains(message), "{serving:?}: {}", c.message);
         assert!(!c.message.contains("not implemented"), "{}", c.message);
@@ -296,8 +306,5 @@ fn kubelet_api_without_files_reports_where_the_csr_stands() {
         not_after: later,
         expired: false,
     });
-    assert_eq!(
-        kubelet_api_check(10250, &issued, false).status,
-        Status::Warn
-    );
+    assert_eq!(kubelet_api_check(10250, &issued, None).status, Status::Warn);
 }
