@@ -284,7 +284,12 @@ pub(crate) async fn run<T: Tart>(
     let cfg = Arc::new(cfg);
     let kube_config = kube_config(&cfg).await?;
     let client = kube::Client::try_from(kube_config.clone()).map_err(RunError::Client)?;
-    let internal_ip = internal_ip(&kube_config).await.to_string();
+    // `--node-ip`, else the address this Mac uses towards the API server.
+    let internal_ip = match cfg.node_ip {
+        Some(ip) => ip,
+        None => internal_ip(&kube_config).await,
+    }
+    .to_string();
 
     metrics.vm_slots.set(i64::from(cfg.vm_slots));
     let slots = VmSlots::new(cfg.vm_slots, metrics.vm_slots_used.clone());

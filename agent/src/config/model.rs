@@ -89,6 +89,8 @@ pub(crate) struct Config {
     pub kubelet_port: u16,
     /// Listen address of the kubelet API.
     pub kubelet_address: IpAddr,
+    /// The Node's published `InternalIP` (`None` = the local address towards the API server).
+    pub node_ip: Option<IpAddr>,
     /// Serving certificate of the kubelet API (`None` = requested through the CSR API).
     pub tls_cert_file: Option<PathBuf>,
     /// Its private key (given together with the certificate).

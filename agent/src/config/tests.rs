@@ -329,3 +329,37 @@ async fn the_default_client_ca_is_the_kubeconfigs_cluster_ca_embedded_or_in_a_fi
         assert_eq!(certs, want, "{cluster}");
     }
 }
+
+#[test]
+fn node_ip_must_be_an_address_the_api_server_can_dial() {
+    for (argv, says) in [
+        (
+            &["--node-ip", "mac-mini-01.local"][..],
+            "invalid IP address",
+        ),
+        (&["--node-ip", "10.0.0.300"][..], "--node-ip"),
+        (&["--node-ip", "0.0.0.0"][..], "not an unspecified"),
+        (&["--node-ip", "::"][..], "--node-ip"),
+        (&["--node-ip", "224.0.0.1"][..], "multicast"),
+    ] {
+        let e = err(argv);
+        assert!(e.contains(says), "{argv:?}: {e}");
+    }
+    let e = from_file("node_ip = \"mac-mini-01.local\"")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("node_ip") && e.contains("invalid IP address"),
+        "{e}"
+    );
+    let ip = |argv: &[&str]| resolve(argv).unwrap().node_ip;
+    assert_eq!(ip(&[]), None);
+    assert_eq!(
+        ip(&["--node-ip", "100.64.0.7"]),
+        Some([100, 64, 0, 7].into())
+    );
+    assert_eq!(
+        ip(&["--node-ip", "fd00::7"]),
+        Some("fd00::7".parse().unwrap())
+    );
+}
