@@ -4,7 +4,7 @@
 use super::checks::{Check, Status};
 use crate::{
     config::ClientCa,
-    kubelet_api::csr::{Progress, api::Verdict, rfc3339},
+    kubelet_api::csr::{PENDING_TOO_LONG, Progress, api::Verdict, rfc3339},
 };
 
 /// How the kubelet API gets its serving certificate, as `doctor` found it.
@@ -89,6 +89,7 @@ fn requested_check(port: u16, p: &Progress) -> Result<String, Check> {
         Progress::Requested {
             csr,
             verdict,
+            pending_for,
             serving_until,
         } => {
             // A renewal keeps serving the stored certificate while its request waits.
@@ -101,14 +102,29 @@ fn requested_check(port: u16, p: &Progress) -> Result<String, Check> {
                 })
                 .unwrap_or_default();
             match verdict {
-            Ok(Verdict::Pending) => (
-                Status::Warn,
-                match serving_until {
-                    Some(_) => format!("serving certificate request {csr} is pending approval{meanwhile}"),
-                    None => format!("serving certificate request {csr} is pending approval: the kubelet API is not served until it is issued"),
-                },
-                format!("kubectl certificate approve {csr}"),
-            ),
+            Ok(Verdict::Pending) => match pending_for.filter(|d| *d >= PENDING_TOO_LONG) {
+                // Nobody approves it: no approver runs and no operator has acted.
+                Some(d) => (
+                    if serving_until.is_some() { Status::Warn } else { Status::Fail },
+                    format!(
+                        "serving certificate request {csr} has been pending approval for {} min: nothing in the cluster approves kubelet serving requests{}",
+                        d.as_secs() / 60,
+                        match serving_until {
+                            Some(_) => meanwhile.clone(),
+                            None => "; the kubelet API is not served until it is issued".to_owned(),
+                        }
+                    ),
+                    format!("kubectl certificate approve {csr}, or run an approver for kubelet serving requests (docs/install.md#serving-certificate)"),
+                ),
+                None => (
+                    Status::Warn,
+                    match serving_until {
+                        Some(_) => format!("serving certificate request {csr} is pending approval{meanwhile}"),
+                        None => format!("serving certificate request {csr} is pending approval: the kubelet API is not served until it is issued"),
+                    },
+                    format!("kubectl certificate approve {csr}"),
+                ),
+            },
             Ok(Verdict::Approved) => (
                 Status::Warn,
                 format!("serving certificate request {csr} is approved but not issued yet{meanwhile}"),

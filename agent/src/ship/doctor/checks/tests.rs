@@ -223,6 +223,7 @@ fn kubelet_api_without_files_reports_where_the_csr_stands() {
         Serving::Requested(Progress::Requested {
             csr: "mac-1.serving-0a1b2c3d".into(),
             verdict: v,
+            pending_for: None,
             serving_until: None,
         })
     };
@@ -268,10 +269,45 @@ fn kubelet_api_without_files_reports_where_the_csr_stands() {
             Serving::Requested(Progress::Requested {
                 csr: "mac-1.serving-0a1b2c3d".into(),
                 verdict: Ok(Verdict::Pending),
+                pending_for: Some(Duration::from_secs(60)),
                 serving_until: Some(later),
             }),
             Status::Warn,
             "pending approval; the current certificate (valid until 2100-01-01T00:00:00Z) is served meanwhile",
+            "kubectl certificate approve mac-1.serving-0a1b2c3d",
+        ),
+        // Pending for longer than a few minutes: nothing approves these requests.
+        (
+            Serving::Requested(Progress::Requested {
+                csr: "mac-1.serving-0a1b2c3d".into(),
+                verdict: Ok(Verdict::Pending),
+                pending_for: Some(Duration::from_secs(720)),
+                serving_until: None,
+            }),
+            Status::Fail,
+            "request mac-1.serving-0a1b2c3d has been pending approval for 12 min: nothing in the cluster approves kubelet serving requests; the kubelet API is not served until it is issued",
+            "or run an approver for kubelet serving requests",
+        ),
+        (
+            Serving::Requested(Progress::Requested {
+                csr: "mac-1.serving-0a1b2c3d".into(),
+                verdict: Ok(Verdict::Pending),
+                pending_for: Some(Duration::from_secs(300)),
+                serving_until: Some(later),
+            }),
+            Status::Warn,
+            "pending approval for 5 min: nothing in the cluster approves kubelet serving requests; the current certificate (valid until 2100-01-01T00:00:00Z) is served meanwhile",
+            "kubectl certificate approve mac-1.serving-0a1b2c3d, or run an approver",
+        ),
+        (
+            Serving::Requested(Progress::Requested {
+                csr: "mac-1.serving-0a1b2c3d".into(),
+                verdict: Ok(Verdict::Pending),
+                pending_for: Some(Duration::from_secs(299)),
+                serving_until: None,
+            }),
+            Status::Warn,
+            "request mac-1.serving-0a1b2c3d is pending approval: the kubelet API is not served",
             "kubectl certificate approve mac-1.serving-0a1b2c3d",
         ),
         (
