@@ -288,7 +288,7 @@ async fn following_the_install_guide_ends_at_working_logs_and_exec() {
         match r {
             Ok(out) => outputs.push(out),
             Err(e) => panic!(
-                "cluster block {} after the agent's start never passed ({e}):\n{block}\n--- last output:\n{}\n--- agent log:\n{}",
+                "cluster block {} (after the agent's start) never passed ({e}):\n{block}\n--- last output:\n{}\n--- agent log:\n{}",
                 before.len() + i + 1,
                 last.lock().unwrap(),
                 agent_log(mac.path())
