@@ -178,7 +178,7 @@ fn start_agent(
 /// The agent's own log (the config's `log_file`) and its early output, for failure messages.
 fn agent_log(home: &Path) -> String {
     let read = |p: PathBuf| std::fs::read_to_string(p).unwrap_or_default();
-    let log = read(home.join("Library/Logs/tart-kubelet/agent.log"));
+    let log = read(home.join("Library/Logs/tart-kubelet/tart-kubelet.log"));
     let lines: Vec<&str> = log.lines().collect();
     format!(
         "{}\n{}",
