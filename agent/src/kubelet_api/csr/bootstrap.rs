@@ -192,8 +192,11 @@ impl Bootstrap {
                 .await;
         }
         let decided = api::wait_final(&self.api, &name, self.timeout, shutdown).await;
-        // Decided, or no longer watched (a failed call asks again): nothing waits meanwhile.
-        self.metrics.serving_csr_pending_since.set(0);
+        // Once decided nothing waits; after a failed call the request still waits (the next
+        // attempt finds it again), so its time stays.
+        if decided.is_ok() {
+            self.metrics.serving_csr_pending_since.set(0);
+        }
         match decided? {
             api::Final::Issued(pem) => {
                 let chain: Vec<_> = CertificateDer::pem_slice_iter(&pem)
