@@ -103,11 +103,11 @@ fn requested_check(port: u16, p: &Progress) -> Result<String, Check> {
                 .unwrap_or_default();
             match verdict {
             Ok(Verdict::Pending) => match pending_for.filter(|d| *d >= PENDING_TOO_LONG) {
-                // Nobody approves it: no approver runs and no operator has acted.
+                // Pending this long: no approver took it and no operator has acted.
                 Some(d) => (
                     if serving_until.is_some() { Status::Warn } else { Status::Fail },
                     format!(
-                        "serving certificate request {csr} has been pending approval for {} min: nothing in the cluster approves kubelet serving requests{}",
+                        "serving certificate request {csr} has been pending approval for {} min: no operator or approver has approved it{}",
                         d.as_secs() / 60,
                         match serving_until {
                             Some(_) => meanwhile.clone(),

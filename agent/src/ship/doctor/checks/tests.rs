@@ -285,7 +285,7 @@ fn kubelet_api_without_files_reports_where_the_csr_stands() {
                 serving_until: None,
             }),
             Status::Fail,
-            "request mac-1.serving-0a1b2c3d has been pending approval for 12 min: nothing in the cluster approves kubelet serving requests; the kubelet API is not served until it is issued",
+            "request mac-1.serving-0a1b2c3d has been pending approval for 12 min: no operator or approver has approved it; the kubelet API is not served until it is issued",
             "or run an approver for kubelet serving requests",
         ),
         (
@@ -296,7 +296,7 @@ fn kubelet_api_without_files_reports_where_the_csr_stands() {
                 serving_until: Some(later),
             }),
             Status::Warn,
-            "pending approval for 5 min: nothing in the cluster approves kubelet serving requests; the current certificate (valid until 2100-01-01T00:00:00Z) is served meanwhile",
+            "pending approval for 5 min: no operator or approver has approved it; the current certificate (valid until 2100-01-01T00:00:00Z) is served meanwhile",
             "kubectl certificate approve mac-1.serving-0a1b2c3d, or run an approver",
         ),
         (
