@@ -217,7 +217,7 @@ async fn following_the_install_guide_ends_at_working_logs_and_exec() {
     let Block::MacConfig(config) = &all[config_at] else {
         unreachable!()
     };
-    assert!(before.len() >= 2 && after.len() >= 4, "{all:#?}");
+    assert!(!before.is_empty() && !after.is_empty(), "{all:#?}");
 
     // A control plane of its own: nothing set up but what the guide does.
     tokio::task::spawn_blocking(build)
