@@ -284,7 +284,12 @@ pub(crate) async fn run<T: Tart>(
     let cfg = Arc::new(cfg);
     let kube_config = kube_config(&cfg).await?;
     let client = kube::Client::try_from(kube_config.clone()).map_err(RunError::Client)?;
-    let internal_ip = internal_ip(&kube_config).await.to_string();
+    // `--node-ip`, else the address this Mac uses towards the API server.
+    let internal_ip = match cfg.node_ip {
+        Some(ip) => ip,
+        None => internal_ip(&kube_config).await,
+    }
+    .to_string();
 
     metrics.vm_slots.set(i64::from(cfg.vm_slots));
     let slots = VmSlots::new(cfg.vm_slots, metrics.vm_slots_used.clone());
@@ -350,7 +355,12 @@ pub(crate) async fn run<T: Tart>(
         limit_metrics,
         stats,
     };
-    match crate::kubelet_api::settings(&cfg) {
+    // The kubelet API's client CA: the option, else the CA the kubeconfig names.
+    let client_ca = crate::config::client_ca(
+        cfg.client_ca_file.as_deref(),
+        kube_config.root_cert.as_deref(),
+    );
+    match crate::kubelet_api::settings(&cfg, client_ca.clone()) {
         Some(settings) => {
             let running = crate::kubelet_api::start(settings, services, shutdown.clone())
                 .await
@@ -384,7 +394,7 @@ pub(crate) async fn run<T: Tart>(
             );
             tasks_early.push(tokio::spawn(
                 crate::kubelet_api::serve_requested(
-                    crate::kubelet_api::listen(&cfg),
+                    crate::kubelet_api::listen(&cfg, client_ca),
                     bootstrap,
                     services,
                     shutdown.clone(),

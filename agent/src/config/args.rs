@@ -82,6 +82,12 @@ pub(crate) struct RunArgs {
     /// Address the kubelet API listens on. Default: 0.0.0.0.
     #[arg(long, env = "TART_KUBELET_KUBELET_ADDRESS", value_name = "IP")]
     pub(crate) kubelet_address: Option<IpAddr>,
+    /// The address the Node publishes as its InternalIP: the API server dials the kubelet API
+    /// there, and a serving certificate from the CSR API names it. Set it when the API server
+    /// reaches this Mac at another address than the one the Mac uses towards it (NAT, an
+    /// overlay). Default: the local address of the route to the API server.
+    #[arg(long, env = "TART_KUBELET_NODE_IP", value_name = "IP")]
+    pub(crate) node_ip: Option<IpAddr>,
     /// PEM serving certificate of the kubelet API (reloaded when the file changes). Without
     /// it and --tls-private-key-file the certificate is requested through the CSR API
     /// (signer kubernetes.io/kubelet-serving) and the API is served once it is issued.
@@ -91,7 +97,8 @@ pub(crate) struct RunArgs {
     #[arg(long, env = "TART_KUBELET_TLS_PRIVATE_KEY_FILE", value_name = "PATH")]
     pub(crate) tls_private_key_file: Option<PathBuf>,
     /// PEM CA bundle that signs client certificates of kubelet API callers (the API server's
-    /// kubelet client certificate). Without it only bearer tokens authenticate.
+    /// kubelet client certificate). Default: the cluster CA the kubeconfig names; with
+    /// neither, only bearer tokens authenticate.
     #[arg(long, env = "TART_KUBELET_CLIENT_CA_FILE", value_name = "PATH")]
     pub(crate) client_ca_file: Option<PathBuf>,
     /// Directory (0700) of the kubelet API's serving key and certificate when they are
@@ -476,7 +483,7 @@ impl RunArgs {
         merge!(hi, lower;
             config, kubeconfig, node_name, tart_program, tart_home, vm_log_dir, guest_dir, pod_log_dir,
             log_file,
-            log_format, log_filter, admin_addr, kubelet_port, kubelet_address, tls_cert_file,
+            log_format, log_filter, admin_addr, kubelet_port, kubelet_address, node_ip, tls_cert_file,
             tls_private_key_file, client_ca_file, cert_dir,
             kubelet_api_handshake_timeout, kubelet_api_header_timeout, kubelet_api_max_connections,
             kubelet_api_max_streams, kubelet_api_max_log_follows,

@@ -12,6 +12,7 @@
 //! ([`Config::load`], [`HostDefaults::detect`]).
 
 mod args;
+mod client_ca;
 mod limits;
 mod model;
 mod resolve;
@@ -21,6 +22,7 @@ mod values;
 use std::path::Path;
 
 pub(crate) use args::RunArgs;
+pub(crate) use client_ca::{ClientCa, client_ca};
 pub(crate) use limits::{Limits, STREAMING_IDLE};
 pub(crate) use model::{Config, ConfigError, HostDefaults, Identity, LogFormat, PullCredentials};
 pub(crate) use model::{LABEL_PREFIX, VM_SLOTS_RESOURCE};

@@ -89,11 +89,14 @@ pub(crate) struct Config {
     pub kubelet_port: u16,
     /// Listen address of the kubelet API.
     pub kubelet_address: IpAddr,
+    /// The Node's published `InternalIP` (`None` = the local address towards the API server).
+    pub node_ip: Option<IpAddr>,
     /// Serving certificate of the kubelet API (`None` = requested through the CSR API).
     pub tls_cert_file: Option<PathBuf>,
     /// Its private key (given together with the certificate).
     pub tls_private_key_file: Option<PathBuf>,
-    /// CA of kubelet API client certificates (`None` = bearer tokens only).
+    /// CA of kubelet API client certificates (`None` = the kubeconfig's CA, see
+    /// [`super::client_ca`]).
     pub client_ca_file: Option<PathBuf>,
     /// Serving key and certificate obtained through the CSR API.
     pub cert_dir: PathBuf,

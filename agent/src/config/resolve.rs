@@ -88,6 +88,7 @@ fn with_defaults(a: RunArgs, host: &HostDefaults, vm_naming: VmNaming) -> Config
         kubelet_address: a
             .kubelet_address
             .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED)),
+        node_ip: a.node_ip,
         tls_cert_file: a.tls_cert_file,
         tls_private_key_file: a.tls_private_key_file,
         client_ca_file: a.client_ca_file,
@@ -238,8 +239,9 @@ fn check_heartbeat(c: &Config) -> Result<(), ConfigError> {
     )
 }
 
-/// The serving certificate and its key come as a pair; port 0 would advertise no port; a
-/// zero deadline or cap would refuse everything.
+/// The serving certificate and its key come as a pair; port 0 would advertise no port; an
+/// unspecified or multicast `--node-ip` is no address to dial; a zero deadline or cap would
+/// refuse everything.
 fn check_kubelet_api(c: &Config) -> Result<(), ConfigError> {
     ensure(
         c.tls_cert_file.is_some() == c.tls_private_key_file.is_some(),
@@ -247,6 +249,13 @@ fn check_kubelet_api(c: &Config) -> Result<(), ConfigError> {
         "--tls-cert-file and --tls-private-key-file are given together or not at all",
     )?;
     ensure(c.kubelet_port != 0, "--kubelet-port", "must be 1-65535")?;
+    if let Some(ip) = c.node_ip {
+        ensure(
+            !ip.is_unspecified() && !ip.is_multicast(),
+            "--node-ip",
+            "must be the address the API server reaches this Mac at, not an unspecified or multicast address",
+        )?;
+    }
     let l = &c.kubelet_api_limits;
     for (d, setting) in [
         (l.handshake, "--kubelet-api-handshake-timeout"),

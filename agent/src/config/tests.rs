@@ -271,3 +271,95 @@ fn the_vm_naming_is_built_once_from_the_checked_prefix() {
     let e = resolve(&["--vm-name-prefix=seventeen-chars-x"]).unwrap_err();
     assert!(e.to_string().contains("--vm-name-prefix"), "{e}");
 }
+
+#[test]
+fn the_client_ca_is_the_option_else_the_kubeconfig_ca_else_none() {
+    let der = vec![vec![0x30, 0x03, 0x02, 0x01, 0x01]];
+    let file = PathBuf::from("/etc/ca.pem");
+    for (option, kubeconfig, want) in [
+        (Some(&file), Some(&der), Some(ClientCa::File(file.clone()))),
+        (Some(&file), None, Some(ClientCa::File(file.clone()))),
+        (None, Some(&der), Some(ClientCa::Kubeconfig(der.clone()))),
+        (None, Some(&Vec::new()), None),
+        (None, None, None),
+    ] {
+        assert_eq!(
+            client_ca(option.map(PathBuf::as_path), kubeconfig.map(Vec::as_slice)),
+            want,
+            "option {option:?}, kubeconfig CA {kubeconfig:?}"
+        );
+    }
+}
+
+/// The default reads the CA the way the agent reads its kubeconfig: embedded data or a file
+/// named relative to the kubeconfig.
+#[tokio::test]
+async fn the_default_client_ca_is_the_kubeconfigs_cluster_ca_embedded_or_in_a_file() {
+    use base64::Engine as _;
+    use rustls::pki_types::pem::PemObject as _;
+    let pem = std::fs::read(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/kubelet_api/testdata/ca.crt"),
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("ca.crt"), &pem).unwrap();
+    let data = base64::engine::general_purpose::STANDARD.encode(&pem);
+    for cluster in [
+        format!("certificate-authority-data: {data}"),
+        "certificate-authority: ca.crt".to_owned(),
+    ] {
+        let path = dir.path().join("kubeconfig");
+        std::fs::write(
+            &path,
+            format!(
+                "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:6443\n    {cluster}\ncontexts:\n- name: c\n  context: {{cluster: c, user: u}}\nusers:\n- name: u\n  user: {{token: t}}\n"
+            ),
+        )
+        .unwrap();
+        let file = kube::config::Kubeconfig::read_from(&path).unwrap();
+        let kc = kube::Config::from_custom_kubeconfig(file, &Default::default())
+            .await
+            .unwrap();
+        let Some(ClientCa::Kubeconfig(certs)) = client_ca(None, kc.root_cert.as_deref()) else {
+            panic!("{cluster}: no CA from the kubeconfig");
+        };
+        let want: Vec<Vec<u8>> = rustls::pki_types::CertificateDer::pem_slice_iter(&pem)
+            .map(|c| c.unwrap().to_vec())
+            .collect();
+        assert_eq!(certs, want, "{cluster}");
+    }
+}
+
+#[test]
+fn node_ip_must_be_an_address_the_api_server_can_dial() {
+    for (argv, says) in [
+        (
+            &["--node-ip", "mac-mini-01.local"][..],
+            "invalid IP address",
+        ),
+        (&["--node-ip", "10.0.0.300"][..], "--node-ip"),
+        (&["--node-ip", "0.0.0.0"][..], "not an unspecified"),
+        (&["--node-ip", "::"][..], "--node-ip"),
+        (&["--node-ip", "224.0.0.1"][..], "multicast"),
+    ] {
+        let e = err(argv);
+        assert!(e.contains(says), "{argv:?}: {e}");
+    }
+    let e = from_file("node_ip = \"mac-mini-01.local\"")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("node_ip") && e.contains("invalid IP address"),
+        "{e}"
+    );
+    let ip = |argv: &[&str]| resolve(argv).unwrap().node_ip;
+    assert_eq!(ip(&[]), None);
+    assert_eq!(
+        ip(&["--node-ip", "100.64.0.7"]),
+        Some([100, 64, 0, 7].into())
+    );
+    assert_eq!(
+        ip(&["--node-ip", "fd00::7"]),
+        Some("fd00::7".parse().unwrap())
+    );
+}

@@ -34,7 +34,7 @@ mod streaming;
 pub(crate) mod tls;
 pub(crate) mod x509;
 
-use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
+use std::{net::SocketAddr, sync::Arc, time::Duration};
 
 use tokio::{net::TcpListener, sync::watch, task::JoinHandle};
 use tracing::{Instrument, info_span};
@@ -44,7 +44,7 @@ pub(crate) use pods::PodSource;
 pub(crate) use review::{KubeReviewer, Reviewer};
 pub(crate) use tls::{CertFiles, ReloadingCert, TlsError};
 
-use crate::config::{Config, Limits};
+use crate::config::{ClientCa, Config, Limits};
 
 /// How often the serving certificate files are checked for a change.
 pub(crate) const RELOAD_CHECK: Duration = Duration::from_secs(10);
@@ -57,7 +57,7 @@ pub(crate) struct Settings {
     /// Serving certificate and key.
     pub cert: CertFiles,
     /// CA for client certificates; `None` = bearer tokens only.
-    pub client_ca: Option<PathBuf>,
+    pub client_ca: Option<ClientCa>,
     /// This Node's name (the object of every access review).
     pub node_name: String,
     /// How often the certificate files are checked.
@@ -72,26 +72,28 @@ pub(crate) struct Listen {
     /// Listen address (`--kubelet-address`, `--kubelet-port`).
     pub addr: SocketAddr,
     /// CA for client certificates; `None` = bearer tokens only.
-    pub client_ca: Option<PathBuf>,
+    pub client_ca: Option<ClientCa>,
     /// This Node's name (the object of every access review).
     pub node_name: String,
     /// Deadlines and caps.
     pub limits: Limits,
 }
 
-/// PURE: where the server listens, from the configuration.
-pub(crate) fn listen(cfg: &Config) -> Listen {
+/// PURE: where the server listens, from the configuration and the resolved client CA
+/// ([`crate::config::client_ca`]).
+pub(crate) fn listen(cfg: &Config, client_ca: Option<ClientCa>) -> Listen {
     Listen {
         addr: SocketAddr::new(cfg.kubelet_address, cfg.kubelet_port),
-        client_ca: cfg.client_ca_file.clone(),
+        client_ca,
         node_name: cfg.node_name.clone(),
         limits: cfg.kubelet_api_limits,
     }
 }
 
 /// PURE: the server settings with certificate files, or `None` when none are configured
-/// (then the certificate is requested through the CSR API).
-pub(crate) fn settings(cfg: &Config) -> Option<Settings> {
+/// (then the certificate is requested through the CSR API); `client_ca` as resolved by
+/// [`crate::config::client_ca`].
+pub(crate) fn settings(cfg: &Config, client_ca: Option<ClientCa>) -> Option<Settings> {
     let (cert, key) = (
         cfg.tls_cert_file.clone()?,
         cfg.tls_private_key_file.clone()?,
@@ -99,7 +101,7 @@ pub(crate) fn settings(cfg: &Config) -> Option<Settings> {
     Some(Settings {
         addr: SocketAddr::new(cfg.kubelet_address, cfg.kubelet_port),
         cert: CertFiles { cert, key },
-        client_ca: cfg.client_ca_file.clone(),
+        client_ca,
         node_name: cfg.node_name.clone(),
         reload_check: RELOAD_CHECK,
         limits: cfg.kubelet_api_limits,
@@ -115,7 +117,7 @@ pub(crate) fn preflight(settings: &Settings) -> Result<(), TlsError> {
     let key = tls::load(&settings.cert, &provider)?;
     tls::server_config(
         Arc::new(tls::ReloadingCert::new(key)),
-        settings.client_ca.as_deref(),
+        settings.client_ca.as_ref(),
         provider,
     )
     .map(drop)
@@ -222,7 +224,7 @@ pub(crate) async fn start_with_cert(
         limit_metrics,
         stats,
     } = services;
-    let config = tls::server_config(cert, listen.client_ca.as_deref(), provider)?;
+    let config = tls::server_config(cert, listen.client_ca.as_ref(), provider)?;
     let listener = TcpListener::bind(listen.addr)
         .await
         .map_err(|source| StartError::Bind {

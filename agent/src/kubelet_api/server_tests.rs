@@ -17,7 +17,7 @@ use super::{
     review::{AccessRequest, ReviewError, UserInfo},
     *,
 };
-use crate::config::{HostDefaults, RunArgs};
+use crate::config::{ClientCa, HostDefaults, RunArgs};
 
 pub(super) const DEADLINE: Duration = Duration::from_secs(10);
 
@@ -67,22 +67,23 @@ pub(super) async fn start_limited(
     limits: Limits,
     metrics: LimitMetrics,
 ) -> (Running, watch::Sender<bool>) {
-    start_trusting(cert, reviewer, limits, metrics, "ca.crt").await
+    let ca = ClientCa::File(testdata("ca.crt"));
+    start_trusting(cert, reviewer, limits, metrics, ca).await
 }
 
-/// A server whose client CAs are the file `client_ca` of the test PKI.
+/// A server whose client CAs are `client_ca`.
 async fn start_trusting(
     cert: CertFiles,
     reviewer: Arc<Recorder>,
     limits: Limits,
     metrics: LimitMetrics,
-    client_ca: &str,
+    client_ca: ClientCa,
 ) -> (Running, watch::Sender<bool>) {
     let (tx, rx) = watch::channel(false);
     let settings = Settings {
         addr: "127.0.0.1:0".parse().unwrap(),
         cert,
-        client_ca: Some(testdata(client_ca)),
+        client_ca: Some(client_ca),
         node_name: "mac-1".into(),
         reload_check: Duration::from_millis(20),
         limits,
@@ -172,6 +173,29 @@ async fn a_client_certificate_is_the_user_cn_with_its_o_groups() {
     assert_eq!(req.node, "mac-1");
 }
 
+/// The default client CA: the kubeconfig's cluster CA, as DER certificates.
+#[tokio::test]
+async fn a_client_ca_from_the_kubeconfig_authenticates_certificates_it_signed() {
+    let der = CertificateDer::pem_file_iter(testdata("ca.crt"))
+        .unwrap()
+        .map(|c| c.unwrap().to_vec())
+        .collect();
+    let (s, _sd) = start_trusting(
+        served_files(),
+        Arc::default(),
+        Limits::default(),
+        LimitMetrics::default(),
+        ClientCa::Kubeconfig(der),
+    )
+    .await;
+    assert_eq!(
+        get(s.addr, Some("client"), "/healthz").await.unwrap().0,
+        200
+    );
+    let r = get(s.addr, Some("stranger"), "/healthz").await;
+    assert!(r.is_err() || r.as_ref().unwrap().0 == 0, "{r:?}");
+}
+
 #[tokio::test]
 async fn a_certificate_from_another_ca_fails_the_handshake() {
     let (s, _sd) = start_server(served_files(), Arc::default()).await;
@@ -187,7 +211,7 @@ async fn an_expired_or_not_yet_valid_client_certificate_fails_the_handshake() {
         reviewer.clone(),
         Limits::default(),
         LimitMetrics::default(),
-        "ca-and-dated.crt",
+        ClientCa::File(testdata("ca-and-dated.crt")),
     )
     .await;
     // The same CA's certificate valid today gets through: the CA is trusted.
@@ -265,17 +289,17 @@ fn without_certificate_files_the_certificate_is_requested_into_the_cert_dir() {
         home: "/home/x".into(),
     };
     let cfg = Config::resolve(RunArgs::default(), &host).unwrap();
-    assert_eq!(settings(&cfg), None);
+    assert_eq!(settings(&cfg, None), None);
     assert_eq!(cfg.kubelet_port, 10250);
     assert_eq!(cfg.cert_dir, Path::new("/home/x/.tart-kubelet/pki"));
-    assert_eq!(listen(&cfg).addr.to_string(), "0.0.0.0:10250");
+    assert_eq!(listen(&cfg, None).addr.to_string(), "0.0.0.0:10250");
     let args = RunArgs {
         tls_cert_file: Some("/c.crt".into()),
         tls_private_key_file: Some("/c.key".into()),
         kubelet_port: Some(20250),
         ..RunArgs::default()
     };
-    let s = settings(&Config::resolve(args, &host).unwrap()).unwrap();
+    let s = settings(&Config::resolve(args, &host).unwrap(), None).unwrap();
     assert_eq!(s.addr.to_string(), "0.0.0.0:20250");
     let half = RunArgs {
         tls_cert_file: Some("/c.crt".into()),

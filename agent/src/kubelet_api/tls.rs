@@ -20,7 +20,7 @@ use rustls::{
 use tokio::sync::watch;
 use tracing::{info, warn};
 
-use crate::errors::error_chain;
+use crate::{config::ClientCa, errors::error_chain};
 
 /// The serving certificate and key files.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,11 +65,11 @@ pub(crate) enum TlsError {
     /// The crypto provider refused the protocol versions.
     #[error("the TLS provider refused the configuration")]
     Provider(#[source] rustls::Error),
-    /// The client CA file holds no usable CA certificate.
-    #[error("no usable CA certificate in {}", path.display())]
+    /// The client CA holds no usable CA certificate.
+    #[error("no usable CA certificate in {origin}")]
     ClientCa {
-        /// The file.
-        path: PathBuf,
+        /// Where the client CA comes from ([`ClientCa::describe`]).
+        origin: String,
     },
 }
 
@@ -149,7 +149,7 @@ impl ResolvesServerCert for ReloadingCert {
 /// [`TlsError::Provider`] if the provider offers no safe protocol version.
 pub(crate) fn server_config(
     cert: Arc<ReloadingCert>,
-    client_ca: Option<&Path>,
+    client_ca: Option<&ClientCa>,
     provider: Arc<CryptoProvider>,
 ) -> Result<ServerConfig, TlsError> {
     let builder = ServerConfig::builder_with_provider(provider.clone())
@@ -157,11 +157,18 @@ pub(crate) fn server_config(
         .map_err(TlsError::Provider)?;
     let builder = match client_ca {
         None => builder.with_no_client_auth(),
-        Some(path) => {
+        Some(ca) => {
+            let certs = match ca {
+                ClientCa::File(path) => certificates(path)?,
+                ClientCa::Kubeconfig(der) => der
+                    .iter()
+                    .map(|c| CertificateDer::from(c.clone()))
+                    .collect(),
+            };
             let mut roots = RootCertStore::empty();
-            let (added, _) = roots.add_parsable_certificates(certificates(path)?);
+            let (added, _) = roots.add_parsable_certificates(certs);
             let ca_error = || TlsError::ClientCa {
-                path: path.to_owned(),
+                origin: ca.describe(),
             };
             if added == 0 {
                 return Err(ca_error());

@@ -76,6 +76,8 @@ pub(crate) struct NodeMetrics {
     pub tart_home_free_bytes: Gauge,
     /// `tart_kubelet_api_errors_total`.
     pub api_errors: Family<ApiErrorLabels, Counter>,
+    /// `tart_kubelet_serving_csr_pending_since_seconds`.
+    pub serving_csr_pending_since: Gauge,
 }
 
 /// Condition types reported as `tart_kubelet_node_condition`.
@@ -102,6 +104,7 @@ impl NodeMetrics {
             vm_slots_used: Gauge::default(),
             tart_home_free_bytes: Gauge::default(),
             api_errors: Family::default(),
+            serving_csr_pending_since: Gauge::default(),
         };
         let r = registry.sub_registry_with_prefix("tart_kubelet");
         register!(r;
@@ -114,6 +117,7 @@ impl NodeMetrics {
             "vm_slots_used", "VM slots in use" => m.vm_slots_used;
             "tart_home_free_bytes", "Free bytes on the TART_HOME volume" => m.tart_home_free_bytes;
             "api_errors", "Kubernetes API errors by resource and kind" => m.api_errors;
+            "serving_csr_pending_since_seconds", "Unix time the kubelet API's serving certificate request waiting for approval was created; 0 while none waits" => m.serving_csr_pending_since;
         );
         // Pre-create the closed label sets so every series exists from the first scrape.
         for outcome in ["ok", "error"] {

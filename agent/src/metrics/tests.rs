@@ -19,6 +19,7 @@ fn every_agreed_node_metric_is_exposed() {
         "tart_kubelet_vm_slots_used 0",
         "tart_kubelet_tart_home_free_bytes 0",
         "tart_kubelet_api_errors_total{resource=\"lease\",kind=\"forbidden\"} 0",
+        "tart_kubelet_serving_csr_pending_since_seconds 0",
     ] {
         assert!(text.contains(name), "missing {name} in\n{text}");
     }

@@ -81,7 +81,17 @@ pub(crate) async fn run_checks(args: &DoctorArgs, cfg: &Config) -> Vec<Check> {
         None => Vec::new(),
     };
     out.push(checks::vm_slots_check(cfg.vm_slots, &foreign));
-    let serving = match crate::kubelet_api::settings(cfg) {
+    // The client CA as the agent resolves it: the option, else the kubeconfig's CA.
+    let kubeconfig_ca = match cfg.client_ca_file {
+        Some(_) => None,
+        None => probe::kube_config(cfg)
+            .await
+            .ok()
+            .and_then(|(c, _)| c.root_cert),
+    };
+    let client_ca =
+        crate::config::client_ca(cfg.client_ca_file.as_deref(), kubeconfig_ca.as_deref());
+    let serving = match crate::kubelet_api::settings(cfg, client_ca.clone()) {
         Some(s) => {
             serving::Serving::Files(crate::kubelet_api::preflight(&s).map_err(|e| error_chain(&e)))
         }
@@ -104,7 +114,7 @@ pub(crate) async fn run_checks(args: &DoctorArgs, cfg: &Config) -> Vec<Check> {
     out.push(serving::kubelet_api_check(
         cfg.kubelet_port,
         &serving,
-        cfg.client_ca_file.is_some(),
+        client_ca.as_ref(),
     ));
 
     if args.offline {

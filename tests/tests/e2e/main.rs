@@ -24,6 +24,7 @@ mod fake_tart_pull;
 mod fake_tart_registry;
 mod fake_tart_vm;
 mod guest_launcher;
+mod install_guide;
 mod kubelet_abuse;
 mod kubelet_api;
 mod kubelet_attach;

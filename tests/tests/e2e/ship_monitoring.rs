@@ -19,6 +19,7 @@ const AGREED: &[(&str, &str)] = &[
     ("tart_kubelet_vm_slots_used", "gauge"),
     ("tart_kubelet_tart_home_free_bytes", "gauge"),
     ("tart_kubelet_api_errors_total", "counter"),
+    ("tart_kubelet_serving_csr_pending_since_seconds", "gauge"),
     ("tart_kubelet_pod_provision_delay_seconds", "histogram"),
     ("tart_kubelet_pod_agent_overhead_seconds", "histogram"),
     ("tart_kubelet_vm_boot_duration_seconds", "histogram"),

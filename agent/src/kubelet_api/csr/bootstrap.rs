@@ -30,6 +30,12 @@ use crate::{
     node::events::NodeEvents,
 };
 
+/// Seconds since the Unix epoch (0 before it).
+fn unix_seconds(t: SystemTime) -> i64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
+
 /// Requests, keeps and renews the serving certificate.
 pub(crate) struct Bootstrap {
     /// CertificateSigningRequests.
@@ -173,14 +179,25 @@ impl Bootstrap {
         let csr = api::object(&name, &request::pem("CERTIFICATE REQUEST", &der));
         api::create(&self.api, &csr, self.timeout).await?;
         // The pending event goes out only while the request really waits.
-        let (first, _) = api::get(&self.api, &name, self.timeout).await?;
-        info!(csr = %name, verdict = first.as_str(), "serving certificate requested");
-        if matches!(first, Verdict::Pending) {
+        let first = api::get(&self.api, &name, self.timeout).await?;
+        info!(csr = %name, verdict = first.verdict.as_str(), "serving certificate requested");
+        if matches!(first.verdict, Verdict::Pending) {
+            // Since when it waits: its creation (a restarted agent finds its request again).
+            let since = first.created.unwrap_or_else(SystemTime::now);
+            self.metrics
+                .serving_csr_pending_since
+                .set(unix_seconds(since));
             self.events
                 .publish(&event(Reason::Pending, &name, ""))
                 .await;
         }
-        match api::wait_final(&self.api, &name, self.timeout, shutdown).await? {
+        let decided = api::wait_final(&self.api, &name, self.timeout, shutdown).await;
+        // Once decided nothing waits; after a failed call the request still waits (the next
+        // attempt finds it again), so its time stays.
+        if decided.is_ok() {
+            self.metrics.serving_csr_pending_since.set(0);
+        }
+        match decided? {
             api::Final::Issued(pem) => {
                 let chain: Vec<_> = CertificateDer::pem_slice_iter(&pem)
                     .filter_map(Result::ok)

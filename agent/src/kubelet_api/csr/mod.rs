@@ -22,5 +22,5 @@ pub(crate) mod store;
 pub(crate) use self::{
     bootstrap::Bootstrap,
     naming::{rfc3339, sans_for},
-    progress::{Progress, progress},
+    progress::{PENDING_TOO_LONG, Progress, progress},
 };

@@ -320,3 +320,29 @@ fn differs(a: &NodeStatus, b: &NodeStatus) -> bool {
     }
     strip(a) != strip(b)
 }
+
+/// The API server dials the kubelet API at the first address of its preferred types; with no
+/// `Hostname` published, every order reaches the `InternalIP` (`--node-ip` or the local
+/// address towards the API server), on the configured port.
+#[test]
+fn the_node_publishes_its_internal_ip_alone_and_the_kubelet_port() {
+    let s = status(
+        &cfg(&["--kubelet-port", "20250"]),
+        &facts(),
+        &healthy(),
+        &[],
+        0,
+    );
+    let addresses: Vec<(&str, &str)> = s
+        .addresses
+        .iter()
+        .flatten()
+        .map(|a| (a.type_.as_str(), a.address.as_str()))
+        .collect();
+    assert_eq!(addresses, [("InternalIP", "10.0.0.5")]);
+    let port = s
+        .daemon_endpoints
+        .and_then(|d| d.kubelet_endpoint)
+        .map(|e| e.port);
+    assert_eq!(port, Some(20250));
+}

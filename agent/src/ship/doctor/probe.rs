@@ -129,6 +129,17 @@ pub(crate) async fn tart_home(cfg: &Config) -> TartHomeProbe {
 /// # Errors
 /// The kubeconfig cannot be read or is unusable.
 pub(crate) async fn client(cfg: &Config) -> Result<(kube::Client, String), String> {
+    let (config, who) = kube_config(cfg).await?;
+    let client =
+        kube::Client::try_from(config).map_err(|e| format!("cannot build a client: {e}"))?;
+    Ok((client, who))
+}
+
+/// The agent's kubeconfig as the agent reads it, and a display name for its identity.
+///
+/// # Errors
+/// The kubeconfig cannot be read or is unusable.
+pub(crate) async fn kube_config(cfg: &Config) -> Result<(kube::Config, String), String> {
     use kube::config::{KubeConfigOptions, Kubeconfig};
     let (config, who) = match &cfg.kubeconfig {
         Some(p) => {
@@ -154,9 +165,7 @@ pub(crate) async fn client(cfg: &Config) -> Result<(kube::Client, String), Strin
             "the inferred kubeconfig's user".to_string(),
         ),
     };
-    let client =
-        kube::Client::try_from(config).map_err(|e| format!("cannot build a client: {e}"))?;
-    Ok((client, who))
+    Ok((config, who))
 }
 
 /// `GET /version` with a deadline: proves the URL, CA and credentials work.

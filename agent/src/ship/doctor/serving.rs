@@ -2,7 +2,10 @@
 //! the request through the CSR API stands — and its client CA.
 
 use super::checks::{Check, Status};
-use crate::kubelet_api::csr::{Progress, api::Verdict, rfc3339};
+use crate::{
+    config::ClientCa,
+    kubelet_api::csr::{PENDING_TOO_LONG, Progress, api::Verdict, rfc3339},
+};
 
 /// How the kubelet API gets its serving certificate, as `doctor` found it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -15,7 +18,11 @@ pub(super) enum Serving {
 }
 
 /// Verdict on the kubelet API's serving certificate and client CA.
-pub(super) fn kubelet_api_check(port: u16, serving: &Serving, client_ca: bool) -> Check {
+pub(super) fn kubelet_api_check(
+    port: u16,
+    serving: &Serving,
+    client_ca: Option<&ClientCa>,
+) -> Check {
     const NAME: &str = "kubelet-api";
     let serves = match serving {
         Serving::Files(Err(e)) => {
@@ -28,15 +35,18 @@ pub(super) fn kubelet_api_check(port: u16, serving: &Serving, client_ca: bool) -
             Err(check) => return check,
         },
     };
-    if client_ca {
-        Check::new(NAME, Status::Ok, serves)
-    } else {
-        Check::new(
+    match client_ca {
+        Some(ca) => Check::new(
+            NAME,
+            Status::Ok,
+            format!("{serves}; client certificates verified against {}", ca.describe()),
+        ),
+        None => Check::new(
             NAME,
             Status::Warn,
-            format!("{serves}, but without --client-ca-file the API server's kubelet client certificate is refused (401)"),
+            format!("{serves}, but with no --client-ca-file and no CA in the kubeconfig the API server's kubelet client certificate is refused (401)"),
         )
-        .fix("pass --client-ca-file with the CA of the API server's --kubelet-client-certificate")
+        .fix("pass --client-ca-file with the CA of the API server's --kubelet-client-certificate"),
     }
 }
 
@@ -79,6 +89,7 @@ fn requested_check(port: u16, p: &Progress) -> Result<String, Check> {
         Progress::Requested {
             csr,
             verdict,
+            pending_for,
             serving_until,
         } => {
             // A renewal keeps serving the stored certificate while its request waits.
@@ -91,14 +102,29 @@ fn requested_check(port: u16, p: &Progress) -> Result<String, Check> {
                 })
                 .unwrap_or_default();
             match verdict {
-            Ok(Verdict::Pending) => (
-                Status::Warn,
-                match serving_until {
-                    Some(_) => format!("serving certificate request {csr} is pending approval{meanwhile}"),
-                    None => format!("serving certificate request {csr} is pending approval: the kubelet API is not served until it is issued"),
-                },
-                format!("kubectl certificate approve {csr}"),
-            ),
+            Ok(Verdict::Pending) => match pending_for.filter(|d| *d >= PENDING_TOO_LONG) {
+                // Pending this long: no approver took it and no operator has acted.
+                Some(d) => (
+                    if serving_until.is_some() { Status::Warn } else { Status::Fail },
+                    format!(
+                        "serving certificate request {csr} has been pending approval for {} min: no operator or approver has approved it{}",
+                        d.as_secs() / 60,
+                        match serving_until {
+                            Some(_) => meanwhile.clone(),
+                            None => "; the kubelet API is not served until it is issued".to_owned(),
+                        }
+                    ),
+                    format!("kubectl certificate approve {csr}, or run an approver for kubelet serving requests (docs/install.md#serving-certificate)"),
+                ),
+                None => (
+                    Status::Warn,
+                    match serving_until {
+                        Some(_) => format!("serving certificate request {csr} is pending approval{meanwhile}"),
+                        None => format!("serving certificate request {csr} is pending approval: the kubelet API is not served until it is issued"),
+                    },
+                    format!("kubectl certificate approve {csr}"),
+                ),
+            },
             Ok(Verdict::Approved) => (
                 Status::Warn,
                 format!("serving certificate request {csr} is approved but not issued yet{meanwhile}"),

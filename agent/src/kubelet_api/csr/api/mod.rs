@@ -2,7 +2,7 @@
 //! conditions mean ([`verdict`], pure), and the calls — create, then get and watch until the
 //! request is decided — each under the API deadline.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use futures::{StreamExt as _, TryStreamExt as _};
 use k8s_openapi::{
@@ -204,9 +204,28 @@ pub(crate) async fn get(
     api: &Api<CertificateSigningRequest>,
     name: &str,
     timeout: Duration,
-) -> Result<(Verdict, String), CallError> {
+) -> Result<Seen, CallError> {
     let csr = call("get", name, timeout, api.get(name)).await?;
-    Ok((verdict(&csr), csr.resource_version().unwrap_or_default()))
+    Ok(Seen {
+        verdict: verdict(&csr),
+        version: csr.resource_version().unwrap_or_default(),
+        created: csr
+            .metadata
+            .creation_timestamp
+            .as_ref()
+            .map(|t| SystemTime::from(t.0)),
+    })
+}
+
+/// A request as one get read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Seen {
+    /// Where it stands.
+    pub verdict: Verdict,
+    /// Its `resourceVersion`, to watch from.
+    pub version: String,
+    /// Its `creationTimestamp` (when it was first made: a restarted agent finds it again).
+    pub created: Option<SystemTime>,
 }
 
 /// Waits until request `name` is issued, denied or failed: a get, then a watch from that
@@ -221,7 +240,11 @@ pub(crate) async fn wait_final(
     shutdown: &mut watch::Receiver<bool>,
 ) -> Result<Final, CallError> {
     loop {
-        let (v, version) = get(api, name, timeout).await?;
+        let Seen {
+            verdict: v,
+            version,
+            ..
+        } = get(api, name, timeout).await?;
         if let Ok(done) = v.into_final() {
             return Ok(done);
         }

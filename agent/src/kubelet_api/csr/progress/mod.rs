@@ -24,6 +24,8 @@ pub(crate) enum Progress {
         csr: String,
         /// Its verdict (`Err` = could not be asked, with why).
         verdict: Result<Verdict, String>,
+        /// How long it has been waiting for approval, while it does ([`pending_for`]).
+        pending_for: Option<Duration>,
         /// A renewal: the end of the stored certificate still served meanwhile.
         serving_until: Option<SystemTime>,
     },
@@ -34,6 +36,24 @@ pub(crate) enum Progress {
         /// Whether it is past `not_after`.
         expired: bool,
     },
+}
+
+/// How long a request may wait for approval before it is reported as stuck: `doctor` fails
+/// it, and `monitoring/alerts.yaml`'s `TartKubeletServingCertificatePending` fires at the same
+/// age (an operator or an approver normally acts within a minute or two).
+pub(crate) const PENDING_TOO_LONG: Duration = Duration::from_secs(300);
+
+/// PURE: how long a request created at `created` has waited at `now`, while it is pending
+/// (`None` once decided or with no creation time).
+pub(crate) fn pending_for(
+    verdict: &Verdict,
+    created: Option<SystemTime>,
+    now: SystemTime,
+) -> Option<Duration> {
+    match verdict {
+        Verdict::Pending => Some(now.duration_since(created?).unwrap_or(Duration::ZERO)),
+        _ => None,
+    }
 }
 
 /// Reads the certificate directory and, with a client, the pending request's verdict.
@@ -50,16 +70,20 @@ pub(crate) async fn progress(
         .and_then(|p| p.chain.first().and_then(|c| issued::leaf(c)));
     if let Some(key) = store.pending_key() {
         let csr = request_name(node, &key.fingerprint());
-        let verdict = match client {
+        let seen = match client {
             None => Err("no API client: --offline or no usable kubeconfig".to_owned()),
             Some(c) => api::get(&Api::all(c), &csr, timeout)
                 .await
-                .map(|(v, _)| v)
                 .map_err(|e| error_chain(&e)),
         };
+        let pending_for = seen
+            .as_ref()
+            .ok()
+            .and_then(|s| pending_for(&s.verdict, s.created, now));
         return Progress::Requested {
             csr,
-            verdict,
+            verdict: seen.map(|s| s.verdict),
+            pending_for,
             serving_until: stored.map(|l| l.not_after).filter(|end| now < *end),
         };
     }

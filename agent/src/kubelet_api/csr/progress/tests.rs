@@ -16,7 +16,7 @@ async fn progress_tells_a_first_request_from_a_renewal_and_an_issued_certificate
     let csr = request_name("mac-1", &pending.fingerprint());
     assert!(matches!(
         progress().await,
-        Progress::Requested { csr: c, verdict: Err(_), serving_until: None } if c == csr
+        Progress::Requested { csr: c, verdict: Err(_), pending_for: None, serving_until: None } if c == csr
     ));
 
     // A stored certificate valid until 2126 (the test PKI's): a renewal is waiting.
@@ -44,4 +44,30 @@ async fn progress_tells_a_first_request_from_a_renewal_and_an_issued_certificate
             expired: false
         }
     );
+}
+
+#[test]
+fn a_request_is_timed_only_while_it_is_pending() {
+    let created = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000);
+    let now = created + Duration::from_secs(301);
+    let cases = [
+        (
+            Verdict::Pending,
+            Some(created),
+            Some(Duration::from_secs(301)),
+        ),
+        (Verdict::Pending, None, None),
+        (
+            Verdict::Pending,
+            Some(now + Duration::from_secs(5)),
+            Some(Duration::ZERO),
+        ),
+        (Verdict::Approved, Some(created), None),
+        (Verdict::Issued(Vec::new()), Some(created), None),
+        (Verdict::Denied("no".into()), Some(created), None),
+    ];
+    for (verdict, created, want) in cases {
+        assert_eq!(pending_for(&verdict, created, now), want, "{verdict:?}");
+    }
+    assert!(pending_for(&Verdict::Pending, Some(created), now).unwrap() > PENDING_TOO_LONG);
 }

@@ -1,4 +1,5 @@
 use super::*;
+use crate::config::ClientCa;
 use crate::ship::doctor::serving::{Serving, kubelet_api_check};
 use crate::ship::rbac::ALWAYS;
 
@@ -193,16 +194,24 @@ fn version_is_found_in_the_first_line() {
 #[test]
 fn kubelet_api_with_certificate_files_needs_them_loadable_and_a_client_ca() {
     let files = |r: Result<(), String>| Serving::Files(r);
-    let c = kubelet_api_check(10250, &files(Err("no PEM certificate in /x".into())), true);
+    let ca = ClientCa::Kubeconfig(vec![vec![0x30]]);
+    let c = kubelet_api_check(
+        10250,
+        &files(Err("no PEM certificate in /x".into())),
+        Some(&ca),
+    );
     assert_eq!(c.status, Status::Fail);
     assert_eq!(
-        kubelet_api_check(10250, &files(Ok(())), false).status,
+        kubelet_api_check(10250, &files(Ok(())), None).status,
         Status::Warn
     );
-    let c = kubelet_api_check(10250, &files(Ok(())), true);
+    let c = kubelet_api_check(10250, &files(Ok(())), Some(&ca));
     assert_eq!(
         (c.status, c.message.as_str()),
-        (Status::Ok, "serves HTTPS on port 10250")
+        (
+            Status::Ok,
+            "serves HTTPS on port 10250; client certificates verified against the kubeconfig's cluster CA"
+        )
     );
 }
 
@@ -214,6 +223,7 @@ fn kubelet_api_without_files_reports_where_the_csr_stands() {
         Serving::Requested(Progress::Requested {
             csr: "mac-1.serving-0a1b2c3d".into(),
             verdict: v,
+            pending_for: None,
             serving_until: None,
         })
     };
@@ -259,10 +269,45 @@ fn kubelet_api_without_files_reports_where_the_csr_stands() {
             Serving::Requested(Progress::Requested {
                 csr: "mac-1.serving-0a1b2c3d".into(),
                 verdict: Ok(Verdict::Pending),
+                pending_for: Some(Duration::from_secs(60)),
                 serving_until: Some(later),
             }),
             Status::Warn,
             "pending approval; the current certificate (valid until 2100-01-01T00:00:00Z) is served meanwhile",
+            "kubectl certificate approve mac-1.serving-0a1b2c3d",
+        ),
+        // Pending for longer than a few minutes: nothing approves these requests.
+        (
+            Serving::Requested(Progress::Requested {
+                csr: "mac-1.serving-0a1b2c3d".into(),
+                verdict: Ok(Verdict::Pending),
+                pending_for: Some(Duration::from_secs(720)),
+                serving_until: None,
+            }),
+            Status::Fail,
+            "request mac-1.serving-0a1b2c3d has been pending approval for 12 min: no operator or approver has approved it; the kubelet API is not served until it is issued",
+            "or run an approver for kubelet serving requests",
+        ),
+        (
+            Serving::Requested(Progress::Requested {
+                csr: "mac-1.serving-0a1b2c3d".into(),
+                verdict: Ok(Verdict::Pending),
+                pending_for: Some(Duration::from_secs(300)),
+                serving_until: Some(later),
+            }),
+            Status::Warn,
+            "pending approval for 5 min: no operator or approver has approved it; the current certificate (valid until 2100-01-01T00:00:00Z) is served meanwhile",
+            "kubectl certificate approve mac-1.serving-0a1b2c3d, or run an approver",
+        ),
+        (
+            Serving::Requested(Progress::Requested {
+                csr: "mac-1.serving-0a1b2c3d".into(),
+                verdict: Ok(Verdict::Pending),
+                pending_for: Some(Duration::from_secs(299)),
+                serving_until: None,
+            }),
+            Status::Warn,
+            "request mac-1.serving-0a1b2c3d is pending approval: the kubelet API is not served",
             "kubectl certificate approve mac-1.serving-0a1b2c3d",
         ),
         (
@@ -285,7 +330,8 @@ fn kubelet_api_without_files_reports_where_the_csr_stands() {
         ),
     ];
     for (serving, status, message, fix) in cases {
-        let c = kubelet_api_check(10250, &serving, true);
+        let ca = ClientCa::File("/etc/ca.pem".into());
+        let c = kubelet_api_check(10250, &serving, Some(&ca));
         assert_eq!(c.status, status, "{serving:?}: {}", c.message);
         assert!(c.message.contains(message), "{serving:?}: {}", c.message);
         assert!(!c.message.contains("not implemented"), "{}", c.message);
@@ -296,8 +342,5 @@ fn kubelet_api_without_files_reports_where_the_csr_stands() {
         not_after: later,
         expired: false,
     });
-    assert_eq!(
-        kubelet_api_check(10250, &issued, false).status,
-        Status::Warn
-    );
+    assert_eq!(kubelet_api_check(10250, &issued, None).status, Status::Warn);
 }
