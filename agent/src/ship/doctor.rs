@@ -20,6 +20,7 @@ pub(crate) mod checks;
 pub(crate) mod identity;
 pub(crate) mod probe;
 mod serving;
+pub(crate) mod smoke;
 
 use checks::{Check, Status};
 
