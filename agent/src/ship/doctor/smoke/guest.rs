@@ -19,6 +19,19 @@ use crate::guest_file;
 
 /// The most of the command's stdout read back: its one line, with room to spare.
 const STDOUT_BYTES: u64 = 64 * 1024;
+/// The most of the launcher's own log read back, for its last message.
+const LAUNCHER_LOG_BYTES: u64 = 4096;
+
+/// What the guest left in its status share.
+#[derive(Debug, Default)]
+pub(crate) struct GuestReport {
+    /// The command's end, as the agent reads it.
+    pub end: GuestEnd,
+    /// The command's stdout (its tail).
+    pub stdout: String,
+    /// The tail of `launcher.log`: the launcher's own messages (what it waited for, what failed).
+    pub launcher_log: String,
+}
 
 /// Create `vm`'s guest directory with the fixed command (which waits for `marker`) in its
 /// control share and an empty status share; returns the `--dir` shares for `tart run`.
@@ -45,15 +58,20 @@ pub(crate) fn prepare(
     Ok(layout.shares(vm, &[]))
 }
 
-/// What the launcher reported in `vm`'s status share, and the command's stdout, read as the
-/// agent reads the guest's files (no link followed, regular files only, bounded).
-pub(crate) fn read_report(layout: &GuestLayout, vm: &VmName) -> (GuestEnd, String) {
+/// What the launcher reported in `vm`'s status share, read as the agent reads the guest's files
+/// (no link followed, regular files only, bounded).
+pub(crate) fn read_report(layout: &GuestLayout, vm: &VmName) -> GuestReport {
     let status = layout.status(vm);
-    let end = read_end(&status, false);
-    let stdout = guest_file::read_last(&status.join("stdout"), STDOUT_BYTES)
-        .map(|(b, _)| String::from_utf8_lossy(&b).into_owned())
-        .unwrap_or_default();
-    (end, stdout)
+    let tail = |name: &str, max: u64| {
+        guest_file::read_last(&status.join(name), max)
+            .map(|(b, _)| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default()
+    };
+    GuestReport {
+        end: read_end(&status, false),
+        stdout: tail("stdout", STDOUT_BYTES),
+        launcher_log: tail("launcher.log", LAUNCHER_LOG_BYTES),
+    }
 }
 
 /// Remove `vm`'s guest directory; missing is fine.

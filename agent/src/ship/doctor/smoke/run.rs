@@ -9,7 +9,9 @@ use tokio::{sync::watch, time::Instant};
 
 use super::{
     guest,
-    steps::{Outcome, Report, Step, check_command, check_exec, exec_argv, skip_reason},
+    steps::{
+        Outcome, Report, Step, check_command, check_exec, exec_argv, skip_reason, with_launcher_log,
+    },
 };
 use crate::guest_contract::layout::GuestLayout;
 use crate::images::reference::ImageRef;
@@ -262,18 +264,19 @@ impl<T: Tart> Smoke<T> {
         let wait = tokio::time::timeout(self.s.guest_timeout, proc.wait());
         let ended = self.cancellable(wait).await?.is_ok();
         let (layout, vm) = (self.s.layout.clone(), self.s.vm.clone());
-        let (end, stdout) = tokio::task::spawn_blocking(move || guest::read_report(&layout, &vm))
+        let report = tokio::task::spawn_blocking(move || guest::read_report(&layout, &vm))
             .await
             .map_err(|e| format!("reading the status share: {e}"))?;
-        if !ended {
-            let state = end.state.as_deref().unwrap_or("none");
-            return Err(format!(
+        let checked = if ended {
+            check_command(&report.end, &report.stdout)
+        } else {
+            let state = report.end.state.as_deref().unwrap_or("none");
+            Err(format!(
                 "the guest did not power off within {}s (status share state: {state})",
                 self.s.guest_timeout.as_secs()
-            )
-            .into());
-        }
-        Ok(check_command(&end, &stdout)?)
+            ))
+        };
+        checked.map_err(|e| with_launcher_log(e, &report.launcher_log).into())
     }
 
     async fn stop(&mut self) -> StepResult {

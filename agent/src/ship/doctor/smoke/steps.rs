@@ -271,3 +271,22 @@ pub(crate) fn check_command(end: &GuestEnd, stdout: &str) -> Result<String, Stri
     }
     Ok(format!("exit code {code} and the expected line"))
 }
+
+/// Longest launcher message quoted in a detail.
+const MAX_QUOTED: usize = 200;
+
+/// `detail`, followed by the last line of the launcher's log when it has one: the launcher's
+/// own word on what it waited for or what failed. The guest wrote it, so only printable
+/// characters are kept, at most [`MAX_QUOTED`] of them.
+pub(crate) fn with_launcher_log(detail: String, log: &str) -> String {
+    let last = log.lines().rev().map(str::trim).find(|l| !l.is_empty());
+    let Some(last) = last else {
+        return detail;
+    };
+    let quoted: String = last
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(MAX_QUOTED)
+        .collect();
+    format!("{detail}; launcher.log: {quoted}")
+}

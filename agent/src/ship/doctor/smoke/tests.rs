@@ -4,7 +4,7 @@ use tart::ExecOutput;
 
 use super::steps::{
     COMMAND_LINE, EXEC_LINE, EXPECTED_EXIT, NO_MARKER_EXIT, Outcome, Report, Step, Verdict,
-    check_command, check_exec, command_argv, exec_argv, skip_reason, vm_name,
+    check_command, check_exec, command_argv, exec_argv, skip_reason, vm_name, with_launcher_log,
 };
 use super::table::{duration, json_lines, render};
 use crate::guest_contract::status::GuestEnd;
@@ -215,4 +215,25 @@ fn json_has_one_object_per_step() {
     assert_eq!(v["result"], "interrupted");
     assert_eq!(v["seconds"], 1.5);
     assert_eq!(v["detail"], "interrupted");
+}
+
+#[test]
+fn a_failure_quotes_the_launchers_last_message_printable_and_bounded() {
+    let cases = [
+        ("", "x"),
+        ("\n  \n", "x"),
+        (
+            "waiting for shares\ngave up: no control share\n",
+            "x; launcher.log: gave up: no control share",
+        ),
+        ("bad \x1b[31mred\x07\n", "x; launcher.log: bad [31mred"),
+    ];
+    for (log, want) in cases {
+        assert_eq!(with_launcher_log("x".into(), log), want, "{log:?}");
+    }
+    let long = "a".repeat(1000);
+    assert_eq!(
+        with_launcher_log("x".into(), &long).len(),
+        "x; launcher.log: ".len() + 200
+    );
 }
