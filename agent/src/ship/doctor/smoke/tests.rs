@@ -26,10 +26,13 @@ fn end(code: Option<i32>, state: Option<&str>) -> GuestEnd {
     }
 }
 
+/// Rows of (step, outcome), the verdict they give and its exit code.
+type VerdictCase<'a> = (&'a [(Step, Outcome)], Verdict, u8);
+
 #[test]
 fn verdict_names_the_first_step_that_did_not_pass() {
     use Outcome::*;
-    let cases: &[(&[(Step, Outcome)], Verdict, u8)] = &[
+    let cases: &[VerdictCase<'_>] = &[
         (&[(Step::Image, Ok), (Step::Delete, Ok)], Verdict::Passed, 0),
         (
             &[
