@@ -14,6 +14,8 @@ use tart_kubelet_tests::fake::{
 };
 use tokio::io::{AsyncBufReadExt, BufReader};
 
+use crate::ship_doctor::text;
+
 const FT: &str = env!("CARGO_BIN_EXE_fake-tart");
 const AGENT: &str = env!("CARGO_BIN_EXE_agent-under-test");
 const IMAGE: &str = "ghcr.io/example/macos-smoke:1";
@@ -98,15 +100,6 @@ impl Mac {
         .await;
         assert!(gone, "fake-tart processes left\n{out}");
     }
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\n{}{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 /// The table row of `step` (the progress lines on stderr read `step: result`).

@@ -133,13 +133,25 @@ impl<T: Tart> Smoke<T> {
         }
     }
 
-    /// `fut`, unless an interruption comes first.
+    /// `fut`, unless an interruption comes first (a sender gone without one interrupts
+    /// nothing).
     async fn cancellable<R>(&self, fut: impl Future<Output = R>) -> Result<R, Failure> {
         let mut rx = self.interrupt.clone();
         tokio::select! {
             r = fut => Ok(r),
-            _ = rx.wait_for(|v| *v) => Err(Failure::Interrupted),
+            Ok(_) = rx.wait_for(|v| *v) => Err(Failure::Interrupted),
         }
+    }
+
+    /// The tart call `fut` (`tart <what>`), unless an interruption comes first.
+    async fn call<R>(
+        &self,
+        what: &str,
+        fut: impl Future<Output = tart::Result<R>>,
+    ) -> Result<R, Failure> {
+        self.cancellable(fut)
+            .await?
+            .map_err(|e| Failure::Failed(format!("tart {what}: {e}")))
     }
 
     fn interrupted(&self) -> bool {
@@ -151,10 +163,7 @@ impl<T: Tart> Smoke<T> {
     async fn image(&mut self) -> StepResult {
         let tart = self.tart.clone();
         let image = self.s.image.clone();
-        let listed = self
-            .cancellable(tart.list())
-            .await?
-            .map_err(|e| format!("tart list: {e}"))?;
+        let listed = self.call("list", tart.list()).await?;
         if listed
             .iter()
             .any(|v| v.source == Source::Local && v.name == image)
@@ -169,9 +178,7 @@ impl<T: Tart> Smoke<T> {
         {
             return Ok(format!("in the cache as {cache_name}"));
         }
-        self.cancellable(tart.pull(&image, None))
-            .await?
-            .map_err(|e| format!("tart pull: {e}"))?;
+        self.call("pull", tart.pull(&image, None)).await?;
         Ok("pulled; left in the cache".to_owned())
     }
 
@@ -179,9 +186,7 @@ impl<T: Tart> Smoke<T> {
         let tart = self.tart.clone();
         self.cloned = true;
         let (image, vm) = (self.s.image.clone(), self.s.vm.clone());
-        self.cancellable(tart.clone_vm(&image, &vm, None))
-            .await?
-            .map_err(|e| format!("tart clone: {e}"))?;
+        self.call("clone", tart.clone_vm(&image, &vm, None)).await?;
         Ok(format!("cloned into {vm}"))
     }
 
@@ -193,9 +198,7 @@ impl<T: Tart> Smoke<T> {
             random_mac: true,
             ..SetOpts::default()
         };
-        self.cancellable(tart.set(&vm, &opts))
-            .await?
-            .map_err(|e| format!("tart set: {e}"))?;
+        self.call("set", tart.set(&vm, &opts)).await?;
         Ok("random MAC address".to_owned())
     }
 
@@ -207,13 +210,8 @@ impl<T: Tart> Smoke<T> {
             self.s.marker.clone(),
         );
         let dir = layout.vm_dir(&vm);
-        let written =
-            tokio::task::spawn_blocking(move || guest::prepare(&layout, &vm, &marker)).await;
-        self.shares = match written {
-            Ok(Ok(shares)) => shares,
-            Ok(Err(e)) => return Err(format!("writing {}: {e}", dir.display()).into()),
-            Err(e) => return Err(format!("writing {}: {e}", dir.display()).into()),
-        };
+        let what = format!("writing {}", dir.display());
+        self.shares = blocking(what, move || guest::prepare(&layout, &vm, &marker)).await?;
         Ok(format!("shares under {}", dir.display()))
     }
 
@@ -238,9 +236,8 @@ impl<T: Tart> Smoke<T> {
             return Err(Failure::Interrupted);
         }
         let ip = self
-            .cancellable(tart.ip(&vm, self.s.ip_wait, IpResolver::Dhcp))
-            .await?
-            .map_err(|e| format!("tart ip: {e}"))?;
+            .call("ip", tart.ip(&vm, self.s.ip_wait, IpResolver::Dhcp))
+            .await?;
         Ok(format!("running, IP {ip}"))
     }
 
@@ -249,9 +246,8 @@ impl<T: Tart> Smoke<T> {
         let vm = self.s.vm.clone();
         let argv = exec_argv(&self.s.marker);
         let out = self
-            .cancellable(tart.exec(&vm, &argv, self.s.guest_timeout))
-            .await?
-            .map_err(|e| format!("tart exec: {e}"))?;
+            .call("exec", tart.exec(&vm, &argv, self.s.guest_timeout))
+            .await?;
         Ok(check_exec(&out)?)
     }
 
@@ -308,13 +304,8 @@ impl<T: Tart> Smoke<T> {
                 .map_err(|e| format!("tart delete {vm}: {e}"))?;
         }
         let layout = self.s.layout.clone();
-        let dir = layout.vm_dir(&vm);
-        let removed = tokio::task::spawn_blocking(move || guest::remove(&layout, &vm)).await;
-        match removed {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => return Err(format!("removing {}: {e}", dir.display()).into()),
-            Err(e) => return Err(format!("removing {}: {e}", dir.display()).into()),
-        }
+        let what = format!("removing {}", layout.vm_dir(&vm).display());
+        blocking(what, move || guest::remove(&layout, &vm)).await?;
         let log = &self.s.run_opts.log_path;
         if self.keep_log && log.exists() {
             return Ok(format!(
@@ -324,5 +315,17 @@ impl<T: Tart> Smoke<T> {
         }
         let _ = tokio::fs::remove_file(log).await;
         Ok("VM and guest directory removed".to_owned())
+    }
+}
+
+/// `f` on the blocking pool; a failure is `what` and the error.
+async fn blocking<R: Send + 'static>(
+    what: String,
+    f: impl FnOnce() -> std::io::Result<R> + Send + 'static,
+) -> Result<R, Failure> {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(Ok(r)) => Ok(r),
+        Ok(Err(e)) => Err(Failure::Failed(format!("{what}: {e}"))),
+        Err(e) => Err(Failure::Failed(format!("{what}: {e}"))),
     }
 }
