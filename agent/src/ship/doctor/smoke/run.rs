@@ -10,7 +10,7 @@ use tokio::{sync::watch, time::Instant};
 use super::{
     guest,
     steps::{
-        Outcome, Report, Step, check_command, check_exec, exec_argv, skip_reason, with_launcher_log,
+        Outcome, Report, Sequence, Step, check_command, check_exec, exec_argv, with_launcher_log,
     },
 };
 use crate::guest_contract::layout::GuestLayout;
@@ -85,17 +85,14 @@ pub(crate) async fn run<T: Tart>(
         keep_log: false,
     };
     let mut reports = Vec::with_capacity(Step::ALL.len());
-    let mut halted: Option<String> = None;
+    let mut sequence = Sequence::default();
     for step in Step::ALL {
-        if let Some(why) = &halted
-            && !step.is_cleanup()
-        {
-            let report = Report::skipped(step, why);
-            progress(&report);
-            reports.push(report);
+        if let Some(skipped) = sequence.skip(step) {
+            progress(&skipped);
+            reports.push(skipped);
             continue;
         }
-        smoke.keep_log = halted.is_some();
+        smoke.keep_log = sequence.halted();
         let started = Instant::now();
         let res = smoke.step(step).await;
         let (outcome, detail) = match res {
@@ -103,9 +100,7 @@ pub(crate) async fn run<T: Tart>(
             Err(Failure::Failed(detail)) => (Outcome::Failed, detail),
             Err(Failure::Interrupted) => (Outcome::Interrupted, "interrupted".to_owned()),
         };
-        if outcome != Outcome::Ok && halted.is_none() {
-            halted = Some(skip_reason(step, outcome));
-        }
+        sequence.ended(step, outcome);
         let report = Report {
             step,
             outcome,

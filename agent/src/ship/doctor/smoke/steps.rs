@@ -173,11 +173,38 @@ impl Verdict {
     }
 }
 
-/// Why the steps after `failed` (before the clean-up) are skipped.
-pub(crate) fn skip_reason(failed: Step, outcome: Outcome) -> String {
-    match outcome {
-        Outcome::Interrupted => "interrupted".to_owned(),
-        _ => format!("{} failed", failed.as_str()),
+/// Which steps run: all of them in order until one does not pass; after that the others are
+/// skipped, naming why, and the clean-up still runs.
+#[derive(Debug, Default)]
+pub(crate) struct Sequence {
+    /// Why the run halted: the first step that did not pass, or the interruption.
+    halted: Option<String>,
+}
+
+impl Sequence {
+    /// `None`: run `step`; else its skipped row.
+    pub(crate) fn skip(&self, step: Step) -> Option<Report> {
+        match &self.halted {
+            Some(why) if !step.is_cleanup() => Some(Report::skipped(step, why)),
+            _ => None,
+        }
+    }
+
+    /// Record how a step that ran ended.
+    pub(crate) fn ended(&mut self, step: Step, outcome: Outcome) {
+        if self.halted.is_some() {
+            return;
+        }
+        self.halted = match outcome {
+            Outcome::Ok | Outcome::Skipped => None,
+            Outcome::Failed => Some(format!("{} failed", step.as_str())),
+            Outcome::Interrupted => Some("interrupted".to_owned()),
+        };
+    }
+
+    /// Some step did not pass.
+    pub(crate) fn halted(&self) -> bool {
+        self.halted.is_some()
     }
 }
 

@@ -3,8 +3,8 @@ use std::time::Duration;
 use tart::ExecOutput;
 
 use super::steps::{
-    COMMAND_LINE, EXEC_LINE, EXPECTED_EXIT, NO_MARKER_EXIT, Outcome, Report, Step, Verdict,
-    check_command, check_exec, command_argv, exec_argv, skip_reason, vm_name, with_launcher_log,
+    COMMAND_LINE, EXEC_LINE, EXPECTED_EXIT, NO_MARKER_EXIT, Outcome, Report, Sequence, Step,
+    Verdict, check_command, check_exec, command_argv, exec_argv, vm_name, with_launcher_log,
 };
 use super::table::{duration, json_lines, render};
 use crate::guest_contract::status::GuestEnd;
@@ -85,8 +85,89 @@ fn only_stop_and_delete_are_the_cleanup_and_they_come_last() {
     let cleanup: Vec<Step> = Step::ALL.into_iter().filter(|s| s.is_cleanup()).collect();
     assert_eq!(cleanup, [Step::Stop, Step::Delete]);
     assert_eq!(&Step::ALL[7..], &[Step::Stop, Step::Delete]);
-    assert_eq!(skip_reason(Step::Clone, Outcome::Failed), "clone failed");
-    assert_eq!(skip_reason(Step::Boot, Outcome::Interrupted), "interrupted");
+}
+
+/// The steps that run, and each skipped step's detail, when `bad` ends with `outcome` (and
+/// every other step that runs passes, except the clean-up's own `cleanup_fails`).
+fn sequence(bad: Option<(Step, Outcome)>, cleanup_fails: Option<Step>) -> Vec<(Step, String)> {
+    let mut seq = Sequence::default();
+    let mut out = vec![];
+    for step in Step::ALL {
+        if let Some(r) = seq.skip(step) {
+            out.push((step, format!("skipped: {}", r.detail)));
+            continue;
+        }
+        let outcome = match bad {
+            Some((s, o)) if s == step => o,
+            _ if cleanup_fails == Some(step) => Outcome::Failed,
+            _ => Outcome::Ok,
+        };
+        seq.ended(step, outcome);
+        out.push((step, outcome.as_str().to_owned()));
+    }
+    out
+}
+
+#[test]
+fn after_a_failure_the_rest_is_skipped_and_the_cleanup_still_runs() {
+    let ran = |rows: &[(Step, String)]| -> Vec<String> {
+        rows.iter()
+            .map(|(s, r)| format!("{} {r}", s.as_str()))
+            .collect()
+    };
+    let all_ok = sequence(None, None);
+    assert!(all_ok.iter().all(|(_, r)| r == "ok"), "{all_ok:?}");
+    let cases: &[(Option<(Step, Outcome)>, Option<Step>, &[&str])] = &[
+        (
+            Some((Step::Clone, Outcome::Failed)),
+            None,
+            &[
+                "image ok",
+                "clone failed",
+                "set skipped: clone failed",
+                "guest skipped: clone failed",
+                "boot skipped: clone failed",
+                "exec skipped: clone failed",
+                "command skipped: clone failed",
+                "stop ok",
+                "delete ok",
+            ],
+        ),
+        (
+            Some((Step::Exec, Outcome::Interrupted)),
+            None,
+            &[
+                "image ok",
+                "clone ok",
+                "set ok",
+                "guest ok",
+                "boot ok",
+                "exec interrupted",
+                "command skipped: interrupted",
+                "stop ok",
+                "delete ok",
+            ],
+        ),
+        (
+            // A failed stop does not keep the delete from trying.
+            Some((Step::Command, Outcome::Failed)),
+            Some(Step::Stop),
+            &[
+                "image ok",
+                "clone ok",
+                "set ok",
+                "guest ok",
+                "boot ok",
+                "exec ok",
+                "command failed",
+                "stop failed",
+                "delete ok",
+            ],
+        ),
+    ];
+    for (bad, cleanup_fails, want) in cases {
+        assert_eq!(ran(&sequence(*bad, *cleanup_fails)), *want, "{bad:?}");
+    }
 }
 
 #[test]
