@@ -108,6 +108,9 @@ fn sequence(bad: Option<(Step, Outcome)>, cleanup_fails: Option<Step>) -> Vec<(S
     out
 }
 
+/// The step that does not pass and how, a clean-up step that fails too, the rows expected.
+type SequenceCase<'a> = (Option<(Step, Outcome)>, Option<Step>, &'a [&'a str]);
+
 #[test]
 fn after_a_failure_the_rest_is_skipped_and_the_cleanup_still_runs() {
     let ran = |rows: &[(Step, String)]| -> Vec<String> {
@@ -117,7 +120,7 @@ fn after_a_failure_the_rest_is_skipped_and_the_cleanup_still_runs() {
     };
     let all_ok = sequence(None, None);
     assert!(all_ok.iter().all(|(_, r)| r == "ok"), "{all_ok:?}");
-    let cases: &[(Option<(Step, Outcome)>, Option<Step>, &[&str])] = &[
+    let cases: &[SequenceCase<'_>] = &[
         (
             Some((Step::Clone, Outcome::Failed)),
             None,
