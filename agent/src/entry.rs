@@ -29,6 +29,7 @@ use crate::{
         watch::ObservedNode,
     },
     pods::{self, PodSide, metrics::PodMetrics},
+    ship::DoctorArgs,
     slots::VmSlots,
 };
 
@@ -107,13 +108,31 @@ async fn dispatch_ship(cmd: Command, cfg: &Config) -> ExitCode {
     let res = match cmd {
         Command::Install(a) => crate::ship::install(&a, cfg).await,
         Command::Uninstall(a) => crate::ship::uninstall(&a, cfg).await,
-        Command::Doctor(a) => crate::ship::doctor(&a, cfg).await,
+        Command::Doctor(a) => match a.smoke.clone() {
+            Some(image) => smoke(&a, &image, cfg).await,
+            None => crate::ship::doctor(&a, cfg).await,
+        },
         Command::Run(_) => unreachable!("run is handled by cli_main"),
     };
     res.unwrap_or_else(|e| {
         eprintln!("tart-kubelet: {e:#}");
         ExitCode::FAILURE
     })
+}
+
+/// `doctor --smoke IMAGE`: the self-test, with the tart driver the agent would build from the
+/// same configuration; Ctrl-C or SIGTERM skips to its clean-up.
+async fn smoke(a: &DoctorArgs, image: &str, cfg: &Config) -> anyhow::Result<ExitCode> {
+    let cfg = crate::ship::effective_config(&a.run, cfg)?;
+    let tart = Arc::new(tart_cli(&cfg, Arc::new(Unobserved)));
+    crate::ship::smoke(a, image, &cfg, tart, wait_for_signal()).await
+}
+
+/// The self-test counts no tart attempts: it has no metrics.
+struct Unobserved;
+
+impl tart::Observer for Unobserved {
+    fn attempt(&self, _attempt: &tart::Attempt) {}
 }
 
 async fn run_until_signal(cfg: Config) -> ExitCode {

@@ -137,4 +137,14 @@ pub(crate) struct DoctorArgs {
     /// Deadline in seconds for each external call doctor makes.
     #[arg(long, value_name = "SECONDS", default_value_t = 10)]
     pub call_timeout: u64,
+    /// Instead of the checks, the first-day self-test (no cluster needed): clone IMAGE (pulled
+    /// if absent), set it, boot it with the guest's shares, check a command run through the
+    /// guest launcher and a `tart exec`, then stop and delete the VM (docs/operations.md,
+    /// "First-day self-test").
+    #[arg(long, value_name = "IMAGE")]
+    pub smoke: Option<String>,
+    /// With --smoke: deadline in seconds of the `exec`, and of the command's end once the guest
+    /// has an IP.
+    #[arg(long, value_name = "SECONDS", default_value_t = 600)]
+    pub smoke_timeout: u64,
 }

@@ -7,6 +7,7 @@
 //! session, auto-login, DHCP lease time, login keychain, softnet. macOS checks report
 //! "skipped" elsewhere. Facts come from [`probe`] (I/O with deadlines), verdicts from
 //! [`checks`] (pure). Exit status 1 when a check fails (or warns, with `--strict`).
+//! With `--smoke IMAGE` none of these run: [`smoke`] is the first-day self-test instead.
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -20,6 +21,7 @@ pub(crate) mod checks;
 pub(crate) mod identity;
 pub(crate) mod probe;
 mod serving;
+pub(crate) mod smoke;
 
 use checks::{Check, Status};
 

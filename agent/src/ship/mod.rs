@@ -15,6 +15,6 @@ pub(crate) mod plist;
 pub mod rbac;
 
 pub(crate) use args::{DoctorArgs, InstallArgs, UninstallArgs, effective_config};
-pub(crate) use doctor::doctor;
+pub(crate) use doctor::{doctor, smoke::smoke};
 pub(crate) use install::{install, uninstall};
 pub(crate) use plist::Variant;

@@ -61,6 +61,7 @@ mod ship_packaging;
 mod ship_plist;
 mod ship_rbac;
 mod ship_release;
+mod ship_smoke;
 mod tart_contract;
 mod tart_faults;
 mod tart_leaks;

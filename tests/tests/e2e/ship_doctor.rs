@@ -37,7 +37,8 @@ async fn doctor(home: &FakeHome, kubeconfig: &Path, extra: &[&str]) -> Output {
         .expect("doctor ran")
 }
 
-fn text(o: &Output) -> String {
+/// The exit status and both streams of a finished `tart-kubelet` subcommand, for assertions.
+pub(crate) fn text(o: &Output) -> String {
     format!(
         "exit {:?}\n{}{}",
         o.status.code(),
