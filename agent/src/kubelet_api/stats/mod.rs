@@ -12,6 +12,8 @@ use std::fmt::Write as _;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
 
+use super::scrape::text::{esc, family};
+
 /// One CPU and memory reading.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Usage {
@@ -38,6 +40,13 @@ pub(crate) struct PodUsage {
     pub name: String,
     pub uid: String,
     pub container: String,
+    /// The container's image, as the Pod names it.
+    pub image: String,
+    /// The VM's name (cAdvisor's `name` label; `id` is derived from it).
+    pub vm: String,
+    /// The memory the VM was given from the Pod's resources; `None` when the image's own
+    /// value was kept (the agent does not know it).
+    pub memory_limit_bytes: Option<u64>,
     /// When the VM was first seen running.
     pub start: Timestamp,
     pub usage: Usage,
@@ -118,20 +127,9 @@ pub(crate) fn summary(v: &StatsView) -> Value {
     json!({"node": node, "pods": pods})
 }
 
-/// A Prometheus label value, escaped.
-fn esc(s: &str) -> String {
-    s.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
-}
-
 /// The `/metrics/resource` text.
 pub(crate) fn resource_metrics(v: &StatsView) -> String {
     let mut out = String::new();
-    let family = |out: &mut String, name: &str, ty: &str, help: &str| {
-        let _ = writeln!(out, "# HELP {name} [ALPHA] {help}");
-        let _ = writeln!(out, "# TYPE {name} {ty}");
-    };
     let node = v.node.filter(Usage::reportable);
     let pods: Vec<&PodUsage> = v.pods.iter().filter(|p| p.usage.reportable()).collect();
     let labels = |p: &PodUsage| {

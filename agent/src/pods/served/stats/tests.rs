@@ -44,6 +44,7 @@ fn running_vms_become_their_pods_and_the_host_the_node() {
         .vm_name("00000000-0000-0000-0000-00000000000b")
         .unwrap()
         .to_string();
+    let a_vm = a.clone();
     snap.vms.insert(a, vm(110));
     snap.vms.insert(b, vm(100));
     let pods = [
@@ -55,6 +56,12 @@ fn running_vms_become_their_pods_and_the_host_the_node() {
     assert_eq!(v.pods.len(), 1, "b is not running, c has no VM");
     assert_eq!(v.pods[0].name, "a");
     assert_eq!(v.pods[0].container, "runner");
+    assert_eq!(v.pods[0].image, "img");
+    assert_eq!(v.pods[0].vm, a_vm);
+    assert_eq!(
+        v.pods[0].memory_limit_bytes, None,
+        "no memory in the Pod's resources"
+    );
     assert_eq!(v.pods[0].start, t(50));
     assert_eq!(v.pods[0].usage.working_set_bytes, 4 << 30);
     let n = v.node.unwrap();
