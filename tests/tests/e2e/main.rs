@@ -59,6 +59,7 @@ mod ship_monitoring;
 mod ship_packaging;
 mod ship_plist;
 mod ship_rbac;
+mod stack_prometheus;
 mod tart_contract;
 mod tart_faults;
 mod tart_leaks;
