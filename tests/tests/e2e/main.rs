@@ -33,6 +33,7 @@ mod kubelet_port_forward;
 mod kubelet_websocket;
 mod node_e2e;
 mod node_endpoints;
+mod node_labels;
 mod node_readiness;
 mod node_survive;
 mod pod_api_return;
