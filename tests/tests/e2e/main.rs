@@ -51,6 +51,7 @@ mod pod_probes;
 mod pod_vanished;
 mod pod_vitals;
 mod sandbox;
+mod ship_arc;
 mod ship_config_doc;
 mod ship_doctor;
 mod ship_install;
