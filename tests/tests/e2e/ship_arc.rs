@@ -12,8 +12,7 @@
 use crate::pod_support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::process::Command;
 
 use k8s_openapi::api::core::v1::Pod;
 use pod_support::{Env, WAIT, phase};
@@ -127,33 +126,6 @@ spec:
         x-kubernetes-preserve-unknown-fields: true
 "#;
 
-async fn kubectl_stdin(env: &Env, args: &[&str], stdin: &str) -> String {
-    use tokio::io::AsyncWriteExt as _;
-    let kc = env.cp.kubeconfig_path().display().to_string();
-    let mut child = tokio::process::Command::new("kubectl")
-        .args(["--kubeconfig", &kc, "--request-timeout", "20s"])
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("kubectl");
-    let mut input = child.stdin.take().unwrap();
-    input.write_all(stdin.as_bytes()).await.unwrap();
-    drop(input);
-    let out = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
-        .await
-        .expect("kubectl within 60 s")
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "kubectl {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 /// Installs the EphemeralRunner CRD (idempotent; the tests share the cluster) and waits until
 /// it is served.
 async fn install_crd(env: &Env) {
@@ -219,21 +191,22 @@ async fn the_runner_pod_arc_creates_from_the_values_runs_the_entry_to_success() 
             "spec": template,
         },
     });
-    kubectl_stdin(&env, &["apply", "-f", "-"], &runner.to_string()).await;
-    let uid = kubectl_stdin(
-        &env,
-        &[
-            "-n",
-            &env.ns,
-            "get",
-            "ephemeralrunner",
-            name,
-            "-o",
-            "jsonpath={.metadata.uid}",
-        ],
-        "",
-    )
-    .await;
+    env.kubectl_stdin(&["apply", "-f", "-"], &runner.to_string())
+        .await;
+    let uid = env
+        .kubectl_stdin(
+            &[
+                "-n",
+                &env.ns,
+                "get",
+                "ephemeralrunner",
+                name,
+                "-o",
+                "jsonpath={.metadata.uid}",
+            ],
+            "",
+        )
+        .await;
     let owner = serde_json::json!([{
         "apiVersion": "actions.github.com/v1alpha1",
         "kind": "EphemeralRunner",
@@ -249,7 +222,8 @@ async fn the_runner_pod_arc_creates_from_the_values_runs_the_entry_to_success() 
         "metadata": {"name": name, "namespace": env.ns, "ownerReferences": owner},
         "stringData": {"jitToken": jit, "runnerName": name, "runnerId": "42", "scaleSetId": "1"},
     });
-    kubectl_stdin(&env, &["apply", "-f", "-"], &secret.to_string()).await;
+    env.kubectl_stdin(&["apply", "-f", "-"], &secret.to_string())
+        .await;
 
     // A stand-in for the GitHub runner: prints what it was started with and ends as a finished
     // job does.

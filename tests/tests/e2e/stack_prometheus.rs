@@ -13,7 +13,6 @@
 use crate::pod_support;
 
 use std::process::Stdio;
-use std::time::Duration;
 
 use pod_support::{Env, WAIT, phase};
 use tart_kubelet_tests::{
@@ -48,39 +47,6 @@ rules:
 - nonResourceURLs: [/metrics, /metrics/cadvisor, /metrics/resource]
   verbs: [get]
 "#;
-
-async fn kubectl(env: &Env, args: &[&str]) -> (bool, String, String) {
-    let kc = env.cp.kubeconfig_path().display().to_string();
-    let mut all = vec!["--kubeconfig", kc.as_str(), "--request-timeout", "20s"];
-    all.extend_from_slice(args);
-    run_program("kubectl", &all).await
-}
-
-/// `kubectl apply -f -` of `yaml`.
-async fn apply(env: &Env, yaml: &str) {
-    use tokio::io::AsyncWriteExt as _;
-    let kc = env.cp.kubeconfig_path().display().to_string();
-    let mut child = tokio::process::Command::new("kubectl")
-        .args(["--kubeconfig", &kc, "apply", "-f", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("kubectl");
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(yaml.as_bytes()).await.unwrap();
-    drop(stdin);
-    let out = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
-        .await
-        .expect("kubectl apply within 60 s")
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "kubectl apply: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 /// One scrape config per kubelet path, as the operator renders the chart's ServiceMonitor
 /// endpoints. Debian's Prometheus is built without Kubernetes service discovery, so the targets
@@ -202,17 +168,15 @@ async fn prometheus_configured_like_kube_prometheus_stack_scrapes_every_kubelet_
 
     // The chart's Prometheus identity: a ServiceAccount bound to its ClusterRole.
     let role = format!("{}-prometheus", env.ns);
-    apply(&env, &CLUSTER_ROLE.replace("NAME", &role)).await;
-    let (ok, _, err) = kubectl(
-        &env,
-        &["-n", &env.ns, "create", "serviceaccount", "prometheus"],
-    )
-    .await;
+    env.kubectl_stdin(&["apply", "-f", "-"], &CLUSTER_ROLE.replace("NAME", &role))
+        .await;
+    let (ok, _, err) = env
+        .kubectl(&["create", "serviceaccount", "prometheus"])
+        .await;
     assert!(ok, "{err}");
     let sa = format!("{}:prometheus", env.ns);
-    let (ok, _, err) = kubectl(
-        &env,
-        &[
+    let (ok, _, err) = env
+        .kubectl(&[
             "create",
             "clusterrolebinding",
             &role,
@@ -220,11 +184,10 @@ async fn prometheus_configured_like_kube_prometheus_stack_scrapes_every_kubelet_
             &role,
             "--serviceaccount",
             &sa,
-        ],
-    )
-    .await;
+        ])
+        .await;
     assert!(ok, "{err}");
-    let (ok, token, err) = kubectl(&env, &["-n", &env.ns, "create", "token", "prometheus"]).await;
+    let (ok, token, err) = env.kubectl(&["create", "token", "prometheus"]).await;
     assert!(ok, "{err}");
 
     let dir = tempfile::tempdir().unwrap();
@@ -336,5 +299,7 @@ async fn prometheus_configured_like_kube_prometheus_stack_scrapes_every_kubelet_
         "{process:?}"
     );
 
-    let _ = kubectl(&env, &["delete", "clusterrolebinding,clusterrole", &role]).await;
+    let _ = env
+        .kubectl(&["delete", "clusterrolebinding,clusterrole", &role])
+        .await;
 }

@@ -23,7 +23,7 @@ use prometheus_client::registry::Registry;
 
 use super::stats::{PodUsage, StatsView};
 use crate::metrics::{process::ProcessMetrics, to_prometheus_text};
-use text::{esc, family};
+use text::{esc, family, plain_family, samples};
 
 /// What the metrics paths read besides the Pods and the stats.
 #[derive(Clone)]
@@ -145,79 +145,52 @@ pub(crate) fn cadvisor(v: &StatsView) -> String {
             esc(&p.name)
         )
     };
+    let ms = |p: &PodUsage| Some(p.usage.at.as_millisecond());
     let mut out = String::new();
-    let gauge = |out: &mut String, name: &str, help: &str, f: &dyn Fn(&PodUsage) -> u64| {
-        let _ = writeln!(out, "# HELP {name} {help}");
-        let _ = writeln!(out, "# TYPE {name} gauge");
-        for p in &pods {
-            let _ = writeln!(
-                out,
-                "{name}{{{}}} {} {}",
-                labels(p),
-                f(p),
-                p.usage.at.as_millisecond()
-            );
-        }
-    };
-    let _ = writeln!(
-        out,
-        "# HELP container_cpu_usage_seconds_total Cumulative cpu time consumed in seconds."
-    );
-    let _ = writeln!(out, "# TYPE container_cpu_usage_seconds_total counter");
-    for p in &pods {
-        let _ = writeln!(
-            out,
-            "container_cpu_usage_seconds_total{{{},cpu=\"total\"}} {} {}",
-            labels(p),
-            p.usage.cpu_seconds_total,
-            p.usage.at.as_millisecond()
-        );
-    }
-    gauge(
+    let name = "container_cpu_usage_seconds_total";
+    plain_family(
         &mut out,
-        "container_memory_rss",
-        "Size of RSS in bytes.",
-        &|p| p.usage.working_set_bytes,
+        name,
+        "counter",
+        "Cumulative cpu time consumed in seconds.",
     );
-    gauge(
-        &mut out,
-        "container_memory_usage_bytes",
-        "Current memory usage in bytes, including all memory regardless of when it was accessed",
-        &|p| p.usage.working_set_bytes,
-    );
-    gauge(
-        &mut out,
-        "container_memory_working_set_bytes",
-        "Current working set in bytes.",
-        &|p| p.usage.working_set_bytes,
-    );
-    let _ = writeln!(
-        out,
-        "# HELP container_spec_memory_limit_bytes Memory limit for the container."
-    );
-    let _ = writeln!(out, "# TYPE container_spec_memory_limit_bytes gauge");
-    for p in &pods {
-        if let Some(limit) = p.memory_limit_bytes {
-            let _ = writeln!(
-                out,
-                "container_spec_memory_limit_bytes{{{}}} {limit}",
-                labels(p)
-            );
-        }
+    let cpu = pods.iter().map(|p| {
+        let l = format!("{},cpu=\"total\"", labels(p));
+        (l, p.usage.cpu_seconds_total, ms(p))
+    });
+    samples(&mut out, name, cpu);
+    for (name, help) in [
+        ("container_memory_rss", "Size of RSS in bytes."),
+        (
+            "container_memory_usage_bytes",
+            "Current memory usage in bytes, including all memory regardless of when it was accessed",
+        ),
+        (
+            "container_memory_working_set_bytes",
+            "Current working set in bytes.",
+        ),
+    ] {
+        plain_family(&mut out, name, "gauge", help);
+        let rows = pods
+            .iter()
+            .map(|p| (labels(p), p.usage.working_set_bytes, ms(p)));
+        samples(&mut out, name, rows);
     }
-    let _ = writeln!(
-        out,
-        "# HELP container_start_time_seconds Start time of the container since unix epoch in seconds."
+    let name = "container_spec_memory_limit_bytes";
+    plain_family(&mut out, name, "gauge", "Memory limit for the container.");
+    let limits = pods
+        .iter()
+        .filter_map(|p| Some((labels(p), p.memory_limit_bytes?, None)));
+    samples(&mut out, name, limits);
+    let name = "container_start_time_seconds";
+    plain_family(
+        &mut out,
+        name,
+        "gauge",
+        "Start time of the container since unix epoch in seconds.",
     );
-    let _ = writeln!(out, "# TYPE container_start_time_seconds gauge");
-    for p in &pods {
-        let _ = writeln!(
-            out,
-            "container_start_time_seconds{{{}}} {}",
-            labels(p),
-            p.start.as_second()
-        );
-    }
+    let starts = pods.iter().map(|p| (labels(p), p.start.as_second(), None));
+    samples(&mut out, name, starts);
     out
 }
 

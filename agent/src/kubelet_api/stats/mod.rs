@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
 
-use super::scrape::text::{esc, family};
+use super::scrape::text::{esc, family, samples};
 
 /// One CPU and memory reading.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -154,102 +154,68 @@ pub(crate) fn resource_metrics(v: &StatsView) -> String {
         "counter",
         "Cumulative cpu time consumed by the container in core-seconds",
     );
-    for p in &pods {
-        let _ = writeln!(
-            out,
-            "container_cpu_usage_seconds_total{{{}}} {} {}",
-            labels(p),
-            p.usage.cpu_seconds_total,
-            ms(&p.usage)
-        );
-    }
+    let rows = pods
+        .iter()
+        .map(|p| (labels(p), p.usage.cpu_seconds_total, Some(ms(&p.usage))));
+    samples(&mut out, "container_cpu_usage_seconds_total", rows);
     family(
         &mut out,
         "container_memory_working_set_bytes",
         "gauge",
         "Current working set of the container in bytes",
     );
-    for p in &pods {
-        let _ = writeln!(
-            out,
-            "container_memory_working_set_bytes{{{}}} {} {}",
-            labels(p),
-            p.usage.working_set_bytes,
-            ms(&p.usage)
-        );
-    }
+    let rows = pods
+        .iter()
+        .map(|p| (labels(p), p.usage.working_set_bytes, Some(ms(&p.usage))));
+    samples(&mut out, "container_memory_working_set_bytes", rows);
     family(
         &mut out,
         "container_start_time_seconds",
         "gauge",
         "Start time of the container since unix epoch in seconds",
     );
-    for p in &pods {
-        let _ = writeln!(
-            out,
-            "container_start_time_seconds{{{}}} {}",
-            labels(p),
-            p.start.as_second()
-        );
-    }
+    let rows = pods.iter().map(|p| (labels(p), p.start.as_second(), None));
+    samples(&mut out, "container_start_time_seconds", rows);
     family(
         &mut out,
         "node_cpu_usage_seconds_total",
         "counter",
         "Cumulative cpu time consumed by the node in core-seconds",
     );
-    if let Some(u) = &node {
-        let _ = writeln!(
-            out,
-            "node_cpu_usage_seconds_total {} {}",
-            u.cpu_seconds_total,
-            ms(u)
-        );
-    }
+    let rows = node
+        .iter()
+        .map(|u| (String::new(), u.cpu_seconds_total, Some(ms(u))));
+    samples(&mut out, "node_cpu_usage_seconds_total", rows);
     family(
         &mut out,
         "node_memory_working_set_bytes",
         "gauge",
         "Current working set of the node in bytes",
     );
-    if let Some(u) = &node {
-        let _ = writeln!(
-            out,
-            "node_memory_working_set_bytes {} {}",
-            u.working_set_bytes,
-            ms(u)
-        );
-    }
+    let rows = node
+        .iter()
+        .map(|u| (String::new(), u.working_set_bytes, Some(ms(u))));
+    samples(&mut out, "node_memory_working_set_bytes", rows);
     family(
         &mut out,
         "pod_cpu_usage_seconds_total",
         "counter",
         "Cumulative cpu time consumed by the pod in core-seconds",
     );
-    for p in &pods {
-        let _ = writeln!(
-            out,
-            "pod_cpu_usage_seconds_total{{{}}} {} {}",
-            pod_labels(p),
-            p.usage.cpu_seconds_total,
-            ms(&p.usage)
-        );
-    }
+    let rows = pods
+        .iter()
+        .map(|p| (pod_labels(p), p.usage.cpu_seconds_total, Some(ms(&p.usage))));
+    samples(&mut out, "pod_cpu_usage_seconds_total", rows);
     family(
         &mut out,
         "pod_memory_working_set_bytes",
         "gauge",
         "Current working set of the pod in bytes",
     );
-    for p in &pods {
-        let _ = writeln!(
-            out,
-            "pod_memory_working_set_bytes{{{}}} {} {}",
-            pod_labels(p),
-            p.usage.working_set_bytes,
-            ms(&p.usage)
-        );
-    }
+    let rows = pods
+        .iter()
+        .map(|p| (pod_labels(p), p.usage.working_set_bytes, Some(ms(&p.usage))));
+    samples(&mut out, "pod_memory_working_set_bytes", rows);
     family(
         &mut out,
         "resource_scrape_error",

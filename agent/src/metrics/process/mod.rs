@@ -235,30 +235,15 @@ pub(crate) fn parse_ps(text: &str) -> Option<PsSelf> {
     let mut it = text.split_whitespace();
     let rss: u64 = it.next()?.parse().ok()?;
     let vsz: u64 = it.next()?.parse().ok()?;
-    let elapsed = elapsed(it.next()?)?;
+    let elapsed = crate::macos::parse::vitals::cpu_time(it.next()?)?;
+    if elapsed < 0.0 {
+        return None;
+    }
     Some(PsSelf {
         rss_bytes: rss * 1024,
         vsz_bytes: vsz * 1024,
-        elapsed_seconds: elapsed,
+        elapsed_seconds: elapsed as u64,
     })
-}
-
-/// `[[DD-]HH:]MM:SS`.
-fn elapsed(v: &str) -> Option<u64> {
-    let (days, rest) = match v.split_once('-') {
-        Some((d, r)) => (d.parse::<u64>().ok()?, r),
-        None => (0, v),
-    };
-    let parts: Vec<u64> = rest
-        .split(':')
-        .map(|p| p.parse().ok())
-        .collect::<Option<_>>()?;
-    let secs = match parts.as_slice() {
-        [m, s] => m * 60 + s,
-        [h, m, s] => h * 3600 + m * 60 + s,
-        _ => return None,
-    };
-    Some(days * 86400 + secs)
 }
 
 #[cfg(test)]
