@@ -6,7 +6,9 @@
 //! kubelet path is its own scrape config over TLS (verified against the cluster CA) with the
 //! chart's relabelings (`job="kubelet"`, `metrics_path` from the path, `node`), `honor_labels`
 //! and `honor_timestamps`. Every path is up, and the "Compute Resources / Pod" CPU and memory
-//! expressions (docs/metrics.md) return a series for the running Pod.
+//! expressions (docs/metrics.md) return a series for the running Pod, kubelet's node series and
+//! the agent's `process_*` come with `/metrics`, and the Pod's readiness probe is counted in
+//! `prober_probe_total` on `/metrics/probes`.
 //!
 //! Run: `cargo test -p tart-kubelet-tests --test e2e stack_prometheus:: -- --nocapture`
 
@@ -162,6 +164,12 @@ async fn prometheus_configured_like_kube_prometheus_stack_scrapes_every_kubelet_
     let spec = pod.spec.as_mut().unwrap();
     spec.restart_policy = Some("Never".into());
     spec.containers[0].command = Some(vec!["/bin/sh".into(), "-c".into(), "sleep 600".into()]);
+    // A probe, so /metrics/probes has kubelet's series for the Pod.
+    spec.containers[0].readiness_probe = Some(
+        serde_json::from_value(serde_json::json!({
+            "exec": {"command": ["true"]}, "periodSeconds": 1}))
+        .unwrap(),
+    );
     env.create(&pod).await;
     env.wait_pod("busy", "Running", |p| phase(p) == "Running")
         .await;
@@ -298,6 +306,18 @@ async fn prometheus_configured_like_kube_prometheus_stack_scrapes_every_kubelet_
         process.first().is_some_and(|(_, v)| *v > 0.0),
         "{process:?}"
     );
+
+    // kubelet's prober series, with the Pod's labels kept over the target's (honor_labels).
+    let probes = format!(
+        "prober_probe_total{{job=\"kubelet\", metrics_path=\"/metrics/probes\", namespace=\"{}\", pod=\"busy\", probe_type=\"Readiness\", result=\"successful\"}}",
+        env.ns
+    );
+    let counted = wait_for(WAIT, || async {
+        let r = query(port, &probes).await;
+        r.first().is_some_and(|(_, v)| *v > 0.0).then_some(r)
+    })
+    .await;
+    assert!(counted.is_ok(), "no {probes}\n{}", prom_log());
 
     let _ = env
         .kubectl(&["delete", "clusterrolebinding,clusterrole", &role])
