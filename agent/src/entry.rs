@@ -325,6 +325,7 @@ pub(crate) async fn run<T: Tart>(
     let image_metrics = crate::images::metrics::ImageMetrics::register(&mut registry);
     let readiness_metrics = node::readiness::ReadinessMetrics::register(&mut registry);
     let vitals_metrics = crate::vitals::metrics::VitalsMetrics::register(&mut registry);
+    let process_metrics = crate::metrics::process::ProcessMetrics::register(&mut registry);
     let registry = Arc::new(registry);
 
     let listener = admin::bind(cfg.admin_addr)
@@ -365,6 +366,16 @@ pub(crate) async fn run<T: Tart>(
         node_name: cfg.node_name.clone(),
         started: k8s_openapi::jiff::Timestamp::now(),
     }) as Arc<dyn crate::kubelet_api::stats::StatsSource>);
+    tasks_early.push(tokio::spawn(crate::metrics::process::run(
+        process_metrics.clone(),
+        shutdown.clone(),
+    )));
+    let scrape = crate::kubelet_api::scrape::Scrape {
+        node_name: cfg.node_name.clone(),
+        registry: registry.clone(),
+        process: process_metrics,
+        probes: pod_metrics.prober.clone(),
+    };
     let services = crate::kubelet_api::Services {
         reviewer,
         pods,
@@ -373,6 +384,7 @@ pub(crate) async fn run<T: Tart>(
         exec_metrics,
         limit_metrics,
         stats,
+        scrape: Some(scrape),
     };
     // The kubelet API's client CA: the option, else the CA the kubeconfig names.
     let client_ca = crate::config::client_ca(

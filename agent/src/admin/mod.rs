@@ -22,10 +22,7 @@ use axum::{
 use prometheus_client::registry::Registry;
 use tokio::{sync::watch, time::Instant};
 
-/// OpenMetrics content type.
-pub(crate) const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
-/// Prometheus text exposition format 0.0.4 content type.
-pub(crate) const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
+pub(crate) use crate::metrics::{OPENMETRICS, PROMETHEUS_TEXT, to_prometheus_text};
 
 /// Readiness facts, updated by the Lease and status tasks. Clones share state.
 #[derive(Clone, Debug)]
@@ -237,32 +234,6 @@ async fn readyz(State(st): State<AppState>) -> impl IntoResponse {
         [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
         readyz_body(&checks),
     )
-}
-
-/// OpenMetrics text -> Prometheus text format 0.0.4: counter families are named with their
-/// `_total` suffix in `# HELP`/`# TYPE`, and `# UNIT` and `# EOF` are dropped. Samples are
-/// identical in both formats for the metric types used here (counter, gauge, histogram).
-pub(crate) fn to_prometheus_text(openmetrics: &str) -> String {
-    let counters: std::collections::HashSet<&str> = openmetrics
-        .lines()
-        .filter_map(|l| l.strip_prefix("# TYPE ")?.strip_suffix(" counter"))
-        .collect();
-    let mut out = String::with_capacity(openmetrics.len());
-    for line in openmetrics.lines() {
-        if line == "# EOF" || line.starts_with("# UNIT ") {
-            continue;
-        }
-        let renamed = ["# HELP ", "# TYPE "].iter().find_map(|p| {
-            let rest = line.strip_prefix(p)?;
-            let (name, tail) = rest.split_once(' ').unwrap_or((rest, ""));
-            counters
-                .contains(name)
-                .then(|| format!("{p}{name}_total {tail}"))
-        });
-        out.push_str(renamed.as_deref().unwrap_or(line));
-        out.push('\n');
-    }
-    out
 }
 
 /// Kubernetes-style `/readyz` text: one `[+]name ok` / `[-]name failed: why` line per check.

@@ -153,8 +153,11 @@ pub(crate) struct RunArgs {
     #[serde(default, deserialize_with = "de::duration")]
     pub(crate) streaming_connection_idle_timeout: Option<Duration>,
     /// Extra Node label key=value (repeatable; comma-separated in the environment). Keys in
-    /// the kubernetes.io and k8s.io namespaces are refused. Labels under tart.run/ that are no
-    /// longer configured are removed from the Node; other labels are never removed.
+    /// the kubernetes.io and k8s.io namespaces follow kubelet's --node-labels rule (e.g.
+    /// topology.kubernetes.io/zone, node.kubernetes.io/instance-type and the
+    /// node.kubernetes.io/ and kubelet.kubernetes.io/ prefixes; docs/node.md). Labels under
+    /// tart.run/ that are no longer configured are removed from the Node; other labels are
+    /// never removed.
     #[arg(
         long = "node-label",
         env = "TART_KUBELET_NODE_LABELS",

@@ -198,7 +198,7 @@ fn bad_file_values_name_the_key_and_say_what_is_wrong() {
         ("admin_addr = \"localhost\"", "not host:port"),
         ("log_format = \"xml\"", "json"),
         ("pull_credentials = \"vault\"", "pod-secrets"),
-        ("node_labels = [\"kubernetes.io/role=x\"]", "namespace"),
+        ("node_labels = [\"kubernetes.io/role=x\"]", "namespaces"),
         ("taint = \"a=b:Maybe\"", "effect"),
         ("tart_deadlines = [\"teleport=1m\"]", "not a tart op"),
         ("memory = \"4GB\"", "suffix"),
@@ -211,11 +211,55 @@ fn bad_file_values_name_the_key_and_say_what_is_wrong() {
 }
 
 #[test]
-fn operator_labels_cannot_claim_kubernetes_namespaces() {
-    assert!(err(&["--node-label", "kubernetes.io/role=agent"]).contains("namespace"));
-    assert!(err(&["--node-label", "node.kubernetes.io/x=y"]).contains("namespace"));
-    let c = resolve(&["--node-label", "tart.run/pool=a,team=ios"]).unwrap();
-    assert_eq!(c.node_labels.len(), 2);
+fn operator_labels_follow_kubelets_node_labels_rule() {
+    use super::values::node_label_refusal;
+    let allowed = [
+        "team",
+        "tart.run/pool",
+        "example.com/rack",
+        "topology.kubernetes.io/zone",
+        "topology.kubernetes.io/region",
+        "failure-domain.beta.kubernetes.io/zone",
+        "node.kubernetes.io/instance-type",
+        "beta.kubernetes.io/instance-type",
+        "node.kubernetes.io/pool",
+        "kubelet.kubernetes.io/anything",
+        "sub.node.kubernetes.io/x",
+        "kubernetes.io.example.com/x",
+    ];
+    for key in allowed {
+        assert_eq!(node_label_refusal(key), None, "{key}");
+    }
+    let refused = [
+        (
+            "kubernetes.io/role",
+            "allowed prefix (kubelet.kubernetes.io, node.kubernetes.io)",
+        ),
+        (
+            "node-role.kubernetes.io/worker",
+            "kubernetes.io and k8s.io namespaces",
+        ),
+        (
+            "node-restriction.kubernetes.io/pool",
+            "kubernetes.io and k8s.io namespaces",
+        ),
+        ("k8s.io/x", "topology.kubernetes.io/zone"),
+        ("example.k8s.io/x", "node.kubernetes.io/instance-type"),
+        ("kubernetes.io/os", "set by the agent"),
+        ("kubernetes.io/hostname", "set by the agent"),
+    ];
+    for (key, says) in refused {
+        let why = node_label_refusal(key).unwrap_or_else(|| panic!("{key} accepted"));
+        assert!(why.contains(says) && why.contains(key), "{key}: {why}");
+    }
+    let e = err(&["--node-label", "node-role.kubernetes.io/worker="]);
+    assert!(e.contains("kubelet's --node-labels"), "{e}");
+    let c = resolve(&[
+        "--node-label",
+        "tart.run/pool=a,team=ios,topology.kubernetes.io/zone=rack-3",
+    ])
+    .unwrap();
+    assert_eq!(c.node_labels.len(), 3);
 }
 
 #[test]

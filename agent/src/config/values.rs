@@ -11,7 +11,8 @@ use serde::Deserialize;
 
 use super::units::{self, TaintSpec};
 
-/// An operator's Node label, `key=value`, outside the namespaces the agent sets itself.
+/// An operator's Node label, `key=value`, with a key kubelet's `--node-labels` accepts
+/// ([`node_label_refusal`]).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(try_from = "String")]
 pub(crate) struct NodeLabel {
@@ -24,21 +25,67 @@ impl FromStr for NodeLabel {
 
     fn from_str(s: &str) -> Result<Self, String> {
         let (key, value) = units::parse_label(s)?;
-        if reserved_label_key(&key) {
-            return Err(format!(
-                "{key:?} is in a kubernetes.io/k8s.io namespace the agent sets itself"
-            ));
+        match node_label_refusal(&key) {
+            Some(why) => Err(why),
+            None => Ok(Self { key, value }),
         }
-        Ok(Self { key, value })
     }
 }
 
-/// Label keys in namespaces the agent (or the NodeRestriction admission plugin) controls.
-fn reserved_label_key(k: &str) -> bool {
-    let prefix = k.rsplit_once('/').map(|(p, _)| p).unwrap_or("");
-    ["kubernetes.io", "k8s.io"]
+/// The label keys in the `kubernetes.io` and `k8s.io` namespaces that kubelet's `--node-labels`
+/// accepts one by one (kubelet's `IsKubeletLabel`), besides those under [`KUBELET_LABEL_PREFIXES`].
+const KUBELET_LABELS: [&str; 11] = [
+    "beta.kubernetes.io/arch",
+    "beta.kubernetes.io/instance-type",
+    "beta.kubernetes.io/os",
+    "failure-domain.beta.kubernetes.io/region",
+    "failure-domain.beta.kubernetes.io/zone",
+    "kubernetes.io/arch",
+    "kubernetes.io/hostname",
+    "kubernetes.io/os",
+    "node.kubernetes.io/instance-type",
+    "topology.kubernetes.io/region",
+    "topology.kubernetes.io/zone",
+];
+
+/// The namespaces whose every key kubelet's `--node-labels` accepts (and any subdomain of them).
+const KUBELET_LABEL_PREFIXES: [&str; 2] = ["kubelet.kubernetes.io", "node.kubernetes.io"];
+
+/// Labels the agent sets from the host, which an operator's label may not override.
+const AGENT_LABELS: [&str; 3] = [
+    "kubernetes.io/arch",
+    "kubernetes.io/hostname",
+    "kubernetes.io/os",
+];
+
+/// PURE: why kubelet would refuse `key` in `--node-labels`, or `None` when it accepts it.
+/// kubelet's rule, which the NodeRestriction admission plugin also applies to a node's labels
+/// on its own Node: a key in the `kubernetes.io` or `k8s.io` namespace (or a subdomain of
+/// either) must be in [`KUBELET_LABELS`] or under [`KUBELET_LABEL_PREFIXES`]; keys in any other
+/// namespace are the operator's. The agent also keeps the host's `kubernetes.io/os`, `arch` and
+/// `hostname` to itself.
+pub(crate) fn node_label_refusal(key: &str) -> Option<String> {
+    if AGENT_LABELS.contains(&key) {
+        return Some(format!(
+            "node label {key:?} is set by the agent from the host and cannot be overridden"
+        ));
+    }
+    let namespace = key.rsplit_once('/').map_or("", |(p, _)| p);
+    let within = |ns: &str, d: &str| ns == d || ns.ends_with(&format!(".{d}"));
+    let reserved = ["kubernetes.io", "k8s.io"]
         .iter()
-        .any(|d| prefix == *d || prefix.ends_with(&format!(".{d}")))
+        .any(|d| within(namespace, d));
+    let allowed = KUBELET_LABELS.contains(&key)
+        || KUBELET_LABEL_PREFIXES.iter().any(|d| within(namespace, d));
+    (reserved && !allowed).then(|| {
+        format!(
+            "node label {key:?} is not allowed: as with kubelet's --node-labels (and the \
+             NodeRestriction admission plugin), keys in the kubernetes.io and k8s.io namespaces \
+             must begin with an allowed prefix ({}) or be one of {}",
+            KUBELET_LABEL_PREFIXES.join(", "),
+            KUBELET_LABELS.join(", ")
+        )
+    })
 }
 
 /// The `--taint` setting: a taint, or none at all (`none` or the empty string).

@@ -15,6 +15,7 @@ use super::{
     limits::Slots,
     logs::LogSource,
     pods::PodSource,
+    scrape::Scrape,
     stats::StatsSource,
     stream::{ExecSource, metrics::ExecMetrics, remotecommand::session::Timeouts},
 };
@@ -34,6 +35,8 @@ pub(super) struct Api {
     pub exec_metrics: ExecMetrics,
     /// CPU and memory for `/stats/summary` and `/metrics/resource`.
     pub stats: Option<Arc<dyn StatsSource>>,
+    /// What `/metrics` and `/metrics/probes` read; `None`: 404.
+    pub scrape: Option<Scrape>,
     /// exec, attach and port-forward sessions at once.
     pub streams: Slots,
     /// Followed logs at once.

@@ -27,6 +27,7 @@ pub(crate) mod logs;
 mod pods;
 mod review;
 mod routes;
+pub(crate) mod scrape;
 mod server;
 pub(crate) mod stats;
 pub(crate) mod stream;
@@ -154,6 +155,8 @@ pub(crate) struct Services {
     pub limit_metrics: LimitMetrics,
     /// CPU and memory for `/stats/summary` and `/metrics/resource`; `None`: 404.
     pub stats: Option<Arc<dyn stats::StatsSource>>,
+    /// What `/metrics` and `/metrics/probes` read; `None`: 404.
+    pub scrape: Option<scrape::Scrape>,
 }
 
 /// A started server.
@@ -223,6 +226,7 @@ pub(crate) async fn start_with_cert(
         exec_metrics,
         limit_metrics,
         stats,
+        scrape,
     } = services;
     let config = tls::server_config(cert, listen.client_ca.as_ref(), provider)?;
     let listener = TcpListener::bind(listen.addr)
@@ -241,6 +245,7 @@ pub(crate) async fn start_with_cert(
         exec,
         exec_metrics,
         stats,
+        scrape,
         streams: limits::Slots::new(l.max_streams, limits::Limit::Streams, limit_metrics.clone()),
         follows: limits::Slots::new(
             l.max_log_follows,

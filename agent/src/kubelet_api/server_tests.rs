@@ -54,6 +54,7 @@ fn services(reviewer: Arc<Recorder>) -> Services {
         exec_metrics: Default::default(),
         limit_metrics: Default::default(),
         stats: None,
+        scrape: None,
     }
 }
 

@@ -3,6 +3,8 @@
 //! values come only from closed sets (`&'static str` from `as_str` functions). Pod-side
 //! metrics are registered by the Pod side.
 
+pub(crate) mod process;
+
 use crate::api::ApiErrorKind;
 use prometheus_client::{
     encoding::EncodeLabelSet,
@@ -170,6 +172,37 @@ pub(crate) fn count_api_error(
     family
         .get_or_create(&ApiErrorLabels { resource, kind })
         .inc();
+}
+
+/// OpenMetrics content type.
+pub(crate) const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+/// Prometheus text exposition format 0.0.4 content type.
+pub(crate) const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// OpenMetrics text -> Prometheus text format 0.0.4: counter families are named with their
+/// `_total` suffix in `# HELP`/`# TYPE`, and `# UNIT` and `# EOF` are dropped. Samples are
+/// identical in both formats for the metric types used here (counter, gauge, histogram).
+pub(crate) fn to_prometheus_text(openmetrics: &str) -> String {
+    let counters: std::collections::HashSet<&str> = openmetrics
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE ")?.strip_suffix(" counter"))
+        .collect();
+    let mut out = String::with_capacity(openmetrics.len());
+    for line in openmetrics.lines() {
+        if line == "# EOF" || line.starts_with("# UNIT ") {
+            continue;
+        }
+        let renamed = ["# HELP ", "# TYPE "].iter().find_map(|p| {
+            let rest = line.strip_prefix(p)?;
+            let (name, tail) = rest.split_once(' ').unwrap_or((rest, ""));
+            counters
+                .contains(name)
+                .then(|| format!("{p}{name}_total {tail}"))
+        });
+        out.push_str(renamed.as_deref().unwrap_or(line));
+        out.push('\n');
+    }
+    out
 }
 
 #[cfg(test)]

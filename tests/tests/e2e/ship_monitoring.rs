@@ -191,8 +191,64 @@ fn every_alert_has_a_runbook_section() {
             runbook.contains(&format!("### {a}")),
             "docs/operations.md has no `### {a}`"
         );
-        let anchor = format!("docs/operations.md#{}", a.to_lowercase());
-        assert!(rules.contains(&anchor), "alert {a} does not link {anchor}");
+        let url = format!("runbook_url: \"{RUNBOOK_BASE}#{}\"", a.to_lowercase());
+        assert!(rules.contains(&url), "alert {a} has no `{url}`");
+    }
+    assert_eq!(
+        rules.matches("runbook_url: ").count(),
+        rules.matches("- alert: ").count(),
+        "one runbook_url per alert"
+    );
+    assert!(
+        !rules.contains("runbook: "),
+        "the annotation is `runbook_url`"
+    );
+}
+
+/// The base of every alert's `runbook_url` in `monitoring/alerts.yaml`: the project's
+/// docs/operations.md (the `repository` of the workspace's Cargo.toml).
+const RUNBOOK_BASE: &str = "https://example.invalid/tart-kubelet/blob/main/docs/operations.md";
+
+#[test]
+fn runbook_base_moves_every_runbook_url_and_the_rules_stay_valid() {
+    let script = repo().join("monitoring/runbook-base");
+    let base = "https://wiki.example.internal/macs/runbook";
+    let out = Command::new(&script).arg(base).output().expect("spawn");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let moved = String::from_utf8(out.stdout).unwrap();
+    let rules = std::fs::read_to_string(repo().join("monitoring/alerts.yaml")).unwrap();
+    assert_eq!(
+        moved
+            .matches(&format!("runbook_url: \"{base}#tartkubelet"))
+            .count(),
+        rules.matches("- alert: ").count(),
+        "{moved}"
+    );
+    assert!(!moved.contains(RUNBOOK_BASE), "{moved}");
+    assert_eq!(
+        moved.replace(base, RUNBOOK_BASE),
+        rules,
+        "only the base changes"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("alerts.yaml"), &moved).unwrap();
+    let check = run(Command::new(promtool())
+        .args(["check", "rules", "alerts.yaml"])
+        .current_dir(dir.path()));
+    assert!(check.contains("SUCCESS"), "{check}");
+    for bad in [
+        "wiki.example.internal/runbook",
+        "https://x/a b",
+        "https://x/#a",
+    ] {
+        let out = Command::new(&script).arg(bad).output().expect("spawn");
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("the base URL"), "{bad}: {err}");
     }
 }
 

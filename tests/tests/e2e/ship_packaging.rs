@@ -36,6 +36,8 @@ fn every_shell_script_passes_shellcheck() {
         repo().join("packaging/pkg/scripts/postinstall"),
         repo().join("packaging/pkg/uninstall"),
         repo().join("packaging/guest/tart-guest-launcher"),
+        repo().join("monitoring/runbook-base"),
+        repo().join("packaging/arc/tart-runner-entry"),
     ];
     for e in std::fs::read_dir(repo().join("tests/cluster")).unwrap() {
         let p = e.unwrap().path();

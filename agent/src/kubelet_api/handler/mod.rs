@@ -17,13 +17,15 @@ use k8s_openapi::{List, api::core::v1::Pod, apimachinery::pkg::apis::meta::v1::L
 use tokio::time::Instant;
 use tracing::debug;
 
+use crate::metrics::PROMETHEUS_TEXT;
+
 use super::{
     context::{Api, Body, full, text},
     logs::{LogTarget, query},
     pods::PodSource,
     review::UserInfo,
     routes::{self, Route},
-    stats,
+    scrape, stats,
     stream::{ExecTarget, metrics::SessionClock},
     streaming,
 };
@@ -117,11 +119,22 @@ pub(super) async fn handle<B>(
             None => text(404, "404 page not found"),
         },
         Route::MetricsResource => match &api.stats {
-            Some(s) => full(
-                200,
-                "text/plain; version=0.0.4; charset=utf-8",
-                stats::resource_metrics(&s.stats()),
-            ),
+            Some(s) => full(200, PROMETHEUS_TEXT, stats::resource_metrics(&s.stats())),
+            None => text(404, "404 page not found"),
+        },
+        Route::Metrics => match &api.scrape {
+            Some(s) => match scrape::metrics(s, &api.pods.pods()) {
+                Ok(body) => full(200, PROMETHEUS_TEXT, body),
+                Err(_) => text(500, "metrics encoding failed"),
+            },
+            None => text(404, "404 page not found"),
+        },
+        Route::MetricsCadvisor => match &api.stats {
+            Some(s) => full(200, PROMETHEUS_TEXT, scrape::cadvisor(&s.stats())),
+            None => text(404, "404 page not found"),
+        },
+        Route::MetricsProbes => match &api.scrape {
+            Some(s) => full(200, PROMETHEUS_TEXT, scrape::probes_text(s)),
             None => text(404, "404 page not found"),
         },
         Route::MethodNotAllowed => text(405, "405: Method Not Allowed"),

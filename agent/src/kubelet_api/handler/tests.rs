@@ -10,6 +10,7 @@ use crate::kubelet_api::{
     limits::{Limit, Slots},
     logs::memory::MemoryLogs,
     review::{AccessRequest, ReviewError, Reviewer},
+    scrape::Scrape,
     stream::{ExecSource, guest::ExecError},
 };
 
@@ -37,6 +38,10 @@ fn api() -> Arc<Api> {
 }
 
 fn api_with_follows(follows: usize) -> Arc<Api> {
+    api_with(follows, None)
+}
+
+fn api_with(follows: usize, scrape: Option<Scrape>) -> Arc<Api> {
     let pod: Pod = serde_json::from_value(serde_json::json!({
         "metadata": {"name": "p1", "namespace": "ns"},
         "spec": {"containers": [{"name": "c", "image": "img"}]}
@@ -49,6 +54,7 @@ fn api_with_follows(follows: usize) -> Arc<Api> {
         exec: None,
         exec_metrics: Default::default(),
         stats: None,
+        scrape,
         streams: Slots::new(4, Limit::Streams, Default::default()),
         follows: Slots::new(follows, Limit::LogFollows, Default::default()),
         timeouts: Default::default(),
@@ -157,6 +163,7 @@ async fn streaming_paths_say_not_implemented_and_others_404() {
         501
     );
     assert_eq!(call("GET", "/stats/summary", Some("admin")).await.0, 404);
+    assert_eq!(call("GET", "/metrics", Some("admin")).await.0, 404);
     assert_eq!(call("POST", "/pods", Some("admin")).await.0, 405);
 }
 
@@ -378,4 +385,47 @@ async fn followed_logs_over_the_cap_get_429_until_one_ends() {
     assert_eq!(handle(api.clone(), None, once).await.status(), 200);
     drop(first);
     assert_eq!(handle(api, None, follow()).await.status(), 200);
+}
+
+#[tokio::test]
+async fn metrics_paths_serve_kubelets_series_in_the_text_format() {
+    let mut reg = prometheus_client::registry::Registry::default();
+    let process = crate::metrics::process::ProcessMetrics::register(&mut reg);
+    let scrape = Scrape {
+        node_name: "mac-1".into(),
+        registry: Arc::new(reg),
+        process,
+        probes: Default::default(),
+    };
+    let api = api_with(4, Some(scrape));
+    let get = |path: &'static str| {
+        let api = api.clone();
+        async move {
+            let req = Request::builder()
+                .uri(path)
+                .header("Authorization", "Bearer admin")
+                .body(Empty::<Bytes>::new())
+                .unwrap();
+            let resp = handle(api, None, req).await;
+            let status = resp.status().as_u16();
+            let ct = resp.headers()["content-type"].to_str().unwrap().to_owned();
+            let body = resp.into_body().collect().await.unwrap().to_bytes();
+            (status, ct, String::from_utf8_lossy(&body).into_owned())
+        }
+    };
+    let (status, ct, body) = get("/metrics").await;
+    assert_eq!(
+        (status, ct.as_str()),
+        (200, crate::metrics::PROMETHEUS_TEXT)
+    );
+    assert!(
+        body.contains("kubelet_node_name{node=\"mac-1\"} 1"),
+        "{body}"
+    );
+    assert!(body.contains("process_cpu_seconds_total"), "{body}");
+    let (status, _, body) = get("/metrics/probes").await;
+    assert_eq!(status, 200);
+    assert!(body.contains("# TYPE prober_probe_total counter"), "{body}");
+    // No stats source: cAdvisor's series cannot be known, so the path is not there.
+    assert_eq!(get("/metrics/cadvisor").await.0, 404);
 }

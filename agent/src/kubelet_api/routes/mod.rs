@@ -3,9 +3,9 @@
 //! Served: `/healthz`, `/pods`, `/containerLogs/{namespace}/{pod}/{container}`,
 //! `/exec/{namespace}/{pod}[/{uid}]/{container}`, `/attach/{namespace}/{pod}[/{uid}]/{container}`
 //! and `/portForward/{namespace}/{pod}[/{uid}]` (GET and POST), `/stats/summary` and
-//! `/metrics/resource`. `/run` is recognised so it can answer "not implemented yet" rather than
-//! 404; kubelet's other paths (`/metrics/cadvisor`, `/logs`, `/spec`, ...) are not served and get
-//! 404, which kubelet clients accept.
+//! `/metrics`, `/metrics/cadvisor`, `/metrics/probes` and `/metrics/resource`. `/run` is
+//! recognised so it can answer "not implemented yet" rather than 404; kubelet's other paths
+//! (`/logs`, `/spec`, ...) are not served and get 404, which kubelet clients accept.
 
 use hyper::Method;
 
@@ -74,6 +74,12 @@ pub(super) enum Route<'a> {
     StatsSummary,
     /// `GET /metrics/resource`.
     MetricsResource,
+    /// `GET /metrics`.
+    Metrics,
+    /// `GET /metrics/cadvisor`.
+    MetricsCadvisor,
+    /// `GET /metrics/probes`.
+    MetricsProbes,
     /// A streaming path.
     Streaming(Streaming),
     /// A served path with a method it does not accept.
@@ -96,6 +102,9 @@ pub(super) fn route<'a>(method: &Method, path: &'a str) -> Route<'a> {
         "/pods" | "/pods/" => return get_only(Route::Pods),
         "/stats/summary" | "/stats/summary/" => return get_only(Route::StatsSummary),
         "/metrics/resource" => return get_only(Route::MetricsResource),
+        "/metrics" => return get_only(Route::Metrics),
+        "/metrics/cadvisor" => return get_only(Route::MetricsCadvisor),
+        "/metrics/probes" => return get_only(Route::MetricsProbes),
         _ => {}
     }
     let mut segments = path.trim_start_matches('/').split('/');

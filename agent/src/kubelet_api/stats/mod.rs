@@ -12,6 +12,8 @@ use std::fmt::Write as _;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
 
+use super::scrape::text::{esc, family, samples};
+
 /// One CPU and memory reading.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Usage {
@@ -38,6 +40,13 @@ pub(crate) struct PodUsage {
     pub name: String,
     pub uid: String,
     pub container: String,
+    /// The container's image, as the Pod names it.
+    pub image: String,
+    /// The VM's name (cAdvisor's `name` label; `id` is derived from it).
+    pub vm: String,
+    /// The memory the VM was given from the Pod's resources; `None` when the image's own
+    /// value was kept (the agent does not know it).
+    pub memory_limit_bytes: Option<u64>,
     /// When the VM was first seen running.
     pub start: Timestamp,
     pub usage: Usage,
@@ -118,20 +127,9 @@ pub(crate) fn summary(v: &StatsView) -> Value {
     json!({"node": node, "pods": pods})
 }
 
-/// A Prometheus label value, escaped.
-fn esc(s: &str) -> String {
-    s.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
-}
-
 /// The `/metrics/resource` text.
 pub(crate) fn resource_metrics(v: &StatsView) -> String {
     let mut out = String::new();
-    let family = |out: &mut String, name: &str, ty: &str, help: &str| {
-        let _ = writeln!(out, "# HELP {name} [ALPHA] {help}");
-        let _ = writeln!(out, "# TYPE {name} {ty}");
-    };
     let node = v.node.filter(Usage::reportable);
     let pods: Vec<&PodUsage> = v.pods.iter().filter(|p| p.usage.reportable()).collect();
     let labels = |p: &PodUsage| {
@@ -156,102 +154,68 @@ pub(crate) fn resource_metrics(v: &StatsView) -> String {
         "counter",
         "Cumulative cpu time consumed by the container in core-seconds",
     );
-    for p in &pods {
-        let _ = writeln!(
-            out,
-            "container_cpu_usage_seconds_total{{{}}} {} {}",
-            labels(p),
-            p.usage.cpu_seconds_total,
-            ms(&p.usage)
-        );
-    }
+    let rows = pods
+        .iter()
+        .map(|p| (labels(p), p.usage.cpu_seconds_total, Some(ms(&p.usage))));
+    samples(&mut out, "container_cpu_usage_seconds_total", rows);
     family(
         &mut out,
         "container_memory_working_set_bytes",
         "gauge",
         "Current working set of the container in bytes",
     );
-    for p in &pods {
-        let _ = writeln!(
-            out,
-            "container_memory_working_set_bytes{{{}}} {} {}",
-            labels(p),
-            p.usage.working_set_bytes,
-            ms(&p.usage)
-        );
-    }
+    let rows = pods
+        .iter()
+        .map(|p| (labels(p), p.usage.working_set_bytes, Some(ms(&p.usage))));
+    samples(&mut out, "container_memory_working_set_bytes", rows);
     family(
         &mut out,
         "container_start_time_seconds",
         "gauge",
         "Start time of the container since unix epoch in seconds",
     );
-    for p in &pods {
-        let _ = writeln!(
-            out,
-            "container_start_time_seconds{{{}}} {}",
-            labels(p),
-            p.start.as_second()
-        );
-    }
+    let rows = pods.iter().map(|p| (labels(p), p.start.as_second(), None));
+    samples(&mut out, "container_start_time_seconds", rows);
     family(
         &mut out,
         "node_cpu_usage_seconds_total",
         "counter",
         "Cumulative cpu time consumed by the node in core-seconds",
     );
-    if let Some(u) = &node {
-        let _ = writeln!(
-            out,
-            "node_cpu_usage_seconds_total {} {}",
-            u.cpu_seconds_total,
-            ms(u)
-        );
-    }
+    let rows = node
+        .iter()
+        .map(|u| (String::new(), u.cpu_seconds_total, Some(ms(u))));
+    samples(&mut out, "node_cpu_usage_seconds_total", rows);
     family(
         &mut out,
         "node_memory_working_set_bytes",
         "gauge",
         "Current working set of the node in bytes",
     );
-    if let Some(u) = &node {
-        let _ = writeln!(
-            out,
-            "node_memory_working_set_bytes {} {}",
-            u.working_set_bytes,
-            ms(u)
-        );
-    }
+    let rows = node
+        .iter()
+        .map(|u| (String::new(), u.working_set_bytes, Some(ms(u))));
+    samples(&mut out, "node_memory_working_set_bytes", rows);
     family(
         &mut out,
         "pod_cpu_usage_seconds_total",
         "counter",
         "Cumulative cpu time consumed by the pod in core-seconds",
     );
-    for p in &pods {
-        let _ = writeln!(
-            out,
-            "pod_cpu_usage_seconds_total{{{}}} {} {}",
-            pod_labels(p),
-            p.usage.cpu_seconds_total,
-            ms(&p.usage)
-        );
-    }
+    let rows = pods
+        .iter()
+        .map(|p| (pod_labels(p), p.usage.cpu_seconds_total, Some(ms(&p.usage))));
+    samples(&mut out, "pod_cpu_usage_seconds_total", rows);
     family(
         &mut out,
         "pod_memory_working_set_bytes",
         "gauge",
         "Current working set of the pod in bytes",
     );
-    for p in &pods {
-        let _ = writeln!(
-            out,
-            "pod_memory_working_set_bytes{{{}}} {} {}",
-            pod_labels(p),
-            p.usage.working_set_bytes,
-            ms(&p.usage)
-        );
-    }
+    let rows = pods
+        .iter()
+        .map(|p| (pod_labels(p), p.usage.working_set_bytes, Some(ms(&p.usage))));
+    samples(&mut out, "pod_memory_working_set_bytes", rows);
     family(
         &mut out,
         "resource_scrape_error",

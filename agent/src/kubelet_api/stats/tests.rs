@@ -16,6 +16,9 @@ fn view() -> StatsView {
         name: name.into(),
         uid: format!("uid-{name}"),
         container: "runner".into(),
+        image: "ghcr.io/cirruslabs/macos-runner:sonoma".into(),
+        vm: format!("tkl-{name}"),
+        memory_limit_bytes: Some(8 << 30),
         start: t(1_732_440_000),
         usage: usage(cpu, mem),
     };

@@ -2,7 +2,8 @@
 //! brings an existing Node's labels up to date.
 //!
 //! Labels we set: `kubernetes.io/{os,arch,hostname}` (kubelet's allow-list), `type=virtual-kubelet`
-//! (virtual-kubelet convention), discovered facts under [`LABEL_PREFIX`], and the operator's.
+//! (virtual-kubelet convention), discovered facts under [`LABEL_PREFIX`],
+//! `node.kubernetes.io/instance-type` (the Mac's model), and the operator's.
 //! Only labels under [`LABEL_PREFIX`] that we no longer want are removed; labels anyone else set
 //! are left alone. The taint is only set when the Node is created: NodeRestriction forbids
 //! changing taints later, and an operator may have edited them on purpose.
@@ -17,6 +18,10 @@ use crate::{
     config::{Config, LABEL_PREFIX},
     host::HostFacts,
 };
+
+/// The well-known instance type label, the Mac's model by default (an operator's
+/// `--node-label` with this key takes its place).
+pub(crate) const INSTANCE_TYPE: &str = "node.kubernetes.io/instance-type";
 
 /// The providerID of `node`.
 pub(crate) fn provider_id(node: &str) -> String {
@@ -64,6 +69,10 @@ pub(crate) fn desired_labels(
         if !v.is_empty() {
             l.insert(format!("{LABEL_PREFIX}{k}"), v);
         }
+    }
+    let model = label_value(&facts.model);
+    if !model.is_empty() {
+        l.insert(INSTANCE_TYPE.into(), model);
     }
     for (k, v) in &cfg.node_labels {
         l.insert(k.clone(), v.clone());

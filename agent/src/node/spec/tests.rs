@@ -26,9 +26,17 @@ fn labels_carry_kubelet_keys_facts_and_operator_labels() {
     assert_eq!(l["tart.run/tart-version"], "2.35.0");
     assert_eq!(l["team"], "ios");
     assert_eq!(l["tart.run/pool"], "a");
+    assert_eq!(l[INSTANCE_TYPE], "Mac14-3", "the model, by default");
     for v in l.values() {
         crate::config::units::validate_label_value(v).unwrap();
     }
+    let c = cfg(&[
+        "--node-label",
+        "node.kubernetes.io/instance-type=mac-mini-m2,topology.kubernetes.io/zone=rack-3",
+    ]);
+    let l = desired_labels(&c, &FixedHost::default().facts, None);
+    assert_eq!(l[INSTANCE_TYPE], "mac-mini-m2", "the operator's wins");
+    assert_eq!(l["topology.kubernetes.io/zone"], "rack-3");
 }
 
 #[test]

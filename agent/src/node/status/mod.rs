@@ -26,9 +26,11 @@ use super::{
 };
 use crate::{config::Config, config::VM_SLOTS_RESOURCE, host::HostFacts};
 
-/// `kubeletVersion`: semver-like, as tools parse it; the API level we build against plus ours.
+/// `kubeletVersion`: the agent's own version, not a Kubernetes release's, as a semantic version
+/// with a `v` and a pre-release tag naming the agent (`v0.1.0-tart-kubelet`), which
+/// Kubernetes' version parsers and `kubectl get nodes` take as they are.
 pub(crate) fn kubelet_version() -> String {
-    format!("v1.37.0-tart-kubelet-{}", env!("CARGO_PKG_VERSION"))
+    format!("v{}-tart-kubelet", env!("CARGO_PKG_VERSION"))
 }
 
 /// Everything the status depends on.

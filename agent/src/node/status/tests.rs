@@ -114,7 +114,10 @@ fn healthy_host_is_ready_with_kubelet_reasons_and_ready_last() {
         (info.operating_system.as_str(), info.architecture.as_str()),
         ("darwin", "arm64")
     );
-    assert!(info.kubelet_version.starts_with("v1."));
+    assert_eq!(
+        info.kubelet_version,
+        format!("v{}-tart-kubelet", env!("CARGO_PKG_VERSION"))
+    );
 }
 
 #[test]

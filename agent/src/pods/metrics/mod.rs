@@ -141,6 +141,9 @@ pub(crate) struct PodMetrics {
     pub probe_results: Family<ProbeLabels, Counter>,
     /// `pod_termination_seconds{how}`: a running Pod's deletion seen to its VM gone.
     pub termination: Family<HowLabels, Histogram>,
+    /// kubelet's `prober_probe_total`, served on the kubelet port's `/metrics/probes` only
+    /// (not in this registry: its labels name Pods).
+    pub prober: crate::kubelet_api::scrape::probes::ProberCounts,
 }
 
 /// `kind` values of `guest_config_errors_total` (`ConfigError::kind`).
@@ -198,6 +201,7 @@ impl PodMetrics {
             guest_volume_updates: Family::default(),
             probe_results: Family::default(),
             termination: Family::new_with_constructor(vm_histogram),
+            prober: Default::default(),
         };
         let r = registry.sub_registry_with_prefix("tart_kubelet");
         register!(r;

@@ -271,6 +271,7 @@ async fn pod_step<T: Tart>(
             delete_pod(v).await?;
             ctx.with_workers(|w| w.remove(&v.uid));
             ctx.worker.events.forget(&v.uid);
+            ctx.worker.metrics.prober.forget(&v.uid);
             Ok(Some(Action::await_change()))
         }
     }

@@ -295,6 +295,7 @@ fn teardown_worker<T: Tart>(shared: &Shared<T>, uid: &str) {
         info!(pod.uid = %uid, vm = %h.state.borrow().vm, "pod vanished; its worker is torn down");
         drop(h);
         shared.worker.events.forget(uid);
+        shared.worker.metrics.prober.forget(uid);
     }
 }
 

@@ -15,6 +15,7 @@ use tokio::time::Instant;
 use tracing::{info, warn};
 
 use super::{Worker, WorkerInput};
+use crate::kubelet_api::scrape::probes::{ProbeResult, ProbeType, ProbedContainer};
 use crate::lifecycle::probes::{
     self, GuestChecker, Kill, Outcome, ProbeKind, ProbeReport, ProbeSet, ProbeStatus,
 };
@@ -40,12 +41,33 @@ pub(super) fn probe_set(pod: &Pod) -> Option<ProbeSet> {
     }
 }
 
-/// Probe attempts become `probe_results_total` and, when they fail or error, `Unhealthy`
-/// events (one per attempt, as kubelet records them).
+/// kubelet's `probe_type` of a probe.
+fn prober_type(kind: ProbeKind) -> ProbeType {
+    match kind {
+        ProbeKind::Startup => ProbeType::Startup,
+        ProbeKind::Readiness => ProbeType::Readiness,
+        ProbeKind::Liveness => ProbeType::Liveness,
+    }
+}
+
+/// kubelet's `prober_probe_total` result of an attempt: a warning is a success, and an
+/// attempt that errored (no verdict) is not counted, as kubelet throws such a result away.
+fn prober_result(outcome: &Outcome) -> Option<ProbeResult> {
+    match outcome {
+        Outcome::Success | Outcome::Warning(_) => Some(ProbeResult::Successful),
+        Outcome::Failure(_) => Some(ProbeResult::Failed),
+        Outcome::Error(_) => None,
+    }
+}
+
+/// Probe attempts become `probe_results_total`, kubelet's `prober_probe_total` and, when they
+/// fail or error, `Unhealthy` events (one per attempt, as kubelet records them).
 struct Report {
     events: EventSink,
     metrics: PodMetrics,
     uid: String,
+    /// The container, as `prober_probe_total` labels it.
+    container: ProbedContainer,
     obj: ObjectReference,
     /// Numbers the `Unhealthy` events of every run of the Pod (the sink dedupes on it).
     seq: Arc<AtomicU32>,
@@ -60,6 +82,11 @@ impl ProbeReport for Report {
                 result: outcome.result().as_str(),
             })
             .inc();
+        if let Some(result) = prober_result(outcome) {
+            self.metrics
+                .prober
+                .count(&self.container, prober_type(kind), result);
+        }
         let (Some(reason), Some(message)) = (
             probes::event_reason(outcome),
             probes::event_message(kind, outcome),
@@ -103,6 +130,19 @@ impl<T: Tart> Worker<T> {
             events: self.ctx.events.clone(),
             metrics: self.ctx.metrics.clone(),
             uid: input.uid.clone(),
+            container: ProbedContainer {
+                namespace: input.obj.namespace.clone().unwrap_or_default(),
+                pod: input.obj.name.clone().unwrap_or_default(),
+                pod_uid: input.uid.clone(),
+                container: input
+                    .pod
+                    .0
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.containers.first())
+                    .map(|c| c.name.clone())
+                    .unwrap_or_default(),
+            },
             obj: input.obj.clone(),
             seq: self.unhealthy_seq.clone(),
         };

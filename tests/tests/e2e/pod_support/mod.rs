@@ -420,6 +420,38 @@ impl Env {
             .unwrap_or_else(|_| panic!("kubectl {args:?} hung"))
     }
 
+    /// `kubectl <args>` as the cluster's admin with `stdin` as its input (`apply -f -`): its
+    /// stdout. Fails the test when kubectl fails or takes over 60 s.
+    pub(crate) async fn kubectl_stdin(&self, args: &[&str], stdin: &str) -> String {
+        use tokio::io::AsyncWriteExt as _;
+        let kc = self.cp.kubeconfig_path().display().to_string();
+        let mut child = tokio::process::Command::new("kubectl")
+            .args(["--kubeconfig", &kc, "--request-timeout", "20s"])
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("kubectl");
+        let mut input = child.stdin.take().expect("stdin");
+        input
+            .write_all(stdin.as_bytes())
+            .await
+            .expect("kubectl stdin");
+        drop(input);
+        let out = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+            .await
+            .unwrap_or_else(|_| panic!("kubectl {args:?} hung"))
+            .expect("kubectl output");
+        assert!(
+            out.status.success(),
+            "kubectl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
     /// `/metrics` of the agent.
     pub(crate) async fn metrics(&self) -> String {
         let fetch = async {

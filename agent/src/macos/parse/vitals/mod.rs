@@ -86,8 +86,8 @@ pub(crate) fn ps_rows(text: &str) -> Vec<PsRow> {
 }
 
 /// BSD `ps` CPU time: `M:SS.cc` (minutes may pass 59), or `H:MM:SS[.cc]`, optionally with a
-/// `D-` day prefix.
-fn cpu_time(v: &str) -> Option<f64> {
+/// `D-` day prefix. `ps`'s elapsed time (`etime`, `[[DD-]HH:]MM:SS`) has the same form.
+pub(crate) fn cpu_time(v: &str) -> Option<f64> {
     let (days, rest) = match v.split_once('-') {
         Some((d, r)) => (d.parse::<f64>().ok()?, r),
         None => (0.0, v),

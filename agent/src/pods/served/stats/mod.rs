@@ -72,17 +72,19 @@ pub(crate) fn view(
         let Some(s) = v.host.last().filter(|s| Some(s.at) == tick) else {
             continue;
         };
-        let container = p
-            .spec
-            .as_ref()
-            .and_then(|s| s.containers.first())
-            .map(|c| c.name.clone())
-            .unwrap_or_default();
+        let c = p.spec.as_ref().and_then(|s| s.containers.first());
+        let memory_limit_bytes = c
+            .and_then(|c| crate::pods::resources::raw_resources(c).ok())
+            .and_then(|r| r.to_vm().memory_mib)
+            .map(|mib| mib << 20);
         out.push(PodUsage {
             namespace: p.metadata.namespace.clone().unwrap_or_default(),
             name: p.metadata.name.clone().unwrap_or_default(),
             uid: uid.to_owned(),
-            container,
+            container: c.map(|c| c.name.clone()).unwrap_or_default(),
+            image: c.and_then(|c| c.image.clone()).unwrap_or_default(),
+            vm: vm.to_string(),
+            memory_limit_bytes,
             start: v.first_seen.unwrap_or(s.at),
             usage: Usage {
                 at: s.at,

@@ -44,6 +44,7 @@ fn running_vms_become_their_pods_and_the_host_the_node() {
         .vm_name("00000000-0000-0000-0000-00000000000b")
         .unwrap()
         .to_string();
+    let a_vm = a.clone();
     snap.vms.insert(a, vm(110));
     snap.vms.insert(b, vm(100));
     let pods = [
@@ -55,6 +56,12 @@ fn running_vms_become_their_pods_and_the_host_the_node() {
     assert_eq!(v.pods.len(), 1, "b is not running, c has no VM");
     assert_eq!(v.pods[0].name, "a");
     assert_eq!(v.pods[0].container, "runner");
+    assert_eq!(v.pods[0].image, "img");
+    assert_eq!(v.pods[0].vm, a_vm);
+    assert_eq!(
+        v.pods[0].memory_limit_bytes, None,
+        "no memory in the Pod's resources"
+    );
     assert_eq!(v.pods[0].start, t(50));
     assert_eq!(v.pods[0].usage.working_set_bytes, 4 << 30);
     let n = v.node.unwrap();
@@ -71,4 +78,42 @@ fn the_sampler_wants_the_vm_of_every_bound_pod_with_a_uid() {
         Arc::new(move || vec![Arc::new(pod(uid, "a")), Arc::new(nameless.clone())]);
     let wanted = wanted(pods, VmNaming::new("tkl-").unwrap());
     assert_eq!(wanted(), [format!("tkl-{uid}")].into_iter().collect());
+}
+
+#[test]
+fn the_memory_limit_is_the_vms_memory_from_the_pods_resources() {
+    let naming = VmNaming::new("tkl-").unwrap();
+    let uid = "00000000-0000-0000-0000-00000000000a";
+    let mut snap = Snapshot::default();
+    snap.host.push(HostSample {
+        at: Some(t(100)),
+        ..HostSample::default()
+    });
+    snap.vms.insert(
+        naming.vm_name(uid).unwrap().to_string(),
+        VmVitals {
+            first_seen: Some(t(50)),
+            host: [VmSample {
+                at: t(100),
+                cpu_seconds_total: 1.0,
+                cpu_cores: None,
+                rss_bytes: 1 << 30,
+            }]
+            .into_iter()
+            .collect(),
+            guest: Default::default(),
+        },
+    );
+    let pod: Pod = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "a", "namespace": "ci", "uid": uid},
+        "spec": {"containers": [{"name": "runner", "image": "img",
+            "resources": {"requests": {"memory": "6Gi"}, "limits": {"memory": "7500Mi"}}}]}
+    }))
+    .unwrap();
+    let v = view(&snap, &[pod], &naming, "mac-1", t(10));
+    assert_eq!(
+        v.pods[0].memory_limit_bytes,
+        Some(7500 << 20),
+        "the limit wins"
+    );
 }
