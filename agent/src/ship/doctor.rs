@@ -166,8 +166,7 @@ async fn api_checks(cfg: &Config, deadline: Duration) -> Vec<Check> {
 
 #[cfg(target_os = "macos")]
 async fn macos_checks(deadline: Duration) -> Vec<Check> {
-    use crate::macos::{parse, shell};
-    use crate::ship::launchctl;
+    use crate::macos::{launchctl, parse, shell};
     let user = nix::unistd::User::from_uid(nix::unistd::getuid())
         .ok()
         .flatten()

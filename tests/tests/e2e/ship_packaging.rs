@@ -31,6 +31,7 @@ fn every_shell_script_passes_shellcheck() {
     let mut scripts = vec![
         repo().join(".ci/run"),
         repo().join("scripts/sandbox"),
+        repo().join("scripts/build-darwin"),
         repo().join("packaging/pkg/build.sh"),
         repo().join("packaging/pkg/scripts/postinstall"),
         repo().join("packaging/guest/tart-guest-launcher"),
