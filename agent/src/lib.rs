@@ -12,6 +12,7 @@
 // `fuzzing` feature, the fuzz targets (which the workspace's `fuzz` crate drives) are used from
 // outside the crate; everything else is the crate's own.
 mod admin;
+mod any_server_cert;
 mod api;
 mod backoff;
 mod cli;

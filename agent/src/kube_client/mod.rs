@@ -11,7 +11,6 @@
 //! errors can say which kubeconfig and which cluster to fix.
 
 mod identity;
-mod insecure;
 
 use std::sync::Arc;
 
@@ -21,6 +20,8 @@ use kube::client::{ClientBuilder, ConfigExt, retry::RetryPolicy};
 use rustls::{ClientConfig, RootCertStore, pki_types::ServerName};
 use tower::{BoxError, ServiceBuilder, retry::RetryLayer};
 use tracing::warn;
+
+use crate::any_server_cert::AnyServerCert;
 
 pub use identity::{ClientIdentity, IdentityError, certified_key};
 
@@ -191,7 +192,7 @@ impl ApiTls {
                     "insecure-skip-tls-verify: the API server's certificate is not verified");
                 builder
                     .dangerous()
-                    .with_custom_certificate_verifier(Arc::new(insecure::SkipVerify(provider)))
+                    .with_custom_certificate_verifier(Arc::new(AnyServerCert(provider)))
             }
             Trust::KubeconfigCa => {
                 let mut store = RootCertStore::empty();

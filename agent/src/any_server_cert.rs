@@ -1,6 +1,7 @@
-//! `insecure-skip-tls-verify: true`: any server certificate is accepted, as kubectl does for
-//! that cluster entry. The handshake's signatures are still checked, so the connection is
-//! encrypted to whoever holds the presented certificate's key.
+//! A rustls server-certificate verifier that accepts any certificate: kubelet's
+//! `InsecureSkipVerify` for HTTPS probes and hooks, and a kubeconfig's
+//! `insecure-skip-tls-verify: true`. The handshake's signatures are still verified with the
+//! provider's algorithms, so the peer holds the key of the certificate it sent.
 
 use std::sync::Arc;
 
@@ -11,12 +12,11 @@ use rustls::{
     pki_types::{CertificateDer, ServerName, UnixTime},
 };
 
-/// Accepts any server certificate; verifies handshake signatures with the provider's
-/// algorithms.
+/// Accepts any server certificate; checks handshake signatures with the provider's algorithms.
 #[derive(Debug)]
-pub(super) struct SkipVerify(pub(super) Arc<CryptoProvider>);
+pub(crate) struct AnyServerCert(pub(crate) Arc<CryptoProvider>);
 
-impl ServerCertVerifier for SkipVerify {
+impl ServerCertVerifier for AnyServerCert {
     fn verify_server_cert(
         &self,
         _end_entity: &CertificateDer<'_>,
