@@ -182,10 +182,7 @@ impl ApiTls {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let builder = ClientConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()
-            .map_err(|source| Error::BadCertificateAuthority {
-                origin: origin.clone(),
-                source,
-            })?;
+            .expect("the ring provider supports the default protocol versions");
         let builder = match trust {
             Trust::SkipVerify => {
                 warn!(kubeconfig = %origin.kubeconfig, cluster = %origin.cluster,
