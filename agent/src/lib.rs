@@ -8,10 +8,12 @@
 //! them together; [`cli_main`] is the process entry point. docs/architecture.md has the map.
 
 // Only the process entry point, the RBAC table (which the tests hold against the shipped
-// manifest), the default VM-name prefix (which the sandbox counts VMs by) and, with the
-// `fuzzing` feature, the fuzz targets (which the workspace's `fuzz` crate drives) are used from
-// outside the crate; everything else is the crate's own.
+// manifest), the API-server client builder (`kube_client`, which the test harness uses too),
+// the default VM-name prefix (which the sandbox counts VMs by) and, with the `fuzzing`
+// feature, the fuzz targets (which the workspace's `fuzz` crate drives) are used from outside
+// the crate; everything else is the crate's own.
 mod admin;
+mod any_server_cert;
 mod api;
 mod backoff;
 mod cli;
@@ -26,6 +28,7 @@ mod guest_file;
 mod host;
 mod hostcheck;
 mod images;
+pub mod kube_client;
 mod kubelet_api;
 mod lifecycle;
 mod macos;

@@ -19,7 +19,7 @@ KUBE_VERSION=1.20.2
 DEB_VER=${DEB_VER:-1.20.5+really1.20.2-1.1+deb12u1}
 KUBE_CACHE=${KUBE_CACHE:-$HOME/.cache/tart-kubelet/kube-$KUBE_VERSION}
 BINS="kube-apiserver kube-scheduler kube-controller-manager"
-APT_PKGS="golang-go etcd-server etcd-client golang-github-modern-go-reflect2-dev golang-github-json-iterator-go-dev openssl curl tmux python3-kubernetes python3-yaml python3-jsonschema prometheus shellcheck"
+APT_PKGS="golang-go etcd-server etcd-client golang-github-modern-go-reflect2-dev golang-github-json-iterator-go-dev openssl curl tmux python3-kubernetes python3-yaml python3-jsonschema prometheus shellcheck llvm file"
 # kubectl: the machine's own when it has one (any client from 1.19 on talks to v1.20.2);
 # otherwise Debian's, built from the same source package as the control plane.
 command -v kubectl >/dev/null 2>&1 || APT_PKGS="$APT_PKGS kubernetes-client"

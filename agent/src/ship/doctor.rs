@@ -89,7 +89,7 @@ pub(crate) async fn run_checks(args: &DoctorArgs, cfg: &Config) -> Vec<Check> {
         None => probe::kube_config(cfg)
             .await
             .ok()
-            .and_then(|(c, _)| c.root_cert),
+            .and_then(|(c, _, _)| c.root_cert),
     };
     let client_ca =
         crate::config::client_ca(cfg.client_ca_file.as_deref(), kubeconfig_ca.as_deref());
@@ -178,8 +178,7 @@ async fn api_checks(cfg: &Config, deadline: Duration) -> Vec<Check> {
 
 #[cfg(target_os = "macos")]
 async fn macos_checks(deadline: Duration) -> Vec<Check> {
-    use crate::macos::{parse, shell};
-    use crate::ship::launchctl;
+    use crate::macos::{launchctl, parse, shell};
     let user = nix::unistd::User::from_uid(nix::unistd::getuid())
         .ok()
         .flatten()

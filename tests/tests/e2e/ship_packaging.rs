@@ -32,6 +32,7 @@ fn every_shell_script_passes_shellcheck() {
         repo().join(".ci/run"),
         repo().join("scripts/sandbox"),
         repo().join("scripts/release"),
+        repo().join("scripts/build-darwin"),
         repo().join("packaging/pkg/build.sh"),
         repo().join("packaging/pkg/scripts/postinstall"),
         repo().join("packaging/pkg/uninstall"),

@@ -4,13 +4,10 @@
 
 use std::sync::Arc;
 
-use rustls::{
-    ClientConfig, DigitallySignedStruct, SignatureScheme,
-    client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier},
-    crypto::{CryptoProvider, verify_tls12_signature, verify_tls13_signature},
-    pki_types::{CertificateDer, ServerName, UnixTime},
-};
+use rustls::ClientConfig;
 use tokio_rustls::TlsConnector;
+
+use crate::any_server_cert::AnyServerCert;
 
 /// A connector that accepts any server certificate. No ALPN: probes speak HTTP/1.1.
 pub(super) fn insecure_connector() -> TlsConnector {
@@ -19,55 +16,7 @@ pub(super) fn insecure_connector() -> TlsConnector {
         .with_safe_default_protocol_versions()
         .expect("the ring provider supports the default protocol versions")
         .dangerous()
-        .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
+        .with_custom_certificate_verifier(Arc::new(AnyServerCert(provider)))
         .with_no_client_auth();
     TlsConnector::from(Arc::new(config))
-}
-
-#[derive(Debug)]
-struct AnyCertificate(Arc<CryptoProvider>);
-
-impl ServerCertVerifier for AnyCertificate {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
 }

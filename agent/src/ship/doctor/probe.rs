@@ -129,19 +129,24 @@ pub(crate) async fn tart_home(cfg: &Config) -> TartHomeProbe {
 /// # Errors
 /// The kubeconfig cannot be read or is unusable.
 pub(crate) async fn client(cfg: &Config) -> Result<(kube::Client, String), String> {
-    let (config, who) = kube_config(cfg).await?;
-    let client =
-        kube::Client::try_from(config).map_err(|e| format!("cannot build a client: {e}"))?;
+    use crate::errors::error_chain;
+    let (config, origin, who) = kube_config(cfg).await?;
+    let client = crate::kube_client::client(&config, origin)
+        .map_err(|e| format!("cannot build a client: {}", error_chain(&e)))?;
     Ok((client, who))
 }
 
-/// The agent's kubeconfig as the agent reads it, and a display name for its identity.
+/// The agent's kubeconfig as the agent reads it, where it came from, and a display name for its
+/// identity.
 ///
 /// # Errors
 /// The kubeconfig cannot be read or is unusable.
-pub(crate) async fn kube_config(cfg: &Config) -> Result<(kube::Config, String), String> {
+pub(crate) async fn kube_config(
+    cfg: &Config,
+) -> Result<(kube::Config, crate::kube_client::Origin, String), String> {
+    use crate::kube_client::Origin;
     use kube::config::{KubeConfigOptions, Kubeconfig};
-    let (config, who) = match &cfg.kubeconfig {
+    let (config, origin, who) = match &cfg.kubeconfig {
         Some(p) => {
             let kc = Kubeconfig::read_from(p)
                 .map_err(|e| format!("cannot read {}: {e}", p.display()))?;
@@ -153,19 +158,21 @@ pub(crate) async fn kube_config(cfg: &Config) -> Result<(kube::Config, String), 
                 .and_then(|c| c.context.as_ref())
                 .and_then(|c| c.user.clone())
                 .unwrap_or_else(|| "the kubeconfig user".into());
+            let origin = Origin::of(p, &kc);
             let c = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
                 .await
                 .map_err(|e| format!("{} is not a usable kubeconfig: {e}", p.display()))?;
-            (c, format!("user {user:?} of {}", p.display()))
+            (c, origin, format!("user {user:?} of {}", p.display()))
         }
         None => (
             kube::Config::infer().await.map_err(|e| {
                 format!("no kubeconfig found ($KUBECONFIG, ~/.kube/config, in-cluster): {e}")
             })?,
+            Origin::inferred(),
             "the inferred kubeconfig's user".to_string(),
         ),
     };
-    Ok((config, who))
+    Ok((config, origin, who))
 }
 
 /// `GET /version` with a deadline: proves the URL, CA and credentials work.

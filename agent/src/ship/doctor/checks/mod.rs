@@ -67,7 +67,8 @@ impl Check {
         self
     }
 
-    /// `macOS only` skip.
+    /// `macOS only` skip: what `doctor` reports for the macOS checks on another system.
+    #[cfg(any(test, not(target_os = "macos")))]
     pub(crate) fn macos_only(name: &'static str) -> Self {
         Self::new(name, Status::Skipped, "skipped: macOS-only check")
     }

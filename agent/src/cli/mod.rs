@@ -9,6 +9,15 @@ use crate::{
     ship::{DoctorArgs, InstallArgs, UninstallArgs},
 };
 
+/// `--version`: the package version and the commit it was built from (`unknown` outside a git
+/// checkout; see `agent/build.rs`).
+pub(crate) const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("TART_KUBELET_COMMIT"),
+    ")"
+);
+
 /// tart-kubelet: registers this Mac as a Kubernetes Node and runs every Pod bound to it as a
 /// Tart macOS VM.
 ///
@@ -17,7 +26,7 @@ use crate::{
 /// with `--config` (keys are the option names with `_` for `-`). Flags win over environment,
 /// environment over the file.
 #[derive(Parser, Debug)]
-#[command(name = "tart-kubelet", version)]
+#[command(name = "tart-kubelet", version = VERSION)]
 pub(crate) struct Cli {
     #[command(subcommand)]
     pub(crate) command: Option<Command>,
@@ -37,3 +46,6 @@ pub(crate) enum Command {
     /// Check that this host can run the agent.
     Doctor(DoctorArgs),
 }
+
+#[cfg(test)]
+mod tests;
