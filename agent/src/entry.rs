@@ -124,6 +124,16 @@ async fn run_until_signal(cfg: Config) -> ExitCode {
         let _ = tx.send(true);
     });
     info!(node = %cfg.node_name, version = env!("CARGO_PKG_VERSION"), "starting tart-kubelet");
+    // The TLS bootstrap (--bootstrap-kubeconfig) makes the credentials everything else uses.
+    match crate::credentials::ensure_client_certificate(&cfg, &mut rx.clone()).await {
+        Ok(()) => {}
+        Err(crate::credentials::BootstrapError::Cancelled) => return ExitCode::SUCCESS,
+        Err(e) => {
+            error!(error = %error_chain(&e), "agent failed");
+            eprintln!("tart-kubelet: {}", error_chain(&e));
+            return ExitCode::FAILURE;
+        }
+    }
     // One agent per Node: claim the Lease before anything touches tart, VMs or Pods.
     let host: Arc<dyn HostInfo> = default_host();
     // Which Mac, boot and process this is, for the Lease's holder identity (the host is asked
@@ -296,6 +306,10 @@ pub(crate) async fn run<T: Tart>(
     let readiness = Readiness::new(cfg.lease_renew_interval);
     let access = ApiAccess::default();
     let mut registry = registry;
+    let cert_metrics = crate::credentials::metrics::ClientCertMetrics::register(&mut registry);
+    if let Some(v) = crate::credentials::kubeconfig::validity_of_config(&kube_config) {
+        cert_metrics.in_use_until(v.not_after);
+    }
     let exec_metrics = crate::kubelet_api::stream::ExecMetrics::register(&mut registry);
     let limit_metrics = crate::kubelet_api::LimitMetrics::register(&mut registry);
     let image_metrics = crate::images::metrics::ImageMetrics::register(&mut registry);
