@@ -121,7 +121,7 @@ pub(crate) async fn ensure_client_certificate(
 }
 
 /// The bootstrap kubeconfig as a client configuration, with the API deadline.
-async fn load(path: &Path, timeout: Duration) -> Result<kube::Config, BootstrapError> {
+pub(super) async fn load(path: &Path, timeout: Duration) -> Result<kube::Config, BootstrapError> {
     let err =
         |source: Box<dyn std::error::Error + Send + Sync>| BootstrapError::BootstrapKubeconfig {
             path: path.display().to_string(),

@@ -8,8 +8,9 @@
 //! O=system:nodes` ([`request`]); once the cluster's approver (or an operator) approves it
 //! and the signer issues it, the pair goes to `<cert-dir>/kubelet-client-current.pem` and
 //! `--kubeconfig` is written pointing at it ([`kubeconfig`]). Whether a certificate may be
-//! used and when it is renewed are pure decisions ([`lifetime`]); its expiry is a metric
-//! ([`metrics`]).
+//! used and when it is renewed are pure decisions ([`lifetime`]); the running agent renews
+//! it at 70–90 % of its life and hands the new one to its clients ([`Rotation`]); its expiry
+//! is a metric ([`metrics`]).
 //!
 //! The CSR machinery (key, PKCS#10 DER, calls, certificate directory) is the kubelet API's
 //! serving certificate's ([`crate::kubelet_api::csr`]); this folder adds what differs for
@@ -21,5 +22,9 @@ pub(crate) mod lifetime;
 pub(crate) mod metrics;
 mod obtain;
 pub(crate) mod request;
+mod rotate;
 
-pub(crate) use self::bootstrap::{BootstrapError, ensure_client_certificate};
+pub(crate) use self::{
+    bootstrap::{BootstrapError, ensure_client_certificate},
+    rotate::{Install, Rotation},
+};
