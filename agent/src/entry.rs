@@ -306,10 +306,12 @@ pub(crate) async fn run<T: Tart>(
     let readiness = Readiness::new(cfg.lease_renew_interval);
     let access = ApiAccess::default();
     let mut registry = registry;
-    let cert_metrics = crate::credentials::metrics::ClientCertMetrics::register(&mut registry);
-    if let Some(v) = crate::credentials::kubeconfig::validity_of_config(&kube_config) {
-        cert_metrics.in_use_until(v.not_after);
-    }
+    // The client certificate's metrics exist only while one is in use (not for a token).
+    let client_cert = crate::credentials::kubeconfig::validity_of_config(&kube_config).map(|v| {
+        let m = crate::credentials::metrics::ClientCertMetrics::register(&mut registry);
+        m.in_use_until(v.not_after);
+        (m, v)
+    });
     let exec_metrics = crate::kubelet_api::stream::ExecMetrics::register(&mut registry);
     let limit_metrics = crate::kubelet_api::LimitMetrics::register(&mut registry);
     let image_metrics = crate::images::metrics::ImageMetrics::register(&mut registry);

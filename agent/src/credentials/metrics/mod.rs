@@ -1,4 +1,5 @@
-//! The client certificate's metrics: when the certificate in use expires (kubelet exports the
+//! The client certificate's metrics, registered only while the agent authenticates with one:
+//! when the certificate in use expires (kubelet exports the
 //! same fact as `kubelet_certificate_manager_client_ttl_seconds`; a timestamp stays right
 //! between updates, and `… - time()` is the TTL) and how many renewals failed (kubelet's
 //! `kubelet_certificate_manager_client_expiration_renew_errors`).
@@ -27,7 +28,7 @@ impl ClientCertMetrics {
         let m = Self::default();
         let r = registry.sub_registry_with_prefix("tart_kubelet");
         register!(r;
-            "client_certificate_expiration_timestamp_seconds", "End of validity of the client certificate the agent authenticates with, in Unix seconds; absent without one" => m.expiration;
+            "client_certificate_expiration_timestamp_seconds", "End of validity of the client certificate the agent authenticates with, in Unix seconds" => m.expiration;
             "client_certificate_renew_errors", "Failed attempts to renew the client certificate" => m.renew_errors;
         );
         m
