@@ -23,6 +23,7 @@ use crate::{
     config::{Config, HostDefaults},
     errors::error_chain,
     host::HostInfo,
+    kube_client::{ApiTls, Origin},
     metrics::NodeMetrics,
     node::{
         self, ApiAccess, health::HostHealth, lease::LeaseTask, status_loop::StatusLoop,
@@ -45,7 +46,7 @@ pub(crate) enum RunError {
     KubeConfig(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// The kube client could not be built.
     #[error("cannot build the Kubernetes client")]
-    Client(#[source] kube::Error),
+    Client(#[source] crate::kube_client::Error),
     /// The admin address could not be bound.
     #[error("cannot listen on {addr}")]
     Bind {
@@ -292,8 +293,9 @@ pub(crate) async fn run<T: Tart>(
         pod_metrics,
     } = parts;
     let cfg = Arc::new(cfg);
-    let kube_config = kube_config(&cfg).await?;
-    let client = kube::Client::try_from(kube_config.clone()).map_err(RunError::Client)?;
+    let (kube_config, origin) = kube_config(&cfg).await?;
+    let api_tls = ApiTls::new(&kube_config, origin).map_err(RunError::Client)?;
+    let client = api_tls.client(&kube_config).map_err(RunError::Client)?;
     let internal_ip = internal_ip(&kube_config).await.to_string();
 
     metrics.vm_slots.set(i64::from(cfg.vm_slots));
@@ -445,6 +447,7 @@ pub(crate) async fn run<T: Tart>(
         LeaseTask {
             tokens: tokens_rx,
             kube_config: lease_cfg,
+            tls: api_tls.clone(),
             node_name: cfg.node_name.clone(),
             identity: claimed.identity,
             lease: claimed.lease,
@@ -563,18 +566,27 @@ fn vitals_start(
     }
 }
 
-async fn kube_config(cfg: &Config) -> Result<kube::Config, RunError> {
-    let mut kc = match &cfg.kubeconfig {
+/// The client configuration, and which kubeconfig and cluster it came from.
+async fn kube_config(cfg: &Config) -> Result<(kube::Config, Origin), RunError> {
+    let (mut kc, origin) = match &cfg.kubeconfig {
         Some(path) => {
             let file = kube::config::Kubeconfig::read_from(path)
                 .map_err(|e| RunError::KubeConfig(Box::new(e)))?;
-            kube::Config::from_custom_kubeconfig(file, &kube::config::KubeConfigOptions::default())
-                .await
-                .map_err(|e| RunError::KubeConfig(Box::new(e)))?
-        }
-        None => kube::Config::infer()
+            let origin = Origin::of(path, &file);
+            let kc = kube::Config::from_custom_kubeconfig(
+                file,
+                &kube::config::KubeConfigOptions::default(),
+            )
             .await
-            .map_err(|e| RunError::KubeConfig(Box::new(e)))?,
+            .map_err(|e| RunError::KubeConfig(Box::new(e)))?;
+            (kc, origin)
+        }
+        None => (
+            kube::Config::infer()
+                .await
+                .map_err(|e| RunError::KubeConfig(Box::new(e)))?,
+            Origin::inferred(),
+        ),
     };
     kc.connect_timeout = Some(cfg.api_timeout);
     kc.write_timeout = Some(cfg.api_timeout);
@@ -585,7 +597,7 @@ async fn kube_config(cfg: &Config) -> Result<kube::Config, RunError> {
     )) {
         kc.headers.push((axum::http::header::USER_AGENT, ua));
     }
-    Ok(kc)
+    Ok((kc, origin))
 }
 
 /// The address this host uses to reach the API server.

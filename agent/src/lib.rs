@@ -27,6 +27,7 @@ mod guest_file;
 mod host;
 mod hostcheck;
 mod images;
+pub mod kube_client;
 mod kubelet_api;
 mod lifecycle;
 mod macos;

@@ -21,7 +21,7 @@ use super::{
     holder::{ClaimStep, Instance, Reading, claim_step, instance_identity, predecessor_gone},
     lease::{NAMESPACE, new_lease, renewed},
 };
-use crate::{backoff::API_RETRY, config::Config, errors::error_chain};
+use crate::{backoff::API_RETRY, config::Config, errors::error_chain, kube_client::Origin};
 
 /// Longest wait between two readings of a Lease held by another instance.
 const POLL: Duration = Duration::from_secs(1);
@@ -46,7 +46,7 @@ pub(crate) enum ClaimError {
     KubeConfig(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// The kube client could not be built.
     #[error("cannot build the Kubernetes client")]
-    Client(#[source] kube::Error),
+    Client(#[source] crate::kube_client::Error),
     /// Another live agent instance holds the Lease.
     #[error(
         "another tart-kubelet instance runs node {node}: Lease {NAMESPACE}/{node} is held and \
@@ -82,7 +82,7 @@ enum Wrote {
 /// # Errors
 /// As [`claim`]; [`ClaimError::KubeConfig`] when there is no configuration.
 pub(crate) async fn claim_with<E>(
-    kube_config: Result<kube::Config, E>,
+    kube_config: Result<(kube::Config, Origin), E>,
     cfg: &Config,
     me: Option<Instance>,
     shutdown: watch::Receiver<bool>,
@@ -90,8 +90,9 @@ pub(crate) async fn claim_with<E>(
 where
     E: std::error::Error + Send + Sync + 'static,
 {
-    let kc = kube_config.map_err(|e| ClaimError::KubeConfig(Box::new(e)))?;
-    claim(kc, cfg, me, shutdown).await
+    let (kc, origin) = kube_config.map_err(|e| ClaimError::KubeConfig(Box::new(e)))?;
+    let client = crate::kube_client::client(&kc, origin).map_err(ClaimError::Client)?;
+    claim(client, cfg, me, shutdown).await
 }
 
 /// Claim Lease `kube-node-lease/<node>` for a new instance identity; `me` is this process on
@@ -101,12 +102,11 @@ where
 /// [`ClaimError::HeldByAnother`] when a live agent holds it; [`ClaimError::Cancelled`] when
 /// `shutdown` turns true first.
 pub(crate) async fn claim(
-    kube_config: kube::Config,
+    client: Client,
     cfg: &Config,
     me: Option<Instance>,
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<Claimed, ClaimError> {
-    let client = Client::try_from(kube_config).map_err(ClaimError::Client)?;
     let api: Api<Lease> = Api::namespaced(client, NAMESPACE);
     let identity = instance_identity(&cfg.node_name, me.as_ref());
     let node = cfg.node_name.as_str();

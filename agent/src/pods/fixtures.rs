@@ -256,8 +256,9 @@ pub(crate) struct Rig {
 
 /// A client whose requests can never succeed (nothing listens on port 9).
 pub(crate) fn offline_client() -> kube::Client {
-    kube::Client::try_from(kube::Config::new("http://127.0.0.1:9".parse().unwrap()))
-        .expect("client")
+    let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
+    let origin = crate::kube_client::Origin::inferred();
+    crate::kube_client::client(&config, origin).expect("client")
 }
 
 pub(crate) fn rig(tart: MemTart, slots: u32) -> Rig {

@@ -20,6 +20,7 @@ use std::{
 
 use anyhow::{Context as _, bail};
 use kube::config::{KubeConfigOptions, Kubeconfig};
+use tart_kubelet::kube_client::{self, Origin};
 
 mod process;
 pub mod testing;
@@ -341,10 +342,12 @@ impl Drop for ControlPlane {
 pub async fn client_for(kubeconfig: &Path) -> kube::Client {
     let kc = Kubeconfig::read_from(kubeconfig)
         .unwrap_or_else(|e| panic!("reading {}: {e}", kubeconfig.display()));
+    let origin = Origin::of(kubeconfig, &kc);
     let config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
         .await
         .unwrap_or_else(|e| panic!("kubeconfig {}: {e}", kubeconfig.display()));
-    kube::Client::try_from(config).expect("kube client from kubeconfig")
+    kube_client::client(&config, origin)
+        .unwrap_or_else(|e| panic!("kube client from {}: {e}", kubeconfig.display()))
 }
 
 // === helpers ===

@@ -38,6 +38,7 @@ use crate::{
     admin::Readiness,
     backoff::API_RETRY,
     images::prepull::{pacer::HeldTokens, tokens::TOKEN_PREFIX},
+    kube_client::ApiTls,
     metrics::NodeMetrics,
 };
 
@@ -51,6 +52,8 @@ const RELEASE_DEADLINE: Duration = Duration::from_secs(2);
 pub(crate) struct LeaseTask {
     /// Used to build (and rebuild) the task's own client.
     pub kube_config: kube::Config,
+    /// The trust and client identity the task's clients share with the agent's others.
+    pub tls: ApiTls,
     /// Node name (= Lease name).
     pub node_name: String,
     /// This instance's holder identity.
@@ -205,7 +208,7 @@ impl LeaseTask {
     }
 
     fn client(&self) -> Option<Client> {
-        match Client::try_from(self.kube_config.clone()) {
+        match self.tls.client(&self.kube_config) {
             Ok(c) => Some(c),
             Err(error) => {
                 warn!(%error, "cannot build the lease client");

@@ -129,8 +129,9 @@ pub(crate) async fn tart_home(cfg: &Config) -> TartHomeProbe {
 /// # Errors
 /// The kubeconfig cannot be read or is unusable.
 pub(crate) async fn client(cfg: &Config) -> Result<(kube::Client, String), String> {
+    use crate::{errors::error_chain, kube_client::Origin};
     use kube::config::{KubeConfigOptions, Kubeconfig};
-    let (config, who) = match &cfg.kubeconfig {
+    let (config, origin, who) = match &cfg.kubeconfig {
         Some(p) => {
             let kc = Kubeconfig::read_from(p)
                 .map_err(|e| format!("cannot read {}: {e}", p.display()))?;
@@ -142,20 +143,22 @@ pub(crate) async fn client(cfg: &Config) -> Result<(kube::Client, String), Strin
                 .and_then(|c| c.context.as_ref())
                 .and_then(|c| c.user.clone())
                 .unwrap_or_else(|| "the kubeconfig user".into());
+            let origin = Origin::of(p, &kc);
             let c = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
                 .await
                 .map_err(|e| format!("{} is not a usable kubeconfig: {e}", p.display()))?;
-            (c, format!("user {user:?} of {}", p.display()))
+            (c, origin, format!("user {user:?} of {}", p.display()))
         }
         None => (
             kube::Config::infer().await.map_err(|e| {
                 format!("no kubeconfig found ($KUBECONFIG, ~/.kube/config, in-cluster): {e}")
             })?,
+            Origin::inferred(),
             "the inferred kubeconfig's user".to_string(),
         ),
     };
-    let client =
-        kube::Client::try_from(config).map_err(|e| format!("cannot build a client: {e}"))?;
+    let client = crate::kube_client::client(&config, origin)
+        .map_err(|e| format!("cannot build a client: {}", error_chain(&e)))?;
     Ok((client, who))
 }
 
