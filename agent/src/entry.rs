@@ -328,6 +328,32 @@ pub(crate) async fn run<T: Tart>(
             source,
         })?;
     let mut tasks_early: Vec<JoinHandle<()>> = Vec::new();
+    // With the TLS bootstrap the client certificate renews itself: every client built from
+    // `api_tls` presents the new one from its next connection.
+    if let (Some(boot), Some(target), Some((cert_metrics, validity))) =
+        (&cfg.bootstrap_kubeconfig, &cfg.kubeconfig, client_cert)
+    {
+        let identity = api_tls.identity().clone();
+        let rotation = crate::credentials::Rotation {
+            api: kube::Api::all(client.clone()),
+            bootstrap: boot.clone(),
+            kubeconfig: target.clone(),
+            cluster: crate::credentials::kubeconfig::ClusterFacts::of(&kube_config),
+            node: cfg.node_name.clone(),
+            store: crate::kubelet_api::csr::store::Store::with_prefix(
+                &cfg.cert_dir,
+                crate::kubelet_api::csr::store::CLIENT,
+            ),
+            timeout: cfg.api_timeout,
+            metrics: cert_metrics,
+            install: Arc::new(move |key| identity.replace(key)),
+        };
+        tasks_early.push(tokio::spawn(
+            rotation
+                .run(validity, shutdown.clone())
+                .instrument(info_span!("client_certificate")),
+        ));
+    }
     let admin_addr = listener.local_addr().ok();
     info!(addr = ?admin_addr, "admin endpoint listening");
     if let Err(error) = tokio::fs::create_dir_all(&cfg.vm_log_dir).await {

@@ -70,13 +70,7 @@ pub(crate) async fn ensure_client_certificate(
         Ok(_) => format!("its client certificate is {}", standing.as_str()),
     };
     info!(kubeconfig = %target.display(), bootstrap_kubeconfig = %boot.display(), why, "requesting a client certificate with the bootstrap kubeconfig");
-    let boot_cfg = load(boot, cfg.api_timeout).await?;
-    let client = kube::Client::try_from(boot_cfg.clone()).map_err(|e| {
-        BootstrapError::BootstrapKubeconfig {
-            path: boot.display().to_string(),
-            source: Box::new(e),
-        }
-    })?;
+    let (boot_cfg, client) = load(boot, cfg.api_timeout).await?;
     let requester = Requester {
         api: kube::Api::all(client),
         node: cfg.node_name.clone(),
@@ -120,18 +114,24 @@ pub(crate) async fn ensure_client_certificate(
     Ok(())
 }
 
-/// The bootstrap kubeconfig as a client configuration, with the API deadline.
-pub(super) async fn load(path: &Path, timeout: Duration) -> Result<kube::Config, BootstrapError> {
+/// The bootstrap kubeconfig as a client configuration, with the API deadline, and a client
+/// built from it.
+pub(super) async fn load(
+    path: &Path,
+    timeout: Duration,
+) -> Result<(kube::Config, kube::Client), BootstrapError> {
     let err =
         |source: Box<dyn std::error::Error + Send + Sync>| BootstrapError::BootstrapKubeconfig {
             path: path.display().to_string(),
             source,
         };
     let file = kube::config::Kubeconfig::read_from(path).map_err(|e| err(Box::new(e)))?;
+    let origin = crate::kube_client::Origin::of(path, &file);
     let mut kc = kube::Config::from_custom_kubeconfig(file, &Default::default())
         .await
         .map_err(|e| err(Box::new(e)))?;
     kc.connect_timeout = Some(timeout);
     kc.write_timeout = Some(timeout);
-    Ok(kc)
+    let client = crate::kube_client::client(&kc, origin).map_err(|e| err(Box::new(e)))?;
+    Ok((kc, client))
 }

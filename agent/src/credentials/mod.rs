@@ -26,5 +26,5 @@ mod rotate;
 
 pub(crate) use self::{
     bootstrap::{BootstrapError, ensure_client_certificate},
-    rotate::{Install, Rotation},
+    rotate::Rotation,
 };

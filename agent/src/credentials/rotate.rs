@@ -107,15 +107,9 @@ impl Rotation {
             Credentials::Current => self.api.clone(),
             Credentials::Bootstrap | Credentials::None => {
                 info!(bootstrap_kubeconfig = %self.bootstrap.display(), "client certificate {}; renewing with the bootstrap kubeconfig", standing.as_str());
-                let cfg = load(&self.bootstrap, self.timeout)
+                let (_, client) = load(&self.bootstrap, self.timeout)
                     .await
                     .map_err(RenewError::Bootstrap)?;
-                let client = kube::Client::try_from(cfg).map_err(|e| {
-                    RenewError::Bootstrap(super::BootstrapError::BootstrapKubeconfig {
-                        path: self.bootstrap.display().to_string(),
-                        source: Box::new(e),
-                    })
-                })?;
                 Api::all(client)
             }
         };

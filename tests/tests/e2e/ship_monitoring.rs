@@ -69,7 +69,10 @@ const AGREED: &[(&str, &str)] = &[
         "tart_kubelet_client_certificate_expiration_timestamp_seconds",
         "gauge",
     ),
-    ("tart_kubelet_client_certificate_renew_errors_total", "counter"),
+    (
+        "tart_kubelet_client_certificate_renew_errors_total",
+        "counter",
+    ),
 ];
 
 fn repo() -> PathBuf {
