@@ -76,14 +76,9 @@ async fn server(answer: bool) -> (u16, mpsc::UnboundedReceiver<Seen>) {
         while let Ok((tcp, _)) = listener.accept().await {
             let (acceptor, tx) = (acceptor.clone(), tx.clone());
             tokio::spawn(async move {
-                let Ok(mut tls) = acceptor.accept(tcp).await else {
+                let Some((mut tls, client_cert)) = accept(&acceptor, tcp).await else {
                     return;
                 };
-                let client_cert = tls
-                    .get_ref()
-                    .1
-                    .peer_certificates()
-                    .and_then(|c| c.first().cloned());
                 let mut head = Vec::new();
                 let mut buf = [0u8; 1024];
                 while !head.windows(4).any(|w| w == b"\r\n\r\n") {
@@ -122,14 +117,9 @@ async fn keep_alive_server() -> (u16, mpsc::UnboundedReceiver<Seen>) {
         while let Ok((tcp, _)) = listener.accept().await {
             let (acceptor, tx) = (acceptor.clone(), tx.clone());
             tokio::spawn(async move {
-                let Ok(mut tls) = acceptor.accept(tcp).await else {
+                let Some((mut tls, client_cert)) = accept(&acceptor, tcp).await else {
                     return;
                 };
-                let client_cert = tls
-                    .get_ref()
-                    .1
-                    .peer_certificates()
-                    .and_then(|c| c.first().cloned());
                 let mut pending = Vec::new();
                 let mut buf = [0u8; 1024];
                 loop {
@@ -157,6 +147,23 @@ async fn keep_alive_server() -> (u16, mpsc::UnboundedReceiver<Seen>) {
         }
     });
     (port, rx)
+}
+
+/// The TLS side of `tcp`, with the client certificate presented in the handshake.
+async fn accept(
+    acceptor: &TlsAcceptor,
+    tcp: tokio::net::TcpStream,
+) -> Option<(
+    tokio_rustls::server::TlsStream<tokio::net::TcpStream>,
+    Option<CertificateDer<'static>>,
+)> {
+    let tls = acceptor.accept(tcp).await.ok()?;
+    let cert = tls
+        .get_ref()
+        .1
+        .peer_certificates()
+        .and_then(|c| c.first().cloned());
+    Some((tls, cert))
 }
 
 /// A TLS acceptor with `serving.crt` that asks for (and does not require) a client

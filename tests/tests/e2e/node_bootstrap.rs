@@ -18,14 +18,12 @@ use std::{
     time::Duration,
 };
 
+use crate::pod_support::vm_pod;
 use k8s_openapi::api::{
     certificates::v1::CertificateSigningRequest,
-    core::v1::{Container, Node, Pod, PodSpec, Toleration},
+    core::v1::{Node, Pod},
 };
-use kube::{
-    Api, ResourceExt as _,
-    api::{ObjectMeta, PostParams},
-};
+use kube::{Api, ResourceExt as _, api::PostParams};
 use tart_kubelet_tests::{
     agent::{Agent, AgentOptions, free_port},
     cluster::{ControlPlane, testing::run_program, unique, wait_for},
@@ -110,32 +108,6 @@ fn ready(node: &Node) -> Option<String> {
         .iter()
         .find(|c| c.type_ == "Ready")
         .map(|c| c.status.clone())
-}
-
-fn vm_pod(name: &str, ns: &str, node: &str) -> Pod {
-    Pod {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            namespace: Some(ns.into()),
-            ..Default::default()
-        },
-        spec: Some(PodSpec {
-            node_name: Some(node.into()),
-            automount_service_account_token: Some(false),
-            termination_grace_period_seconds: Some(10),
-            tolerations: Some(vec![Toleration {
-                operator: Some("Exists".into()),
-                ..Default::default()
-            }]),
-            containers: vec![Container {
-                name: "vm".into(),
-                image: Some("ghcr.io/cirruslabs/macos-sequoia-base:latest".into()),
-                ..Default::default()
-            }],
-            ..Default::default()
-        }),
-        status: None,
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -368,6 +340,16 @@ async fn an_agent_with_only_a_bootstrap_token_becomes_its_node_and_renews_twice_
         assert_eq!(user, &format!("system:node:{node}"), "{all:?}");
     }
     let log = agent.log();
+    // No request went out with a lapsed certificate: the API server never answered 401.
+    assert!(
+        !log.contains("Unauthorized"),
+        "a request was refused as Unauthorized:\n{}",
+        log.lines()
+            .filter(|l| l.contains("Unauthorized"))
+            .take(5)
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
     assert!(
         log.matches("renewed client certificate in use").count() >= 2,
         "{}",
