@@ -59,7 +59,7 @@ pub enum IdentityError {
 
 /// The current client certificate (or none), shared by every connection that presents it.
 /// [`ClientIdentity::replace`] takes effect at the next TLS handshake, and closes the
-/// connections made before it (see [`super::retire`]), so the next request makes one.
+/// connections made before it (the connector in `retire.rs`), so the next request makes one.
 #[derive(Clone, Default)]
 pub struct ClientIdentity {
     key: Arc<RwLock<Option<Arc<CertifiedKey>>>>,
