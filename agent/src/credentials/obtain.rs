@@ -20,7 +20,7 @@ use crate::kubelet_api::csr::{
     issued,
     request::{KeyError, ServingKey, node_user},
     rfc3339,
-    store::{Pair, Store},
+    store::{NewKeyError, Pair, Store},
 };
 
 /// Files one request and waits for its certificate.
@@ -52,6 +52,8 @@ pub(crate) struct Issued {
 pub(crate) enum ObtainError {
     #[error(transparent)]
     Key(#[from] KeyError),
+    #[error(transparent)]
+    NewKey(#[from] NewKeyError),
     /// The certificate directory could not be written.
     #[error("cannot write the client certificate to the certificate directory")]
     Store(#[source] std::io::Error),
@@ -91,16 +93,7 @@ impl Requester {
         provider: &Arc<CryptoProvider>,
         shutdown: &mut watch::Receiver<bool>,
     ) -> Result<Issued, ObtainError> {
-        let key = match self.store.pending_key() {
-            Some(k) => k,
-            None => {
-                let k = ServingKey::generate()?;
-                self.store
-                    .save_pending_key(&k)
-                    .map_err(ObtainError::Store)?;
-                k
-            }
-        };
+        let key = self.store.pending_or_new_key()?;
         let csr = request::object(&key, &self.node)?;
         let name = csr.metadata.name.clone().unwrap_or_default();
         api::create(&self.api, &csr, self.timeout).await?;

@@ -13,12 +13,22 @@ use std::{
 
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, pem::PemObject};
 
-use super::request::{ServingKey, pem};
+use super::request::{KeyError, ServingKey, pem};
 
 /// The file prefix of the serving certificate's pair.
 pub(crate) const SERVING: &str = "kubelet-server";
 /// The file prefix of the client certificate's pair.
 pub(crate) const CLIENT: &str = "kubelet-client";
+
+/// Why no key for a new request could be had.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum NewKeyError {
+    #[error(transparent)]
+    Key(#[from] KeyError),
+    /// The key could not be kept in the certificate directory.
+    #[error("cannot write to the certificate directory")]
+    Store(#[source] io::Error),
+}
 
 /// One certificate's files in a certificate directory.
 #[derive(Debug, Clone)]
@@ -89,6 +99,19 @@ impl Store {
     /// The key of the waiting request, if any.
     pub(crate) fn pending_key(&self) -> Option<ServingKey> {
         key_of(&std::fs::read(self.pending_path()).ok()?)
+    }
+
+    /// The waiting request's key, else a new one kept as the waiting request's.
+    ///
+    /// # Errors
+    /// [`NewKeyError`] when no key can be made or it cannot be kept.
+    pub(crate) fn pending_or_new_key(&self) -> Result<ServingKey, NewKeyError> {
+        if let Some(k) = self.pending_key() {
+            return Ok(k);
+        }
+        let k = ServingKey::generate()?;
+        self.save_pending_key(&k).map_err(NewKeyError::Store)?;
+        Ok(k)
     }
 
     /// Keeps `key` as the waiting request's key.

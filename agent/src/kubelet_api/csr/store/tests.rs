@@ -65,3 +65,22 @@ fn a_private_write_replaces_the_file_whole_with_mode_0600() {
     );
     assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 1);
 }
+
+#[test]
+fn a_new_request_takes_the_waiting_key_or_keeps_a_new_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = Store::with_prefix(tmp.path(), CLIENT);
+    let made = store.pending_or_new_key().unwrap();
+    assert_eq!(
+        store.pending_key().unwrap().public_key(),
+        made.public_key(),
+        "the new key is kept as the waiting request's"
+    );
+    let again = store.pending_or_new_key().unwrap();
+    assert_eq!(again.public_key(), made.public_key());
+    store.drop_pending_key();
+    assert_ne!(
+        store.pending_or_new_key().unwrap().public_key(),
+        made.public_key()
+    );
+}
