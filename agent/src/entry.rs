@@ -144,6 +144,16 @@ async fn run_until_signal(cfg: Config) -> ExitCode {
         let _ = tx.send(true);
     });
     info!(node = %cfg.node_name, version = env!("CARGO_PKG_VERSION"), "starting tart-kubelet");
+    // The TLS bootstrap (--bootstrap-kubeconfig) makes the credentials everything else uses.
+    match crate::credentials::ensure_client_certificate(&cfg, &mut rx.clone()).await {
+        Ok(()) => {}
+        Err(crate::credentials::BootstrapError::Cancelled) => return ExitCode::SUCCESS,
+        Err(e) => {
+            error!(error = %error_chain(&e), "agent failed");
+            eprintln!("tart-kubelet: {}", error_chain(&e));
+            return ExitCode::FAILURE;
+        }
+    }
     // One agent per Node: claim the Lease before anything touches tart, VMs or Pods.
     let host: Arc<dyn HostInfo> = default_host();
     // Which Mac, boot and process this is, for the Lease's holder identity (the host is asked
@@ -322,6 +332,12 @@ pub(crate) async fn run<T: Tart>(
     let readiness = Readiness::new(cfg.lease_renew_interval);
     let access = ApiAccess::default();
     let mut registry = registry;
+    // The client certificate's metrics exist only while one is in use (not for a token).
+    let client_cert = crate::credentials::kubeconfig::validity_of_config(&kube_config).map(|v| {
+        let m = crate::credentials::metrics::ClientCertMetrics::register(&mut registry);
+        m.in_use_until(v.not_after);
+        (m, v)
+    });
     let exec_metrics = crate::kubelet_api::stream::ExecMetrics::register(&mut registry);
     let limit_metrics = crate::kubelet_api::LimitMetrics::register(&mut registry);
     let image_metrics = crate::images::metrics::ImageMetrics::register(&mut registry);
@@ -337,6 +353,32 @@ pub(crate) async fn run<T: Tart>(
             source,
         })?;
     let mut tasks_early: Vec<JoinHandle<()>> = Vec::new();
+    // With the TLS bootstrap the client certificate renews itself: every client built from
+    // `api_tls` presents the new one from its next connection.
+    if let (Some(boot), Some(target), Some((cert_metrics, validity))) =
+        (&cfg.bootstrap_kubeconfig, &cfg.kubeconfig, client_cert)
+    {
+        let identity = api_tls.identity().clone();
+        let rotation = crate::credentials::Rotation {
+            api: kube::Api::all(client.clone()),
+            bootstrap: boot.clone(),
+            kubeconfig: target.clone(),
+            cluster: crate::credentials::kubeconfig::ClusterFacts::of(&kube_config),
+            node: cfg.node_name.clone(),
+            store: crate::kubelet_api::csr::store::Store::with_prefix(
+                &cfg.cert_dir,
+                crate::kubelet_api::csr::store::CLIENT,
+            ),
+            timeout: cfg.api_timeout,
+            metrics: cert_metrics,
+            install: Arc::new(move |key| identity.replace(key)),
+        };
+        tasks_early.push(tokio::spawn(
+            rotation
+                .run(validity, shutdown.clone())
+                .instrument(info_span!("client_certificate")),
+        ));
+    }
     let admin_addr = listener.local_addr().ok();
     info!(addr = ?admin_addr, "admin endpoint listening");
     if let Err(error) = tokio::fs::create_dir_all(&cfg.vm_log_dir).await {

@@ -19,6 +19,7 @@ mod backoff;
 mod cli;
 mod config;
 mod container_logs;
+mod credentials;
 mod entry;
 mod errors;
 #[cfg(any(test, feature = "fuzzing"))]

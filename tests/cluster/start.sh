@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Start a Kubernetes v1.20.2 control plane on 127.0.0.1 with free ports: etcd, kube-apiserver
-# (TLS, client-cert + token authn, Node,RBAC authz, NodeRestriction), kube-scheduler and
-# kube-controller-manager (node lifecycle with a short grace period, GC, namespace, pod GC,
-# signing of approved CSRs with the cluster CA).
+# (TLS, client-cert, token and bootstrap-token authn, Node,RBAC authz, NodeRestriction),
+# kube-scheduler and kube-controller-manager (node lifecycle with a short grace period, GC,
+# namespace, pod GC, signing of approved CSRs with the cluster CA, the kubelet client CSR
+# approver).
 #
 # Usage: start.sh [--run DIR] [--owner-pid PID] [--node-grace SECONDS] [--signing-duration D]
 #   --run DIR          run dir (created if missing; default: a new /tmp/tart-kubelet-cp.XXXXXX)
@@ -182,7 +183,8 @@ EOF
     --advertise-address=127.0.0.1 --secure-port="$APISERVER_PORT" \
     --cert-dir="$RUN/pki/generated" --tls-cert-file="$PKI/apiserver.crt" \
     --tls-private-key-file="$PKI/apiserver.key" --client-ca-file="$PKI/ca.crt" \
-    --token-auth-file="$PKI/tokens.csv" --authorization-mode=Node,RBAC \
+    --token-auth-file="$PKI/tokens.csv" --enable-bootstrap-token-auth \
+    --authorization-mode=Node,RBAC \
     --enable-admission-plugins=NodeRestriction --disable-admission-plugins=ServiceAccount \
     --service-cluster-ip-range=10.96.0.0/16 --service-account-issuer=https://kubernetes.default.svc \
     --service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
@@ -201,12 +203,15 @@ EOF
   # and gets the node.kubernetes.io/unreachable taints; checked every second.
   # csrsigning signs approved CertificateSigningRequests with the cluster CA, so an agent's
   # kubelet-serving certificate chains to the CA the API server verifies kubelets with
-  # (--kubelet-certificate-authority). No approver runs: approving stays an operator's act
-  # (the tests and the sandbox approve their agents' requests through /approval).
+  # (--kubelet-certificate-authority). csrapproving is the standard approver: it approves
+  # kubelet *client* requests (signer kube-apiserver-client-kubelet) only for requesters an
+  # operator's ClusterRoleBinding lets create certificatesigningrequests/nodeclient or
+  # selfnodeclient, so it approves nothing until a test binds those roles; serving requests
+  # are never approved by it (the tests and the sandbox approve those through /approval).
   printf '%s\n' --kubeconfig="$RUN/controller-manager.kubeconfig" --leader-elect=false \
     --bind-address=127.0.0.1 --port=0 --secure-port="$CONTROLLER_MANAGER_PORT" \
     --cert-dir="$RUN/pki/generated-controller-manager" --profiling=false \
-    --controllers=nodelifecycle,garbagecollector,namespace,podgc,clusterrole-aggregation,csrsigning \
+    --controllers=nodelifecycle,garbagecollector,namespace,podgc,clusterrole-aggregation,csrsigning,csrapproving \
     --cluster-signing-cert-file="$PKI/ca.crt" --cluster-signing-key-file="$PKI/ca.key" \
     --cluster-signing-duration="$SIGNING_DURATION" \
     --use-service-account-credentials=false \

@@ -31,6 +31,12 @@ pub(crate) struct RunArgs {
     /// in-cluster service account.
     #[arg(long, env = "TART_KUBELET_KUBECONFIG", value_name = "PATH")]
     pub(crate) kubeconfig: Option<PathBuf>,
+    /// With `--identity node`: a kubeconfig holding a bootstrap token (kubelet's TLS
+    /// bootstrap). When the --kubeconfig file is missing or its client certificate is not
+    /// valid, the agent requests a client certificate with it through the CSR API and writes
+    /// --kubeconfig; the certificate is renewed at 70-90% of its life. Default: none.
+    #[arg(long, env = "TART_KUBELET_BOOTSTRAP_KUBECONFIG", value_name = "PATH")]
+    pub(crate) bootstrap_kubeconfig: Option<PathBuf>,
     /// Name of the Node to register. Default: the host name, lowercased, without `.local`.
     #[arg(long, env = "TART_KUBELET_NODE_NAME", value_name = "NAME")]
     pub(crate) node_name: Option<String>,
@@ -101,8 +107,9 @@ pub(crate) struct RunArgs {
     /// neither, only bearer tokens authenticate.
     #[arg(long, env = "TART_KUBELET_CLIENT_CA_FILE", value_name = "PATH")]
     pub(crate) client_ca_file: Option<PathBuf>,
-    /// Directory (0700) of the kubelet API's serving key and certificate when they are
-    /// requested through the CSR API (no --tls-cert-file). Default: ~/.tart-kubelet/pki.
+    /// Directory (0700) of the keys and certificates requested through the CSR API: the
+    /// kubelet API's serving pair (no --tls-cert-file) and the client pair of the TLS
+    /// bootstrap (--bootstrap-kubeconfig). Default: ~/.tart-kubelet/pki.
     #[arg(long, env = "TART_KUBELET_CERT_DIR", value_name = "DIR")]
     pub(crate) cert_dir: Option<PathBuf>,
     /// Deadline of a kubelet API connection's TLS handshake. Default: 10s.
@@ -484,7 +491,7 @@ impl RunArgs {
     pub(crate) fn or(self, lower: RunArgs) -> RunArgs {
         let hi = self;
         merge!(hi, lower;
-            config, kubeconfig, node_name, tart_program, tart_home, vm_log_dir, guest_dir, pod_log_dir,
+            config, kubeconfig, bootstrap_kubeconfig, node_name, tart_program, tart_home, vm_log_dir, guest_dir, pod_log_dir,
             log_file,
             log_format, log_filter, admin_addr, kubelet_port, kubelet_address, node_ip, tls_cert_file,
             tls_private_key_file, client_ca_file, cert_dir,

@@ -65,6 +65,9 @@ impl Identity {
 pub(crate) struct Config {
     /// Explicit kubeconfig; `None` = infer (`KUBECONFIG`, `~/.kube/config`, in-cluster).
     pub kubeconfig: Option<PathBuf>,
+    /// The bootstrap kubeconfig of the TLS bootstrap (`--identity node` only; then
+    /// `kubeconfig` is set: it is where the issued credentials are written).
+    pub bootstrap_kubeconfig: Option<PathBuf>,
     /// Node name (RFC 1123 subdomain).
     pub node_name: String,
     /// The `tart` program (name on `PATH` or a path).

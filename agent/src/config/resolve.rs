@@ -45,6 +45,7 @@ fn with_defaults(a: RunArgs, host: &HostDefaults, vm_naming: VmNaming) -> Config
     Config {
         // Node identity.
         kubeconfig: a.kubeconfig,
+        bootstrap_kubeconfig: a.bootstrap_kubeconfig,
         node_name: a.node_name.unwrap_or_else(|| host.hostname.clone()),
         node_labels: a
             .node_labels
@@ -172,13 +173,32 @@ fn ensure(ok: bool, setting: &'static str, message: impl Into<String>) -> Result
     }
 }
 
-/// The node name, which may come from the host name rather than from a setting.
+/// The node name, which may come from the host name rather than from a setting; the TLS
+/// bootstrap, which makes node credentials and writes them to an explicit --kubeconfig.
 fn check_identity(c: &Config) -> Result<(), ConfigError> {
     let name = &c.node_name;
     ensure(
         units::is_dns_subdomain(name),
         "--node-name",
         format!("{name:?} is not a lowercase RFC 1123 name (a-z, 0-9, '-', '.')"),
+    )?;
+    let Some(boot) = &c.bootstrap_kubeconfig else {
+        return Ok(());
+    };
+    ensure(
+        c.identity == super::Identity::Node,
+        "--bootstrap-kubeconfig",
+        "needs --identity node: the certificate it requests is system:node:<node-name>",
+    )?;
+    ensure(
+        c.kubeconfig.is_some(),
+        "--bootstrap-kubeconfig",
+        "needs --kubeconfig: the file the issued credentials are written to",
+    )?;
+    ensure(
+        c.kubeconfig.as_ref() != Some(boot),
+        "--bootstrap-kubeconfig",
+        "must differ from --kubeconfig, which is overwritten with the issued credentials",
     )
 }
 

@@ -407,3 +407,47 @@ fn node_ip_must_be_an_address_the_api_server_can_dial() {
         Some("fd00::7".parse().unwrap())
     );
 }
+
+#[test]
+fn the_bootstrap_kubeconfig_needs_the_node_identity_and_a_kubeconfig_to_write() {
+    let boot = ["--bootstrap-kubeconfig", "/etc/tkl/bootstrap.kubeconfig"];
+    for (extra, says) in [
+        (
+            &["--kubeconfig", "/etc/tkl/kubeconfig"][..],
+            "needs --identity node",
+        ),
+        (&["--identity", "node"][..], "needs --kubeconfig"),
+        (
+            &[
+                "--identity",
+                "node",
+                "--kubeconfig",
+                "/etc/tkl/bootstrap.kubeconfig",
+            ][..],
+            "must differ from --kubeconfig",
+        ),
+    ] {
+        let argv: Vec<&str> = boot.iter().chain(extra).copied().collect();
+        let e = err(&argv);
+        assert!(
+            e.contains("--bootstrap-kubeconfig") && e.contains(says),
+            "{argv:?}: {e}"
+        );
+    }
+    let ok = resolve(&[
+        "--bootstrap-kubeconfig",
+        "/etc/tkl/bootstrap.kubeconfig",
+        "--identity",
+        "node",
+        "--kubeconfig",
+        "/etc/tkl/kubeconfig",
+    ])
+    .unwrap();
+    assert_eq!(
+        ok.bootstrap_kubeconfig.as_deref(),
+        Some(std::path::Path::new("/etc/tkl/bootstrap.kubeconfig"))
+    );
+    let file = from_file("bootstrap_kubeconfig = \"/etc/tkl/b\"").unwrap();
+    assert_eq!(file.bootstrap_kubeconfig, Some(PathBuf::from("/etc/tkl/b")));
+    assert_eq!(resolve(&[]).unwrap().bootstrap_kubeconfig, None);
+}

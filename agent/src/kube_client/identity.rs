@@ -13,6 +13,7 @@ use rustls::{
     pki_types::{CertificateDer, PrivateKeyDer, pem::PemObject},
     sign::CertifiedKey,
 };
+use tokio::sync::watch;
 
 /// Why a client certificate and key cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -57,29 +58,45 @@ pub enum IdentityError {
 }
 
 /// The current client certificate (or none), shared by every connection that presents it.
-/// [`ClientIdentity::replace`] takes effect at the next TLS handshake.
+/// [`ClientIdentity::replace`] takes effect at the next TLS handshake, and closes the
+/// connections made before it (the connector in `retire.rs`), so the next request makes one.
 #[derive(Clone, Default)]
-pub struct ClientIdentity(Arc<RwLock<Option<Arc<CertifiedKey>>>>);
+pub struct ClientIdentity {
+    key: Arc<RwLock<Option<Arc<CertifiedKey>>>>,
+    /// Counts replacements; connections watch it.
+    replaced: Arc<watch::Sender<u64>>,
+}
 
 impl ClientIdentity {
     /// An identity presenting `key` (or no certificate).
     #[must_use]
     pub fn new(key: Option<Arc<CertifiedKey>>) -> Self {
-        Self(Arc::new(RwLock::new(key)))
+        Self {
+            key: Arc::new(RwLock::new(key)),
+            replaced: Arc::default(),
+        }
     }
 
-    /// Present `key` from the next handshake on; connections already open keep theirs.
+    /// Present `key` from the next handshake on; connections open until now are closed (an
+    /// API server checks the certificate a connection was made with at every request, so
+    /// one kept open would go on presenting the old one; kubelet closes them too).
     pub fn replace(&self, key: Arc<CertifiedKey>) {
-        *self.0.write().unwrap_or_else(PoisonError::into_inner) = Some(key);
+        *self.key.write().unwrap_or_else(PoisonError::into_inner) = Some(key);
+        self.replaced.send_modify(|n| *n = n.wrapping_add(1));
     }
 
     /// The certificate presented now.
     #[must_use]
     pub fn current(&self) -> Option<Arc<CertifiedKey>> {
-        self.0
+        self.key
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
+    }
+
+    /// Changes with every [`ClientIdentity::replace`] from now on.
+    pub(super) fn replacements(&self) -> watch::Receiver<u64> {
+        self.replaced.subscribe()
     }
 }
 

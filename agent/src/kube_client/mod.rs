@@ -11,6 +11,7 @@
 //! errors can say which kubeconfig and which cluster to fix.
 
 mod identity;
+mod retire;
 
 use std::sync::Arc;
 
@@ -269,6 +270,7 @@ impl ApiTls {
         connector.set_read_timeout(config.read_timeout);
         connector.set_write_timeout(config.write_timeout);
         connector.set_reset_reader_on_write(config.reset_reader_on_write);
+        let connector = retire::Retiring::new(connector, self.identity.clone());
         let http_client = hyper_util::client::legacy::Builder::new(TokioExecutor::new())
             .build::<_, kube::client::Body>(connector);
         let service = ServiceBuilder::new()

@@ -68,25 +68,7 @@ struct Seen {
 /// certificate from either test CA, answers `/version` and closes each connection, so every
 /// request is a new handshake. `answer: false` reads the request and never answers.
 async fn server(answer: bool) -> (u16, mpsc::UnboundedReceiver<Seen>) {
-    let mut roots = RootCertStore::empty();
-    for c in certs("ca-and-dated.crt") {
-        roots.add(c).unwrap();
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
-        .allow_unauthenticated()
-        .build()
-        .unwrap();
-    let config = ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_client_cert_verifier(verifier)
-        .with_single_cert(
-            certs("serving.crt"),
-            PrivateKeyDer::from_pem_file(testdata("serving.key")).unwrap(),
-        )
-        .unwrap();
-    let acceptor = TlsAcceptor::from(Arc::new(config));
+    let acceptor = acceptor();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let (tx, rx) = mpsc::unbounded_channel();
@@ -94,14 +76,9 @@ async fn server(answer: bool) -> (u16, mpsc::UnboundedReceiver<Seen>) {
         while let Ok((tcp, _)) = listener.accept().await {
             let (acceptor, tx) = (acceptor.clone(), tx.clone());
             tokio::spawn(async move {
-                let Ok(mut tls) = acceptor.accept(tcp).await else {
+                let Some((mut tls, client_cert)) = accept(&acceptor, tcp).await else {
                     return;
                 };
-                let client_cert = tls
-                    .get_ref()
-                    .1
-                    .peer_certificates()
-                    .and_then(|c| c.first().cloned());
                 let mut head = Vec::new();
                 let mut buf = [0u8; 1024];
                 while !head.windows(4).any(|w| w == b"\r\n\r\n") {
@@ -126,6 +103,91 @@ async fn server(answer: bool) -> (u16, mpsc::UnboundedReceiver<Seen>) {
         }
     });
     (port, rx)
+}
+
+/// Like [`server`], but each connection stays open for further requests (HTTP/1.1
+/// keep-alive, as an API server's); each request is reported with its connection's
+/// certificate.
+async fn keep_alive_server() -> (u16, mpsc::UnboundedReceiver<Seen>) {
+    let acceptor = acceptor();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (tx, rx) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let (acceptor, tx) = (acceptor.clone(), tx.clone());
+            tokio::spawn(async move {
+                let Some((mut tls, client_cert)) = accept(&acceptor, tcp).await else {
+                    return;
+                };
+                let mut pending = Vec::new();
+                let mut buf = [0u8; 1024];
+                loop {
+                    while let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+                        let head: Vec<u8> = pending.drain(..end + 4).collect();
+                        let head = String::from_utf8_lossy(&head).into_owned();
+                        let _ = tx.send(Seen {
+                            client_cert: client_cert.clone(),
+                            head,
+                        });
+                        let response = format!(
+                            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{VERSION}",
+                            VERSION.len()
+                        );
+                        if tls.write_all(response.as_bytes()).await.is_err() {
+                            return;
+                        }
+                    }
+                    match tls.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => pending.extend_from_slice(&buf[..n]),
+                    }
+                }
+            });
+        }
+    });
+    (port, rx)
+}
+
+/// The TLS side of `tcp`, with the client certificate presented in the handshake.
+async fn accept(
+    acceptor: &TlsAcceptor,
+    tcp: tokio::net::TcpStream,
+) -> Option<(
+    tokio_rustls::server::TlsStream<tokio::net::TcpStream>,
+    Option<CertificateDer<'static>>,
+)> {
+    let tls = acceptor.accept(tcp).await.ok()?;
+    let cert = tls
+        .get_ref()
+        .1
+        .peer_certificates()
+        .and_then(|c| c.first().cloned());
+    Some((tls, cert))
+}
+
+/// A TLS acceptor with `serving.crt` that asks for (and does not require) a client
+/// certificate from either test CA.
+fn acceptor() -> TlsAcceptor {
+    let mut roots = RootCertStore::empty();
+    for c in certs("ca-and-dated.crt") {
+        roots.add(c).unwrap();
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+        .allow_unauthenticated()
+        .build()
+        .unwrap();
+    let config = ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(
+            certs("serving.crt"),
+            PrivateKeyDer::from_pem_file(testdata("serving.key")).unwrap(),
+        )
+        .unwrap();
+    TlsAcceptor::from(Arc::new(config))
 }
 
 /// A configuration for the server on `port` trusting `ca`, with `client.crt` (CN=alice) as
@@ -270,5 +332,34 @@ async fn the_read_timeout_ends_a_request_the_server_never_answers() {
     assert!(
         seen.recv().await.is_some(),
         "the request reached the server"
+    );
+}
+
+#[tokio::test]
+async fn a_replaced_identity_closes_the_kept_alive_connections_made_before_it() {
+    let (port, mut seen) = keep_alive_server().await;
+    let c = config(port, Some(test_ca()), true);
+    let tls = ApiTls::new(&c, origin()).unwrap();
+    let client = tls.client(&c).unwrap();
+    let first = certs("client.crt")[0].clone();
+    version(&client).await.unwrap();
+    version(&client).await.unwrap();
+    for _ in 0..2 {
+        assert_eq!(seen.recv().await.unwrap().client_cert, Some(first.clone()));
+    }
+
+    let renewed = certified_key(&read("dated-current.crt"), &read("dated-current.key")).unwrap();
+    tls.identity().replace(renewed);
+    // The connection kept from before may fail one request as it closes; the next one is
+    // made on a new connection with the new certificate.
+    let mut tries = 0;
+    while version(&client).await.is_err() {
+        tries += 1;
+        assert!(tries < 3, "requests keep failing after the replacement");
+    }
+    assert_eq!(
+        seen.recv().await.unwrap().client_cert,
+        Some(certs("dated-current.crt")[0].clone()),
+        "the request after the replacement went on a connection made with the old certificate"
     );
 }

@@ -1,6 +1,7 @@
 //! `tart-kubelet doctor`: preflight checks with actionable messages.
 //!
-//! Order: tart, `TART_HOME` and its space, the two-VM limit, kubeconfig, RBAC (one
+//! Order: tart, `TART_HOME` and its space, the two-VM limit, the kubelet API, the client
+//! certificate's expiry ([`client_cert`]), kubeconfig, RBAC (one
 //! SelfSubjectAccessReview per permission [`super::rbac`] lists for the configured identity;
 //! with `--identity node` also [`identity`]: are the credentials this node's?), then the macOS
 //! host: GUI
@@ -18,6 +19,7 @@ use crate::{
 };
 
 pub(crate) mod checks;
+mod client_cert;
 pub(crate) mod identity;
 pub(crate) mod probe;
 mod serving;
@@ -119,6 +121,13 @@ pub(crate) async fn run_checks(args: &DoctorArgs, cfg: &Config) -> Vec<Check> {
         client_ca.as_ref(),
     ));
 
+    out.push(client_cert::client_certificate_check(
+        &cfg.node_name,
+        &client_certificate(cfg).await,
+        cfg.bootstrap_kubeconfig.is_some(),
+        std::time::SystemTime::now(),
+    ));
+
     if args.offline {
         out.push(Check::new(
             "kubeconfig",
@@ -139,6 +148,24 @@ pub(crate) async fn run_checks(args: &DoctorArgs, cfg: &Config) -> Vec<Check> {
         ),
     });
     out
+}
+
+/// The client certificate of the configured (or inferred) kubeconfig; read from files only.
+async fn client_certificate(cfg: &Config) -> client_cert::Found {
+    use crate::credentials::kubeconfig::{ReadError, read_validity, validity_of_config};
+    use client_cert::Found;
+    match &cfg.kubeconfig {
+        Some(path) => match read_validity(path) {
+            Ok(v) => Found::Certificate(v),
+            Err(ReadError::NoCertificate(_)) => Found::NoCertificate,
+            Err(ReadError::NoKubeconfig(_)) => Found::NoKubeconfig,
+            Err(e) => Found::Unreadable(error_chain(&e)),
+        },
+        None => match kube::Config::infer().await {
+            Ok(c) => validity_of_config(&c).map_or(Found::NoCertificate, Found::Certificate),
+            Err(_) => Found::NoKubeconfig,
+        },
+    }
 }
 
 async fn api_checks(cfg: &Config, deadline: Duration) -> Vec<Check> {

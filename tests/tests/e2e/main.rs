@@ -32,6 +32,7 @@ mod kubelet_csr;
 mod kubelet_exec;
 mod kubelet_port_forward;
 mod kubelet_websocket;
+mod node_bootstrap;
 mod node_e2e;
 mod node_endpoints;
 mod node_labels;

@@ -66,6 +66,14 @@ const AGREED: &[(&str, &str)] = &[
     ("tart_kubelet_vms_memory_resident_bytes", "gauge"),
     ("tart_kubelet_vitals_samples_total", "counter"),
     ("tart_kubelet_vm_deaths_total", "counter"),
+    (
+        "tart_kubelet_client_certificate_expiration_timestamp_seconds",
+        "gauge",
+    ),
+    (
+        "tart_kubelet_client_certificate_renew_errors_total",
+        "counter",
+    ),
 ];
 
 fn repo() -> PathBuf {
@@ -171,6 +179,7 @@ fn alert_rules_cover_every_required_situation() {
         "tart_kubelet_host_check_failing",
         r#"tart_kubelet_vm_deaths_total{cause=~"host_memory_pressure|host_fault"}"#,
         "tart_kubelet_host_memory_pressure_level) == 4",
+        "tart_kubelet_client_certificate_expiration_timestamp_seconds - time() < 7 * 86400",
     ] {
         assert!(rules.contains(needle), "alerts.yaml lacks {needle}");
     }

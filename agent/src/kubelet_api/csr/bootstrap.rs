@@ -20,7 +20,7 @@ use super::{
     issued,
     issued::Leaf,
     naming::{Reason, event, request_name, rfc3339},
-    request::{self, Sans, ServingKey},
+    request::{self, Sans},
     store::{Pair, Store},
 };
 use crate::{
@@ -72,6 +72,8 @@ pub(crate) struct Ready {
 enum AttemptError {
     #[error(transparent)]
     Key(#[from] request::KeyError),
+    #[error(transparent)]
+    NewKey(#[from] super::store::NewKeyError),
     #[error("cannot write to the certificate directory")]
     Store(#[source] std::io::Error),
     #[error(transparent)]
@@ -164,16 +166,7 @@ impl Bootstrap {
     }
 
     async fn attempt(&self, shutdown: &mut watch::Receiver<bool>) -> Result<Ready, AttemptError> {
-        let key = match self.store.pending_key() {
-            Some(k) => k,
-            None => {
-                let k = ServingKey::generate()?;
-                self.store
-                    .save_pending_key(&k)
-                    .map_err(AttemptError::Store)?;
-                k
-            }
-        };
+        let key = self.store.pending_or_new_key()?;
         let name = request_name(&self.node, &key.fingerprint());
         let der = request::build(&key, &self.node, &self.sans)?;
         let csr = api::object(&name, &request::pem("CERTIFICATE REQUEST", &der));

@@ -237,29 +237,7 @@ impl Env {
 
     /// A one-container VM Pod bound to our node (the scheduler is bypassed: `nodeName`).
     pub(crate) fn pod(&self, name: &str) -> Pod {
-        Pod {
-            metadata: ObjectMeta {
-                name: Some(name.into()),
-                namespace: Some(self.ns.clone()),
-                ..Default::default()
-            },
-            spec: Some(PodSpec {
-                node_name: Some(self.node.clone()),
-                automount_service_account_token: Some(false),
-                termination_grace_period_seconds: Some(10),
-                tolerations: Some(vec![Toleration {
-                    operator: Some("Exists".into()),
-                    ..Default::default()
-                }]),
-                containers: vec![Container {
-                    name: "vm".into(),
-                    image: Some("ghcr.io/cirruslabs/macos-sequoia-base:latest".into()),
-                    ..Default::default()
-                }],
-                ..Default::default()
-            }),
-            status: None,
-        }
+        vm_pod(name, &self.ns, &self.node)
     }
 
     pub(crate) async fn create(&self, pod: &Pod) -> Pod {
@@ -534,6 +512,33 @@ impl Drop for Env {
 }
 
 /// Pod phase.
+/// A one-container VM Pod `ns/name` bound to `node` (the scheduler is bypassed: `nodeName`).
+pub(crate) fn vm_pod(name: &str, ns: &str, node: &str) -> Pod {
+    Pod {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some(ns.into()),
+            ..Default::default()
+        },
+        spec: Some(PodSpec {
+            node_name: Some(node.into()),
+            automount_service_account_token: Some(false),
+            termination_grace_period_seconds: Some(10),
+            tolerations: Some(vec![Toleration {
+                operator: Some("Exists".into()),
+                ..Default::default()
+            }]),
+            containers: vec![Container {
+                name: "vm".into(),
+                image: Some("ghcr.io/cirruslabs/macos-sequoia-base:latest".into()),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+        status: None,
+    }
+}
+
 pub(crate) fn phase(p: &Pod) -> &str {
     p.status
         .as_ref()

@@ -27,8 +27,18 @@ pub(crate) const USAGES: [&str; 3] = ["digital signature", "key encipherment", "
 /// How long one watch of the request runs before it is renewed with a fresh get.
 const WATCH_SECS: u32 = 240;
 
-/// The request named `name` carrying the PEM `request`.
+/// The serving certificate request named `name` carrying the PEM `request`.
 pub(crate) fn object(name: &str, request: &str) -> CertificateSigningRequest {
+    object_for(name, request, SIGNER, &USAGES)
+}
+
+/// The request named `name` carrying the PEM `request`, for `signer` with `usages`.
+pub(crate) fn object_for(
+    name: &str,
+    request: &str,
+    signer: &str,
+    usages: &[&str],
+) -> CertificateSigningRequest {
     CertificateSigningRequest {
         metadata: ObjectMeta {
             name: Some(name.into()),
@@ -36,8 +46,8 @@ pub(crate) fn object(name: &str, request: &str) -> CertificateSigningRequest {
         },
         spec: CertificateSigningRequestSpec {
             request: ByteString(request.as_bytes().to_vec()),
-            signer_name: SIGNER.into(),
-            usages: Some(USAGES.iter().map(|u| (*u).to_owned()).collect()),
+            signer_name: signer.into(),
+            usages: Some(usages.iter().map(|u| (*u).to_owned()).collect()),
             ..CertificateSigningRequestSpec::default()
         },
         status: None,

@@ -1,6 +1,8 @@
-//! PURE (given a key): the serving key and the PKCS#10 certificate request kubelet sends for
-//! its serving certificate — subject `O=system:nodes, CN=system:node:<node>`, the Node's
-//! addresses as IP and DNS subjectAltNames, signed with the ECDSA P-256 key. The DER is
+//! PURE (given a key): the ECDSA P-256 key and the PKCS#10 certificate request kubelet sends
+//! for its certificates — subject `O=system:nodes, CN=system:node:<node>`; for the serving
+//! certificate the Node's addresses as IP and DNS subjectAltNames, for the client certificate
+//! none (the API server refuses a kubelet client request that carries any) — signed with the
+//! key. The DER is
 //! written by hand: the structure is fixed and small, and `ring` (already under rustls)
 //! does the key generation and the signature.
 
@@ -136,7 +138,8 @@ pub(crate) fn node_user(node: &str) -> String {
     format!("system:node:{node}")
 }
 
-/// The DER PKCS#10 request for `node`'s serving certificate with `sans`, signed by `key`.
+/// The DER PKCS#10 request for `node`'s certificate with `sans` (none: no subjectAltName
+/// extension at all, as a client certificate request has), signed by `key`.
 ///
 /// # Errors
 /// [`KeyError::Sign`] when signing fails.
@@ -168,14 +171,17 @@ pub(crate) fn build(key: &ServingKey, node: &str, sans: &Sans) -> Result<Vec<u8>
         SEQUENCE,
         &[tlv(OID, OID_SAN), tlv(OCTET_STRING, &tlv(SEQUENCE, &names))].concat(),
     );
-    let extension_request = tlv(
-        SEQUENCE,
-        &[
-            tlv(OID, OID_EXTENSION_REQUEST),
-            tlv(SET, &tlv(SEQUENCE, &san)),
-        ]
-        .concat(),
-    );
+    let extension_request = match names.is_empty() {
+        true => Vec::new(),
+        false => tlv(
+            SEQUENCE,
+            &[
+                tlv(OID, OID_EXTENSION_REQUEST),
+                tlv(SET, &tlv(SEQUENCE, &san)),
+            ]
+            .concat(),
+        ),
+    };
     let info = tlv(
         SEQUENCE,
         &[

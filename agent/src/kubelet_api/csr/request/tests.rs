@@ -238,3 +238,26 @@ async fn openssl_parses_and_verifies_the_request() {
         "{text}"
     );
 }
+
+#[test]
+fn a_request_without_names_carries_no_extension_request() {
+    let key = ServingKey::generate().unwrap();
+    let der = build(&key, "mac-1", &Sans::default()).unwrap();
+    let csr = one(&der);
+    let [info, _, sig] = &children(csr.content).unwrap()[..] else {
+        panic!("a request has three parts")
+    };
+    let fields = children(info.content).unwrap();
+    assert_eq!(
+        rdns(&fields[1]),
+        [
+            (OID_O.to_vec(), "system:nodes".to_owned()),
+            (OID_CN.to_vec(), "system:node:mac-1".to_owned()),
+        ]
+    );
+    // The attributes are present (PKCS#10 requires them) and empty.
+    assert_eq!((fields[3].tag, fields[3].content), (ATTRIBUTES, &[][..]));
+    UnparsedPublicKey::new(&ECDSA_P256_SHA256_ASN1, key.public_key())
+        .verify(info.encoded, &sig.content[1..])
+        .expect("the signature verifies");
+}
