@@ -103,12 +103,20 @@ pub(crate) fn read_end(status: &Path, fallback_to_logs: bool) -> GuestEnd {
     }
 }
 
-/// Remove what a previous run left (`exit_code`, `termination-log`), so a VM that dies before
-/// its launcher starts is never credited with the last run's end.
+/// Remove what a previous run left (`exit_code`, `termination-log`, `state`), so a VM that
+/// dies before its launcher starts is never credited with the last run's end, and a launcher
+/// is not taken as present before it has written `state` in this run.
 pub(crate) fn clear_end(status: &Path) {
-    for f in ["exit_code", "termination-log", JOB_FILE] {
+    for f in ["exit_code", "termination-log", "state", JOB_FILE] {
         let _ = std::fs::remove_file(status.join(f));
     }
+}
+
+/// Whether a launcher has reported in this run: it wrote a readable `state` (whatever the
+/// word: even `failed` means a launcher is there and speaks for the run).
+pub(crate) fn launcher_reported(status: &Path) -> bool {
+    guest_file::read_head(&status.join("state"), SMALL_FILE_BYTES)
+        .is_ok_and(|b| !b.trim_ascii().is_empty())
 }
 
 /// The file in the status share where the job marks itself `busy` or `idle`.

@@ -44,6 +44,7 @@ use crate::slots::SlotGuard;
 mod context;
 mod guest;
 mod hooks;
+mod launcher;
 mod lifetimes;
 mod outcomes;
 mod overhead;
