@@ -43,6 +43,7 @@ mod pod_hooks;
 mod pod_hostile;
 mod pod_identity;
 mod pod_images;
+mod pod_launcher;
 mod pod_lifecycle;
 mod pod_logs;
 mod pod_prepull;
