@@ -11,6 +11,7 @@ mod tart_support;
 
 mod architecture;
 mod bench_exec;
+mod bench_launcher;
 mod bench_logs;
 mod citations;
 mod cluster;

@@ -101,6 +101,9 @@ async fn a_guest_agent_only_image_gets_the_launcher_delivered_and_its_job_outliv
         "the shipped launcher, byte for byte"
     );
 
+    let series = "tart_kubelet_guest_launchers_total{outcome=\"delivered\"}";
+    assert_eq!(env.metric(series).await, Some(1.0), "one delivery");
+
     // Logs.
     wait_for(Duration::from_secs(60), || async {
         (last_tick(&env, "job").await? >= 3).then_some(())
@@ -135,8 +138,9 @@ async fn a_guest_agent_only_image_gets_the_launcher_delivered_and_its_job_outliv
     child.kill().await.expect("kill kubectl");
 
     // An agent restart leaves the job running: its ticks go on, nothing restarted.
-    env.kill_agent().await;
+    // (The log is served by the agent: read before it goes.)
     let before = last_tick(&env, "job").await.expect("ticks");
+    env.kill_agent().await;
     env.start_agent();
     wait_for(Duration::from_secs(60), || async {
         (last_tick(&env, "job").await? > before + 3).then_some(())
@@ -160,8 +164,6 @@ async fn a_guest_agent_only_image_gets_the_launcher_delivered_and_its_job_outliv
         .wait_pod("job", "Failed", |p| phase(p) == "Failed")
         .await;
     assert_eq!(terminated(&p).expect("terminated").exit_code, 7);
-    let series = "tart_kubelet_guest_launchers_total{outcome=\"delivered\"}";
-    assert_eq!(env.metric(series).await, Some(1.0), "one delivery");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -27,5 +27,9 @@ chmod 0644 "$PLIST.new"
 # launchd refuses a plist that is not root's; fake-tart's guest root has no root to own it.
 [ -n "$R" ] || chown 0:0 "$BIN" "$PLIST.new"
 mv -f "$PLIST.new" "$PLIST"
-launchctl bootstrap system "$PLIST"
+# A plist launchd refused must not be taken for the image's own launcher next time.
+launchctl bootstrap system "$PLIST" || {
+  rm -f "$PLIST"
+  exit 1
+}
 echo installed

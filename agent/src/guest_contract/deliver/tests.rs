@@ -152,4 +152,13 @@ async fn a_failed_bootstrap_fails_the_delivery() {
     };
     assert_eq!(code, 1);
     assert_eq!(detail, "Bootstrap failed: 1: Operation not permitted");
+    let plist = tmp
+        .path()
+        .join("Library/LaunchDaemons/dev.tart-kubelet.guest-launcher.plist");
+    assert!(
+        !plist.exists(),
+        "a refused plist is not left to pass for the image's"
+    );
+    let o = install(tmp.path(), Install::IfMissing, &recording(tmp.path())).await;
+    assert_eq!(outcome(&o).unwrap(), Delivered::Installed, "{o:?}");
 }

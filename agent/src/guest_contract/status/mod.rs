@@ -112,11 +112,15 @@ pub(crate) fn clear_end(status: &Path) {
     }
 }
 
-/// Whether a launcher has reported in this run: it wrote a readable `state` (whatever the
-/// word: even `failed` means a launcher is there and speaks for the run).
+/// Whether a launcher has reported in this run: its `state` says the command started
+/// (`running`), ended (`exited`), could not start (`failed`) or that there is nothing to run
+/// (`idle`). `starting` is not yet a report: the launcher is still reading the control share
+/// and linking the volumes, and the job has not started.
 pub(crate) fn launcher_reported(status: &Path) -> bool {
-    guest_file::read_head(&status.join("state"), SMALL_FILE_BYTES)
-        .is_ok_and(|b| !b.trim_ascii().is_empty())
+    guest_file::read_head(&status.join("state"), SMALL_FILE_BYTES).is_ok_and(|b| {
+        let word = b.trim_ascii();
+        !word.is_empty() && word != b"starting"
+    })
 }
 
 /// The file in the status share where the job marks itself `busy` or `idle`.

@@ -101,7 +101,11 @@ fn a_launcher_has_reported_once_it_wrote_a_state_and_not_after_a_clear() {
     std::fs::write(s.join("state"), "").unwrap();
     assert!(!launcher_reported(s), "an empty state says nothing");
     std::fs::write(s.join("state"), "starting\n").unwrap();
-    assert!(launcher_reported(s));
+    assert!(!launcher_reported(s), "still starting: no job yet");
+    for word in ["running\n", "exited\n", "failed\n", "idle\n"] {
+        std::fs::write(s.join("state"), word).unwrap();
+        assert!(launcher_reported(s), "{word:?}");
+    }
     clear_end(s);
     assert!(!launcher_reported(s), "the last run's state does not count");
     std::os::unix::fs::symlink("/etc/hostname", s.join("state")).unwrap();

@@ -30,9 +30,13 @@ use crate::pods::{
 /// How long a guest without a launcher gets to shut down before it is powered off.
 const STOP_GRACE: Duration = Duration::from_secs(10);
 
+/// How long a launcher that reported waits for the answer of a delivery in flight (which
+/// tells whether it is the delivered one) before it counts as the image's.
+const ANSWER_WAIT: Duration = Duration::from_secs(5);
+
 /// How the wait for a launcher ended.
 enum Wait {
-    /// A launcher wrote `state`.
+    /// A launcher reported (`status::launcher_reported`).
     Reported(LauncherOutcome),
     /// Nothing within the deadline (the message says what was tried), or a failed install.
     NoLauncher(LauncherOutcome, String),
@@ -57,8 +61,10 @@ impl<T: Tart> Worker<T> {
         launcher::plan(mode, launcher::runs_command(&input.pod.0))
     }
 
-    /// The container runs: its view and `Started` event.
+    /// The container runs: its view and `Started` event; the start succeeded, so the backoff
+    /// starts over (a guest without a launcher keeps growing it).
     pub(super) fn report_started(&mut self, input: &WorkerInput) {
+        self.failures = 0;
         let started_at = self
             .run_started()
             .map_or_else(k8s_openapi::jiff::Timestamp::now, |(_, t)| t);
@@ -150,6 +156,13 @@ impl<T: Tart> Worker<T> {
         let mut poll = tokio::time::interval(POLL);
         loop {
             if launcher_reported(&status) {
+                // A delivered launcher can report before its installer's answer is back:
+                // the answer says whose launcher this is.
+                if let Some(a) = attempt.take()
+                    && let Ok(Ok(d)) = tokio::time::timeout(ANSWER_WAIT, a).await
+                {
+                    delivered = Some(d);
+                }
                 return Wait::Reported(LauncherOutcome::reported(delivered));
             }
             tokio::select! {

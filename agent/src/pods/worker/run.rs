@@ -148,7 +148,6 @@ impl<T: Tart> Worker<T> {
                     .pod_starts
                     .get_or_create(&outcome("ok"))
                     .inc();
-                self.failures = 0;
                 let slot = self.next_slot.take();
                 self.start_run(proc, slot, Some((started, started_ts)));
                 self.serve_run(input);

@@ -85,15 +85,13 @@ pub(crate) fn take_request(vm_dir: &Path) -> Option<Request> {
 pub(crate) fn install(home: &Path, bin: &Path, vm: &str) -> io::Result<()> {
     fs::create_dir_all(bin)?;
     let exe = std::env::current_exe()?;
-    let call = format!(
-        "TART_HOME='{}' '{}' {GUEST_TOOL} '{vm}'",
-        home.display(),
-        exe.display()
-    );
+    let (home, exe) = (home.display(), exe.display());
     let sudo = format!(
-        "#!/bin/sh\n[ \"$1\" = -n ] && shift\n{call} sudo || exit 1\nUSER=root LOGNAME=root exec \"$@\"\n"
+        "#!/bin/sh\n[ \"$1\" = -n ] && shift\nTART_HOME='{home}' '{exe}' {GUEST_TOOL} '{vm}' sudo || exit 1\nUSER=root LOGNAME=root exec \"$@\"\n"
     );
-    let launchctl = format!("#!/bin/sh\nexec {call} launchctl \"$@\"\n");
+    let launchctl = format!(
+        "#!/bin/sh\nTART_HOME='{home}' exec '{exe}' {GUEST_TOOL} '{vm}' launchctl \"$@\"\n"
+    );
     for (name, script) in [("sudo", sudo), ("launchctl", launchctl)] {
         let path = bin.join(name);
         fs::write(&path, script)?;
