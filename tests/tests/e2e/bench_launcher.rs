@@ -45,10 +45,7 @@ async fn reading(env: &Env, outcome: &str) -> (f64, f64) {
 /// start's wait in microseconds; the Pod is deleted again.
 async fn one_start(env: &Env, name: &str, outcome: &str) -> i64 {
     let before = reading(env, outcome).await;
-    let mut pod = env.pod(name);
-    pod.spec.as_mut().unwrap().containers[0].command =
-        Some(vec!["/bin/sh".into(), "-c".into(), "sleep 600".into()]);
-    env.create(&pod).await;
+    env.create(&env.shell_pod(name, "sleep 600")).await;
     env.wait_pod(name, "Running", |p| phase(p) == "Running")
         .await;
     let after = wait_for(Duration::from_secs(30), || async {

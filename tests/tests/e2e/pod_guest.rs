@@ -395,22 +395,7 @@ async fn a_pod_whose_secret_is_missing_waits_then_starts_by_itself_once_it_exist
             waiting_reason(p).as_deref() == Some("CreateContainerConfigError")
         })
         .await;
-    let msg = waiting
-        .status
-        .as_ref()
-        .unwrap()
-        .container_statuses
-        .as_ref()
-        .unwrap()[0]
-        .state
-        .as_ref()
-        .unwrap()
-        .waiting
-        .as_ref()
-        .unwrap()
-        .message
-        .clone()
-        .unwrap_or_default();
+    let msg = pod_support::waiting_message(&waiting);
     assert_eq!(msg, "secret \"late-secret\" not found");
     assert!(
         !env.vms().contains(&Env::vm_of(&created)),

@@ -8,10 +8,10 @@
 
 use crate::pod_support;
 
-use std::{process::Stdio, time::Duration};
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ExecAction, Pod, Probe};
-use pod_support::{Env, phase, ready, restart_count, terminated, waiting_reason};
+use pod_support::{Env, phase, ready, restart_count, terminated, waiting_message, waiting_reason};
 use tart_kubelet_tests::{
     cluster::wait_for,
     fake::{GuestImage, Knobs, VmKnob},
@@ -22,19 +22,6 @@ fn knobs(image: GuestImage) -> Knobs {
     Knobs::new().with_vm("*", VmKnob::default().guest_image(image))
 }
 
-fn kubectl(env: &Env, args: &[&str]) -> tokio::process::Command {
-    let mut cmd = tokio::process::Command::new("kubectl");
-    cmd.arg("--kubeconfig")
-        .arg(env.cp.kubeconfig_path())
-        .args(["-n", &env.ns])
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    cmd
-}
-
 /// `tick <n>` → n.
 fn tick(line: &str) -> Option<u64> {
     line.trim().strip_prefix("tick ")?.parse().ok()
@@ -42,7 +29,7 @@ fn tick(line: &str) -> Option<u64> {
 
 /// The highest tick in the Pod's log.
 async fn last_tick(env: &Env, pod: &str) -> Option<u64> {
-    let out = kubectl(env, &["logs", pod]).output().await.ok()?;
+    let out = env.kubectl_command(&["logs", pod]).output().await.ok()?;
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter_map(tick)
@@ -51,15 +38,13 @@ async fn last_tick(env: &Env, pod: &str) -> Option<u64> {
 
 /// A job that ticks until the guest file `/tmp/stop` appears, then exits 7.
 fn ticking_job(env: &Env, name: &str) -> Pod {
-    let mut pod = env.pod(name);
+    let mut pod = env.shell_pod(
+        name,
+        "i=0; while [ ! -e \"$TART_GUEST_ROOT/tmp/stop\" ]; do echo \"tick $i\"; i=$((i+1)); sleep 0.2; done; exit 7",
+    );
     let spec = pod.spec.as_mut().unwrap();
     spec.restart_policy = Some("Never".into());
     let c = &mut spec.containers[0];
-    c.command = Some(vec![
-        "/bin/sh".into(),
-        "-c".into(),
-        "i=0; while [ ! -e \"$TART_GUEST_ROOT/tmp/stop\" ]; do echo \"tick $i\"; i=$((i+1)); sleep 0.2; done; exit 7".into(),
-    ]);
     c.readiness_probe = Some(Probe {
         exec: Some(ExecAction {
             command: Some(vec![
@@ -112,7 +97,8 @@ async fn a_guest_agent_only_image_gets_the_launcher_delivered_and_its_job_outliv
     .unwrap_or_else(|_| panic!("the job's ticks never reached the log\n{}", env.agent_log()));
 
     // Exec: as the guest agent's user.
-    let out = kubectl(&env, &["exec", "job", "--", "printenv", "USER"])
+    let out = env
+        .kubectl_command(&["exec", "job", "--", "printenv", "USER"])
         .output()
         .await
         .expect("kubectl exec");
@@ -124,7 +110,10 @@ async fn a_guest_agent_only_image_gets_the_launcher_delivered_and_its_job_outliv
     );
 
     // Attach: the job's next lines.
-    let mut child = kubectl(&env, &["attach", "job"]).spawn().expect("kubectl");
+    let mut child = env
+        .kubectl_command(&["attach", "job"])
+        .spawn()
+        .expect("kubectl");
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut seen = Vec::new();
     while seen.len() < 2 {
@@ -176,10 +165,7 @@ async fn a_pod_with_a_command_on_a_vanilla_image_waits_guest_launcher_missing_an
     )
     .await;
     env.start_agent();
-    let mut pod = env.pod("job");
-    pod.spec.as_mut().unwrap().containers[0].command =
-        Some(vec!["/bin/sh".into(), "-c".into(), "echo never".into()]);
-    env.create(&pod).await;
+    env.create(&env.shell_pod("job", "echo never")).await;
     // Watched all along: never a running container, never Ready, until it waits with the
     // reason.
     let pods = env.pods();
@@ -207,22 +193,7 @@ async fn a_pod_with_a_command_on_a_vanilla_image_waits_guest_launcher_missing_an
     .await
     .unwrap_or_else(|_| panic!("never GuestLauncherMissing\n{}", env.agent_log()));
     assert_eq!(phase(&p), "Pending");
-    let message = p
-        .status
-        .as_ref()
-        .unwrap()
-        .container_statuses
-        .as_ref()
-        .unwrap()[0]
-        .state
-        .as_ref()
-        .unwrap()
-        .waiting
-        .as_ref()
-        .unwrap()
-        .message
-        .clone()
-        .unwrap_or_default();
+    let message = waiting_message(&p);
     assert!(
         message.starts_with(
             "the image has neither the tart-kubelet launcher nor the Tart Guest Agent"
@@ -268,10 +239,7 @@ async fn an_image_whose_sudo_wants_a_password_waits_guest_launcher_failed() {
     );
     let mut env = Env::new("launcher-sudo", knobs, &[]).await;
     env.start_agent();
-    let mut pod = env.pod("job");
-    pod.spec.as_mut().unwrap().containers[0].command =
-        Some(vec!["/bin/sh".into(), "-c".into(), "echo never".into()]);
-    env.create(&pod).await;
+    env.create(&env.shell_pod("job", "echo never")).await;
     env.wait_pod("job", "GuestLauncherFailed", |p| {
         waiting_reason(p).as_deref() == Some("GuestLauncherFailed")
     })
