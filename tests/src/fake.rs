@@ -21,6 +21,8 @@ pub mod bandwidth;
 mod guest;
 pub mod knobs;
 
+pub use guest::GuestImage;
+
 pub use knobs::{
     Action, AttackKind, Auth, DEFAULT_BOOT_MS, DEFAULT_CLONE_MS, DEFAULT_PULL_MB_PER_S,
     DEFAULT_SHUTDOWN_MS, DEFAULT_VERSION, EndpointState, FailAction, GuestAttack, GuestVitals,

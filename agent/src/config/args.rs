@@ -13,7 +13,7 @@ use std::{
 use serde::Deserialize;
 
 use super::{
-    Identity, LogFormat, PullCredentials,
+    Identity, LauncherMode, LogFormat, PullCredentials,
     units::{DiskThreshold, parse_bytes, parse_disk_threshold, parse_duration},
     values::{NodeLabel, NodeTaint, TartDeadline, de, parse_socket_addr, parse_version},
 };
@@ -369,6 +369,27 @@ pub(crate) struct RunArgs {
     )]
     #[serde(default, deserialize_with = "de::duration")]
     pub(crate) ip_wait: Option<Duration>,
+    /// Where a Pod's guest launcher comes from: auto (the image's own, else the shipped one
+    /// installed through the Tart Guest Agent), baked (the image's own only) or deliver
+    /// (always the shipped one). A Pod overrides it with the annotation
+    /// tart.run/guest-launcher. Default: auto.
+    #[arg(
+        long,
+        env = "TART_KUBELET_GUEST_LAUNCHER",
+        value_name = "MODE",
+        hide_possible_values = true
+    )]
+    pub(crate) guest_launcher: Option<LauncherMode>,
+    /// How long a started guest has, once it has an IP, to report through its status share
+    /// before the start attempt ends with GuestLauncherMissing. Default: 2m.
+    #[arg(
+        long,
+        env = "TART_KUBELET_GUEST_LAUNCHER_TIMEOUT",
+        value_name = "DURATION",
+        value_parser = parse_duration
+    )]
+    #[serde(default, deserialize_with = "de::duration")]
+    pub(crate) guest_launcher_timeout: Option<Duration>,
     /// Grace period for Pods that do not set terminationGracePeriodSeconds. Default: 30s.
     #[arg(
         long,
@@ -503,7 +524,8 @@ impl RunArgs {
             lease_duration, lease_renew_interval, node_status_check_interval,
             node_status_report_interval, host_check_interval, host_checks_file, softnet_program,
             quarantine_faults, quarantine_window, quarantine_cooldown, api_timeout, min_tart_version, tart_deadlines,
-            tart_attempts, pull_stall_window, run_start_window, ip_wait,
+            tart_attempts, pull_stall_window, run_start_window, ip_wait, guest_launcher,
+            guest_launcher_timeout,
             default_termination_grace, pull_credentials, vm_name_prefix, pod_concurrency,
             identity, token_refresh_max, image_gc_high_threshold, image_gc_low_threshold,
             image_cache_budget, image_gc_period, prepull_config, prepull_period, vitals_interval,

@@ -24,7 +24,9 @@ use std::path::Path;
 pub(crate) use args::RunArgs;
 pub(crate) use client_ca::{ClientCa, client_ca};
 pub(crate) use limits::{Limits, STREAMING_IDLE};
-pub(crate) use model::{Config, ConfigError, HostDefaults, Identity, LogFormat, PullCredentials};
+pub(crate) use model::{
+    Config, ConfigError, HostDefaults, Identity, LauncherMode, LogFormat, PullCredentials,
+};
 pub(crate) use model::{LABEL_PREFIX, VM_SLOTS_RESOURCE};
 pub(crate) use units::parse_semver;
 pub(crate) use units::{DiskThreshold, TaintSpec};

@@ -39,6 +39,39 @@ pub(crate) enum PullCredentials {
     Host,
 }
 
+/// Where a Pod's guest launcher comes from (docs/guest.md, "Which image do I need").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum LauncherMode {
+    /// The image's own launcher if it has one, else the shipped one through the Tart Guest
+    /// Agent.
+    #[default]
+    Auto,
+    /// The image's own launcher only; the guest agent is never used.
+    Baked,
+    /// Always install the shipped launcher through the Tart Guest Agent.
+    Deliver,
+}
+
+impl LauncherMode {
+    /// Every mode, in the order error messages list them.
+    pub(crate) const ALL: [LauncherMode; 3] = [Self::Auto, Self::Baked, Self::Deliver];
+
+    /// The word a flag, the configuration file and the Pod annotation use.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::Baked => "baked",
+            Self::Deliver => "deliver",
+        }
+    }
+
+    /// The mode `word` names.
+    pub(crate) fn parse(word: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|m| m.as_str() == word)
+    }
+}
+
 /// Whose credentials the agent runs with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -160,6 +193,11 @@ pub(crate) struct Config {
     pub run_start_window: Duration,
     /// Pod side: how long to wait for the VM's IP.
     pub ip_wait: Duration,
+    /// Pod side: where a Pod's guest launcher comes from, unless the Pod says otherwise.
+    pub guest_launcher: LauncherMode,
+    /// Pod side: how long a guest has, once it has an IP, to report through its status share
+    /// before the start attempt ends with `GuestLauncherMissing`.
+    pub guest_launcher_timeout: Duration,
     /// Pod side: grace when a Pod does not set `terminationGracePeriodSeconds`.
     pub default_termination_grace: Duration,
     /// Pod side: registry credentials source.

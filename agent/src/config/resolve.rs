@@ -77,6 +77,8 @@ fn with_defaults(a: RunArgs, host: &HostDefaults, vm_naming: VmNaming) -> Config
         pull_stall_window: a.pull_stall_window.unwrap_or(secs(600)),
         run_start_window: a.run_start_window.unwrap_or(secs(5)),
         ip_wait: a.ip_wait.unwrap_or(secs(180)),
+        guest_launcher: a.guest_launcher.unwrap_or_default(),
+        guest_launcher_timeout: a.guest_launcher_timeout.unwrap_or(secs(120)),
         // Logging and the admin endpoint.
         log_file: a.log_file,
         log_format: a.log_format.unwrap_or_default(),

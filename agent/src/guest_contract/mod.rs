@@ -9,12 +9,14 @@
 //! (the control share), [`layout`] (the per-VM root), [`token`] (TokenRequest), [`fetch`]
 //! (Secrets and ConfigMaps by `get`), [`prepare`] (everything before `tart run`, and the
 //! refresh of volumes and tokens while the VM runs), [`status`] (what the launcher reports in
-//! the status share). Nothing here knows the Pod side's events or metrics: the Pod's worker
+//! the status share), [`deliver`] (the shipped launcher installed through the Tart Guest
+//! Agent when an image has none). Nothing here knows the Pod side's events or metrics: the Pod's worker
 //! turns [`prepare::GuestWarning`]s into events, and `pods::guest_refresh` runs the refresh
 //! task and reports its failures.
 
 pub(crate) mod atomic;
 pub(crate) mod control;
+pub(crate) mod deliver;
 pub(crate) mod downward;
 pub(crate) mod env;
 pub(crate) mod expand;

@@ -279,6 +279,8 @@ pub(crate) fn rig_with_client(tart: MemTart, slots: u32, client: kube::Client) -
         read_pull_secrets: false,
         api_timeout: Duration::from_secs(1),
         pod_log_dir: guest_dir.path().join("pod-logs"),
+        launcher: crate::config::LauncherMode::Auto,
+        launcher_timeout: Duration::from_secs(5),
         guest: GuestSettings {
             layout: GuestLayout::new(guest_dir.path().to_path_buf()),
             node_name: "mac-1".into(),

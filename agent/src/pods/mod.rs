@@ -21,6 +21,7 @@ pub(crate) mod fields;
 pub(crate) mod guest_refresh;
 pub(crate) use crate::images::reference as image;
 pub(crate) mod input;
+pub(crate) mod launcher;
 pub(crate) mod metrics;
 pub(crate) mod plan;
 pub(crate) mod pull;
@@ -100,6 +101,8 @@ impl WorkerConfig {
             read_pull_secrets: cfg.pull_credentials == PullCredentials::PodSecrets,
             api_timeout: cfg.api_timeout,
             pod_log_dir: cfg.pod_log_dir.clone(),
+            launcher: cfg.guest_launcher,
+            launcher_timeout: cfg.guest_launcher_timeout,
             guest: GuestSettings {
                 layout: GuestLayout::new(cfg.guest_dir.clone()),
                 node_name: cfg.node_name.clone(),

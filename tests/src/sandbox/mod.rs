@@ -30,7 +30,7 @@ use kube::{Api, Client, api::PostParams};
 
 use crate::{
     cluster::{self, ControlPlane},
-    fake::{Knobs, VmKnob},
+    fake::{GuestImage, Knobs, VmKnob},
 };
 use agents::{Binaries, SimMac};
 use report::Report;
@@ -117,6 +117,10 @@ pub struct Opts {
     /// without running the Pod's command, and no job checks its secret.
     #[arg(long)]
     pub no_guest: bool,
+    /// Simulated images with the guest launcher baked in, instead of guest-agent-only images
+    /// where the agent delivers it.
+    #[arg(long, conflicts_with = "no_guest")]
+    pub baked_launcher: bool,
     /// Store a different token in the Secret than the jobs expect (every job must then fail
     /// its check; tests `jobs_saw_their_secret`).
     #[arg(long, hide = true)]
@@ -164,12 +168,16 @@ pub fn mac_knobs(opts: &Opts) -> Knobs {
         .with_vm("*", vm)
 }
 
-/// Every VM's knob before any timer: fake-tart runs the guest launcher unless `--no-guest`.
+/// Every VM's knob before any timer: unless `--no-guest`, a guest-agent-only image (Cirrus
+/// Labs' base images: the agent delivers the guest launcher through `tart exec`, the path a
+/// new user takes), or with `--baked-launcher` an image with the launcher baked in.
 pub fn guest_knob(opts: &Opts) -> VmKnob {
     if opts.no_guest {
         VmKnob::default()
+    } else if opts.baked_launcher {
+        VmKnob::default().guest_image(GuestImage::Baked)
     } else {
-        VmKnob::default().running_guest_launcher()
+        VmKnob::default().guest_image(GuestImage::AgentOnly)
     }
 }
 

@@ -25,16 +25,7 @@ async fn env(label: &str) -> Env {
 }
 
 fn kubectl(env: &Env, args: &[&str]) -> tokio::process::Command {
-    let mut cmd = tokio::process::Command::new("kubectl");
-    cmd.arg("--kubeconfig")
-        .arg(env.cp.kubeconfig_path())
-        .args(["-n", &env.ns])
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    cmd
+    env.kubectl_command(args)
 }
 
 /// `tick <n>` → n.

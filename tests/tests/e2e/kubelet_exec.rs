@@ -47,16 +47,7 @@ async fn running_pod(env: &Env, name: &str) {
 }
 
 fn kubectl(env: &Env, args: &[&str]) -> tokio::process::Command {
-    let mut cmd = tokio::process::Command::new("kubectl");
-    cmd.arg("--kubeconfig")
-        .arg(env.cp.kubeconfig_path())
-        .args(["-n", &env.ns])
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    cmd
+    env.kubectl_command(args)
 }
 
 /// Exit code, stdout, stderr; kubectl must finish within 60 s.

@@ -11,6 +11,7 @@ mod tart_support;
 
 mod architecture;
 mod bench_exec;
+mod bench_launcher;
 mod bench_logs;
 mod citations;
 mod cluster;
@@ -46,6 +47,7 @@ mod pod_hooks;
 mod pod_hostile;
 mod pod_identity;
 mod pod_images;
+mod pod_launcher;
 mod pod_lifecycle;
 mod pod_logs;
 mod pod_prepull;

@@ -1,6 +1,8 @@
 //! End to end on the real control plane: what a Pod gives its container reaches the guest.
 //! fake-tart acts as the guest by running the real guest launcher (`packaging/guest/`) against
-//! the agent's `--dir` shares, so these tests exercise what users bake into their images.
+//! the agent's `--dir` shares, so these tests exercise what users bake into their images; the
+//! checks that matter most run again on a guest-agent-only image, where the agent delivers the
+//! launcher through `tart exec` (docs/guest.md, "Delivery").
 
 use crate::pod_support;
 
@@ -25,12 +27,18 @@ use kube::{
 use pod_support::{Env, phase, terminated, waiting_reason};
 use tart_kubelet_tests::{
     cluster::{unique, wait_for},
-    fake::{Knobs, VmKnob},
+    fake::{GuestImage, Knobs, VmKnob},
 };
 
 /// fake-tart runs the guest launcher for every VM.
 fn guest_knobs() -> Knobs {
-    Knobs::new().with_vm("*", VmKnob::default().running_guest_launcher())
+    image_knobs(GuestImage::Baked)
+}
+
+/// Every VM is an image of kind `image`: the launcher baked in, or delivered by the agent
+/// through the guest agent.
+fn image_knobs(image: GuestImage) -> Knobs {
+    Knobs::new().with_vm("*", VmKnob::default().guest_image(image))
 }
 
 /// The hex of `bytes`, as the guest's script prints values (`od -An -tx1`, spaces removed).
@@ -188,7 +196,18 @@ fn all_command_lines() -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_runner_shaped_pod_gives_its_guest_every_value_byte_for_byte_and_never_leaks_a_secret() {
-    let mut env = Env::new("guest-runner", guest_knobs(), &[]).await;
+    every_value_byte_for_byte(GuestImage::Baked).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runner_shaped_pod_on_a_guest_agent_only_image_gets_every_value_byte_for_byte() {
+    every_value_byte_for_byte(GuestImage::AgentOnly).await;
+}
+
+/// A runner-shaped Pod on an image of kind `image` gives its guest every value byte for byte
+/// and never leaks a secret.
+async fn every_value_byte_for_byte(image: GuestImage) {
+    let mut env = Env::new("guest-runner", image_knobs(image), &[]).await;
     env.start_agent();
     let marker = unique("MARKER-jit");
     // Quotes, newlines, `$`, a backquote, `=` and non-ASCII: all must arrive as they are.
@@ -376,22 +395,7 @@ async fn a_pod_whose_secret_is_missing_waits_then_starts_by_itself_once_it_exist
             waiting_reason(p).as_deref() == Some("CreateContainerConfigError")
         })
         .await;
-    let msg = waiting
-        .status
-        .as_ref()
-        .unwrap()
-        .container_statuses
-        .as_ref()
-        .unwrap()[0]
-        .state
-        .as_ref()
-        .unwrap()
-        .waiting
-        .as_ref()
-        .unwrap()
-        .message
-        .clone()
-        .unwrap_or_default();
+    let msg = pod_support::waiting_message(&waiting);
     assert_eq!(msg, "secret \"late-secret\" not found");
     assert!(
         !env.vms().contains(&Env::vm_of(&created)),
@@ -420,9 +424,19 @@ async fn a_pod_whose_secret_is_missing_waits_then_starts_by_itself_once_it_exist
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn volumes_reach_the_guest_and_follow_their_objects() {
+    volumes_reach_the_guest(GuestImage::Baked).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn volumes_reach_a_guest_agent_only_image_and_follow_their_objects() {
+    volumes_reach_the_guest(GuestImage::AgentOnly).await;
+}
+
+/// Volumes reach a guest of kind `image` byte for byte and follow their objects.
+async fn volumes_reach_the_guest(image: GuestImage) {
     let mut env = Env::new(
         "guest-volumes",
-        guest_knobs(),
+        image_knobs(image),
         &["--token-refresh-max", "5s"],
     )
     .await;
@@ -660,7 +674,17 @@ async fn a_path_traversing_item_is_refused_and_the_agent_keeps_running() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_pod_ends_with_the_jobs_exit_code_and_termination_message() {
-    let mut env = Env::new("guest-exit", guest_knobs(), &[]).await;
+    jobs_exit_code_and_message(GuestImage::Baked).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_on_a_guest_agent_only_image_ends_with_the_jobs_exit_code_and_message() {
+    jobs_exit_code_and_message(GuestImage::AgentOnly).await;
+}
+
+/// On an image of kind `image`, the Pod ends with the job's exit code and termination message.
+async fn jobs_exit_code_and_message(image: GuestImage) {
+    let mut env = Env::new("guest-exit", image_knobs(image), &[]).await;
     env.start_agent();
     let mut pod = env.pod("job");
     {

@@ -42,6 +42,8 @@ const AGREED: &[(&str, &str)] = &[
     ("tart_kubelet_guest_volume_updates_total", "counter"),
     ("tart_kubelet_probe_results_total", "counter"),
     ("tart_kubelet_pod_termination_seconds", "histogram"),
+    ("tart_kubelet_guest_launchers_total", "counter"),
+    ("tart_kubelet_guest_launcher_wait_seconds", "histogram"),
     ("tart_kubelet_exec_sessions_total", "counter"),
     ("tart_kubelet_kubelet_api_limited_total", "counter"),
     ("tart_kubelet_exec_session_seconds", "histogram"),

@@ -103,12 +103,24 @@ pub(crate) fn read_end(status: &Path, fallback_to_logs: bool) -> GuestEnd {
     }
 }
 
-/// Remove what a previous run left (`exit_code`, `termination-log`), so a VM that dies before
-/// its launcher starts is never credited with the last run's end.
+/// Remove what a previous run left (`exit_code`, `termination-log`, `state`), so a VM that
+/// dies before its launcher starts is never credited with the last run's end, and a launcher
+/// is not taken as present before it has written `state` in this run.
 pub(crate) fn clear_end(status: &Path) {
-    for f in ["exit_code", "termination-log", JOB_FILE] {
+    for f in ["exit_code", "termination-log", "state", JOB_FILE] {
         let _ = std::fs::remove_file(status.join(f));
     }
+}
+
+/// Whether a launcher has reported in this run: its `state` says the command started
+/// (`running`), ended (`exited`), could not start (`failed`) or that there is nothing to run
+/// (`idle`). `starting` is not yet a report: the launcher is still reading the control share
+/// and linking the volumes, and the job has not started.
+pub(crate) fn launcher_reported(status: &Path) -> bool {
+    guest_file::read_head(&status.join("state"), SMALL_FILE_BYTES).is_ok_and(|b| {
+        let word = b.trim_ascii();
+        !word.is_empty() && word != b"starting"
+    })
 }
 
 /// The file in the status share where the job marks itself `busy` or `idle`.

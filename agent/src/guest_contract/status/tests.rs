@@ -92,3 +92,22 @@ fn the_job_mark_is_read_until_the_launcher_reports_the_end() {
         "a new run starts without a mark"
     );
 }
+
+#[test]
+fn a_launcher_has_reported_once_it_wrote_a_state_and_not_after_a_clear() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = tmp.path();
+    assert!(!launcher_reported(s), "no state yet");
+    std::fs::write(s.join("state"), "").unwrap();
+    assert!(!launcher_reported(s), "an empty state says nothing");
+    std::fs::write(s.join("state"), "starting\n").unwrap();
+    assert!(!launcher_reported(s), "still starting: no job yet");
+    for word in ["running\n", "exited\n", "failed\n", "idle\n"] {
+        std::fs::write(s.join("state"), word).unwrap();
+        assert!(launcher_reported(s), "{word:?}");
+    }
+    clear_end(s);
+    assert!(!launcher_reported(s), "the last run's state does not count");
+    std::os::unix::fs::symlink("/etc/hostname", s.join("state")).unwrap();
+    assert!(!launcher_reported(s), "a link in its place is not a report");
+}

@@ -6,7 +6,8 @@
 //! agent cannot give a VM (anything but `emptyDir`, `secret`, `configMap`, `downwardAPI` and
 //! `projected` with `secret`, `configMap`, `downwardAPI` or `serviceAccountToken` sources, as
 //! [`fields::table::VOLUME`] says), `volumeDevices` (raw block devices), requests beyond the
-//! host, and an image that is not a remote OCI reference. Fields that are accepted but not
+//! host, an image that is not a remote OCI reference, and an annotation of the agent's
+//! (`tart.run/guest-launcher`) whose value it does not know. Fields that are accepted but not
 //! honoured are [`fields::ignored_fields`]'s business. Pure; no I/O.
 
 use k8s_openapi::api::core::v1::Pod;
@@ -14,8 +15,10 @@ use k8s_openapi::api::core::v1::Pod;
 use super::{
     fields,
     image::ImageRef,
+    launcher,
     resources::{RawResources, raw_resources},
 };
+use crate::config::LauncherMode;
 use crate::lifecycle::probes::ProbeSet;
 
 /// What the host can give one VM.
@@ -62,11 +65,13 @@ pub(crate) enum RejectReason {
     InvalidImage,
     /// A probe the agent cannot run (a `grpc` probe, a named port the container lacks).
     Probe,
+    /// An annotation of the agent's with a value it does not know.
+    Annotation,
 }
 
 impl RejectReason {
     /// Every reason, for pre-registering metric label sets.
-    pub(crate) const ALL: [RejectReason; 10] = [
+    pub(crate) const ALL: [RejectReason; 11] = [
         Self::ContainerCount,
         Self::InitContainers,
         Self::EphemeralContainers,
@@ -77,6 +82,7 @@ impl RejectReason {
         Self::OutOfDisk,
         Self::InvalidImage,
         Self::Probe,
+        Self::Annotation,
     ];
 
     /// Metric label value.
@@ -92,6 +98,7 @@ impl RejectReason {
             Self::OutOfDisk => "out_of_disk",
             Self::InvalidImage => "invalid_image",
             Self::Probe => "probe",
+            Self::Annotation => "annotation",
         }
     }
 
@@ -108,6 +115,7 @@ impl RejectReason {
             Self::OutOfDisk => "OutOfephemeral-storage",
             Self::InvalidImage => "InvalidImageName",
             Self::Probe => "UnsupportedProbe",
+            Self::Annotation => "InvalidAnnotation",
         }
     }
 }
@@ -195,6 +203,8 @@ pub(crate) fn admit(pod: &Pod, host: &HostLimits) -> Result<Admitted, Rejection>
     let image = ImageRef::parse(c.image.as_deref().unwrap_or_default())
         .map_err(|e| reject(RejectReason::InvalidImage, e.to_string()))?;
     ProbeSet::from_container(c).map_err(|e| reject(RejectReason::Probe, e.to_string()))?;
+    // The mode itself is the worker's to apply; here only a value that names none is refused.
+    launcher::mode_of(pod, LauncherMode::Auto).map_err(|m| reject(RejectReason::Annotation, m))?;
     let resources =
         raw_resources(c).map_err(|e| reject(RejectReason::InvalidResources, e.to_string()))?;
     let checks = [

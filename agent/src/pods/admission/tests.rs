@@ -129,3 +129,26 @@ fn bad_quantity_is_rejected() {
     let r = admit(&test_pod().limit("memory", "lots").build(), &HOST).unwrap_err();
     assert_eq!(r.reason, RejectReason::InvalidResources);
 }
+
+#[test]
+fn an_unknown_launcher_mode_annotation_is_rejected_naming_the_modes() {
+    let with = |v: &str| {
+        let mut p = test_pod().build();
+        p.metadata.annotations = Some(
+            [("tart.run/guest-launcher".to_owned(), v.to_owned())]
+                .into_iter()
+                .collect(),
+        );
+        p
+    };
+    let r = admit(&with("sideload"), &HOST).unwrap_err();
+    assert_eq!(r.reason, RejectReason::Annotation);
+    assert_eq!(r.reason.pod_reason(), "InvalidAnnotation");
+    assert_eq!(
+        r.message,
+        "annotation tart.run/guest-launcher: \"sideload\" is not a launcher mode (one of auto, baked, deliver)"
+    );
+    for ok in ["auto", "baked", "deliver"] {
+        assert!(admit(&with(ok), &HOST).is_ok(), "{ok}");
+    }
+}

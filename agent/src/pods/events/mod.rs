@@ -172,6 +172,13 @@ pub(crate) enum Occurrence {
         /// Bytes skipped.
         bytes: u64,
     },
+    /// No guest launcher reported: the start attempt ended (docs/guest.md).
+    NoLauncher {
+        /// `GuestLauncherMissing` or `GuestLauncherFailed`.
+        reason: &'static str,
+        /// What was tried and what to read.
+        message: String,
+    },
 }
 
 /// The kind of an occurrence: with a sequence number, what the sink dedupes on.
@@ -234,6 +241,8 @@ pub(crate) enum EventKind {
     GuestFileRefused,
     /// [`Occurrence::GuestOutputSkipped`].
     GuestOutputSkipped,
+    /// [`Occurrence::NoLauncher`].
+    NoLauncher,
 }
 
 impl From<GuestWarning> for Occurrence {
@@ -288,6 +297,7 @@ impl Occurrence {
             Self::VmDied { .. } | Self::JobFailed { .. } => EventKind::RunEnded,
             Self::GuestFileRefused { .. } => EventKind::GuestFileRefused,
             Self::GuestOutputSkipped { .. } => EventKind::GuestOutputSkipped,
+            Self::NoLauncher { .. } => EventKind::NoLauncher,
         }
     }
 }
@@ -536,6 +546,9 @@ pub(crate) fn spec(o: &Occurrence) -> EventSpec {
             ),
             "Read",
         ),
+        Occurrence::NoLauncher { reason, message } => {
+            (Warning, *reason, format!("Error: {message}"), "Start")
+        }
     };
     EventSpec {
         type_,

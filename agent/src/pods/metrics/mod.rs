@@ -15,7 +15,7 @@ use prometheus_client::{
 };
 use tart::{Attempt, AttemptOutcome, ErrorKind, Observer, Op};
 
-use super::{admission::RejectReason, termination::TerminationHow};
+use super::{admission::RejectReason, launcher::LauncherOutcome, termination::TerminationHow};
 use crate::lifecycle::probes::{ProbeKind, ProbeResult};
 use crate::metrics::{OutcomeLabels, register};
 
@@ -144,6 +144,12 @@ pub(crate) struct PodMetrics {
     /// kubelet's `prober_probe_total`, served on the kubelet port's `/metrics/probes` only
     /// (not in this registry: its labels name Pods).
     pub prober: crate::kubelet_api::scrape::probes::ProberCounts,
+    /// `guest_launchers_total{outcome}`: how each start attempt's wait for a guest launcher
+    /// ended ([`LauncherOutcome`]).
+    pub guest_launchers: Family<OutcomeLabels, Counter>,
+    /// `guest_launcher_wait_seconds{outcome}`: `tart run` to the launcher's first report, by
+    /// where the launcher came from (`image`, `delivered`).
+    pub guest_launcher_wait: Family<OutcomeLabels, Histogram>,
 }
 
 /// `kind` values of `guest_config_errors_total` (`ConfigError::kind`).
@@ -202,6 +208,8 @@ impl PodMetrics {
             probe_results: Family::default(),
             termination: Family::new_with_constructor(vm_histogram),
             prober: Default::default(),
+            guest_launchers: Family::default(),
+            guest_launcher_wait: Family::new_with_constructor(command_histogram),
         };
         let r = registry.sub_registry_with_prefix("tart_kubelet");
         register!(r;
@@ -227,6 +235,8 @@ impl PodMetrics {
             "guest_volume_updates", "Secret, ConfigMap and token volume refreshes that changed files or failed" => m.guest_volume_updates;
             "probe_results", "Probe attempts by probe (startup, readiness, liveness) and result (success, failure, error)" => m.probe_results;
             "pod_termination_seconds", "A running Pod's deletion seen to its VM gone, by how it ended (idle, waited, grace_expired)" => m.termination;
+            "guest_launchers", "Start attempts' waits for a guest launcher, by outcome (image, delivered, missing, failed)" => m.guest_launchers;
+            "guest_launcher_wait_seconds", "tart run to the guest launcher's first report, by where the launcher came from (image, delivered)" => m.guest_launcher_wait;
         );
         m.precreate();
         m
@@ -289,6 +299,17 @@ impl PodMetrics {
             let _ = self
                 .termination
                 .get_or_create(&HowLabels { how: how.as_str() });
+        }
+        for o in LauncherOutcome::ALL {
+            let outcome = o.as_str();
+            let _ = self
+                .guest_launchers
+                .get_or_create(&OutcomeLabels { outcome });
+            if matches!(o, LauncherOutcome::Image | LauncherOutcome::Delivered) {
+                let _ = self
+                    .guest_launcher_wait
+                    .get_or_create(&OutcomeLabels { outcome });
+            }
         }
         for reason in ["completed", "failed", "signaled", "unknown"] {
             let _ = self.vm_exits.get_or_create(&ReasonLabels { reason });

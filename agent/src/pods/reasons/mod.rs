@@ -24,6 +24,11 @@ pub(crate) enum WaitingReason {
     WaitingForVmSlot,
     /// A host problem blocks the start; the kind names it.
     HostFault(ErrorKind),
+    /// The Pod has a command but no launcher reported in its guest within the deadline: the
+    /// image has neither the launcher nor the Tart Guest Agent (docs/guest.md).
+    GuestLauncherMissing,
+    /// The Tart Guest Agent answered but installing the launcher failed.
+    GuestLauncherFailed,
 }
 
 impl WaitingReason {
@@ -39,6 +44,8 @@ impl WaitingReason {
             Self::CreateContainerConfigError => "CreateContainerConfigError",
             Self::WaitingForVmSlot => "WaitingForVMSlot",
             Self::HostFault(kind) => host_fault_reason(kind),
+            Self::GuestLauncherMissing => "GuestLauncherMissing",
+            Self::GuestLauncherFailed => "GuestLauncherFailed",
         }
     }
 }

@@ -11,6 +11,7 @@ use kube::runtime::reflector::ObjectRef;
 use tart::{Tart, VmName};
 
 use crate::{
+    config::LauncherMode,
     guest_contract::prepare::GuestSettings,
     images::{goldens::Goldens, metrics::ImageMetrics, prepull::pacer::Pacer},
     node::health::HostHealth,
@@ -38,6 +39,10 @@ pub(crate) struct WorkerConfig {
     pub guest: GuestSettings,
     /// The Pods' container logs.
     pub pod_log_dir: PathBuf,
+    /// Where a Pod's guest launcher comes from, unless its annotation says otherwise.
+    pub launcher: LauncherMode,
+    /// How long a guest has, once it has an IP, for a launcher to report.
+    pub launcher_timeout: Duration,
 }
 
 impl WorkerConfig {

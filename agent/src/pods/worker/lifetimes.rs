@@ -34,9 +34,19 @@ pub(super) struct Provisioning {
     pub(super) shares: Vec<tart::DirShare>,
     /// Tokens issued while preparing, handed to the first run's refresher.
     pub(super) tokens: Option<Tokens>,
+    /// The VM was adopted after an agent restart with a status share its launcher had
+    /// reported in: its job's marks and end are read from it, though its shares are not
+    /// prepared in this incarnation.
+    pub(super) adopted_status: bool,
 }
 
 impl Provisioning {
+    /// Whether the VM's run has a status share to read: its shares were prepared, or it was
+    /// adopted with one.
+    pub(super) fn has_status_share(&self) -> bool {
+        !self.shares.is_empty() || self.adopted_status
+    }
+
     /// The image's digest: its own when pinned, else the digest its cached tag points at
     /// (Tart's default tag is `latest`). Resolved once per provisioning, so the VM's clone and
     /// the `imageID` reported for it name the same image even if the tag moves meanwhile; a

@@ -37,13 +37,16 @@ use super::{
     status::{ContainerView, Terminated},
     termination::{JOB_POLL, TermClock},
 };
-use crate::guest_contract::{job::JobActivity, prepare::NodeAllocatable};
+use crate::guest_contract::{
+    job::JobActivity, prepare::NodeAllocatable, status::launcher_reported,
+};
 use crate::lifecycle::probes::ProberEvent;
 use crate::slots::SlotGuard;
 
 mod context;
 mod guest;
 mod hooks;
+mod launcher;
 mod lifetimes;
 mod outcomes;
 mod overhead;
@@ -310,6 +313,8 @@ impl<T: Tart> Worker<T> {
                     ready: false,
                 };
                 self.state.adopted = true;
+                let status = self.ctx.cfg.guest.layout.status(&self.state.vm);
+                self.prov.adopted_status = launcher_reported(&status);
                 self.start_run(vm, slot, None);
                 self.once = PodOnce::adopted();
             }
@@ -463,7 +468,7 @@ impl<T: Tart> Worker<T> {
         };
         // A running job's busy/idle mark is read this often.
         let max = match max {
-            None if self.alive() && !self.prov.shares.is_empty() => Some(JOB_POLL),
+            None if self.alive() && self.prov.has_status_share() => Some(JOB_POLL),
             other => other,
         };
         let sleep = tokio::time::sleep(max.unwrap_or(Duration::from_secs(3600)));

@@ -134,7 +134,7 @@ impl<T: Tart> Worker<T> {
     /// What the guest launcher left in the status share (with the termination message kubelet
     /// would read), when the VM has shares.
     fn guest_end(&self) -> Option<GuestEnd> {
-        if self.prov.shares.is_empty() {
+        if !self.prov.has_status_share() {
             return None;
         }
         let input = self.input.borrow();

@@ -20,6 +20,7 @@ use super::{
 };
 use crate::guest_contract::status::clear_end;
 use crate::metrics::OutcomeLabels;
+use crate::pods::launcher::LauncherPlan;
 use crate::pods::{
     events::Occurrence, metrics::Stage, plan::Process, reasons::WaitingReason,
     status::ContainerView,
@@ -147,7 +148,6 @@ impl<T: Tart> Worker<T> {
                     .pod_starts
                     .get_or_create(&outcome("ok"))
                     .inc();
-                self.failures = 0;
                 let slot = self.next_slot.take();
                 self.start_run(proc, slot, Some((started, started_ts)));
                 self.serve_run(input);
@@ -156,17 +156,14 @@ impl<T: Tart> Worker<T> {
                     marked: false,
                 };
                 self.state.facts.post_started = false;
-                self.state.view = ContainerView::Running {
-                    started_at: started_ts,
-                    // A postStart hook holds `started` back like a startup probe does.
-                    started: Self::starts_unprobed(input) && !input.facts.post_start,
-                    ready: false,
-                };
                 info!("vm started");
-                let occ = Occurrence::Started {
-                    container: input.container.clone(),
-                };
-                self.emit(input, self.state.facts.restarts, occ);
+                if self.launcher_plan(input) == LauncherPlan::None {
+                    self.report_started(input);
+                } else {
+                    // Running once a launcher reports (`launcher.rs`), never before.
+                    self.state.view =
+                        ContainerView::waiting(WaitingReason::ContainerCreating, None);
+                }
             }
             Err(e) => {
                 self.ctx
@@ -213,6 +210,12 @@ impl<T: Tart> Worker<T> {
                             self.once.boot(&self.ctx.metrics, run_at.elapsed());
                         }
                         self.state.pod_ip = Some(ip);
+                        let plan = self.launcher_plan(input);
+                        if plan != LauncherPlan::None
+                            && !self.await_launcher(input, plan, proc.clone()).await
+                        {
+                            return;
+                        }
                         self.state.facts.process = Process::Running { has_ip: true, marked: false };
                         // With a postStart hook, probing starts once the hook is done.
                         if !input.facts.post_start {

@@ -53,7 +53,7 @@ impl<T: Tart> Worker<T> {
 
     /// Read the job's busy/idle mark from the status share.
     pub(super) fn poll_job(&mut self) {
-        if self.prov.shares.is_empty() || !self.alive() {
+        if !self.prov.has_status_share() || !self.alive() {
             return;
         }
         let status = self.ctx.cfg.guest.layout.status(&self.state.vm);

@@ -13,6 +13,7 @@ mod error;
 mod guest;
 mod guest_attack;
 mod guest_exec;
+mod guest_launchd;
 mod guest_mode;
 mod guest_tools;
 mod home;

@@ -20,6 +20,7 @@ use crate::cli::Parsed;
 use crate::dirs::{self, Share};
 use crate::endpoints::Endpoints;
 use crate::error::Failure;
+use crate::guest_launchd::Request;
 use crate::home::{self, VmConfig};
 use crate::info::vm_state;
 use crate::knobs::{Action, DEFAULT_BOOT_MS, DEFAULT_SHUTDOWN_MS, EndpointState, Knobs};
@@ -234,10 +235,8 @@ async fn supervise(
     }
     let record = read_record(ctx, name);
     let mut guest = match &record {
-        Some(r) if ctx.knobs.vm(name).guest_launcher.unwrap_or(false) => Some(
-            crate::guest_mode::start(&ctx.home.root, &dir, name, &r.shares)?,
-        ),
-        _ => None,
+        Some(r) => boot_guest(ctx, &dir, name, &r.shares)?,
+        None => None,
     };
     let record_shares = record.as_ref().map(|r| r.shares.clone());
     let suspendable = record.as_ref().is_some_and(|r| r.suspendable);
@@ -335,6 +334,14 @@ async fn supervise(
                     knobs = k;
                 }
                 endpoints.apply(&wanted_endpoints(ctx, &knobs, name));
+                match crate::guest_launchd::take_request(&dir) {
+                    Some(Request::Load) if guest.is_none() => {
+                        let launcher = dir.join("guest").join(crate::guest_launchd::LAUNCHER);
+                        guest = Some(crate::guest_mode::start(&ctx.home.root, &dir, name, &launcher)?);
+                    }
+                    Some(Request::Unload) => guest = None,
+                    _ => {}
+                }
             }
         }
     }
@@ -400,6 +407,44 @@ pub(crate) fn suspend(ctx: &Ctx, p: &Parsed) -> Result<(), Failure> {
             1,
         )
     })
+}
+
+/// The guest at boot, for a VM whose guest runs real processes (`guest_launcher` or
+/// `real_exec`): its root laid out for `shares`, and the launcher started when the image has
+/// one (`guest_launcher`: baked in) or a delivery installed one in an earlier run (its plist is
+/// on the guest's disk), as launchd starts a LaunchDaemon at boot.
+fn boot_guest(
+    ctx: &Ctx,
+    dir: &std::path::Path,
+    name: &str,
+    shares: &[crate::dirs::Share],
+) -> Result<Option<crate::guest_mode::Guest>, Failure> {
+    let vmk = ctx.knobs.vm(name);
+    let baked = vmk.guest_launcher.unwrap_or(false);
+    crate::guest_launchd::clear(dir);
+    if !baked && !vmk.real_exec.unwrap_or(false) {
+        return Ok(None);
+    }
+    crate::guest_mode::boot(dir, shares)?;
+    let root = dir.join("guest");
+    if baked {
+        let (launcher, plist) = (
+            crate::guest_mode::launcher_path(),
+            crate::guest_mode::plist_path(),
+        );
+        crate::guest_launchd::bake(&root, &launcher, &plist)?;
+    }
+    if !root.join(crate::guest_launchd::PLIST).is_file() {
+        return Ok(None);
+    }
+    crate::guest_launchd::mark_loaded(dir)?;
+    let launcher = root.join(crate::guest_launchd::LAUNCHER);
+    Ok(Some(crate::guest_mode::start(
+        &ctx.home.root,
+        dir,
+        name,
+        &launcher,
+    )?))
 }
 
 /// The guest launcher's `state` in the `status` share, if there is one.

@@ -215,6 +215,10 @@ pub struct VmKnob {
     /// `guest_launcher`); otherwise it answers from a few builtins.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub real_exec: Option<bool>,
+    /// The image's `sudo` asks the exec user for a password, so `sudo -n` fails (the default
+    /// is Cirrus Labs' passwordless sudo for `admin`, docs/guest.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sudo_password: Option<bool>,
     /// The guest agent answers `exec` this long (scaled) after the call connects.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exec_delay_ms: Option<u64>,
@@ -344,6 +348,7 @@ impl VmKnob {
             exec_connect_ms,
             guest_launcher,
             real_exec,
+            sudo_password,
             exec_delay_ms,
             endpoints,
             guest_vitals,

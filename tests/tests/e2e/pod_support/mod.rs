@@ -430,6 +430,29 @@ impl Env {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// `kubectl <args>` in the test's namespace, as the cluster's admin, ready to spawn: stdin
+    /// `/dev/null`, stdout and stderr piped, killed when dropped.
+    pub(crate) fn kubectl_command(&self, args: &[&str]) -> tokio::process::Command {
+        let mut cmd = tokio::process::Command::new("kubectl");
+        cmd.arg("--kubeconfig")
+            .arg(self.cp.kubeconfig_path())
+            .args(["-n", &self.ns])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        cmd
+    }
+
+    /// A Pod like [`Env::pod`] whose container runs `script` with `/bin/sh -c`.
+    pub(crate) fn shell_pod(&self, name: &str, script: &str) -> Pod {
+        let mut pod = self.pod(name);
+        pod.spec.as_mut().expect("spec").containers[0].command =
+            Some(vec!["/bin/sh".into(), "-c".into(), script.into()]);
+        pod
+    }
+
     /// `/metrics` of the agent.
     pub(crate) async fn metrics(&self) -> String {
         let fetch = async {
@@ -577,6 +600,13 @@ pub(crate) fn waiting_reason(p: &Pod) -> Option<String> {
         .as_ref()?
         .reason
         .clone()
+}
+
+/// The single container's waiting message (empty when it has none).
+pub(crate) fn waiting_message(p: &Pod) -> String {
+    container(p)
+        .and_then(|c| c.state.as_ref()?.waiting.as_ref()?.message.clone())
+        .unwrap_or_default()
 }
 
 /// Names of `pods` in `reasons` order check: each reason appears, in this order.

@@ -4,7 +4,9 @@
 //! only with `-i` (otherwise `/dev/null`), stdout and stderr straight through — in the VM's fake
 //! guest root `<vm dir>/guest`, and `exec` exits with the command's code. The guest launcher's
 //! installed path runs this repository's launcher with the same `TART_GUEST_ROOT` as `run` gives
-//! it, as an image with the launcher baked in would.
+//! it, as an image with the launcher baked in would. Every command runs as the exec user
+//! `admin` (by its environment: `USER`, `LOGNAME`, `HOME`), with `TART_GUEST_ROOT` set and the
+//! guest's `sudo` and `launchctl` ([`crate::guest_launchd`]) first on its `PATH`.
 //!
 //! The command stays in `exec`'s process group, so a kill of that group ends both. It also gets
 //! SIGKILL when the `exec` process dies of anything (SIGINT, SIGTERM, a SIGKILL of the PID
@@ -25,6 +27,9 @@ use crate::locks;
 /// Where an image installs the guest launcher (docs/guest.md).
 const INSTALLED_LAUNCHER: &str = "/usr/local/libexec/tart-guest/tart-guest-launcher";
 
+/// Who the guest agent runs commands as in Cirrus Labs' images.
+const EXEC_USER: &str = "admin";
+
 /// How often `exec` checks that the VM still runs.
 const VM_CHECK: Duration = Duration::from_millis(50);
 
@@ -38,8 +43,17 @@ pub(crate) async fn run(
     let Some((prog, args)) = argv.split_first() else {
         return Ok(0);
     };
-    let root = ctx.home.vm_dir(name).join("guest");
+    let vm_dir = ctx.home.vm_dir(name);
+    let root = vm_dir.join("guest");
     std::fs::create_dir_all(&root)?;
+    // The guest's tools first on the PATH: `sudo` and `launchctl` (`guest_launchd`).
+    let bin = vm_dir.join("guest-bin");
+    crate::guest_launchd::install(&ctx.home.root, &bin, name)?;
+    let mut path = vec![bin];
+    path.extend(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    ));
+    let path = std::env::join_paths(path).map_err(io::Error::other)?;
     let mut cmd = if prog == INSTALLED_LAUNCHER {
         let mut c = Command::new("/bin/sh");
         c.arg(crate::guest_mode::launcher_path())
@@ -48,7 +62,15 @@ pub(crate) async fn run(
     } else {
         Command::new(prog)
     };
+    // The guest agent runs commands as the logged-in user, `admin` (docs/guest.md); the fake
+    // models the user by its environment. TART_GUEST_ROOT is the fake guest's `/` for the
+    // programs that honour it (the launcher, the agent's installer).
     cmd.args(args)
+        .env("USER", EXEC_USER)
+        .env("LOGNAME", EXEC_USER)
+        .env("HOME", root.join("Users").join(EXEC_USER))
+        .env("PATH", path)
+        .env("TART_GUEST_ROOT", &root)
         .current_dir(&root)
         .stdin(if stdin {
             Stdio::inherit()

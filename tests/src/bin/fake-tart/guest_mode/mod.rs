@@ -28,6 +28,16 @@ pub(crate) fn launcher_path() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../packaging/guest/tart-guest-launcher")
 }
 
+/// Its LaunchDaemon plist.
+pub(crate) fn plist_path() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../packaging/guest/dev.tart-kubelet.guest-launcher.plist")
+}
+
+/// What the guest's disk keeps from one run to the next (what an image or a delivery
+/// installed); the rest of the guest root is laid out afresh at each boot.
+const KEPT: [&str; 2] = ["Library", "usr"];
+
 /// How long the launcher waits for its shares; they exist before it starts, so this only
 /// bounds a test whose share is missing on purpose.
 const SHARE_TIMEOUT_SECS: &str = "30";
@@ -42,11 +52,16 @@ pub(crate) struct Guest {
     _lifeline: ChildStdin,
 }
 
-/// Lays out `<vm dir>/guest` for `shares` and starts the launcher, with the macOS tool
-/// stand-ins ([`crate::guest_tools`]) first on its `PATH`.
-pub(crate) fn start(home: &Path, vm_dir: &Path, vm: &str, shares: &[Share]) -> io::Result<Guest> {
+/// Lays out `<vm dir>/guest` for `shares` (at boot).
+pub(crate) fn boot(vm_dir: &Path, shares: &[Share]) -> io::Result<()> {
+    layout(&vm_dir.join("guest"), shares)
+}
+
+/// Starts `launcher` (a file of this repository, or the one installed in the guest root)
+/// against the laid-out guest root, with the macOS tool stand-ins ([`crate::guest_tools`])
+/// first on its `PATH`.
+pub(crate) fn start(home: &Path, vm_dir: &Path, vm: &str, launcher: &Path) -> io::Result<Guest> {
     let root = vm_dir.join("guest");
-    layout(&root, shares)?;
     let tools = crate::guest_tools::install(home, vm_dir, vm)?;
     let path = match std::env::var_os("PATH") {
         Some(p) => {
@@ -79,7 +94,7 @@ pub(crate) fn start(home: &Path, vm_dir: &Path, vm: &str, shares: &[Share]) -> i
         .append(true)
         .open(vm_dir.join(CONSOLE_LOG))?;
     let launcher = Command::new("/bin/sh")
-        .arg(launcher_path())
+        .arg(launcher)
         .stdout(console.try_clone()?)
         .stderr(console)
         .current_dir(vm_dir)
@@ -103,7 +118,17 @@ pub(crate) fn start(home: &Path, vm_dir: &Path, vm: &str, shares: &[Share]) -> i
 /// tag are not automounted on macOS guests (docs/reference/tart-cli.md §2.6), so they get no link.
 fn layout(root: &Path, shares: &[Share]) -> io::Result<()> {
     if root.exists() {
-        fs::remove_dir_all(root)?;
+        for e in fs::read_dir(root)? {
+            let e = e?;
+            if KEPT.iter().any(|k| e.file_name() == *k) {
+                continue;
+            }
+            if e.file_type()?.is_dir() {
+                fs::remove_dir_all(e.path())?;
+            } else {
+                fs::remove_file(e.path())?;
+            }
+        }
     }
     let volumes = root.join("Volumes");
     fs::create_dir_all(&volumes)?;

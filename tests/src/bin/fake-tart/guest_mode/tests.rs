@@ -44,3 +44,21 @@ fn a_single_unnamed_share_is_my_shared_files_itself_and_a_relayout_starts_clean(
         Path::new("/srv/only")
     );
 }
+
+#[test]
+fn a_relayout_keeps_what_was_installed_on_the_guests_disk_and_nothing_else() {
+    let t = tempfile::tempdir().unwrap();
+    layout(t.path(), &[share(Some("s"), "/srv/s", AUTOMOUNT_TAG)]).unwrap();
+    for d in ["Library/LaunchDaemons", "usr/local/libexec", "tmp/job"] {
+        fs::create_dir_all(t.path().join(d)).unwrap();
+    }
+    fs::write(t.path().join("Library/LaunchDaemons/x.plist"), "p").unwrap();
+    fs::write(t.path().join("stray"), "s").unwrap();
+    layout(t.path(), &[share(Some("s"), "/srv/s", AUTOMOUNT_TAG)]).unwrap();
+    assert_eq!(
+        fs::read_to_string(t.path().join("Library/LaunchDaemons/x.plist")).unwrap(),
+        "p"
+    );
+    assert!(t.path().join("usr/local/libexec").is_dir());
+    assert!(!t.path().join("tmp").exists() && !t.path().join("stray").exists());
+}

@@ -43,12 +43,21 @@ pub(crate) fn install(home: &Path, vm_dir: &Path, vm: &str) -> io::Result<PathBu
     Ok(bin)
 }
 
-/// `__fake-tart-guest-tool <vm> <tool> [args…]`: prints what the macOS tool would.
+/// `__fake-tart-guest-tool <vm> <tool> [args…]`: prints what the macOS tool would; `sudo` and
+/// `launchctl` are [`crate::guest_launchd`]'s.
 pub(crate) fn run(args: &[String]) -> Result<(), Failure> {
     let [vm, tool, rest @ ..] = args else {
         return Err(Failure::validation("usage: guest tool <vm> <tool> [args]"));
     };
     let home = Home::from_env()?;
+    match tool.as_str() {
+        "sudo" => return crate::guest_launchd::sudo(&home, vm),
+        "launchctl" => {
+            let user = std::env::var("USER").unwrap_or_default();
+            return crate::guest_launchd::launchctl(&home, vm, rest, &user);
+        }
+        _ => {}
+    }
     let knobs = crate::rules::load(&home)?;
     let v = knobs.vm(vm).guest_vitals.unwrap_or_default();
     make_jetsam_reports(&home.vm_dir(vm), v.jetsam_kills.unwrap_or(0))?;
