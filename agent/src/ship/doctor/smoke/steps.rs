@@ -1,11 +1,15 @@
 //! The self-test's steps and its decisions, pure: the fixed guest command and `exec` and what
-//! their results must be, which step comes next after a failure, the verdict and the exit code.
+//! their results must be, whose launcher ran, which step comes next after a failure, the
+//! verdict and the exit code.
 
 use std::time::Duration;
 
 use tart::{ExecOutput, VmName};
 
-use crate::guest_contract::status::GuestEnd;
+use super::table::duration;
+use crate::config::LauncherMode;
+use crate::guest_contract::{deliver::Delivered, status::GuestEnd};
+use crate::pods::launcher::LauncherOutcome;
 
 /// The line the guest's command prints, taken from its environment (so the output also proves
 /// the environment reached it).
@@ -37,6 +41,9 @@ pub(crate) enum Step {
     Guest,
     /// `tart run` with the shares, then `tart ip`.
     Boot,
+    /// A guest launcher reports, delivered through the Tart Guest Agent as the launcher mode
+    /// says, as the Pod worker waits for one before a container runs.
+    Launcher,
     /// `tart exec` of a fixed command in the running guest.
     Exec,
     /// The command's end read from the status share: exit code and output.
@@ -49,12 +56,13 @@ pub(crate) enum Step {
 
 impl Step {
     /// Every step, in order.
-    pub(crate) const ALL: [Step; 9] = [
+    pub(crate) const ALL: [Step; 10] = [
         Step::Image,
         Step::Clone,
         Step::Set,
         Step::Guest,
         Step::Boot,
+        Step::Launcher,
         Step::Exec,
         Step::Command,
         Step::Stop,
@@ -69,6 +77,7 @@ impl Step {
             Step::Set => "set",
             Step::Guest => "guest",
             Step::Boot => "boot",
+            Step::Launcher => "launcher",
             Step::Exec => "exec",
             Step::Command => "command",
             Step::Stop => "stop",
@@ -297,6 +306,27 @@ pub(crate) fn check_command(end: &GuestEnd, stdout: &str) -> Result<String, Stri
         ));
     }
     Ok(format!("exit code {code} and the expected line"))
+}
+
+/// The `launcher` step's detail once a launcher reported: whose it is (the delivery's answer,
+/// `None` when none was tried or none answered, as the worker counts it), under `mode`, and how
+/// long after `tart run` (`since_run`).
+pub(crate) fn launcher_detail(
+    delivered: Option<Delivered>,
+    mode: LauncherMode,
+    since_run: Duration,
+) -> String {
+    let whose = match LauncherOutcome::reported(delivered) {
+        LauncherOutcome::Delivered => {
+            "the shipped launcher, delivered through the Tart Guest Agent,"
+        }
+        _ => "the image's own launcher",
+    };
+    format!(
+        "{whose} reported {} after tart run (launcher mode {})",
+        duration(since_run),
+        mode.as_str()
+    )
 }
 
 /// Longest launcher message quoted in a detail.
