@@ -2,19 +2,23 @@
 //! between the guest's IP and the container running (`pods/worker/launcher.rs`), with the same
 //! pure decisions (`pods::launcher`): deliver the shipped launcher through the Tart Guest Agent
 //! as the plan says, again after [`RETRY`] while no guest agent answers, until a launcher
-//! reports in the status share or the deadline passes.
+//! reports in the status share or the deadline passes. [`launcher_detail`], pure, is the
+//! step's detail.
 
 use std::{path::Path, time::Duration};
 
 use tart::{RunningVm, Tart, VmName};
 use tokio::time::Instant;
 
+use super::table::duration;
+use crate::config::LauncherMode;
 use crate::guest_contract::{
     deliver::{Delivered, DeliveryError, deliver},
     status::launcher_reported,
 };
 use crate::pods::launcher::{
-    ANSWER_WAIT, EXEC_DEADLINE, LauncherPlan, POLL, RETRY, failed_message, missing_message,
+    ANSWER_WAIT, EXEC_DEADLINE, LauncherOutcome, LauncherPlan, POLL, RETRY, failed_message,
+    missing_message,
 };
 
 /// Wait until a launcher reports in `status` (`vm`'s status share) within `timeout`,
@@ -79,4 +83,25 @@ pub(crate) async fn await_launcher<T: Tart>(
             _ = proc.wait() => return Err("the VM stopped before a launcher reported".to_owned()),
         }
     }
+}
+
+/// The `launcher` step's detail once a launcher reported: whose it is (the delivery's answer,
+/// `None` when none was tried or none answered, as the worker counts it), under `mode`, and how
+/// long after `tart run` (`since_run`).
+pub(crate) fn launcher_detail(
+    delivered: Option<Delivered>,
+    mode: LauncherMode,
+    since_run: Duration,
+) -> String {
+    let whose = match LauncherOutcome::reported(delivered) {
+        LauncherOutcome::Delivered => {
+            "the shipped launcher, delivered through the Tart Guest Agent,"
+        }
+        _ => "the image's own launcher",
+    };
+    format!(
+        "{whose} reported {} after tart run (launcher mode {})",
+        duration(since_run),
+        mode.as_str()
+    )
 }

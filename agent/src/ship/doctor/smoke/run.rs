@@ -8,10 +8,10 @@ use tart::{DirShare, IpResolver, RunOpts, RunningVm, SetOpts, Source, Tart, VmNa
 use tokio::{sync::watch, time::Instant};
 
 use super::{
-    guest, launcher,
+    guest,
+    launcher::{self, launcher_detail},
     steps::{
-        Outcome, Report, Sequence, Step, check_command, check_exec, exec_argv, launcher_detail,
-        with_launcher_log,
+        Outcome, Report, Sequence, Step, check_command, check_exec, exec_argv, with_launcher_log,
     },
 };
 use crate::config::LauncherMode;

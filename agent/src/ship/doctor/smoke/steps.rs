@@ -1,15 +1,12 @@
 //! The self-test's steps and its decisions, pure: the fixed guest command and `exec` and what
-//! their results must be, whose launcher ran, which step comes next after a failure, the
-//! verdict and the exit code.
+//! their results must be, which step comes next after a failure, the verdict and the exit
+//! code.
 
 use std::time::Duration;
 
 use tart::{ExecOutput, VmName};
 
-use super::table::duration;
-use crate::config::LauncherMode;
-use crate::guest_contract::{deliver::Delivered, status::GuestEnd};
-use crate::pods::launcher::LauncherOutcome;
+use crate::guest_contract::status::GuestEnd;
 
 /// The line the guest's command prints, taken from its environment (so the output also proves
 /// the environment reached it).
@@ -306,27 +303,6 @@ pub(crate) fn check_command(end: &GuestEnd, stdout: &str) -> Result<String, Stri
         ));
     }
     Ok(format!("exit code {code} and the expected line"))
-}
-
-/// The `launcher` step's detail once a launcher reported: whose it is (the delivery's answer,
-/// `None` when none was tried or none answered, as the worker counts it), under `mode`, and how
-/// long after `tart run` (`since_run`).
-pub(crate) fn launcher_detail(
-    delivered: Option<Delivered>,
-    mode: LauncherMode,
-    since_run: Duration,
-) -> String {
-    let whose = match LauncherOutcome::reported(delivered) {
-        LauncherOutcome::Delivered => {
-            "the shipped launcher, delivered through the Tart Guest Agent,"
-        }
-        _ => "the image's own launcher",
-    };
-    format!(
-        "{whose} reported {} after tart run (launcher mode {})",
-        duration(since_run),
-        mode.as_str()
-    )
 }
 
 /// Longest launcher message quoted in a detail.

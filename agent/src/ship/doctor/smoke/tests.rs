@@ -2,10 +2,10 @@ use std::time::Duration;
 
 use tart::ExecOutput;
 
+use super::launcher::launcher_detail;
 use super::steps::{
     COMMAND_LINE, EXEC_LINE, EXPECTED_EXIT, NO_MARKER_EXIT, Outcome, Report, Sequence, Step,
-    Verdict, check_command, check_exec, command_argv, exec_argv, launcher_detail, vm_name,
-    with_launcher_log,
+    Verdict, check_command, check_exec, command_argv, exec_argv, vm_name, with_launcher_log,
 };
 use super::table::{duration, json_lines, render};
 use crate::config::LauncherMode;
