@@ -241,25 +241,18 @@ async fn a_guest_agent_only_image_passes_with_the_launcher_delivered() {
     mac.assert_clean(&out).await;
 }
 
-#[tokio::test]
-async fn a_guest_agent_only_image_in_baked_mode_fails_at_launcher_and_is_stopped() {
-    // `--guest-launcher baked`: the guest agent is never used, and nothing reads the shares.
-    let knobs = small_images(Knobs::new()).with_vm(
-        SMOKE_VMS,
-        VmKnob::default().guest_image(GuestImage::AgentOnly),
-    );
-    let mac = Mac::new(knobs);
-    let args = ["--smoke-timeout", "2", "--guest-launcher", "baked"];
-    let o = mac.smoke(IMAGE, &args).await;
+/// The self-test of an image whose guest is `knob`, with `args`, fails at `launcher` with
+/// `detail` (the words a Pod's container would wait with), skips `exec` and `command`, stops
+/// the running VM and leaves nothing behind.
+async fn fails_at_launcher(knob: VmKnob, args: &[&str], detail: &str) {
+    let mac = Mac::new(small_images(Knobs::new()).with_vm(SMOKE_VMS, knob));
+    let o = mac.smoke(IMAGE, args).await;
     let out = text(&o);
     assert_eq!(o.status.code(), Some(1), "{out}");
     assert!(out.contains("smoke test failed at step launcher"), "{out}");
     assert_eq!(
         cols(&out, "launcher"),
-        (
-            "failed".into(),
-            "the image's tart-kubelet launcher did not report within 2s (launcher mode baked); see docs/guest.md".into()
-        ),
+        ("failed".into(), detail.into()),
         "{out}"
     );
     for step in ["exec", "command"] {
@@ -274,60 +267,40 @@ async fn a_guest_agent_only_image_in_baked_mode_fails_at_launcher_and_is_stopped
 }
 
 #[tokio::test]
+async fn a_guest_agent_only_image_in_baked_mode_fails_at_launcher_and_is_stopped() {
+    // `--guest-launcher baked`: the guest agent is never used, and nothing reads the shares.
+    fails_at_launcher(
+        VmKnob::default().guest_image(GuestImage::AgentOnly),
+        &["--smoke-timeout", "2", "--guest-launcher", "baked"],
+        "the image's tart-kubelet launcher did not report within 2s (launcher mode baked); see docs/guest.md",
+    )
+    .await;
+}
+
+#[tokio::test]
 async fn a_vanilla_image_fails_at_launcher_with_the_missing_launcher_words() {
     // Neither the launcher nor the guest agent: every delivery finds no agent.
-    let knobs = small_images(Knobs::new()).with_vm(
-        SMOKE_VMS,
+    fails_at_launcher(
         VmKnob::default()
             .guest_image(GuestImage::Vanilla)
             .exec_unreachable_after(100),
-    );
-    let mac = Mac::new(knobs);
-    let o = mac.smoke(IMAGE, &["--smoke-timeout", "2"]).await;
-    let out = text(&o);
-    assert_eq!(o.status.code(), Some(1), "{out}");
-    assert!(out.contains("smoke test failed at step launcher"), "{out}");
-    assert_eq!(
-        cols(&out, "launcher"),
-        (
-            "failed".into(),
-            "the image has neither the tart-kubelet launcher nor the Tart Guest Agent: nothing reported within 2s; see docs/guest.md".into()
-        ),
-        "{out}"
-    );
-    assert_eq!(
-        cols(&out, "exec"),
-        ("skipped".into(), "launcher failed".into()),
-        "{out}"
-    );
-    assert!(row(&out, "stop").contains("stopped"), "{out}");
-    mac.assert_clean(&out).await;
+        &["--smoke-timeout", "2"],
+        "the image has neither the tart-kubelet launcher nor the Tart Guest Agent: nothing reported within 2s; see docs/guest.md",
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn a_failed_install_fails_at_launcher_with_the_workers_words() {
     // The guest agent answers, but `sudo -n` wants a password.
-    let knobs = small_images(Knobs::new()).with_vm(
-        SMOKE_VMS,
+    fails_at_launcher(
         VmKnob::default()
             .guest_image(GuestImage::AgentOnly)
             .with_sudo_password(),
-    );
-    let mac = Mac::new(knobs);
-    let o = mac.smoke(IMAGE, &[]).await;
-    let out = text(&o);
-    assert_eq!(o.status.code(), Some(1), "{out}");
-    assert!(out.contains("smoke test failed at step launcher"), "{out}");
-    assert_eq!(
-        cols(&out, "launcher"),
-        (
-            "failed".into(),
-            "installing the tart-kubelet launcher through the Tart Guest Agent failed with exit code 1 (does the exec user have passwordless sudo?); see docs/guest.md".into()
-        ),
-        "{out}"
-    );
-    assert!(row(&out, "stop").contains("stopped"), "{out}");
-    mac.assert_clean(&out).await;
+        &[],
+        "installing the tart-kubelet launcher through the Tart Guest Agent failed with exit code 1 (does the exec user have passwordless sudo?); see docs/guest.md",
+    )
+    .await;
 }
 
 #[tokio::test]
