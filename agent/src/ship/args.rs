@@ -143,8 +143,8 @@ pub(crate) struct DoctorArgs {
     /// "First-day self-test").
     #[arg(long, value_name = "IMAGE")]
     pub smoke: Option<String>,
-    /// With --smoke: deadline in seconds of the `exec`, and of the command's end once the guest
-    /// has an IP.
+    /// With --smoke: deadline in seconds of the wait for the guest launcher, of the `exec`, and
+    /// of the command's end.
     #[arg(long, value_name = "SECONDS", default_value_t = 600)]
     pub smoke_timeout: u64,
 }

@@ -1,16 +1,18 @@
 //! `tart-kubelet doctor --smoke IMAGE`, the first-day self-test, against fake-tart acting as
 //! the guest (the real guest launcher runs the self-test's command, docs/fake-tart.md): it
-//! passes on a good image; a failing clone, a guest without the launcher, an unreachable guest
-//! agent, a hostile status share and Ctrl-C each fail naming the step; and the VM, its guest
-//! directory and every fake-tart process are gone afterwards, whatever happened.
+//! passes on an image with the launcher baked in and on one with only the Tart Guest Agent
+//! (the launcher delivered, as for a Pod); a failing clone, a guest with no launcher to be
+//! had, a failed install, an unreachable guest agent, a hostile status share and Ctrl-C each
+//! fail naming the step; and the VM, its guest directory and every fake-tart process are gone
+//! afterwards, whatever happened.
 
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 use std::time::Duration;
 
 use tart_kubelet_tests::fake::{
-    AttackKind, FakeHome, Knobs, Rule, VmKnob, parse_json, poll_until, processes_of_home,
-    small_images,
+    AttackKind, FakeHome, GuestImage, Knobs, Rule, VmKnob, parse_json, poll_until,
+    processes_of_home, small_images,
 };
 use tokio::io::{AsyncBufReadExt, BufReader};
 
@@ -134,17 +136,25 @@ fn launcher() -> VmKnob {
     VmKnob::default().running_guest_launcher()
 }
 
+/// Every step, in order.
+const STEPS: [&str; 10] = [
+    "image", "clone", "set", "guest", "boot", "launcher", "exec", "command", "stop", "delete",
+];
+
 #[tokio::test]
 async fn a_good_image_passes_every_step_and_leaves_only_the_pulled_image() {
     let mac = Mac::new(small_images(Knobs::new()).with_vm(SMOKE_VMS, launcher()));
     let o = mac.smoke(IMAGE, &[]).await;
     let out = text(&o);
     assert_eq!(o.status.code(), Some(0), "{out}");
-    for step in [
-        "image", "clone", "set", "guest", "boot", "exec", "command", "stop", "delete",
-    ] {
+    for step in STEPS {
         assert_eq!(cols(&out, step).0, "ok", "{step}\n{out}");
     }
+    assert!(
+        row(&out, "launcher").contains("the image's own launcher reported")
+            && row(&out, "launcher").contains("(launcher mode auto)"),
+        "{out}"
+    );
     assert!(
         out.contains("STEP") && out.contains("RESULT") && out.contains("DETAIL"),
         "{out}"
@@ -189,7 +199,7 @@ async fn a_failing_clone_fails_at_clone_and_skips_to_the_cleanup() {
     assert_eq!(o.status.code(), Some(1), "{out}");
     assert!(out.contains("smoke test failed at step clone"), "{out}");
     assert!(row(&out, "clone").contains("disk unavailable"), "{out}");
-    for step in ["set", "guest", "boot", "exec", "command"] {
+    for step in ["set", "guest", "boot", "launcher", "exec", "command"] {
         assert_eq!(
             cols(&out, step),
             ("skipped".into(), "clone failed".into()),
@@ -206,23 +216,91 @@ async fn a_failing_clone_fails_at_clone_and_skips_to_the_cleanup() {
 }
 
 #[tokio::test]
-async fn a_guest_without_the_launcher_fails_at_command_and_is_stopped() {
-    // A stock image: the guest agent answers `exec`, but nothing reads the shares.
-    let knobs = small_images(Knobs::new()).with_vm(SMOKE_VMS, VmKnob::default().with_real_exec());
+async fn a_guest_agent_only_image_passes_with_the_launcher_delivered() {
+    // A stock image (Cirrus Labs' base): the guest agent answers `exec`, nothing reads the
+    // shares until the launcher is delivered, as the Pod worker delivers it.
+    let knobs = small_images(Knobs::new()).with_vm(
+        SMOKE_VMS,
+        VmKnob::default().guest_image(GuestImage::AgentOnly),
+    );
     let mac = Mac::new(knobs);
-    let o = mac.smoke(IMAGE, &["--smoke-timeout", "2"]).await;
+    let o = mac.smoke(IMAGE, &[]).await;
     let out = text(&o);
-    remove_marker(&out);
-    assert_eq!(o.status.code(), Some(1), "{out}");
-    assert!(out.contains("smoke test failed at step command"), "{out}");
-    let r = row(&out, "command");
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    for step in STEPS {
+        assert_eq!(cols(&out, step).0, "ok", "{step}\n{out}");
+    }
+    let r = row(&out, "launcher");
     assert!(
-        r.contains("did not power off within 2s (status share state: none)"),
+        r.contains("the shipped launcher, delivered through the Tart Guest Agent, reported")
+            && r.contains("after tart run (launcher mode auto)"),
         "{r}"
     );
-    assert_eq!(cols(&out, "exec").0, "ok", "{out}");
+    assert!(row(&out, "command").contains("exit code 42"), "{out}");
+    assert!(out.contains("smoke test passed"), "{out}");
+    mac.assert_clean(&out).await;
+}
+
+/// The self-test of an image whose guest is `knob`, with `args`, fails at `launcher` with
+/// `detail` (the words a Pod's container would wait with), skips `exec` and `command`, stops
+/// the running VM and leaves nothing behind.
+async fn fails_at_launcher(knob: VmKnob, args: &[&str], detail: &str) {
+    let mac = Mac::new(small_images(Knobs::new()).with_vm(SMOKE_VMS, knob));
+    let o = mac.smoke(IMAGE, args).await;
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("smoke test failed at step launcher"), "{out}");
+    assert_eq!(
+        cols(&out, "launcher"),
+        ("failed".into(), detail.into()),
+        "{out}"
+    );
+    for step in ["exec", "command"] {
+        assert_eq!(
+            cols(&out, step),
+            ("skipped".into(), "launcher failed".into()),
+            "{out}"
+        );
+    }
     assert!(row(&out, "stop").contains("stopped"), "{out}");
     mac.assert_clean(&out).await;
+}
+
+#[tokio::test]
+async fn a_guest_agent_only_image_in_baked_mode_fails_at_launcher_and_is_stopped() {
+    // `--guest-launcher baked`: the guest agent is never used, and nothing reads the shares.
+    fails_at_launcher(
+        VmKnob::default().guest_image(GuestImage::AgentOnly),
+        &["--smoke-timeout", "2", "--guest-launcher", "baked"],
+        "the image's tart-kubelet launcher did not report within 2s (launcher mode baked); see docs/guest.md",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_vanilla_image_fails_at_launcher_with_the_missing_launcher_words() {
+    // Neither the launcher nor the guest agent: every delivery finds no agent.
+    fails_at_launcher(
+        VmKnob::default()
+            .guest_image(GuestImage::Vanilla)
+            .exec_unreachable_after(100),
+        &["--smoke-timeout", "2"],
+        "the image has neither the tart-kubelet launcher nor the Tart Guest Agent: nothing reported within 2s; see docs/guest.md",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_failed_install_fails_at_launcher_with_the_workers_words() {
+    // The guest agent answers, but `sudo -n` wants a password.
+    fails_at_launcher(
+        VmKnob::default()
+            .guest_image(GuestImage::AgentOnly)
+            .with_sudo_password(),
+        &[],
+        "installing the tart-kubelet launcher through the Tart Guest Agent failed with exit code 1 (does the exec user have passwordless sudo?); see docs/guest.md",
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -271,8 +349,9 @@ async fn ctrl_c_during_exec_cleans_up_and_exits_130() {
         .with_vm(SMOKE_VMS, launcher().with_exec_delay_ms(60_000));
     let mac = Mac::new(knobs);
     mac.home.create_vm("base").unwrap();
+    // Baked mode: no delivery (whose answer would also take the minute) before the `exec`.
     let mut child = mac
-        .command("base", &[])
+        .command("base", &["--guest-launcher", "baked"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -283,7 +362,7 @@ async fn ctrl_c_during_exec_cleans_up_and_exits_130() {
         while let Some(l) = lines.next_line().await.unwrap() {
             seen.push_str(&l);
             seen.push('\n');
-            if l.starts_with("boot: ok") {
+            if l.starts_with("launcher: ok") {
                 return true;
             }
         }

@@ -24,6 +24,10 @@ pub(crate) const RETRY: Duration = Duration::from_secs(1);
 /// The longest one delivery's `tart exec` may take.
 pub(crate) const EXEC_DEADLINE: Duration = Duration::from_secs(60);
 
+/// How long a launcher that reported waits for the answer of a delivery in flight (which
+/// tells whether it is the delivered one) before it counts as the image's.
+pub(crate) const ANSWER_WAIT: Duration = Duration::from_secs(5);
+
 /// The Pod's launcher mode: its annotation, else `node`.
 ///
 /// # Errors
@@ -139,6 +143,14 @@ pub(crate) fn missing_message(
             "the image has neither the tart-kubelet launcher nor the Tart Guest Agent: nothing reported within {secs}s; see docs/guest.md"
         ),
     }
+}
+
+/// The waiting message of a start attempt whose delivery the guest agent ran but whose
+/// installer exited with `code` (its stderr is guest-written, so it is left out).
+pub(crate) fn failed_message(code: i32) -> String {
+    format!(
+        "installing the tart-kubelet launcher through the Tart Guest Agent failed with exit code {code} (does the exec user have passwordless sudo?); see docs/guest.md"
+    )
 }
 
 #[cfg(test)]

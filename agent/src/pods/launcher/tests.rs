@@ -98,3 +98,12 @@ fn the_missing_message_says_what_is_missing() {
     assert!(missing_message(auto, true, d).starts_with("the guest launcher did not report"));
     assert!(missing_message(LauncherPlan::WaitForImage, false, d).contains("launcher mode baked"));
 }
+
+#[test]
+fn the_failed_install_message_names_the_code_and_the_likely_cause() {
+    let m = failed_message(1);
+    assert!(m.contains("failed with exit code 1"), "{m}");
+    assert!(m.contains("passwordless sudo"), "{m}");
+    assert!(m.ends_with("see docs/guest.md"), "{m}");
+    assert!(failed_message(-9).contains("exit code -9"));
+}

@@ -21,7 +21,10 @@ use crate::guest_contract::{
 use crate::metrics::OutcomeLabels;
 use crate::pods::{
     events::Occurrence,
-    launcher::{self, EXEC_DEADLINE, LauncherOutcome, LauncherPlan, POLL, RETRY, missing_message},
+    launcher::{
+        self, ANSWER_WAIT, EXEC_DEADLINE, LauncherOutcome, LauncherPlan, POLL, RETRY,
+        failed_message, missing_message,
+    },
     plan::Process,
     reasons::WaitingReason,
     status::ContainerView,
@@ -29,10 +32,6 @@ use crate::pods::{
 
 /// How long a guest without a launcher gets to shut down before it is powered off.
 const STOP_GRACE: Duration = Duration::from_secs(10);
-
-/// How long a launcher that reported waits for the answer of a delivery in flight (which
-/// tells whether it is the delivered one) before it counts as the image's.
-const ANSWER_WAIT: Duration = Duration::from_secs(5);
 
 /// How the wait for a launcher ended.
 enum Wait {
@@ -176,10 +175,7 @@ impl<T: Tart> Worker<T> {
                         }
                         Err(DeliveryError::Failed { code, detail }) => {
                             warn!(code, %detail, "installing the guest launcher failed in the guest");
-                            let message = format!(
-                                "installing the tart-kubelet launcher through the Tart Guest Agent failed with exit code {code} (does the exec user have passwordless sudo?); see docs/guest.md"
-                            );
-                            return Wait::NoLauncher(LauncherOutcome::Failed, message);
+                            return Wait::NoLauncher(LauncherOutcome::Failed, failed_message(code));
                         }
                         Err(e) => {
                             debug!(error = %e, "guest launcher delivery: no answer yet");

@@ -1,13 +1,14 @@
 //! `tart-kubelet doctor --smoke IMAGE`: the first-day self-test of a Mac, with no cluster.
 //! It clones IMAGE into a VM of its own (`<vm-name-prefix>smoke-<random>`), sets it, writes
-//! the guest's shares with a fixed command, boots it as the Pod worker does, checks an `exec`
-//! and the command's output and exit code as the agent reads them, then stops and deletes the
+//! the guest's shares with a fixed command, boots it as the Pod worker does, waits for a guest
+//! launcher (delivering it as the worker does under `--guest-launcher`), checks an `exec` and
+//! the command's output and exit code as the agent reads them, then stops and deletes the
 //! VM and its guest directory — always, after a failure or Ctrl-C too. It touches nothing it
 //! did not create, except that a pulled image stays in Tart's cache.
 //!
 //! Pure: [`steps`] (the steps, the fixed command, the checks, the verdict) and [`table`] (the
 //! report). I/O: [`run`] (the steps through the tart driver) over [`guest`] (the guest
-//! contract's files). docs/operations.md, "First-day self-test", is the operator's page.
+//! contract's files) and [`launcher`] (the wait for a launcher). docs/operations.md, "First-day self-test", is the operator's page.
 
 use std::{future::Future, process::ExitCode, sync::Arc, time::Duration};
 
@@ -19,6 +20,7 @@ use crate::pods::worker::WorkerConfig;
 use crate::ship::DoctorArgs;
 
 pub(crate) mod guest;
+pub(crate) mod launcher;
 pub(crate) mod run;
 pub(crate) mod steps;
 pub(crate) mod table;
@@ -51,6 +53,7 @@ pub(crate) async fn smoke<T: Tart>(
         layout: worker.guest.layout.clone(),
         run_opts: worker.run_opts(&vm),
         ip_wait: cfg.ip_wait,
+        launcher: worker.launcher,
         guest_timeout: Duration::from_secs(args.smoke_timeout.max(1)),
         stop_grace: cfg.default_termination_grace,
         vm,

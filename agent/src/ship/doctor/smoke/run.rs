@@ -9,12 +9,15 @@ use tokio::{sync::watch, time::Instant};
 
 use super::{
     guest,
+    launcher::{self, launcher_detail},
     steps::{
         Outcome, Report, Sequence, Step, check_command, check_exec, exec_argv, with_launcher_log,
     },
 };
+use crate::config::LauncherMode;
 use crate::guest_contract::layout::GuestLayout;
 use crate::images::reference::ImageRef;
+use crate::pods::launcher::plan;
 
 /// What one self-test works with.
 #[derive(Debug, Clone)]
@@ -31,7 +34,9 @@ pub(crate) struct Settings {
     pub run_opts: RunOpts,
     /// Deadline of `tart ip --wait` (`--ip-wait`).
     pub ip_wait: Duration,
-    /// Deadline of the `exec`, and of the command's end once the guest has an IP.
+    /// Where the guest launcher comes from (`--guest-launcher`).
+    pub launcher: LauncherMode,
+    /// Deadline of the wait for a launcher, of the `exec`, and of the command's end.
     pub guest_timeout: Duration,
     /// How long `tart stop` lets the guest shut down before killing it.
     pub stop_grace: Duration,
@@ -62,6 +67,8 @@ struct Smoke<T: Tart> {
     guest_made: bool,
     shares: Vec<DirShare>,
     proc: Option<T::Vm>,
+    /// When `tart run` started the VM.
+    run_at: Option<Instant>,
     /// An earlier step failed: the VM's `tart run` log stays for the operator to read.
     keep_log: bool,
 }
@@ -82,6 +89,7 @@ pub(crate) async fn run<T: Tart>(
         guest_made: false,
         shares: vec![],
         proc: None,
+        run_at: None,
         keep_log: false,
     };
     let mut reports = Vec::with_capacity(Step::ALL.len());
@@ -121,6 +129,7 @@ impl<T: Tart> Smoke<T> {
             Step::Set => self.set().await,
             Step::Guest => self.guest().await,
             Step::Boot => self.boot().await,
+            Step::Launcher => self.launcher().await,
             Step::Exec => self.exec().await,
             Step::Command => self.command().await,
             Step::Stop => self.stop().await,
@@ -222,11 +231,13 @@ impl<T: Tart> Smoke<T> {
         if let Some(parent) = opts.log_path.parent() {
             let _ = tokio::fs::create_dir_all(parent).await;
         }
+        let run_at = Instant::now();
         let proc = tart
             .run(&vm, &opts)
             .await
             .map_err(|e| format!("tart run: {e}"))?;
         self.proc = Some(proc);
+        self.run_at = Some(run_at);
         if self.interrupted() {
             return Err(Failure::Interrupted);
         }
@@ -234,6 +245,26 @@ impl<T: Tart> Smoke<T> {
             .call("ip", tart.ip(&vm, self.s.ip_wait, IpResolver::Dhcp))
             .await?;
         Ok(format!("running, IP {ip}"))
+    }
+
+    /// What the Pod worker does for a Pod with a command under the node's launcher mode:
+    /// deliver the shipped launcher as planned and wait until a launcher reports.
+    async fn launcher(&mut self) -> StepResult {
+        let (Some(proc), Some(run_at)) = (&self.proc, self.run_at) else {
+            return Err("no running VM".to_owned().into());
+        };
+        let mode = self.s.launcher;
+        let status = self.s.layout.status(&self.s.vm);
+        let wait = launcher::await_launcher(
+            &*self.tart,
+            &self.s.vm,
+            proc,
+            &status,
+            plan(mode, true),
+            self.s.guest_timeout,
+        );
+        let delivered = self.cancellable(wait).await??;
+        Ok(launcher_detail(delivered, mode, run_at.elapsed()))
     }
 
     async fn exec(&mut self) -> StepResult {

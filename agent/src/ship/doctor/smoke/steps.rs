@@ -1,5 +1,6 @@
 //! The self-test's steps and its decisions, pure: the fixed guest command and `exec` and what
-//! their results must be, which step comes next after a failure, the verdict and the exit code.
+//! their results must be, which step comes next after a failure, the verdict and the exit
+//! code.
 
 use std::time::Duration;
 
@@ -37,6 +38,9 @@ pub(crate) enum Step {
     Guest,
     /// `tart run` with the shares, then `tart ip`.
     Boot,
+    /// A guest launcher reports, delivered through the Tart Guest Agent as the launcher mode
+    /// says, as the Pod worker waits for one before a container runs.
+    Launcher,
     /// `tart exec` of a fixed command in the running guest.
     Exec,
     /// The command's end read from the status share: exit code and output.
@@ -49,12 +53,13 @@ pub(crate) enum Step {
 
 impl Step {
     /// Every step, in order.
-    pub(crate) const ALL: [Step; 9] = [
+    pub(crate) const ALL: [Step; 10] = [
         Step::Image,
         Step::Clone,
         Step::Set,
         Step::Guest,
         Step::Boot,
+        Step::Launcher,
         Step::Exec,
         Step::Command,
         Step::Stop,
@@ -69,6 +74,7 @@ impl Step {
             Step::Set => "set",
             Step::Guest => "guest",
             Step::Boot => "boot",
+            Step::Launcher => "launcher",
             Step::Exec => "exec",
             Step::Command => "command",
             Step::Stop => "stop",

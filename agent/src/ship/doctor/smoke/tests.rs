@@ -2,11 +2,14 @@ use std::time::Duration;
 
 use tart::ExecOutput;
 
+use super::launcher::launcher_detail;
 use super::steps::{
     COMMAND_LINE, EXEC_LINE, EXPECTED_EXIT, NO_MARKER_EXIT, Outcome, Report, Sequence, Step,
     Verdict, check_command, check_exec, command_argv, exec_argv, vm_name, with_launcher_log,
 };
 use super::table::{duration, json_lines, render};
+use crate::config::LauncherMode;
+use crate::guest_contract::deliver::Delivered;
 use crate::guest_contract::status::GuestEnd;
 
 fn report(step: Step, outcome: Outcome, ms: u64, detail: &str) -> Report {
@@ -84,7 +87,16 @@ fn verdict_names_the_first_step_that_did_not_pass() {
 fn only_stop_and_delete_are_the_cleanup_and_they_come_last() {
     let cleanup: Vec<Step> = Step::ALL.into_iter().filter(|s| s.is_cleanup()).collect();
     assert_eq!(cleanup, [Step::Stop, Step::Delete]);
-    assert_eq!(&Step::ALL[7..], &[Step::Stop, Step::Delete]);
+    assert_eq!(&Step::ALL[8..], &[Step::Stop, Step::Delete]);
+    let names: Vec<&str> = Step::ALL.iter().map(|s| s.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "image", "clone", "set", "guest", "boot", "launcher", "exec", "command", "stop",
+            "delete"
+        ],
+        "the launcher is waited for after boot, before exec and the command"
+    );
 }
 
 /// The steps that run, and each skipped step's detail, when `bad` ends with `outcome` (and
@@ -130,6 +142,7 @@ fn after_a_failure_the_rest_is_skipped_and_the_cleanup_still_runs() {
                 "set skipped: clone failed",
                 "guest skipped: clone failed",
                 "boot skipped: clone failed",
+                "launcher skipped: clone failed",
                 "exec skipped: clone failed",
                 "command skipped: clone failed",
                 "stop ok",
@@ -145,6 +158,7 @@ fn after_a_failure_the_rest_is_skipped_and_the_cleanup_still_runs() {
                 "set ok",
                 "guest ok",
                 "boot ok",
+                "launcher ok",
                 "exec interrupted",
                 "command skipped: interrupted",
                 "stop ok",
@@ -161,9 +175,28 @@ fn after_a_failure_the_rest_is_skipped_and_the_cleanup_still_runs() {
                 "set ok",
                 "guest ok",
                 "boot ok",
+                "launcher ok",
                 "exec ok",
                 "command failed",
                 "stop failed",
+                "delete ok",
+            ],
+        ),
+        (
+            // No launcher: nothing in the guest runs the command, so neither exec nor
+            // command is tried, and the running VM is stopped.
+            Some((Step::Launcher, Outcome::Failed)),
+            None,
+            &[
+                "image ok",
+                "clone ok",
+                "set ok",
+                "guest ok",
+                "boot ok",
+                "launcher failed",
+                "exec skipped: launcher failed",
+                "command skipped: launcher failed",
+                "stop ok",
                 "delete ok",
             ],
         ),
@@ -323,4 +356,38 @@ fn a_failure_quotes_the_launchers_last_message_printable_and_bounded() {
         with_launcher_log("x".into(), &long).len(),
         "x; launcher.log: ".len() + 200
     );
+}
+
+#[test]
+fn the_launcher_detail_says_whose_launcher_reported_and_when() {
+    let d = Duration::from_millis(4200);
+    let cases = [
+        (
+            Some(Delivered::Installed),
+            LauncherMode::Auto,
+            "the shipped launcher, delivered through the Tart Guest Agent, reported 4.2s after tart run (launcher mode auto)",
+        ),
+        (
+            Some(Delivered::ImageHasOne),
+            LauncherMode::Auto,
+            "the image's own launcher reported 4.2s after tart run (launcher mode auto)",
+        ),
+        (
+            None,
+            LauncherMode::Baked,
+            "the image's own launcher reported 4.2s after tart run (launcher mode baked)",
+        ),
+        (
+            Some(Delivered::Installed),
+            LauncherMode::Deliver,
+            "the shipped launcher, delivered through the Tart Guest Agent, reported 4.2s after tart run (launcher mode deliver)",
+        ),
+    ];
+    for (delivered, mode, want) in cases {
+        assert_eq!(
+            launcher_detail(delivered, mode, d),
+            want,
+            "{delivered:?} {mode:?}"
+        );
+    }
 }
