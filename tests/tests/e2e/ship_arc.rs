@@ -238,8 +238,9 @@ async fn the_runner_pod_arc_creates_from_the_values_runs_the_entry_to_success() 
     std::fs::set_permissions(&run_sh, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
 
     let mut spec = values["template"]["spec"].clone();
-    // The test's node stands in for the scheduler's choice among the Macs.
-    spec["nodeName"] = env.node.clone().into();
+    // The scheduler places it, through the values' selector, toleration and VM-slot request;
+    // other tests' Macs share this control plane, so the selector also names this test's one.
+    spec["nodeSelector"]["kubernetes.io/hostname"] = env.node.clone().into();
     let c = &mut spec["containers"][0];
     // fake-tart's guest is this Linux host: the packaged entry runs from the repository, the
     // image is one fake-tart serves, and there is no `admin` user (UID 501) to switch to.
