@@ -116,12 +116,26 @@ pub(crate) async fn spawn(l: Launch<'_>) -> Result<VmProcess> {
 
 /// Make the child a session (and process group) leader so it survives the agent and launchd's
 /// process-group kill (docs/reference/host-and-conventions.md §1.3) and can be killed as a group.
+/// The signals of the stop sequence start at their default action in the child, whatever the
+/// agent inherited: a process started in the background or under `nohup` inherits SIGINT or
+/// SIGHUP ignored, and a program that does not set its own handler would keep ignoring them.
 #[allow(unsafe_code)]
 fn detach(cmd: &mut Command) {
-    // SAFETY: the closure runs in the forked child before exec and only calls setsid(2), which
-    // is async-signal-safe; it allocates nothing and touches no locks.
+    // SAFETY: the closure runs in the forked child before exec and only calls setsid(2) and
+    // sigaction(2) (through `signal`), which are async-signal-safe; it allocates nothing and
+    // touches no locks.
     unsafe {
         cmd.pre_exec(|| {
+            use nix::sys::signal::{SigHandler, Signal, signal};
+            for s in [
+                Signal::SIGINT,
+                Signal::SIGUSR2,
+                Signal::SIGTERM,
+                Signal::SIGHUP,
+                Signal::SIGQUIT,
+            ] {
+                signal(s, SigHandler::SigDfl).map_err(std::io::Error::from)?;
+            }
             nix::unistd::setsid()
                 .map(drop)
                 .map_err(std::io::Error::from)

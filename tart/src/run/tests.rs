@@ -159,17 +159,27 @@ async fn futures_like_join(a: VmProcess, b: VmProcess) -> (ExitInfo, ExitInfo) {
     (ta.await.unwrap(), tb.await.unwrap())
 }
 
-const GUEST_OBEYS_USR2: &str = "trap 'echo \"guest has stopped the virtual machine\"; exit 0' USR2; while :; do sleep 0.05; done";
-const OBEYS_INT_ONLY: &str =
-    "trap '' USR2; trap 'echo \"Stopping VM...\"; exit 0' INT; while :; do sleep 0.05; done";
-const IGNORES_ALL: &str = "trap '' USR2 INT; while :; do sleep 0.05; done";
+// Each stand-in says `traps-set` once its traps are in place: a signal sent before that would
+// meet `sh`'s default action instead (see `start_trapping`). They idle in the `wait` builtin,
+// which a trapped signal interrupts at once (POSIX), so handling a signal needs no new process
+// however loaded the machine is; a handler that exits ends its `sleep` first.
+const GUEST_OBEYS_USR2: &str = "trap 'echo \"guest has stopped the virtual machine\"; kill $! 2>/dev/null; exit 0' USR2; echo traps-set; while :; do sleep 60 & wait $!; done";
+const OBEYS_INT_ONLY: &str = "trap '' USR2; trap 'echo \"Stopping VM...\"; kill $! 2>/dev/null; exit 0' INT; echo traps-set; while :; do sleep 60 & wait $!; done";
+const IGNORES_ALL: &str = "trap '' USR2 INT; echo traps-set; while :; do sleep 60 & wait $!; done";
+
+/// `start`, then wait until the stand-in has set its traps (it logs `traps-set`), so the stop
+/// sequence meets the stand-in's signal handling however slowly the machine runs it.
+async fn start_trapping(script: &str, dir: &Path) -> VmProcess {
+    let o = opts(dir, 100);
+    let vm = start(script, &o).await.unwrap();
+    poll_log(&o.log_path, "traps-set").await;
+    vm
+}
 
 #[tokio::test]
 async fn stop_ends_with_guest_shutdown_when_the_guest_obeys() {
     let dir = tempfile::tempdir().unwrap();
-    let vm = start(GUEST_OBEYS_USR2, &opts(dir.path(), 100))
-        .await
-        .unwrap();
+    let vm = start_trapping(GUEST_OBEYS_USR2, dir.path()).await;
     let out = stop_sequence(&vm, Duration::from_secs(8), |_| async {
         panic!("tart stop must not run")
     })
@@ -182,7 +192,7 @@ async fn stop_ends_with_guest_shutdown_when_the_guest_obeys() {
 #[tokio::test]
 async fn stop_falls_back_to_tart_stop() {
     let dir = tempfile::tempdir().unwrap();
-    let vm = start(OBEYS_INT_ONLY, &opts(dir.path(), 100)).await.unwrap();
+    let vm = start_trapping(OBEYS_INT_ONLY, dir.path()).await;
     let pid = vm.pid();
     let t0 = tokio::time::Instant::now();
     let out = stop_sequence(&vm, Duration::from_millis(800), |timeout| async move {
@@ -202,7 +212,7 @@ async fn stop_falls_back_to_tart_stop() {
 #[tokio::test]
 async fn stop_signals_a_starting_vm_itself_when_tart_stop_sees_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let vm = start(OBEYS_INT_ONLY, &opts(dir.path(), 100)).await.unwrap();
+    let vm = start_trapping(OBEYS_INT_ONLY, dir.path()).await;
     let out = stop_sequence(&vm, Duration::from_millis(400), |_| async {
         Err(not_running())
     })
@@ -214,7 +224,7 @@ async fn stop_signals_a_starting_vm_itself_when_tart_stop_sees_nothing() {
 #[tokio::test]
 async fn stop_kills_a_vm_that_ignores_everything() {
     let dir = tempfile::tempdir().unwrap();
-    let vm = start(IGNORES_ALL, &opts(dir.path(), 100)).await.unwrap();
+    let vm = start_trapping(IGNORES_ALL, dir.path()).await;
     let out = stop_sequence(&vm, Duration::from_millis(400), |_| async {
         Err(not_running())
     })
