@@ -1,8 +1,9 @@
 //! Where a Pod's guest launcher comes from (docs/guest.md, "Which image do I need"): the
 //! Node's mode (`--guest-launcher`), overridden by the Pod's annotation
 //! [`ANNOTATION`], decides whether the worker delivers the shipped launcher through the Tart
-//! Guest Agent after `tart run`, and how long it waits for the launcher to report. Pure; the
-//! worker does the waiting and `guest_contract::deliver` the delivery.
+//! Guest Agent after `tart run`, and how long it waits for the launcher to report. The decisions
+//! are pure; `wait.rs` is the one wait both the worker and `doctor --smoke` use, and
+//! `guest_contract::deliver` does the delivery.
 
 use std::time::Duration;
 
@@ -155,3 +156,4 @@ pub(crate) fn failed_message(code: i32) -> String {
 
 #[cfg(test)]
 mod tests;
+pub(crate) mod wait;

@@ -7,23 +7,18 @@
 //! event, and the next attempt comes after the usual backoff. The Pod is never `Running`
 //! before a launcher reported, so it never shows a job that is not there.
 
-use std::{future::Future, pin::Pin, sync::Arc, time::Duration};
+use std::{sync::Arc, time::Duration};
 
 use tart::{ExitInfo, RunningVm, Tart};
-use tokio::time::Instant;
-use tracing::{debug, info, warn};
+use tracing::{info, warn};
 
 use super::{Worker, WorkerInput, teardown};
-use crate::guest_contract::{
-    deliver::{Delivered, DeliveryError, Install, deliver},
-    status::launcher_reported,
-};
 use crate::metrics::OutcomeLabels;
 use crate::pods::{
     events::Occurrence,
     launcher::{
-        self, ANSWER_WAIT, EXEC_DEADLINE, LauncherOutcome, LauncherPlan, POLL, RETRY,
-        failed_message, missing_message,
+        self, LauncherOutcome, LauncherPlan,
+        wait::{Waited, wait_for_launcher},
     },
     plan::Process,
     reasons::WaitingReason,
@@ -44,8 +39,6 @@ enum Wait {
     /// The Pod is being deleted.
     Teardown,
 }
-
-type Attempt = Pin<Box<dyn Future<Output = Result<Delivered, DeliveryError>> + Send>>;
 
 impl<T: Tart> Worker<T> {
     /// What this run does about its launcher: nothing for a run adopted after an agent
@@ -129,7 +122,8 @@ impl<T: Tart> Worker<T> {
             .inc();
     }
 
-    /// Poll the status share until a launcher reports, delivering one meanwhile as planned.
+    /// Poll the status share until a launcher reports, delivering one meanwhile as planned
+    /// (`launcher::wait`), unless the VM ends or the Pod is deleted first.
     async fn wait_for_launcher(
         &mut self,
         plan: LauncherPlan,
@@ -137,68 +131,19 @@ impl<T: Tart> Worker<T> {
         timeout: Duration,
     ) -> Wait {
         let status = self.ctx.cfg.guest.layout.status(&self.state.vm);
-        let deadline = Instant::now() + timeout;
         let (tart, vm) = (self.ctx.tart.clone(), self.state.vm.clone());
-        let start = move |install: Install| -> Attempt {
-            let (tart, vm) = (tart.clone(), vm.clone());
-            let left = deadline.saturating_duration_since(Instant::now());
-            Box::pin(async move { deliver(&*tart, &vm, install, EXEC_DEADLINE.min(left)).await })
-        };
-        let install = match plan {
-            LauncherPlan::Deliver(i) => Some(i),
-            LauncherPlan::None | LauncherPlan::WaitForImage => None,
-        };
-        let mut attempt = install.map(&start);
-        let mut next_try = None;
-        let mut delivered = None;
-        let mut agent_answered = false;
-        let mut poll = tokio::time::interval(POLL);
-        loop {
-            if launcher_reported(&status) {
-                // A delivered launcher can report before its installer's answer is back:
-                // the answer says whose launcher this is.
-                if let Some(a) = attempt.take()
-                    && let Ok(Ok(d)) = tokio::time::timeout(ANSWER_WAIT, a).await
-                {
-                    delivered = Some(d);
-                }
-                return Wait::Reported(LauncherOutcome::reported(delivered));
-            }
+        let input = &mut self.input;
+        let stop = async {
             tokio::select! {
-                r = async { attempt.as_mut().expect("guarded").await }, if attempt.is_some() => {
-                    attempt = None;
-                    match r {
-                        Ok(d) => {
-                            agent_answered = true;
-                            delivered = Some(d);
-                            debug!(?d, "guest launcher delivery answered");
-                        }
-                        Err(DeliveryError::Failed { code, detail }) => {
-                            warn!(code, %detail, "installing the guest launcher failed in the guest");
-                            return Wait::NoLauncher(LauncherOutcome::Failed, failed_message(code));
-                        }
-                        Err(e) => {
-                            debug!(error = %e, "guest launcher delivery: no answer yet");
-                            next_try = Some(Instant::now() + RETRY);
-                        }
-                    }
-                }
-                _ = poll.tick() => {
-                    if let (Some(i), Some(t)) = (install, next_try)
-                        && attempt.is_none()
-                        && Instant::now() >= t
-                    {
-                        next_try = None;
-                        attempt = Some(start(i));
-                    }
-                }
-                () = tokio::time::sleep_until(deadline) => {
-                    let message = missing_message(plan, agent_answered, timeout);
-                    return Wait::NoLauncher(LauncherOutcome::Missing, message);
-                }
-                info = proc.wait() => return Wait::Exited(info),
-                () = teardown(&mut self.input) => return Wait::Teardown,
+                info = proc.wait() => Wait::Exited(info),
+                () = teardown(input) => Wait::Teardown,
             }
+        };
+        match wait_for_launcher(&*tart, &vm, &status, plan, timeout, stop).await {
+            Waited::Reported(delivered) => Wait::Reported(LauncherOutcome::reported(delivered)),
+            Waited::Failed(message) => Wait::NoLauncher(LauncherOutcome::Failed, message),
+            Waited::Missing(message) => Wait::NoLauncher(LauncherOutcome::Missing, message),
+            Waited::Stopped(end) => end,
         }
     }
 

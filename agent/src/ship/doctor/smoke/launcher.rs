@@ -1,29 +1,22 @@
-//! The self-test's wait for a guest launcher: what the Pod worker does for a Pod with a command
-//! between the guest's IP and the container running (`pods/worker/launcher.rs`), with the same
-//! pure decisions (`pods::launcher`): deliver the shipped launcher through the Tart Guest Agent
-//! as the plan says, again after [`RETRY`] while no guest agent answers, until a launcher
-//! reports in the status share or the deadline passes. [`launcher_detail`], pure, is the
-//! step's detail.
+//! The self-test's wait for a guest launcher: the Pod worker's own wait
+//! (`pods::launcher::wait`), ended early when the VM stops, with its outcome as
+//! the step's result. [`launcher_detail`], pure, is the step's detail.
 
 use std::{path::Path, time::Duration};
 
 use tart::{RunningVm, Tart, VmName};
-use tokio::time::Instant;
 
 use super::table::duration;
 use crate::config::LauncherMode;
-use crate::guest_contract::{
-    deliver::{Delivered, DeliveryError, deliver},
-    status::launcher_reported,
-};
+use crate::guest_contract::deliver::Delivered;
 use crate::pods::launcher::{
-    ANSWER_WAIT, EXEC_DEADLINE, LauncherOutcome, LauncherPlan, POLL, RETRY, failed_message,
-    missing_message,
+    LauncherOutcome, LauncherPlan,
+    wait::{Waited, wait_for_launcher},
 };
 
 /// Wait until a launcher reports in `status` (`vm`'s status share) within `timeout`,
-/// delivering one as `plan` says. Returns the delivery's answer (`None`: none was tried, or it
-/// had not answered when the launcher reported).
+/// delivering one as `plan` says (`pods::launcher::wait`). Returns the delivery's
+/// answer (`None`: none was tried, or it had not answered when the launcher reported).
 ///
 /// # Errors
 /// The worker's `GuestLauncherMissing` or `GuestLauncherFailed` message, or that the VM
@@ -36,52 +29,10 @@ pub(crate) async fn await_launcher<T: Tart>(
     plan: LauncherPlan,
     timeout: Duration,
 ) -> Result<Option<Delivered>, String> {
-    let deadline = Instant::now() + timeout;
-    let install = match plan {
-        LauncherPlan::Deliver(i) => Some(i),
-        LauncherPlan::None | LauncherPlan::WaitForImage => None,
-    };
-    let start = |i| {
-        let left = deadline.saturating_duration_since(Instant::now());
-        Box::pin(deliver(tart, vm, i, EXEC_DEADLINE.min(left)))
-    };
-    let mut attempt = install.map(start);
-    let (mut next_try, mut delivered, mut agent_answered) = (None, None, false);
-    let mut poll = tokio::time::interval(POLL);
-    loop {
-        if launcher_reported(status) {
-            // A delivered launcher can report before its installer's answer is back: the
-            // answer says whose launcher this is.
-            if let Some(a) = attempt.take()
-                && let Ok(Ok(d)) = tokio::time::timeout(ANSWER_WAIT, a).await
-            {
-                delivered = Some(d);
-            }
-            return Ok(delivered);
-        }
-        tokio::select! {
-            r = async { attempt.as_mut().expect("guarded").await }, if attempt.is_some() => {
-                attempt = None;
-                match r {
-                    Ok(d) => (agent_answered, delivered) = (true, Some(d)),
-                    Err(DeliveryError::Failed { code, .. }) => return Err(failed_message(code)),
-                    Err(_) => next_try = Some(Instant::now() + RETRY),
-                }
-            }
-            _ = poll.tick() => {
-                if let (Some(i), Some(t)) = (install, next_try)
-                    && attempt.is_none()
-                    && Instant::now() >= t
-                {
-                    next_try = None;
-                    attempt = Some(start(i));
-                }
-            }
-            () = tokio::time::sleep_until(deadline) => {
-                return Err(missing_message(plan, agent_answered, timeout));
-            }
-            _ = proc.wait() => return Err("the VM stopped before a launcher reported".to_owned()),
-        }
+    match wait_for_launcher(tart, vm, status, plan, timeout, proc.wait()).await {
+        Waited::Reported(delivered) => Ok(delivered),
+        Waited::Failed(message) | Waited::Missing(message) => Err(message),
+        Waited::Stopped(_) => Err("the VM stopped before a launcher reported".to_owned()),
     }
 }
 
