@@ -64,89 +64,95 @@ struct Seen {
     head: String,
 }
 
+/// The server side of one test connection.
+type Tls = tokio_rustls::server::TlsStream<tokio::net::TcpStream>;
+
 /// An HTTPS server on loopback with `serving.crt` that asks for (and accepts no) client
-/// certificate from either test CA, answers `/version` and closes each connection, so every
-/// request is a new handshake. `answer: false` reads the request and never answers.
-async fn server(answer: bool) -> (u16, mpsc::UnboundedReceiver<Seen>) {
+/// certificate from either test CA and runs `serve` on each connection, with the certificate
+/// its handshake presented and the channel its requests are reported on.
+async fn listen<F, Fut>(serve: F) -> (u16, mpsc::UnboundedReceiver<Seen>)
+where
+    F: Fn(Tls, Option<CertificateDer<'static>>, mpsc::UnboundedSender<Seen>) -> Fut
+        + Send
+        + Sync
+        + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
     let acceptor = acceptor();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let (tx, rx) = mpsc::unbounded_channel();
+    let serve = Arc::new(serve);
     tokio::spawn(async move {
         while let Ok((tcp, _)) = listener.accept().await {
-            let (acceptor, tx) = (acceptor.clone(), tx.clone());
+            let (acceptor, tx, serve) = (acceptor.clone(), tx.clone(), serve.clone());
             tokio::spawn(async move {
-                let Some((mut tls, client_cert)) = accept(&acceptor, tcp).await else {
-                    return;
-                };
-                let mut head = Vec::new();
-                let mut buf = [0u8; 1024];
-                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match tls.read(&mut buf).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => head.extend_from_slice(&buf[..n]),
-                    }
+                if let Some((tls, client_cert)) = accept(&acceptor, tcp).await {
+                    serve(tls, client_cert, tx).await;
                 }
-                let head = String::from_utf8_lossy(&head).into_owned();
-                let _ = tx.send(Seen { client_cert, head });
-                if !answer {
-                    std::future::pending::<()>().await;
-                }
-                let response = format!(
-                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\
-                     connection: close\r\n\r\n{VERSION}",
-                    VERSION.len()
-                );
-                let _ = tls.write_all(response.as_bytes()).await;
-                let _ = tls.shutdown().await;
             });
         }
     });
     (port, rx)
 }
 
-/// Like [`server`], but each connection stays open for further requests (HTTP/1.1
-/// keep-alive, as an API server's); each request is reported with its connection's
-/// certificate.
-async fn keep_alive_server() -> (u16, mpsc::UnboundedReceiver<Seen>) {
-    let acceptor = acceptor();
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let (tx, rx) = mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        while let Ok((tcp, _)) = listener.accept().await {
-            let (acceptor, tx) = (acceptor.clone(), tx.clone());
-            tokio::spawn(async move {
-                let Some((mut tls, client_cert)) = accept(&acceptor, tcp).await else {
-                    return;
-                };
-                let mut pending = Vec::new();
-                let mut buf = [0u8; 1024];
-                loop {
-                    while let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
-                        let head: Vec<u8> = pending.drain(..end + 4).collect();
-                        let head = String::from_utf8_lossy(&head).into_owned();
-                        let _ = tx.send(Seen {
-                            client_cert: client_cert.clone(),
-                            head,
-                        });
-                        let response = format!(
-                            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{VERSION}",
-                            VERSION.len()
-                        );
-                        if tls.write_all(response.as_bytes()).await.is_err() {
-                            return;
-                        }
-                    }
-                    match tls.read(&mut buf).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => pending.extend_from_slice(&buf[..n]),
-                    }
-                }
-            });
+/// [`listen`] answering `/version` and closing each connection, so every request is a new
+/// handshake. `answer: false` reads the request and never answers.
+async fn server(answer: bool) -> (u16, mpsc::UnboundedReceiver<Seen>) {
+    listen(move |mut tls, client_cert, tx| async move {
+        let mut head = Vec::new();
+        let mut buf = [0u8; 1024];
+        while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+            match tls.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => head.extend_from_slice(&buf[..n]),
+            }
         }
-    });
-    (port, rx)
+        let head = String::from_utf8_lossy(&head).into_owned();
+        let _ = tx.send(Seen { client_cert, head });
+        if !answer {
+            std::future::pending::<()>().await;
+        }
+        let response = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\
+             connection: close\r\n\r\n{VERSION}",
+            VERSION.len()
+        );
+        let _ = tls.write_all(response.as_bytes()).await;
+        let _ = tls.shutdown().await;
+    })
+    .await
+}
+
+/// [`listen`] keeping each connection open for further requests (HTTP/1.1 keep-alive, as an
+/// API server's); each request is reported with its connection's certificate.
+async fn keep_alive_server() -> (u16, mpsc::UnboundedReceiver<Seen>) {
+    listen(|mut tls, client_cert, tx| async move {
+        let mut pending = Vec::new();
+        let mut buf = [0u8; 1024];
+        loop {
+            while let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+                let head: Vec<u8> = pending.drain(..end + 4).collect();
+                let head = String::from_utf8_lossy(&head).into_owned();
+                let _ = tx.send(Seen {
+                    client_cert: client_cert.clone(),
+                    head,
+                });
+                let response = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{VERSION}",
+                    VERSION.len()
+                );
+                if tls.write_all(response.as_bytes()).await.is_err() {
+                    return;
+                }
+            }
+            match tls.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => pending.extend_from_slice(&buf[..n]),
+            }
+        }
+    })
+    .await
 }
 
 /// The TLS side of `tcp`, with the client certificate presented in the handshake.
