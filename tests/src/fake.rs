@@ -20,13 +20,15 @@ use tempfile::TempDir;
 pub mod bandwidth;
 mod guest;
 pub mod knobs;
+mod network;
 
 pub use guest::GuestImage;
 
 pub use knobs::{
-    Action, AttackKind, Auth, DEFAULT_BOOT_MS, DEFAULT_CLONE_MS, DEFAULT_PULL_MB_PER_S,
-    DEFAULT_SHUTDOWN_MS, DEFAULT_VERSION, EndpointState, FailAction, GuestAttack, GuestVitals,
-    ImageKnob, Knobs, Rule, VmKnob, glob_match,
+    Action, AttackKind, Auth, BridgeInterface, DEFAULT_BOOT_MS, DEFAULT_CLONE_MS,
+    DEFAULT_PULL_MB_PER_S, DEFAULT_SHUTDOWN_MS, DEFAULT_VERSION, EndpointState, FailAction,
+    GuestAttack, GuestVitals, ImageKnob, Knobs, Rule, SoftnetSetup, VmKnob,
+    default_bridge_interfaces, glob_match,
 };
 
 /// Whether a local VM name is one of the agent's golden base VMs (`<prefix>golden-<hex>`), which

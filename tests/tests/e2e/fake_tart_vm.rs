@@ -11,7 +11,7 @@ use tokio::process::Child;
 
 const FT: &str = env!("CARGO_BIN_EXE_fake-tart");
 
-fn home_with(names: &[&str]) -> FakeHome {
+pub(crate) fn home_with(names: &[&str]) -> FakeHome {
     let h = FakeHome::new().expect("temp home");
     for n in names {
         h.create_vm(n).unwrap();
@@ -20,7 +20,7 @@ fn home_with(names: &[&str]) -> FakeHome {
 }
 
 /// Starts `tart run <name> <extra>` and waits until it holds the VM's lock.
-async fn start(h: &FakeHome, name: &str, extra: &[&str]) -> Child {
+pub(crate) async fn start(h: &FakeHome, name: &str, extra: &[&str]) -> Child {
     let child = h
         .command(FT)
         .arg("run")
@@ -38,14 +38,14 @@ async fn start(h: &FakeHome, name: &str, extra: &[&str]) -> Child {
     child
 }
 
-async fn finish(child: Child) -> Output {
+pub(crate) async fn finish(child: Child) -> Output {
     tokio::time::timeout(Duration::from_secs(15), child.wait_with_output())
         .await
         .expect("run did not exit")
         .unwrap()
 }
 
-fn signal(child: &Child, sig: Signal) {
+pub(crate) fn signal(child: &Child, sig: Signal) {
     kill(Pid::from_raw(child.id().unwrap() as i32), sig).unwrap();
 }
 

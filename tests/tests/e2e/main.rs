@@ -20,6 +20,7 @@ mod fake_tart_commands;
 mod fake_tart_dir;
 mod fake_tart_guest;
 mod fake_tart_knobs;
+mod fake_tart_net;
 mod fake_tart_prune;
 mod fake_tart_pull;
 mod fake_tart_registry;

@@ -1,6 +1,7 @@
 //! What the fake guest answers: `ip` (docs/reference/tart-cli.md §2.11: a stable IP from the MAC
-//! once the boot delay after `run` has passed — the loopback one under `loopback_ips` —, the `no IP
-//! address found` variants, `--wait`) and `exec` (docs/reference/tart-cli.md §2.10: the guest
+//! once the boot delay after `run` has passed, when the resolver can see the guest on the network
+//! its `run` asked for (`net.rs`) — the loopback one under `loopback_ips` —, the `no IP address
+//! found` variants, `--wait`) and `exec` (docs/reference/tart-cli.md §2.10: the guest
 //! agent's availability and speed, then a real process (`guest_exec`) or a few builtins with their
 //! exit codes).
 
@@ -17,18 +18,19 @@ use crate::error::Failure;
 use crate::home::{self, VmConfig};
 use crate::info::vm_state;
 use crate::locks;
-use crate::vm::booted;
+use crate::net::{self, Found, Resolver};
+use crate::vm::{booted, running_net};
 
 pub(crate) async fn ip(ctx: &Ctx, p: &Parsed) -> Result<(), Failure> {
     let name = &p.positionals[0];
     let wait: u16 = p.num("ip", "wait")?.unwrap_or(0);
-    let resolver = p.opt("resolver").unwrap_or("dhcp");
-    if !["dhcp", "arp", "agent"].contains(&resolver) {
+    let given = p.opt("resolver").unwrap_or("dhcp");
+    let Some(resolver) = Resolver::parse(given) else {
         return Err(Failure::usage(
             "ip",
-            format!("'{resolver}' is not a valid <resolver>"),
+            format!("'{given}' is not a valid <resolver>"),
         ));
-    }
+    };
     if !ctx.home.vm_exists(name) {
         return Err(Failure::not_found(name));
     }
@@ -40,20 +42,30 @@ pub(crate) async fn ip(ctx: &Ctx, p: &Parsed) -> Result<(), Failure> {
         let knobs = crate::rules::load(&ctx.home)?;
         let vmk = knobs.vm(name);
         let running = vm_state(&ctx.home, name) == "running";
-        let has_ip = !vmk.ip_never.unwrap_or(false)
-            && if running {
-                booted(ctx, &knobs, name)
-                    && !(resolver == "agent" && vmk.exec_unreachable.unwrap_or(false))
+        let agent = resolver == Resolver::Agent;
+        let found = if vmk.ip_never.unwrap_or(false) {
+            Found::Nothing
+        } else if running {
+            let up = booted(ctx, &knobs, name) && !(agent && vmk.exec_unreachable.unwrap_or(false));
+            if up {
+                net::found(&running_net(ctx, name), resolver)
             } else {
-                vmk.stale_lease.unwrap_or(false) && resolver != "agent"
-            };
-        if has_ip {
+                Found::Nothing
+            }
+        } else if vmk.stale_lease.unwrap_or(false) && !agent {
+            Found::Lease
+        } else {
+            Found::Nothing
+        };
+        if found != Found::Nothing {
             let cfg = VmConfig::read(&ctx.home.config_path(name))?;
             if knobs.loopback_ips.unwrap_or(false) {
                 println!(
                     "{}",
                     home::loopback_ip_for_mac(&ctx.home.root, &cfg.mac_address)
                 );
+            } else if found == Found::Lan {
+                println!("{}", home::lan_ip_for_mac(&cfg.mac_address));
             } else {
                 println!("{}", home::ip_for_mac(&cfg.mac_address));
             }
@@ -65,13 +77,13 @@ pub(crate) async fn ip(ctx: &Ctx, p: &Parsed) -> Result<(), Failure> {
             if !running {
                 msg.push_str(", is your VM running?");
             }
-            if resolver == "agent" {
+            if agent {
                 msg.push_str(
                     " (also make sure that Guest agent for Tart is running inside of a VM)",
                 );
             }
             let linux = VmConfig::read(&ctx.home.config_path(name)).is_ok_and(|c| c.os == "linux");
-            if resolver == "arp" && linux {
+            if resolver == Resolver::Arp && linux {
                 msg.push_str(" (not all Linux distributions are compatible with the ARP resolver)");
             }
             return Err(Failure::runtime(msg, 1));

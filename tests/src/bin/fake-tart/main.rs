@@ -20,6 +20,7 @@ mod home;
 mod info;
 mod locks;
 mod maint;
+mod net;
 mod pull;
 mod registry;
 mod rules;

@@ -23,8 +23,12 @@ use crate::error::Failure;
 use crate::guest_launchd::Request;
 use crate::home::{self, VmConfig};
 use crate::info::vm_state;
-use crate::knobs::{Action, DEFAULT_BOOT_MS, DEFAULT_SHUTDOWN_MS, EndpointState, Knobs};
+use crate::knobs::{
+    Action, DEFAULT_BOOT_MS, DEFAULT_SHUTDOWN_MS, EndpointState, Knobs, SoftnetSetup,
+    default_bridge_interfaces,
+};
 use crate::locks;
+use crate::net::{self, RunNet};
 use crate::time::now_ms;
 
 /// Written by `run` once it holds the lock: what `ip` and `exec` need to simulate the boot.
@@ -45,6 +49,18 @@ const RUN_RECORD: &str = ".fake-run.json";
 pub(crate) fn read_record(ctx: &Ctx, name: &str) -> Option<RunRecord> {
     let bytes = fs::read(ctx.home.vm_dir(name).join(RUN_RECORD)).ok()?;
     serde_json::from_slice(&bytes).ok()
+}
+
+/// The network the VM's running `tart run` asked for, from its recorded argv (`Shared` when
+/// there is no record).
+pub(crate) fn running_net(ctx: &Ctx, name: &str) -> RunNet {
+    let Some(record) = read_record(ctx, name) else {
+        return RunNet::Shared;
+    };
+    let args = record.args.get(1..).unwrap_or_default();
+    crate::cli::spec("run")
+        .and_then(|spec| crate::cli::parse(spec, args).ok())
+        .map_or(RunNet::Shared, |p| RunNet::of(&p))
 }
 
 /// Simulated time from `run` start until the guest has an IP and its agent answers.
@@ -97,49 +113,15 @@ pub(crate) async fn run(
 ) -> Result<(), Failure> {
     let name = p.positionals[0].clone();
     let signals = RunSignals::register()?;
-    // validate() opens the VM, so a missing VM is E4 with the prefix and exit 1
-    // (docs/reference/tart-cli.md §1.3).
+    // Tart's validate() checks the flags first, then opens the VM (a missing one is E4 with the
+    // prefix and exit 1, docs/reference/tart-cli.md §1.3), then looks at the disks.
+    let net = net::validate(p)?;
     if !ctx.home.vm_exists(&name) {
         return Err(Failure::other(format!(
             "the specified VM \"{name}\" does not exist"
         )));
     }
-    if p.flag("graphics") && p.flag("no-graphics") {
-        return Err(Failure::usage(
-            "run",
-            "--graphics and --no-graphics are mutually exclusive",
-        ));
-    }
-    let softnet = p.flag("net-softnet")
-        || [
-            "net-softnet-allow",
-            "net-softnet-block",
-            "net-softnet-expose",
-            "net-softnet-control-fd",
-        ]
-        .iter()
-        .any(|o| p.opt(o).is_some());
-    let modes = [
-        !p.opts("net-bridged").is_empty(),
-        softnet,
-        p.flag("net-host"),
-    ];
-    if modes.iter().filter(|m| **m).count() > 1 {
-        return Err(Failure::usage(
-            "run",
-            "--net-bridged, --net-softnet and --net-host are mutually exclusive",
-        ));
-    }
-    if let Some(iso) = p
-        .opts("disk")
-        .iter()
-        .find(|d| d.split(':').next().unwrap_or("").ends_with("-amd64.iso"))
-    {
-        return Err(Failure::usage(
-            "run",
-            format!("{iso}: amd64 ISO images are not supported"),
-        ));
-    }
+    net::validate_disks(p)?;
     let shares = dirs::parse_all(p.opts("dir"), &std::env::current_dir().unwrap_or_default())?;
     let dir = ctx.home.vm_dir(&name);
     let config = ctx.home.config_path(&name);
@@ -160,6 +142,14 @@ pub(crate) async fn run(
         cfg.write(&config)?;
         let _ = fs::remove_file(dir.join("state.vzvmsave"));
     }
+    // Building the VM: its network, then the root disk's modes (docs/reference/tart-cli.md §2.6).
+    let interfaces = ctx
+        .knobs
+        .bridge_interfaces
+        .clone()
+        .unwrap_or_else(default_bridge_interfaces);
+    net::build(&net, p, ctx.knobs.softnet.unwrap_or_default(), &interfaces)?;
+    net::root_disk(p.opt("root-disk-opts"))?;
     let Some(lock) = locks::try_lock_config(&config)? else {
         return Err(Failure::runtime(
             format!("VM \"{name}\" is already running!"),
@@ -179,7 +169,7 @@ pub(crate) async fn run(
         &serde_json::to_vec_pretty(&record).unwrap_or_default(),
     )?;
     let ip = home::loopback_ip_for_mac(&ctx.home.root, &cfg.mac_address);
-    let result = supervise(ctx, &name, action, signals, Endpoints::new(ip, &name)).await;
+    let result = supervise(ctx, &name, &net, action, signals, Endpoints::new(ip, &name)).await;
     let _ = fs::remove_file(dir.join(RUN_RECORD));
     drop(lock);
     result
@@ -198,6 +188,7 @@ fn wanted_endpoints(ctx: &Ctx, knobs: &Knobs, name: &str) -> BTreeMap<u16, Endpo
 async fn supervise(
     ctx: &Ctx,
     name: &str,
+    net: &RunNet,
     action: Option<Action>,
     signals: RunSignals,
     mut endpoints: Endpoints,
@@ -225,6 +216,13 @@ async fn supervise(
             "Error Domain=VZErrorDomain Code=2 \"Failed to lock auxiliary storage.\" UserInfo={NSLocalizedFailure=Failed to lock auxiliary storage.}",
             1,
         ));
+    }
+    if net.uses_softnet() && ctx.knobs.softnet == Some(SoftnetSetup::NotSetuid) {
+        // Softnet starts with the VM and exits at once when it cannot become root; Tart then
+        // fails (docs/reference/tart-cli.md §3.3, #358).
+        let (softnet_line, failure) = net::softnet_died();
+        eprintln!("{softnet_line}");
+        return Err(failure);
     }
     let dir = ctx.home.vm_dir(name);
     let snapshot = dir.join("state.vzvmsave");

@@ -58,6 +58,14 @@ pub struct Knobs {
     /// unlimited: auto-prune never deletes anything).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub volume_available_gb: Option<f64>,
+    /// The fake host's `softnet` program, which `run --net-softnet*` and `--net-host` start
+    /// (default `setuid`: installed, root-owned and setuid).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub softnet: Option<SoftnetSetup>,
+    /// The fake host's interfaces `run --net-bridged` may name, in the order Tart lists them
+    /// (default: `en0` "Ethernet" and `en1` "Wi-Fi", see [`default_bridge_interfaces`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bridge_interfaces: Option<Vec<BridgeInterface>>,
     /// Remote images the fake registry knows: exact remote name, or "default" for the rest.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub images: BTreeMap<String, ImageKnob>,
@@ -68,6 +76,43 @@ pub struct Knobs {
     /// entries are merged, the more specific pattern (more literal characters) winning.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub vms: BTreeMap<String, VmKnob>,
+}
+
+/// How the fake host's `softnet` is set up (docs/reference/tart-cli.md §3.3).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SoftnetSetup {
+    /// On `PATH`, owned by root and setuid: softnet runs.
+    #[default]
+    Setuid,
+    /// Not on `PATH`: `run` fails before it takes the VM's lock.
+    Missing,
+    /// On `PATH` but neither root-owned and setuid nor allowed passwordless `sudo`: the VM
+    /// starts, softnet exits at once, and `run` fails.
+    NotSetuid,
+}
+
+/// A host interface `tart run --net-bridged` can name (Virtualization.framework's
+/// `VZBridgedNetworkInterface`): by its BSD name or its display name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BridgeInterface {
+    /// The BSD name, e.g. `en0`.
+    pub identifier: String,
+    /// The localized display name, e.g. `Ethernet`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+}
+
+/// The interfaces of a Mac mini: `en0` "Ethernet" and `en1` "Wi-Fi".
+pub fn default_bridge_interfaces() -> Vec<BridgeInterface> {
+    [("en0", "Ethernet"), ("en1", "Wi-Fi")]
+        .into_iter()
+        .map(|(id, name)| BridgeInterface {
+            identifier: id.into(),
+            display_name: Some(name.into()),
+        })
+        .collect()
 }
 
 /// One remote image of the fake registry.

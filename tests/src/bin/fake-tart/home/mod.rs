@@ -318,6 +318,14 @@ pub(crate) fn ip_for_mac(mac: &str) -> String {
     format!("192.168.64.{host}")
 }
 
+/// The address a bridged guest takes from its LAN's DHCP server: stable for `mac`, in
+/// 192.168.1.2-254, a typical home or office LAN outside the NAT's 192.168.64.0/24.
+pub(crate) fn lan_ip_for_mac(mac: &str) -> String {
+    let d = Md5::digest(mac.to_ascii_lowercase().as_bytes());
+    let host = 2 + (u16::from_be_bytes([d[2], d[3]]) % 253);
+    format!("192.168.1.{host}")
+}
+
 /// The VM's address on the host's loopback (knob `loopback_ips`): stable for `mac` in this
 /// `TART_HOME`, in 127.64.0.1-127.64.255.254. Linux routes all of 127.0.0.0/8 to `lo`, so
 /// every VM can listen on the same port at its own address. The home is part of the hash so
