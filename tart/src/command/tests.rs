@@ -40,6 +40,27 @@ fn simple_commands_have_exact_argv() {
 }
 
 #[test]
+fn each_network_asks_ip_through_the_resolver_that_sees_its_guest() {
+    let softnet = Network::Softnet {
+        allow: vec!["10.0.0.0/8".into()],
+        block: vec![],
+    };
+    for (network, resolver) in [
+        (Network::Shared, "dhcp"),
+        (softnet, "dhcp"),
+        (Network::Host, "dhcp"),
+        (Network::Bridged("en0".into()), "arp"),
+    ] {
+        let argv = strs(ip(&vm("a"), Duration::from_secs(60), network.ip_resolver()));
+        assert_eq!(
+            argv,
+            ["ip", "a", "--wait", "60", "--resolver", resolver],
+            "{network:?}"
+        );
+    }
+}
+
+#[test]
 fn ip_wait_is_capped_at_u16() {
     assert_eq!(
         strs(ip(&vm("a"), Duration::from_secs(100_000), IpResolver::Dhcp)),

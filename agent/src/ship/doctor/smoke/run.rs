@@ -4,7 +4,7 @@
 
 use std::{future::Future, sync::Arc, time::Duration};
 
-use tart::{DirShare, IpResolver, RunOpts, RunningVm, SetOpts, Source, Tart, VmName};
+use tart::{DirShare, RunOpts, RunningVm, SetOpts, Source, Tart, VmName};
 use tokio::{sync::watch, time::Instant};
 
 use super::{
@@ -241,8 +241,11 @@ impl<T: Tart> Smoke<T> {
         if self.interrupted() {
             return Err(Failure::Interrupted);
         }
+        // The resolver that sees a guest on the self-test's network (`dhcp`, or `arp` when
+        // bridged).
+        let resolver = opts.network.ip_resolver();
         let ip = self
-            .call("ip", tart.ip(&vm, self.s.ip_wait, IpResolver::Dhcp))
+            .call("ip", tart.ip(&vm, self.s.ip_wait, resolver))
             .await?;
         Ok(format!("running, IP {ip}"))
     }
