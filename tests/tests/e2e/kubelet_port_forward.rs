@@ -2,8 +2,9 @@
 //! agent's kubelet API over SPDY (`portforward.k8s.io`; kubectl's first attempt, the
 //! SPDY-over-WebSocket tunnel, is refused), to a guest port fake-tart serves on the VM's
 //! loopback address: an HTTP request reaches the guest twice over one session, and a port
-//! nothing listens on gets kubelet's error line. Debian's python3-kubernetes `portforward()`
-//! reaches the same port over the legacy WebSocket port-forward.
+//! nothing listens on gets kubelet's error line; a server-first protocol (a stand-in for the
+//! guest's Screen Sharing on port 5900) works both ways. Debian's python3-kubernetes
+//! `portforward()` reaches the same port over the legacy WebSocket port-forward.
 //!
 //! Run: `cargo test -p tart-kubelet-tests --test e2e kubelet_port_forward:: -- --nocapture`
 
@@ -125,6 +126,68 @@ async fn kubectl_port_forward_reaches_the_guests_port() {
         "{err}\n{}",
         env.agent_log()
     );
+}
+
+/// What a guest's macOS Screen Sharing says first on port 5900: its RFB version (Apple's
+/// server announces 3.889; docs/pods.md, "Seeing the guest's screen").
+const RFB_SERVER_VERSION: &[u8] = b"RFB 003.889\n";
+/// A VNC client's answer.
+const RFB_CLIENT_VERSION: &[u8] = b"RFB 003.008\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_port_forward_reaches_a_screen_sharing_stand_in_on_the_guests_port_5900() {
+    let env = env("forward-vnc").await;
+    let mut pod = env.pod("job");
+    pod.spec.as_mut().unwrap().containers[0].command =
+        Some(vec!["/bin/sh".into(), "-c".into(), "sleep 600".into()]);
+    env.create(&pod).await;
+    let pod = env
+        .wait_pod("job", "Running with an IP", |p| {
+            phase(p) == "Running" && p.status.as_ref().is_some_and(|s| s.pod_ip.is_some())
+        })
+        .await;
+    let ip: std::net::IpAddr = pod.status.unwrap().pod_ip.unwrap().parse().unwrap();
+    assert!(ip.is_loopback(), "{ip}");
+
+    // The guest's Screen Sharing, standing in on the guest's own address: it speaks first,
+    // then reads the client's version and offers one security type (30, Apple's).
+    let listener = tokio::net::TcpListener::bind((ip, 5900))
+        .await
+        .expect("bind the guest's port 5900");
+    let server = tokio::spawn(async move {
+        let (mut conn, _) = listener.accept().await.expect("accept");
+        conn.write_all(RFB_SERVER_VERSION).await.unwrap();
+        let mut version = [0u8; 12];
+        conn.read_exact(&mut version).await.unwrap();
+        conn.write_all(&[1, 30]).await.unwrap();
+        version
+    });
+
+    let (mut child, local) = forward(&env, 5900).await;
+    let mut vnc = tokio::net::TcpStream::connect(("127.0.0.1", local))
+        .await
+        .expect("connect to the forwarded port");
+    let mut greeting = [0u8; 12];
+    let read = tokio::time::timeout(Duration::from_secs(30), vnc.read_exact(&mut greeting)).await;
+    assert!(
+        matches!(read, Ok(Ok(_))),
+        "no RFB greeting: {read:?}\n{}",
+        env.agent_log()
+    );
+    assert_eq!(&greeting, RFB_SERVER_VERSION);
+    vnc.write_all(RFB_CLIENT_VERSION).await.unwrap();
+    let mut security = [0u8; 2];
+    tokio::time::timeout(Duration::from_secs(30), vnc.read_exact(&mut security))
+        .await
+        .expect("the security types within 30 s")
+        .unwrap();
+    assert_eq!(security, [1, 30]);
+    let version = tokio::time::timeout(Duration::from_secs(30), server)
+        .await
+        .expect("the stand-in finished")
+        .unwrap();
+    assert_eq!(&version, RFB_CLIENT_VERSION);
+    let _ = child.kill().await;
 }
 
 /// Debian's python3-kubernetes: `portforward()`, the legacy WebSocket port-forward
