@@ -266,12 +266,12 @@ pub enum Network {
 }
 
 impl Network {
-    /// The `tart ip --resolver` that finds a guest on this network (docs/reference/tart-cli.md
-    /// §2.11): `dhcp` reads the Mac's `bootpd` leases, which guests on the shared NAT, softnet
-    /// and the host-only network take (and `arp` cannot see softnet's guests); a bridged guest
-    /// takes its address from the LAN's DHCP server, so only `arp` finds it, once the guest has
-    /// sent ARP traffic. [`IpResolver::Agent`] works on every network but needs the Tart Guest
-    /// Agent in the image, so it is never this default.
+    /// The `tart ip --resolver` that finds a guest on this network, per
+    /// docs/reference/tart-cli.md §2.11: `dhcp` reads the Mac's `bootpd` leases, which guests on
+    /// the shared NAT, softnet and the host-only network take (and `arp` cannot see softnet's
+    /// guests); a bridged guest takes its address from the LAN's DHCP server, so only `arp`
+    /// finds it, once the guest has sent ARP traffic. [`IpResolver::Agent`] works on every
+    /// network but needs the Tart Guest Agent in the image, so it is never this default.
     pub fn ip_resolver(&self) -> IpResolver {
         match self {
             Network::Shared | Network::Softnet { .. } | Network::Host => IpResolver::Dhcp,
