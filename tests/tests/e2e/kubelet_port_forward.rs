@@ -12,6 +12,7 @@ use crate::pod_support;
 
 use std::{process::Stdio, time::Duration};
 
+use k8s_openapi::api::core::v1::Pod;
 use pod_support::{Env, phase};
 use tart_kubelet_tests::{
     agent::free_port,
@@ -35,6 +36,18 @@ async fn env(label: &str) -> Env {
     let mut env = Env::new(label, knobs, &args).await;
     env.start_agent();
     env
+}
+
+/// Creates the Pod `job` (a shell that sleeps) and waits until it runs with an IP.
+async fn running_job(env: &Env) -> Pod {
+    let mut pod = env.pod("job");
+    pod.spec.as_mut().unwrap().containers[0].command =
+        Some(vec!["/bin/sh".into(), "-c".into(), "sleep 600".into()]);
+    env.create(&pod).await;
+    env.wait_pod("job", "Running with an IP", |p| {
+        phase(p) == "Running" && p.status.as_ref().is_some_and(|s| s.pod_ip.is_some())
+    })
+    .await
 }
 
 /// Starts `kubectl port-forward pod/job <local>:<remote>` and waits for its "Forwarding" line.
@@ -79,14 +92,7 @@ async fn get(port: u16) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_port_forward_reaches_the_guests_port() {
     let env = env("forward").await;
-    let mut pod = env.pod("job");
-    pod.spec.as_mut().unwrap().containers[0].command =
-        Some(vec!["/bin/sh".into(), "-c".into(), "sleep 600".into()]);
-    env.create(&pod).await;
-    env.wait_pod("job", "Running with an IP", |p| {
-        phase(p) == "Running" && p.status.as_ref().is_some_and(|s| s.pod_ip.is_some())
-    })
-    .await;
+    running_job(&env).await;
 
     let (mut child, local) = forward(&env, 8080).await;
     for round in 0..2 {
@@ -137,15 +143,7 @@ const RFB_CLIENT_VERSION: &[u8] = b"RFB 003.008\n";
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_port_forward_reaches_a_screen_sharing_stand_in_on_the_guests_port_5900() {
     let env = env("forward-vnc").await;
-    let mut pod = env.pod("job");
-    pod.spec.as_mut().unwrap().containers[0].command =
-        Some(vec!["/bin/sh".into(), "-c".into(), "sleep 600".into()]);
-    env.create(&pod).await;
-    let pod = env
-        .wait_pod("job", "Running with an IP", |p| {
-            phase(p) == "Running" && p.status.as_ref().is_some_and(|s| s.pod_ip.is_some())
-        })
-        .await;
+    let pod = running_job(&env).await;
     let ip: std::net::IpAddr = pod.status.unwrap().pod_ip.unwrap().parse().unwrap();
     assert!(ip.is_loopback(), "{ip}");
 
@@ -216,14 +214,7 @@ print(json.dumps({"data": data.decode("utf-8", "replace"), "error": pf.error(808
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_kubernetes_portforward_reaches_the_guests_port_over_websocket() {
     let env = env("forward-ws").await;
-    let mut pod = env.pod("job");
-    pod.spec.as_mut().unwrap().containers[0].command =
-        Some(vec!["/bin/sh".into(), "-c".into(), "sleep 600".into()]);
-    env.create(&pod).await;
-    env.wait_pod("job", "Running with an IP", |p| {
-        phase(p) == "Running" && p.status.as_ref().is_some_and(|s| s.pod_ip.is_some())
-    })
-    .await;
+    running_job(&env).await;
 
     // Debian's interpreter, where python3-kubernetes is installed (tests/cluster/build.sh).
     let out = tokio::time::timeout(
