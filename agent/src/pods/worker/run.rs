@@ -125,7 +125,8 @@ impl<T: Tart> Worker<T> {
         let opts = self.run_opts();
         if let Some(parent) = opts.log_path.parent() {
             // In place: one `mkdir` that finds the directory, where a blocking-pool round trip
-            // would wait for two thread wake-ups (docs/performance.md, "Agent overhead").
+            // would wait for two thread wake-ups (docs/performance.md, "Agent overhead per
+            // Pod").
             let _ = std::fs::create_dir_all(parent);
         }
         if !self.prov.shares.is_empty() {
