@@ -78,11 +78,13 @@ pub(crate) enum GuestWarning {
     },
 }
 
-/// A prepared guest: the shares for `tart run` and what the refresher keeps current.
+/// A prepared guest: its files, resolved and ready to write, and what the refresher keeps
+/// current.
 #[derive(Debug)]
 pub(crate) struct Prepared {
-    /// `--dir` shares: control, status, one per mounted volume.
-    pub shares: Vec<DirShare>,
+    /// The files of the guest's shares (control, status, one per mounted volume), not yet
+    /// written: [`GuestFiles::write`].
+    pub files: GuestFiles,
     /// Warnings for the Pod (invalid envFrom keys, podIP not yet known).
     pub warnings: Vec<GuestWarning>,
     /// The tokens written.
@@ -161,7 +163,9 @@ async fn resolve<'a>(
     })
 }
 
-/// Prepare `vm`'s guest for `pod`: resolve, then write the volumes and the control share.
+/// Prepare `vm`'s guest for `pod`: fetch what it reads and resolve its environment, volumes,
+/// tokens and command. Writing them is [`GuestFiles::write`]'s, which the caller runs on a
+/// blocking thread when it suits it (the worker, while `tart clone` runs).
 ///
 /// # Errors
 /// A [`ConfigError`] naming what is missing or wrong (never a value).
@@ -204,28 +208,69 @@ pub(crate) async fn prepare(
         ),
         stdin: GuestStdin::of(r.container.stdin, r.container.stdin_once),
     };
-    let layout = s.layout.clone();
-    let vm2 = vm.clone();
-    let writing = tokio::time::Instant::now();
-    let shares = blocking(move || {
-        layout.create(&vm2, &planned)?;
-        for (share, list) in &files {
-            write_atomic(&layout.volume(&vm2, share), list)?;
-        }
-        write_control(&layout.control(&vm2), &control)?;
-        Ok(layout.shares(&vm2, &planned))
-    })
-    .await?;
-    tracing::debug!(
-        write_us = writing.elapsed().as_micros(),
-        "guest files written"
-    );
     Ok(Prepared {
-        shares,
+        files: GuestFiles {
+            layout: s.layout.clone(),
+            vm: vm.clone(),
+            planned,
+            files,
+            control,
+        },
         warnings: warnings(r.container, &env),
         tokens,
         api_wait,
     })
+}
+
+/// A guest's resolved files, to be written under its per-VM directory: the layout's
+/// directories, the file volumes and the control share. Its `Debug` names the VM only, never a
+/// value.
+pub(crate) struct GuestFiles {
+    layout: GuestLayout,
+    vm: VmName,
+    planned: Vec<PlannedVolume>,
+    files: VolumeFiles,
+    control: ControlSpec,
+}
+
+impl std::fmt::Debug for GuestFiles {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GuestFiles")
+            .field("vm", &self.vm)
+            .field("shares", &self.share_count())
+            .finish_non_exhaustive()
+    }
+}
+
+impl GuestFiles {
+    /// How many `--dir` shares the guest gets: control, status and one per volume.
+    pub(crate) fn share_count(&self) -> usize {
+        2 + self.planned.len()
+    }
+
+    /// Write the files and return the `--dir` shares for `tart run`. Synchronous file I/O:
+    /// callers run it on a blocking thread.
+    ///
+    /// # Errors
+    /// [`ConfigError::Io`] naming what could not be written (never a value).
+    pub(crate) fn write(self) -> Result<Vec<DirShare>, ConfigError> {
+        let Self {
+            layout,
+            vm,
+            planned,
+            files,
+            control,
+        } = self;
+        let written = (|| {
+            layout.create(&vm, &planned)?;
+            for (share, list) in &files {
+                write_atomic(&layout.volume(&vm, share), list)?;
+            }
+            write_control(&layout.control(&vm), &control)?;
+            Ok(layout.shares(&vm, &planned))
+        })();
+        written.map_err(|e: std::io::Error| ConfigError::Io(e.to_string()))
+    }
 }
 
 /// What a refresh did.

@@ -106,7 +106,8 @@ pub(crate) struct VmFacts {
     pub cloned: bool,
     /// `tart set` was applied to this clone.
     pub configured: bool,
-    /// The guest's shares (environment, volumes, command) are written.
+    /// The guest's shares (environment, volumes, command) are resolved and their write has
+    /// started (`tart run` waits for it to end).
     pub prepared: bool,
     /// We hold one of the node's VM slots.
     pub slot_held: bool,
@@ -177,8 +178,9 @@ pub(crate) enum VmStep {
     Clone,
     /// `tart set`.
     Set,
-    /// Resolve the environment, volumes and command and write the guest's shares (waits
-    /// `CreateContainerConfigError` while a Secret or ConfigMap is missing). Before the clone.
+    /// Resolve the environment, volumes and command and start writing the guest's shares
+    /// (waits `CreateContainerConfigError` while a Secret or ConfigMap is missing). Before the
+    /// clone, which the write overlaps.
     Prepare,
     /// Take a VM slot (waits Pending with an event when none is free).
     WaitForSlot,

@@ -1,17 +1,24 @@
-//! The worker's guest steps: prepare the shares before the clone (waiting
-//! `CreateContainerConfigError` while something the Pod reads is missing), keep the volumes
-//! current while the VM runs, and remove the per-VM directory with the VM.
+//! The worker's guest steps: resolve what the guest reads before the clone (waiting
+//! `CreateContainerConfigError` while something the Pod reads is missing), write its shares on
+//! a blocking thread while `tart clone` and `tart set` run ([`GuestWrite`]: `tart run` waits
+//! for the write, so a Pod start is not held up by it), keep the volumes current while the VM
+//! runs, and remove the per-VM directory with the VM.
 
 use std::sync::Arc;
 
-use tart::Tart;
+use tart::{DirShare, Tart};
+use tokio::task::JoinHandle;
 use tracing::{info, warn};
 
 use super::{Worker, WorkerInput};
 use crate::container_logs::{
     self as logs, CollectorHandle, CollectorSpec, Fault, FaultReport, Origin, PodLogId, Source,
 };
-use crate::guest_contract::{model::ConfigError, prepare::prepare, status::JOB_FILE};
+use crate::guest_contract::{
+    model::ConfigError,
+    prepare::{GuestFiles, prepare},
+    status::JOB_FILE,
+};
 use crate::pods::{
     events::Occurrence,
     guest_refresh::{self as refresh, RefreshDeps, RefreshTask},
@@ -54,7 +61,7 @@ pub(super) fn guest_fault(run: u32, name: &str, fault: Fault) -> (u32, Occurrenc
 }
 
 impl<T: Tart> Worker<T> {
-    /// Resolve and write the guest's shares.
+    /// Resolve the guest's shares and start writing them ([`GuestWrite`]).
     pub(super) async fn prepare(&mut self, input: &WorkerInput) {
         let ctx = self.ctx.clone();
         let res = prepare(
@@ -68,7 +75,7 @@ impl<T: Tart> Worker<T> {
         match res {
             Ok(p) => {
                 info!(
-                    shares = p.shares.len(),
+                    shares = p.files.share_count(),
                     api_wait_ms = p.api_wait.as_millis(),
                     "guest prepared"
                 );
@@ -78,7 +85,7 @@ impl<T: Tart> Worker<T> {
                     let occ = Occurrence::from(w);
                     self.emit(input, u32::try_from(i).unwrap_or(u32::MAX), occ);
                 }
-                self.prov.shares = p.shares;
+                self.prov.writing = Some(GuestWrite::spawn(p.files));
                 self.prov.tokens = Some(p.tokens);
                 self.state.facts.prepared = true;
                 if matches!(
@@ -90,6 +97,34 @@ impl<T: Tart> Worker<T> {
                 }
             }
             Err(e) => self.config_error(input, &e),
+        }
+    }
+
+    /// Wait for the guest's files being written, if they are: their shares for `tart run`,
+    /// or on a failure the container waits `CreateContainerConfigError` and the guest is
+    /// prepared again after the backoff. Returns whether the guest is ready to run.
+    pub(super) async fn guest_written(&mut self, input: &WorkerInput) -> bool {
+        let Some(write) = self.prov.writing.take() else {
+            return true;
+        };
+        match write.finish().await {
+            Ok(shares) => {
+                self.prov.shares = shares;
+                true
+            }
+            Err(e) => {
+                self.state.facts.prepared = false;
+                self.config_error(input, &e);
+                false
+            }
+        }
+    }
+
+    /// Let a write of the guest's files end before its directory is removed, so the write
+    /// cannot recreate it afterwards.
+    pub(super) async fn settle_guest_write(&mut self) {
+        if let Some(write) = self.prov.writing.take() {
+            let _ = write.finish().await;
         }
     }
 
@@ -177,6 +212,25 @@ impl<T: Tart> Worker<T> {
             Ok(Ok(())) => {}
             Ok(Err(error)) => warn!(%error, "cannot remove the VM's guest directory"),
             Err(error) => warn!(%error, "cannot remove the VM's guest directory"),
+        }
+    }
+}
+
+/// A guest's files being written on a blocking thread. It starts once they are resolved, so
+/// the write overlaps the clone; `tart run` waits for it ([`Worker::guest_written`]), and
+/// only the part of it that outlasts the tart steps adds to the Pod's start.
+pub(super) struct GuestWrite(JoinHandle<Result<Vec<DirShare>, ConfigError>>);
+
+impl GuestWrite {
+    fn spawn(files: GuestFiles) -> Self {
+        Self(tokio::task::spawn_blocking(move || files.write()))
+    }
+
+    /// The written shares, or why they could not be written.
+    async fn finish(self) -> Result<Vec<DirShare>, ConfigError> {
+        match self.0.await {
+            Ok(res) => res,
+            Err(e) => Err(ConfigError::Io(e.to_string())),
         }
     }
 }

@@ -8,6 +8,7 @@ use k8s_openapi::jiff::Timestamp;
 use tart::Tart;
 use tokio::time::Instant;
 
+use super::guest::GuestWrite;
 use crate::container_logs::CollectorHandle;
 use crate::guest_contract::prepare::Tokens;
 use crate::lifecycle::probes::ProberHandle;
@@ -30,8 +31,11 @@ pub(super) struct Provisioning {
     digest: Option<String>,
     /// The VM was cloned from a golden base (its serial is made fresh by `tart set`).
     pub(super) from_golden: bool,
-    /// The guest's `--dir` shares, once prepared.
+    /// The guest's `--dir` shares, once written.
     pub(super) shares: Vec<tart::DirShare>,
+    /// The guest's files while they are being written (until the run or the delete waits
+    /// for them).
+    pub(super) writing: Option<GuestWrite>,
     /// Tokens issued while preparing, handed to the first run's refresher.
     pub(super) tokens: Option<Tokens>,
     /// The VM was adopted after an agent restart with a status share its launcher had

@@ -499,6 +499,8 @@ impl<T: Tart> Worker<T> {
 }
 
 #[cfg(test)]
+mod guest_write_tests;
+#[cfg(test)]
 mod hooks_tests;
 #[cfg(test)]
 mod lifetimes_tests;

@@ -114,11 +114,20 @@ impl<T: Tart> Worker<T> {
     }
 
     pub(super) async fn run_vm(&mut self, input: &WorkerInput) {
+        if !self.guest_written(input).await {
+            // Backing off: the slot is free for another Pod meanwhile.
+            self.next_slot = None;
+            self.state.facts.slot_held = false;
+            return;
+        }
         let tart = self.ctx.tart.clone();
         let vm = self.state.vm.clone();
         let opts = self.run_opts();
         if let Some(parent) = opts.log_path.parent() {
-            let _ = tokio::fs::create_dir_all(parent).await;
+            // In place: one `mkdir` that finds the directory, where a blocking-pool round trip
+            // would wait for two thread wake-ups (docs/performance.md, "Agent overhead per
+            // Pod").
+            let _ = std::fs::create_dir_all(parent);
         }
         if !self.prov.shares.is_empty() {
             clear_end(&self.ctx.cfg.guest.layout.status(&vm));

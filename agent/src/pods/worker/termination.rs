@@ -226,6 +226,7 @@ impl<T: Tart> Worker<T> {
                 self.state.facts.configured = false;
                 self.state.facts.prepared = false;
                 let _ = tokio::fs::remove_file(self.run_opts().log_path).await;
+                self.settle_guest_write().await;
                 // The provisioned VM is gone, and what lived as long as it with it.
                 self.prov = Provisioning::default();
                 self.remove_guest_dir().await;
