@@ -26,3 +26,5 @@ pub(crate) use wake::LogWatch;
 
 #[cfg(test)]
 mod bench_tests;
+#[cfg(test)]
+mod testing;

@@ -1,8 +1,8 @@
-use std::io::Write;
 use std::time::{Duration, Instant};
 
 use super::*;
 use crate::container_logs::files;
+use crate::container_logs::testing::append;
 use crate::container_logs::wake::pace::Periods;
 use crate::guest_file::Refused;
 
@@ -97,16 +97,6 @@ impl Rig {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
-}
-
-fn append(path: &Path, data: &str) {
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .unwrap()
-        .write_all(data.as_bytes())
-        .unwrap();
 }
 
 #[tokio::test]

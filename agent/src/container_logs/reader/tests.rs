@@ -1,6 +1,7 @@
 use std::time::Duration;
 
 use futures::StreamExt;
+use futures::stream::BoxStream;
 
 use super::*;
 use crate::container_logs::cri::{self, Stream as Out};
@@ -146,17 +147,23 @@ async fn next<S: futures::Stream<Item = io::Result<Bytes>> + Unpin>(s: &mut S) -
     Some(String::from_utf8(chunk.unwrap().to_vec()).unwrap())
 }
 
-#[tokio::test]
-async fn follow_streams_lines_written_after_it_started_across_rotation() {
-    let root = tempfile::tempdir().unwrap();
-    let mut log = write_run(root.path(), 0, small(), &["a"]);
+/// A follower of run 0 whose first line, `a`, is written and read; and the run's log.
+async fn following(root: &Path, w: &LogWatch) -> (RunLog, BoxStream<'static, io::Result<Bytes>>) {
+    let log = write_run(root, 0, small(), &["a"]);
     let q = LogQuery {
         follow: true,
         ..Default::default()
     };
-    let w = watch();
-    let mut s = Box::pin(read(root.path(), &pod(), "c", &q, &w).await.unwrap());
+    let mut s = read(root, &pod(), "c", &q, w).await.unwrap().boxed();
     assert_eq!(next(&mut s).await.as_deref(), Some("a\n"));
+    (log, s)
+}
+
+#[tokio::test]
+async fn follow_streams_lines_written_after_it_started_across_rotation() {
+    let root = tempfile::tempdir().unwrap();
+    let w = watch();
+    let (mut log, mut s) = following(root.path(), &w).await;
     let mut got = String::new();
     for (i, line) in ["b", "c", "d", "e"].iter().enumerate() {
         append(&mut log, &format!("2024-05-06T07:09:{i:02}Z"), line);
@@ -182,14 +189,8 @@ async fn follow_streams_lines_written_after_it_started_across_rotation() {
 #[tokio::test]
 async fn follow_ends_when_the_next_run_starts() {
     let root = tempfile::tempdir().unwrap();
-    write_run(root.path(), 0, small(), &["a"]);
-    let q = LogQuery {
-        follow: true,
-        ..Default::default()
-    };
     let w = watch();
-    let mut s = Box::pin(read(root.path(), &pod(), "c", &q, &w).await.unwrap());
-    assert_eq!(next(&mut s).await.as_deref(), Some("a\n"));
+    let (_log, mut s) = following(root.path(), &w).await;
     write_run(root.path(), 1, small(), &["next run"]);
     assert_eq!(next(&mut s).await, None);
 }
@@ -210,14 +211,8 @@ async fn previous_never_follows() {
 #[tokio::test]
 async fn follow_ends_when_the_pods_logs_are_removed() {
     let root = tempfile::tempdir().unwrap();
-    write_run(root.path(), 0, small(), &["a"]);
-    let q = LogQuery {
-        follow: true,
-        ..Default::default()
-    };
     let w = watch();
-    let mut s = Box::pin(read(root.path(), &pod(), "c", &q, &w).await.unwrap());
-    assert_eq!(next(&mut s).await.as_deref(), Some("a\n"));
+    let (_log, mut s) = following(root.path(), &w).await;
     files::remove_pod_logs(root.path(), &pod()).unwrap();
     assert_eq!(next(&mut s).await, None);
 }
@@ -239,15 +234,9 @@ where
 #[tokio::test(start_paused = true)]
 async fn a_waiting_follower_wakes_on_each_append_the_rotation_and_the_runs_end() {
     let root = tempfile::tempdir().unwrap();
-    let mut log = write_run(root.path(), 0, small(), &["a"]);
-    let q = LogQuery {
-        follow: true,
-        ..Default::default()
-    };
     // The OS's watch, and no fallback within the test: every wake is a notification.
     let w = watch();
-    let mut s = Box::pin(read(root.path(), &pod(), "c", &q, &w).await.unwrap());
-    assert_eq!(next(&mut s).await.as_deref(), Some("a\n"));
+    let (mut log, mut s) = following(root.path(), &w).await;
     for (i, line) in ["b", "c", "d"].iter().enumerate() {
         let reading = next_later(s).await;
         append(&mut log, &format!("2024-05-06T07:09:{i:02}Z"), line);
@@ -268,17 +257,11 @@ async fn a_waiting_follower_wakes_on_each_append_the_rotation_and_the_runs_end()
 #[tokio::test(start_paused = true)]
 async fn a_follower_reads_at_the_fallback_what_no_notification_announced() {
     let root = tempfile::tempdir().unwrap();
-    let mut log = write_run(root.path(), 0, small(), &["a"]);
-    let q = LogQuery {
-        follow: true,
-        ..Default::default()
-    };
     let w = LogWatch::manual(Periods {
         fallback: Duration::from_secs(2),
         poll: Duration::from_millis(25),
     });
-    let mut s = Box::pin(read(root.path(), &pod(), "c", &q, &w).await.unwrap());
-    assert_eq!(next(&mut s).await.as_deref(), Some("a\n"));
+    let (mut log, s) = following(root.path(), &w).await;
     let reading = next_later(s).await;
     let t0 = tokio::time::Instant::now();
     append(&mut log, "2024-05-06T07:09:00Z", "b");

@@ -1,23 +1,12 @@
-use std::io::Write;
-use std::path::Path;
 use std::time::Duration;
 
 use super::*;
+use crate::container_logs::testing::append;
 
 const WAIT: Duration = Duration::from_secs(5);
 
 fn os_watch(periods: Periods) -> LogWatch {
     LogWatch::os_for_tests(periods)
-}
-
-fn append(path: &Path, data: &str) {
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .unwrap()
-        .write_all(data.as_bytes())
-        .unwrap();
 }
 
 /// Wait on `w` and say how it ended; fails the test when nothing wakes it within [`WAIT`].

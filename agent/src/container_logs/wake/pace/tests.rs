@@ -9,8 +9,11 @@ fn periods() -> Periods {
     }
 }
 
+/// How waits ended and whether the step after each found new data.
+type Steps<'a> = &'a [(Woke, bool)];
+
 /// The period after feeding `steps` to a watched waiter, and whether it polls.
-fn after(steps: &[(Woke, bool)]) -> (Duration, bool) {
+fn after(steps: Steps<'_>) -> (Duration, bool) {
     let mut p = Pace::new(periods(), true);
     for (woke, found) in steps {
         p.after(*woke, *found);
@@ -22,7 +25,7 @@ fn after(steps: &[(Woke, bool)]) -> (Duration, bool) {
 fn a_watched_waiter_looks_at_the_fallback_period_until_the_watch_misses_writes() {
     let slow = (Duration::from_secs(1), false);
     let fast = (Duration::from_millis(10), true);
-    let cases: &[(&[(Woke, bool)], (Duration, bool))] = &[
+    let cases: &[(Steps<'_>, (Duration, bool))] = &[
         (&[], slow),
         (&[(Changed, true), (Changed, false)], slow),
         // Quiet files: the fallback finds nothing.
