@@ -391,9 +391,12 @@ pub(crate) async fn run<T: Tart>(
         cfg.api_timeout,
     ));
     let pods: Arc<dyn crate::kubelet_api::PodSource> = Arc::new(served.clone());
+    // One file watch for every log collector and follower of this agent.
+    let log_watch = crate::container_logs::LogWatch::start(Default::default());
     let logs = Arc::new(pods::served::logs::PodLogStore::new(
         cfg.pod_log_dir.clone(),
         pods.clone(),
+        log_watch.clone(),
     ));
     let exec =
         pods::served::exec::GuestExec::new(served.clone(), cfg.vm_naming.clone(), tart.clone());
@@ -596,6 +599,7 @@ pub(crate) async fn run<T: Tart>(
         goldens: images.goldens,
         pacer: images.pacer,
         vitals,
+        log_watch,
     };
     tasks.push(tokio::spawn(
         pods::run(pod_side).instrument(info_span!("pods")),

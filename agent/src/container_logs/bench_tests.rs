@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 
-use super::{CollectorSpec, PodLogId, format::LogQuery, read, spawn};
+use super::{CollectorSpec, LogWatch, PodLogId, format::LogQuery, read, spawn};
 
 const LINES: usize = 1000;
 
@@ -23,6 +23,7 @@ async fn write_to_read_latency_over_1000_lines() {
         uid: "u".into(),
     };
     let root = tmp.path().join("pods");
+    let watch = LogWatch::start(Default::default());
     let spec = CollectorSpec::for_vm(
         root.clone(),
         pod.clone(),
@@ -30,6 +31,7 @@ async fn write_to_read_latency_over_1000_lines() {
         0,
         &status,
         tmp.path().join("vm.log"),
+        watch.clone(),
     );
     let collector = spawn(spec);
     let mut out = std::fs::File::create(status.join("stdout")).unwrap();
@@ -42,7 +44,7 @@ async fn write_to_read_latency_over_1000_lines() {
     };
     let deadline = Instant::now() + Duration::from_secs(5);
     let stream = loop {
-        match read(&root, &pod, "c", &q).await {
+        match read(&root, &pod, "c", &q, &watch).await {
             Ok(s) => break s,
             Err(e) => assert!(Instant::now() < deadline, "{e}"),
         }

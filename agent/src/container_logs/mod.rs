@@ -14,6 +14,7 @@ pub(crate) mod format;
 pub(crate) mod reader;
 pub(crate) mod source;
 mod tail;
+pub(crate) mod wake;
 pub(crate) mod writer;
 
 pub(crate) use collector::{CollectorHandle, CollectorSpec, FaultReport, Origin, Source, spawn};
@@ -21,6 +22,9 @@ pub(crate) use error::LogError;
 pub(crate) use files::{PodLogId, remove_pod_logs};
 pub(crate) use reader::read;
 pub(crate) use source::Fault;
+pub(crate) use wake::LogWatch;
 
 #[cfg(test)]
 mod bench_tests;
+#[cfg(test)]
+mod testing;

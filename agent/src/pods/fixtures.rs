@@ -297,6 +297,7 @@ pub(crate) fn rig_with_client(tart: MemTart, slots: u32, client: kube::Client) -
         health: HostHealth::new(1, Duration::from_secs(600)),
         metrics,
         events: EventSink::with_sender(tx),
+        log_watch: crate::container_logs::LogWatch::polling(Default::default()),
         pulls: Default::default(),
         goldens: Goldens::new(crate::VM_NAME_PREFIX),
         image_metrics: ImageMetrics::default(),

@@ -149,6 +149,8 @@ pub(crate) struct PodSide<T: Tart> {
     pub pacer: Pacer,
     /// The VMs' vitals (a death's explanation).
     pub vitals: crate::vitals::Vitals,
+    /// The agent's file watch for container logs (shared with the kubelet API's followers).
+    pub log_watch: crate::container_logs::LogWatch,
 }
 
 /// Run the Pod side until shutdown: restart recovery, then the Pod controller. Workers end with
@@ -185,6 +187,7 @@ pub(crate) async fn run<T: Tart>(deps: PodSide<T>) {
         waker: Waker::new(wake_tx),
         vitals: deps.vitals.clone(),
         running: deps.served.running().clone(),
+        log_watch: deps.log_watch.clone(),
     });
     let shared = Arc::new(Shared {
         client: deps.client.clone(),

@@ -1,6 +1,7 @@
 //! The collector: one task per run of a Pod's VM that follows the guest's mirrored output and
-//! `tart run`'s log and appends them as CRI records to the run's log file. It polls every
-//! [`POLL`] (well under the 100 ms a line may take from the guest to `kubectl logs -f`).
+//! `tart run`'s log and appends them as CRI records to the run's log file. It reads them when
+//! the agent's file watch says one changed ([`LogWatch`]), and at least every
+//! [`super::wake::pace::FALLBACK`] (every [`super::wake::pace::POLL`] without a watch).
 //! Dropping its handle stops it after a last read of every source; it then marks the run
 //! ended. A collector started again for a run (after an agent restart) resumes from the
 //! run's saved offsets (`checkpoint.rs`). Starting and stopping collectors with the VM is the
@@ -10,7 +11,6 @@ use std::collections::HashSet;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use k8s_openapi::jiff::Timestamp;
 use tokio::sync::oneshot;
@@ -21,10 +21,8 @@ use super::checkpoint::{self, Points};
 use super::cri::{self, Stream};
 use super::files::{self, PodLogId};
 use super::source::{Fault, Follower, StartAt};
+use super::wake::{LogWatch, Wake};
 use super::writer::{Rotation, RunLog};
-
-/// How often the sources are read.
-pub(crate) const POLL: Duration = Duration::from_millis(25);
 
 /// At most this many polls drain a run's unread output at its end: with the default rotation
 /// (50 MiB kept, 4 MiB a poll) it takes 13.
@@ -76,7 +74,8 @@ pub(crate) struct CollectorSpec {
     pub restart: u32,
     pub sources: Vec<Source>,
     pub rotation: Rotation,
-    pub poll: Duration,
+    /// Says when the sources change.
+    pub watch: LogWatch,
     /// Where faults go besides the agent's log.
     pub report: Option<FaultReport>,
 }
@@ -84,7 +83,7 @@ pub(crate) struct CollectorSpec {
 impl CollectorSpec {
     /// The sources of a VM run: the status share's `stdout` and `stderr` from their start
     /// (the share is emptied before each run), and `tart run`'s log from its present end (it
-    /// keeps earlier runs' output), on `stderr`, tagged. Default rotation and poll.
+    /// keeps earlier runs' output), on `stderr`, tagged. Default rotation.
     pub(crate) fn for_vm(
         root: PathBuf,
         pod: PodLogId,
@@ -92,6 +91,7 @@ impl CollectorSpec {
         restart: u32,
         status_dir: &Path,
         tart_log: PathBuf,
+        watch: LogWatch,
     ) -> Self {
         let guest = |name: &str, stream| Source {
             path: status_dir.join(name),
@@ -115,7 +115,7 @@ impl CollectorSpec {
                 },
             ],
             rotation: Rotation::default(),
-            poll: POLL,
+            watch,
             report: None,
         }
     }
@@ -143,8 +143,10 @@ impl CollectorHandle {
 }
 
 /// Start a collector. The start offsets ([`StartAt::End`], or the run's saved checkpoint)
-/// are taken before this returns.
+/// are taken, and the sources watched, before this returns.
 pub(crate) fn spawn(spec: CollectorSpec) -> CollectorHandle {
+    let paths: Vec<PathBuf> = spec.sources.iter().map(|s| s.path.clone()).collect();
+    let wake = spec.watch.wake_on(&paths);
     // A run's log keeps at most this much; a larger backlog is skipped, not copied.
     let keep = spec
         .rotation
@@ -187,14 +189,14 @@ pub(crate) fn spawn(spec: CollectorSpec) -> CollectorHandle {
         saved_at: None,
         spec,
     };
-    let task = tokio::spawn(run(state, rx).instrument(span));
+    let task = tokio::spawn(run(state, wake, rx).instrument(span));
     CollectorHandle { _stop: tx, task }
 }
 
-async fn run(mut state: State, mut stop: oneshot::Receiver<()>) {
-    let poll = state.spec.poll;
+async fn run(mut state: State, mut wake: Wake, mut stop: oneshot::Receiver<()>) {
     loop {
         let last = !matches!(stop.try_recv(), Err(oneshot::error::TryRecvError::Empty));
+        let before = state.read_total();
         state = match tokio::task::spawn_blocking(move || state.step(last)).await {
             Ok(s) => s,
             Err(error) => {
@@ -205,8 +207,14 @@ async fn run(mut state: State, mut stop: oneshot::Receiver<()>) {
         if last {
             return;
         }
+        wake.found(state.read_total() != before);
+        if state.more_now() {
+            // More is unread than one step reads, and no notification may come for it.
+            tokio::task::yield_now().await;
+            continue;
+        }
         tokio::select! {
-            () = tokio::time::sleep(poll) => {}
+            () = wake.wait() => {}
             _ = &mut stop => {}
         }
     }
@@ -233,6 +241,17 @@ struct State {
 const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl State {
+    /// Bytes read from the sources so far.
+    fn read_total(&self) -> u64 {
+        self.followers.iter().map(Follower::read_total).sum()
+    }
+
+    /// A source has more unread than one step reads, and it can be read now (records are
+    /// not backed up).
+    fn more_now(&self) -> bool {
+        self.backlog.len() < BACKLOG_MAX && self.followers.iter().any(Follower::behind)
+    }
+
     /// One poll: read the sources (unless records are backed up), write, and on the `last`
     /// step mark the run ended.
     fn step(mut self, last: bool) -> Self {

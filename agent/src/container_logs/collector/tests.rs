@@ -1,8 +1,9 @@
-use std::io::Write;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::*;
 use crate::container_logs::files;
+use crate::container_logs::testing::append;
+use crate::container_logs::wake::pace::Periods;
 use crate::guest_file::Refused;
 
 const WAIT: Duration = Duration::from_secs(5);
@@ -12,6 +13,8 @@ struct Rig {
     root: PathBuf,
     status: PathBuf,
     tart_log: PathBuf,
+    /// The OS's watch with periods no test waits for: each change must be seen through it.
+    watch: LogWatch,
 }
 
 fn rig() -> Rig {
@@ -23,6 +26,7 @@ fn rig() -> Rig {
         tart_log: tmp.path().join("vm.log"),
         status,
         _tmp: tmp,
+        watch: LogWatch::os_for_tests(Periods::never()),
     }
 }
 
@@ -43,6 +47,7 @@ impl Rig {
             restart,
             &self.status,
             self.tart_log.clone(),
+            self.watch.clone(),
         )
     }
 
@@ -76,26 +81,22 @@ impl Rig {
 
     /// Poll until run `restart` holds `n` records.
     async fn wait_for(&self, restart: u32, n: usize) -> Vec<String> {
-        let deadline = Instant::now() + WAIT;
+        self.wait_within(restart, n, WAIT).await
+    }
+
+    /// Poll until run `restart` holds `n` records; fail after `within` (of the runtime's
+    /// clock, which a paused test advances only while everything waits).
+    async fn wait_within(&self, restart: u32, n: usize, within: Duration) -> Vec<String> {
+        let deadline = tokio::time::Instant::now() + within;
         loop {
             let got = self.records(restart);
             if got.len() >= n {
                 return got;
             }
-            assert!(Instant::now() < deadline, "only {got:?}");
+            assert!(tokio::time::Instant::now() < deadline, "only {got:?}");
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
-}
-
-fn append(path: &Path, data: &str) {
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .unwrap()
-        .write_all(data.as_bytes())
-        .unwrap();
 }
 
 #[tokio::test]
@@ -286,4 +287,51 @@ async fn a_backlog_larger_than_the_log_keeps_is_skipped_not_copied() {
         seen.lock().unwrap().as_slice(),
         [("stdout".to_owned(), Fault::Skipped(skipped))]
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_write_is_collected_when_the_watch_reports_it_not_at_the_fallback() {
+    let r = rig();
+    let watch = LogWatch::manual(Periods {
+        fallback: Duration::from_secs(60),
+        poll: Duration::from_secs(60),
+    });
+    let spec = CollectorSpec {
+        watch: watch.clone(),
+        ..r.spec(0)
+    };
+    let h = spawn(spec);
+    // The first step has run (nothing to read) once the collector waits.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    append(&r.status.join("stdout"), "now\n");
+    watch.fire();
+    let got = r.wait_within(0, 1, Duration::from_secs(1)).await;
+    assert_eq!(got, ["stdout F now"]);
+    drop(h);
+}
+
+#[tokio::test(start_paused = true)]
+async fn writes_the_watch_misses_are_read_at_the_fallback_then_by_polling() {
+    let r = rig();
+    let spec = CollectorSpec {
+        // Nothing is ever reported.
+        watch: LogWatch::manual(Periods {
+            fallback: Duration::from_secs(10),
+            poll: Duration::from_millis(25),
+        }),
+        ..r.spec(0)
+    };
+    let h = spawn(spec);
+    // The first step has run (nothing to read) once the collector waits.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let out = r.status.join("stdout");
+    for (i, line) in ["one", "two"].iter().enumerate() {
+        append(&out, &format!("{line}\n"));
+        r.wait_within(0, i + 1, Duration::from_secs(11)).await;
+    }
+    // Twice new data at the fallback and no notification: the watch misses writes.
+    append(&out, "three\n");
+    let got = r.wait_within(0, 3, Duration::from_millis(100)).await;
+    assert_eq!(got, ["stdout F one", "stdout F two", "stdout F three"]);
+    drop(h);
 }

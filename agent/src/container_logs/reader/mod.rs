@@ -1,15 +1,15 @@
 //! Reading a container's log for `containerLogs`: picks the run (the newest, or the one
 //! before it for `previous`), starts at the tail across its rotated files, and streams the
-//! output [`Formatter`] makes of each record. With `follow` it keeps polling the run's file
-//! every [`POLL`], moves on to the new file when the collector rotates it, and ends once the
-//! run is marked ended (or a newer run exists) and everything is read, or when the stream is
-//! dropped.
+//! output [`Formatter`] makes of each record. With `follow` it reads on whenever the agent's
+//! file watch says the run's file or its directory changed ([`LogWatch`]; at least every
+//! [`super::wake::pace::FALLBACK`]), moves on to the new file when the collector rotates it,
+//! and ends once the run is marked ended (or a newer run exists) and everything is read, or
+//! when the stream is dropped (which also ends its watch).
 
 use std::collections::VecDeque;
 use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use axum::body::Bytes;
 use futures::Stream;
@@ -21,13 +21,11 @@ use super::error::LogError;
 use super::files::{self, PodLogId};
 use super::format::{Flow, Formatter, LogQuery};
 use super::tail::tail_start;
-
-/// How often a followed log is checked for new records.
-pub(crate) const POLL: Duration = Duration::from_millis(25);
+use super::wake::{LogWatch, Wake, pace::POLL};
 
 const READ_BLOCK: usize = 64 * 1024;
 
-/// Stream `container`'s log of `pod` as `query` asks.
+/// Stream `container`'s log of `pod` as `query` asks; a followed log wakes through `watch`.
 ///
 /// # Errors
 /// `NotStarted` when the container has no log yet, `PreviousNotFound` when `previous` is
@@ -38,6 +36,7 @@ pub(crate) async fn read(
     pod: &PodLogId,
     container: &str,
     query: &LogQuery,
+    watch: &LogWatch,
 ) -> Result<impl Stream<Item = io::Result<Bytes>> + Send + 'static, LogError> {
     let dir = pod.container_dir(root, container)?;
     let Located { run, paths, start } = {
@@ -48,6 +47,9 @@ pub(crate) async fn read(
             .await
             .map_err(|e| LogError::io(&dir, io::Error::other(e)))??
     };
+    let follow = query.follow && !query.previous;
+    // Watched before the first read: a change after it wakes the first wait.
+    let wake = follow.then(|| watch.wake_on(&[dir.join(files::current_name(run))]));
     let cursor = Cursor {
         dir,
         run,
@@ -56,8 +58,10 @@ pub(crate) async fn read(
         file: None,
         carry: Vec::new(),
         fmt: Formatter::new(query, Timestamp::now()),
-        follow: query.follow && !query.previous,
+        follow,
         done: false,
+        wake,
+        woke: false,
     };
     Ok(futures::stream::unfold(cursor, |mut c| async move {
         let item = c.next_chunk().await?;
@@ -109,6 +113,10 @@ struct Cursor {
     fmt: Formatter,
     follow: bool,
     done: bool,
+    /// Says when the run's file or directory changes (following only).
+    wake: Option<Wake>,
+    /// A wait ended and the read after it is still to tell `wake` what it found.
+    woke: bool,
 }
 
 impl Cursor {
@@ -134,6 +142,7 @@ impl Cursor {
             return Ok(Vec::new());
         }
         let data = self.read_block().await?;
+        self.found(!data.is_empty());
         if !data.is_empty() {
             return Ok(self.format(&data));
         }
@@ -174,8 +183,28 @@ impl Cursor {
             self.done = true;
             return Ok(Vec::new());
         }
-        tokio::time::sleep(POLL).await;
+        self.wait().await;
         Ok(Vec::new())
+    }
+
+    /// Wait until the run's file or directory changes (or the watch's period passes).
+    async fn wait(&mut self) {
+        match self.wake.as_mut() {
+            Some(w) => {
+                w.wait().await;
+                self.woke = true;
+            }
+            None => tokio::time::sleep(POLL).await,
+        }
+    }
+
+    /// After the first read since a wait: tell the watch whether it found anything.
+    fn found(&mut self, found: bool) {
+        if std::mem::take(&mut self.woke)
+            && let Some(w) = self.wake.as_mut()
+        {
+            w.found(found);
+        }
     }
 
     /// Open the first file of the queue at its start offset; `false` when there is none.
@@ -205,7 +234,7 @@ impl Cursor {
                     if self.run_over().await? {
                         return Ok(false);
                     }
-                    tokio::time::sleep(POLL).await;
+                    self.wait().await;
                     continue;
                 }
                 Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),

@@ -1,9 +1,11 @@
 use std::time::Duration;
 
 use futures::StreamExt;
+use futures::stream::BoxStream;
 
 use super::*;
 use crate::container_logs::cri::{self, Stream as Out};
+use crate::container_logs::wake::pace::Periods;
 use crate::container_logs::writer::{Rotation, RunLog};
 
 const WAIT: Duration = Duration::from_secs(5);
@@ -33,8 +35,13 @@ fn append(log: &mut RunLog, time: &str, line: &str) {
     log.append(&mut batch, Timestamp::now()).unwrap();
 }
 
+/// The OS's watch with periods no test waits for: a follower sees each change through it.
+fn watch() -> LogWatch {
+    LogWatch::os_for_tests(Periods::never())
+}
+
 async fn read_all(root: &Path, q: LogQuery) -> Result<String, LogError> {
-    let s = read(root, &pod(), "c", &q).await?;
+    let s = read(root, &pod(), "c", &q, &watch()).await?;
     let chunks: Vec<_> = tokio::time::timeout(WAIT, s.collect::<Vec<_>>())
         .await
         .expect("the stream ends");
@@ -140,16 +147,23 @@ async fn next<S: futures::Stream<Item = io::Result<Bytes>> + Unpin>(s: &mut S) -
     Some(String::from_utf8(chunk.unwrap().to_vec()).unwrap())
 }
 
-#[tokio::test]
-async fn follow_streams_lines_written_after_it_started_across_rotation() {
-    let root = tempfile::tempdir().unwrap();
-    let mut log = write_run(root.path(), 0, small(), &["a"]);
+/// A follower of run 0 whose first line, `a`, is written and read; and the run's log.
+async fn following(root: &Path, w: &LogWatch) -> (RunLog, BoxStream<'static, io::Result<Bytes>>) {
+    let log = write_run(root, 0, small(), &["a"]);
     let q = LogQuery {
         follow: true,
         ..Default::default()
     };
-    let mut s = Box::pin(read(root.path(), &pod(), "c", &q).await.unwrap());
+    let mut s = read(root, &pod(), "c", &q, w).await.unwrap().boxed();
     assert_eq!(next(&mut s).await.as_deref(), Some("a\n"));
+    (log, s)
+}
+
+#[tokio::test]
+async fn follow_streams_lines_written_after_it_started_across_rotation() {
+    let root = tempfile::tempdir().unwrap();
+    let w = watch();
+    let (mut log, mut s) = following(root.path(), &w).await;
     let mut got = String::new();
     for (i, line) in ["b", "c", "d", "e"].iter().enumerate() {
         append(&mut log, &format!("2024-05-06T07:09:{i:02}Z"), line);
@@ -175,13 +189,8 @@ async fn follow_streams_lines_written_after_it_started_across_rotation() {
 #[tokio::test]
 async fn follow_ends_when_the_next_run_starts() {
     let root = tempfile::tempdir().unwrap();
-    write_run(root.path(), 0, small(), &["a"]);
-    let q = LogQuery {
-        follow: true,
-        ..Default::default()
-    };
-    let mut s = Box::pin(read(root.path(), &pod(), "c", &q).await.unwrap());
-    assert_eq!(next(&mut s).await.as_deref(), Some("a\n"));
+    let w = watch();
+    let (_log, mut s) = following(root.path(), &w).await;
     write_run(root.path(), 1, small(), &["next run"]);
     assert_eq!(next(&mut s).await, None);
 }
@@ -202,13 +211,71 @@ async fn previous_never_follows() {
 #[tokio::test]
 async fn follow_ends_when_the_pods_logs_are_removed() {
     let root = tempfile::tempdir().unwrap();
-    write_run(root.path(), 0, small(), &["a"]);
-    let q = LogQuery {
-        follow: true,
-        ..Default::default()
-    };
-    let mut s = Box::pin(read(root.path(), &pod(), "c", &q).await.unwrap());
-    assert_eq!(next(&mut s).await.as_deref(), Some("a\n"));
+    let w = watch();
+    let (_log, mut s) = following(root.path(), &w).await;
     files::remove_pod_logs(root.path(), &pod()).unwrap();
     assert_eq!(next(&mut s).await, None);
+}
+
+/// The next chunk of `s`, read by a task that has begun waiting for it when this returns:
+/// the paused clock moves on only once every task waits.
+async fn next_later<S>(mut s: S) -> tokio::task::JoinHandle<(Option<String>, S)>
+where
+    S: futures::Stream<Item = io::Result<Bytes>> + Unpin + Send + 'static,
+{
+    let reading = tokio::spawn(async move {
+        let chunk = next(&mut s).await;
+        (chunk, s)
+    });
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    reading
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_waiting_follower_wakes_on_each_append_the_rotation_and_the_runs_end() {
+    let root = tempfile::tempdir().unwrap();
+    // The OS's watch, and no fallback within the test: every wake is a notification.
+    let w = watch();
+    let (mut log, mut s) = following(root.path(), &w).await;
+    for (i, line) in ["b", "c", "d"].iter().enumerate() {
+        let reading = next_later(s).await;
+        append(&mut log, &format!("2024-05-06T07:09:{i:02}Z"), line);
+        let (chunk, back) = reading.await.unwrap();
+        s = back;
+        assert_eq!(chunk, Some(format!("{line}\n")));
+    }
+    let dir = pod().container_dir(root.path(), "c").unwrap();
+    assert!(
+        !files::list(&dir).unwrap()[&0].rotated.is_empty(),
+        "the log rotated while it was followed"
+    );
+    let ending = next_later(s).await;
+    log.mark_ended().unwrap();
+    assert_eq!(ending.await.unwrap().0, None);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_follower_reads_at_the_fallback_what_no_notification_announced() {
+    let root = tempfile::tempdir().unwrap();
+    let w = LogWatch::manual(Periods {
+        fallback: Duration::from_secs(2),
+        poll: Duration::from_millis(25),
+    });
+    let (mut log, s) = following(root.path(), &w).await;
+    let reading = next_later(s).await;
+    let t0 = tokio::time::Instant::now();
+    append(&mut log, "2024-05-06T07:09:00Z", "b");
+    let (chunk, s) = reading.await.unwrap();
+    assert_eq!(chunk.as_deref(), Some("b\n"));
+    assert!(t0.elapsed() <= Duration::from_secs(2), "{:?}", t0.elapsed());
+    let reading = next_later(s).await;
+    append(&mut log, "2024-05-06T07:09:01Z", "c");
+    w.fire();
+    let t1 = tokio::time::Instant::now();
+    assert_eq!(reading.await.unwrap().0.as_deref(), Some("c\n"));
+    assert!(
+        t1.elapsed() < Duration::from_secs(1),
+        "woken: {:?}",
+        t1.elapsed()
+    );
 }

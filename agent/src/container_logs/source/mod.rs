@@ -99,6 +99,8 @@ pub(crate) struct Follower {
     keep: u64,
     /// The last poll left bytes unread.
     behind: bool,
+    /// Bytes read over the follower's life.
+    total: u64,
     offset: u64,
     ino: Option<u64>,
     lines: Lines,
@@ -121,6 +123,7 @@ impl Follower {
             tagged,
             keep: u64::MAX,
             behind: false,
+            total: 0,
             offset: meta.as_ref().map_or(0, |m| m.len),
             ino: meta.as_ref().map(|m| m.ino),
             lines: Lines::default(),
@@ -139,6 +142,11 @@ impl Follower {
     /// Whether the last poll left bytes of the file unread.
     pub(crate) fn behind(&self) -> bool {
         self.behind
+    }
+
+    /// Bytes read from the file over this follower's life (none while it is unchanged).
+    pub(crate) fn read_total(&self) -> u64 {
+        self.total
     }
 
     /// Where reading would resume without losing or repeating a line: the file's inode and
@@ -216,6 +224,7 @@ impl Follower {
         let mut buf = Vec::new();
         let n = file.take(want).read_to_end(&mut buf)?;
         self.offset += n as u64;
+        self.total += n as u64;
         self.behind = len > self.offset;
         if n > 0 {
             self.last_data = Instant::now();

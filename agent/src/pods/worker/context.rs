@@ -12,6 +12,7 @@ use tart::{Tart, VmName};
 
 use crate::{
     config::LauncherMode,
+    container_logs::LogWatch,
     guest_contract::prepare::GuestSettings,
     images::{goldens::Goldens, metrics::ImageMetrics, prepull::pacer::Pacer},
     node::health::HostHealth,
@@ -107,4 +108,6 @@ pub(crate) struct WorkerContext<T: Tart> {
     pub vitals: Vitals,
     /// The VMs whose runs the workers hold, where each lists its own.
     pub running: RunningVms,
+    /// The agent's file watch, which wakes each run's log collector.
+    pub log_watch: LogWatch,
 }

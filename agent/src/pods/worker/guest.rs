@@ -168,6 +168,7 @@ impl<T: Tart> Worker<T> {
             self.state.facts.restarts,
             &self.ctx.cfg.guest.layout.status(&self.state.vm),
             self.run_opts().log_path,
+            self.ctx.log_watch.clone(),
         );
         let (events, uid, obj) = (
             self.ctx.events.clone(),

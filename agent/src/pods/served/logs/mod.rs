@@ -7,7 +7,7 @@ use std::{path::PathBuf, sync::Arc};
 use futures::{FutureExt, future::BoxFuture};
 use kube::ResourceExt;
 
-use crate::container_logs::{LogError as StoreError, PodLogId, read};
+use crate::container_logs::{LogError as StoreError, LogWatch, PodLogId, read};
 use crate::kubelet_api::{
     PodSource,
     logs::{LogError, LogQuery, LogSource, LogStream, LogTarget},
@@ -17,12 +17,14 @@ use crate::kubelet_api::{
 pub(crate) struct PodLogStore {
     root: PathBuf,
     pods: Arc<dyn PodSource>,
+    /// Wakes followed logs.
+    watch: LogWatch,
 }
 
 impl PodLogStore {
-    /// The store under `root`.
-    pub(crate) fn new(root: PathBuf, pods: Arc<dyn PodSource>) -> Self {
-        Self { root, pods }
+    /// The store under `root`; followed logs wake through `watch`.
+    pub(crate) fn new(root: PathBuf, pods: Arc<dyn PodSource>, watch: LogWatch) -> Self {
+        Self { root, pods, watch }
     }
 }
 
@@ -56,8 +58,9 @@ impl LogSource for PodLogStore {
             uid: pod.uid().unwrap_or_default(),
         };
         let (root, container, query) = (self.root.clone(), target.container.clone(), query.clone());
+        let watch = self.watch.clone();
         async move {
-            let stream = read(&root, &id, &container, &query)
+            let stream = read(&root, &id, &container, &query, &watch)
                 .await
                 .map_err(convert)?;
             Ok(Box::pin(stream) as LogStream)

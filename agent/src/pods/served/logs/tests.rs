@@ -3,7 +3,8 @@ use crate::pods::fixtures::test_pod;
 
 fn store(root: &std::path::Path) -> PodLogStore {
     let pods: Arc<dyn PodSource> = Arc::new(|| vec![Arc::new(test_pod().build())]);
-    PodLogStore::new(root.to_path_buf(), pods)
+    let watch = crate::container_logs::LogWatch::polling(Default::default());
+    PodLogStore::new(root.to_path_buf(), pods, watch)
 }
 
 fn target(pod: &str, container: &str) -> LogTarget {
