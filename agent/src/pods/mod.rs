@@ -24,6 +24,7 @@ pub(crate) mod input;
 pub(crate) mod launcher;
 pub(crate) mod metrics;
 pub(crate) mod plan;
+pub(crate) mod profile;
 pub(crate) mod pull;
 pub(crate) mod reasons;
 pub(crate) mod reconcile;
@@ -55,6 +56,7 @@ use self::{
     context::{NodeView, PodsConfig, Shared},
     metrics::PodMetrics,
     plan::Process,
+    profile::classes::RuntimeClasses,
     sink::{EventApi, EventSink},
     status::ContainerView,
     worker::{Waker, WorkerConfig, WorkerContext},
@@ -86,6 +88,7 @@ impl PodsConfig {
             concurrency: cfg.pod_concurrency,
             gc_interval: Duration::from_secs(60),
             without_finalizer: !cfg.identity.uses_finalizer(),
+            vm_profiles: cfg.vm_profiles.clone(),
         }
     }
 }
@@ -186,7 +189,19 @@ pub(crate) async fn run<T: Tart>(deps: PodSide<T>) {
         vitals: deps.vitals.clone(),
         running: deps.served.running().clone(),
     });
+    let class_writer = kube::runtime::reflector::store::Writer::default();
+    let classes = RuntimeClasses::new(&class_writer);
+    tokio::spawn(
+        profile::classes::run(
+            deps.client.clone(),
+            class_writer,
+            wake_all_tx.clone(),
+            deps.shutdown.clone(),
+        )
+        .instrument(info_span!("runtimeclass_watch")),
+    );
     let shared = Arc::new(Shared {
+        classes,
         client: deps.client.clone(),
         worker,
         naming,
@@ -210,7 +225,9 @@ pub(crate) async fn run<T: Tart>(deps: PodSide<T>) {
     );
     tokio::spawn(population(shared.clone(), shutdown.clone()));
 
-    // Restart recovery before the controller: adopt running VMs, then delete orphans.
+    // Restart recovery before the controller: adopt running VMs, then delete orphans. The
+    // recovered Pods' VM profiles are looked up in the RuntimeClass cache, so it lists first.
+    shared.classes.wait_ready(shared.cfg.api_timeout).await;
     loop {
         match recovery::recover(&shared).await {
             Ok(orphans) => {

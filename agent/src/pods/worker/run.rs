@@ -77,7 +77,8 @@ impl<T: Tart> Worker<T> {
         self.run.as_ref().and_then(|r| r.started)
     }
 
-    /// `tart run` options for this VM, with its guest's shares.
+    /// `tart run` options for this VM, with its guest's shares (and the default network:
+    /// [`Self::profiled_run_opts`] gives the Pod's).
     pub(super) fn run_opts(&self) -> RunOpts {
         RunOpts {
             dirs: self.prov.shares.clone(),
@@ -85,11 +86,51 @@ impl<T: Tart> Worker<T> {
         }
     }
 
+    /// `tart run` options for this VM with its Pod's VM profile; `None` while the profile is
+    /// not known (the run waits for it).
+    fn profiled_run_opts(&self, input: &WorkerInput) -> Option<RunOpts> {
+        let profile = input.profile.as_ref().ok()?;
+        Some(RunOpts {
+            network: profile.network.clone(),
+            root_disk: profile.root_disk,
+            ..self.run_opts()
+        })
+    }
+
+    /// The Pod's VM profile cannot be used now (its RuntimeClass is missing, unserved or
+    /// unavailable): say so and wait for new input, without a slot and without a VM run.
+    /// Returns whether it waited.
+    async fn wait_for_profile(
+        &mut self,
+        input: &WorkerInput,
+        out: &watch::Sender<WorkerState>,
+    ) -> bool {
+        let Err(wait) = &input.profile else {
+            return false;
+        };
+        let message = wait.message();
+        let episode = self.state.view.waiting_message() == Some(message.as_str());
+        if !episode {
+            self.profile_waits += 1;
+            let occ = Occurrence::SandboxFailed {
+                message: message.clone(),
+            };
+            self.emit(input, self.profile_waits, occ);
+        }
+        self.state.view = ContainerView::waiting(WaitingReason::ContainerCreating, Some(message));
+        self.publish(out);
+        let _ = self.input.changed().await;
+        true
+    }
+
     pub(super) async fn wait_slot(
         &mut self,
         input: &WorkerInput,
         out: &watch::Sender<WorkerState>,
     ) {
+        if self.wait_for_profile(input, out).await {
+            return;
+        }
         // Subscribed before trying, so a slot freed after the try wakes the wait below.
         let mut changed = self.ctx.slots.changed();
         if let Some(g) = self.ctx.slots.try_acquire(&input.uid) {
@@ -116,7 +157,14 @@ impl<T: Tart> Worker<T> {
     pub(super) async fn run_vm(&mut self, input: &WorkerInput) {
         let tart = self.ctx.tart.clone();
         let vm = self.state.vm.clone();
-        let opts = self.run_opts();
+        let Some(opts) = self.profiled_run_opts(input) else {
+            // The slot was taken with a profile that is unknown since: give it back and wait
+            // for new input (the slot step then says why).
+            self.next_slot = None;
+            self.state.facts.slot_held = false;
+            let _ = self.input.changed().await;
+            return;
+        };
         if let Some(parent) = opts.log_path.parent() {
             let _ = tokio::fs::create_dir_all(parent).await;
         }
