@@ -26,7 +26,8 @@ impl Config {
         let profiles = profiles::resolve(
             a.vm_profiles.take().unwrap_or_default(),
             a.default_vm_profile.take(),
-        )?;
+        )
+        .map_err(profile_error)?;
         let cfg = with_defaults(a, host, naming, profiles);
         check_identity(&cfg)?;
         check_capacity(&cfg)?;
@@ -35,6 +36,25 @@ impl Config {
         check_pods(&cfg)?;
         check_kubelet_api(&cfg)?;
         Ok(cfg)
+    }
+}
+
+/// The configuration's error for a bad VM profile.
+fn profile_error(e: profiles::ProfileError) -> ConfigError {
+    match e {
+        profiles::ProfileError::Field {
+            profile,
+            field,
+            message,
+        } => ConfigError::Profile {
+            profile,
+            field,
+            message,
+        },
+        profiles::ProfileError::NoSuchDefault(d) => ConfigError::Invalid {
+            setting: "default_vm_profile",
+            message: format!("no [vm_profiles.{d}] table defines profile {d:?}"),
+        },
     }
 }
 

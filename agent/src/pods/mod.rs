@@ -1,7 +1,7 @@
 //! Pod side of the agent: every Pod bound to this node becomes a Tart VM.
 //!
 //! Wiring only. Pure cores: [`admission`], [`image`], [`resources`], [`input`], [`plan`],
-//! [`status`], [`reasons`], [`events`]. I/O: [`reconcile`] (the Pod object: Pod
+//! [`status`], [`reasons`], [`events`], [`profile`] (its RuntimeClass cache is I/O). I/O: [`reconcile`] (the Pod object: Pod
 //! steps, worker input, status), [`worker`] (the per-Pod task that owns the VM: VM steps),
 //! [`recovery`] (restart recovery and orphans), [`sink`] (events), [`pull`] (single-flight pulls
 //! and credentials), [`guest_refresh`] (keeping a running guest's volumes current),

@@ -4,13 +4,20 @@
 //! Pod naming a handler this Mac does not serve waits in `ContainerCreating` with a
 //! `FailedCreatePodSandBox` event and no VM, a Pod whose RuntimeClass is missing waits and
 //! starts once it is created, and the Node advertises the handlers it serves. Under both
-//! identities (the shipped RBAC, and `system:node` under the Node authorizer).
+//! identities (the shipped RBAC, and `system:node` under the Node authorizer). With two Macs
+//! and the real scheduler, the RuntimeClass's `scheduling.nodeSelector` (merged into its Pods
+//! by the API server's RuntimeClass admission) sends its Pods only to the Mac serving it.
 //!
 //! Run: `cargo test -p tart-kubelet-tests --test e2e pod_runtimeclass:: -- --nocapture`
 
 use crate::pod_support;
 
-use k8s_openapi::api::{core::v1::Node, node::v1::RuntimeClass};
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::{
+    core::v1::{Node, Pod, Toleration},
+    node::v1::{RuntimeClass, Scheduling},
+};
 use kube::{
     Api,
     api::{DeleteParams, ObjectMeta, PostParams},
@@ -54,13 +61,30 @@ impl Classes {
         n
     }
 
+    async fn delete(&self, name: &str) {
+        self.api
+            .delete(name, &DeleteParams::default())
+            .await
+            .expect("delete runtimeclass");
+        let gone = wait_for(WAIT, || async {
+            matches!(self.api.get_opt(name).await, Ok(None)).then_some(())
+        })
+        .await;
+        assert!(gone.is_ok(), "runtimeclass {name} not deleted");
+    }
+
     async fn create(&self, name: &str, handler: &str) {
+        self.create_with(name, handler, None).await;
+    }
+
+    async fn create_with(&self, name: &str, handler: &str, scheduling: Option<Scheduling>) {
         let rc = RuntimeClass {
             metadata: ObjectMeta {
                 name: Some(name.into()),
                 ..Default::default()
             },
             handler: handler.into(),
+            scheduling,
             ..Default::default()
         };
         self.api
@@ -97,7 +121,7 @@ async fn env(label: &str, as_node: bool) -> (Env, tempfile::TempDir) {
 }
 
 /// The `tart run` arguments fake-tart recorded for the Pod's VM, after the VM name.
-fn run_flags(env: &Env, pod: &k8s_openapi::api::core::v1::Pod) -> Vec<String> {
+fn run_flags(env: &Env, pod: &Pod) -> Vec<String> {
     let record = env
         .home
         .run_record(&Env::vm_of(pod))
@@ -126,15 +150,19 @@ async fn each_pod_runs_with_its_runtime_class_profile_and_the_others_wait() {
     classes.create(&isolated, "isolated").await;
     classes.create(&lan, "lan-cached").await;
     classes.create(&kata, "kata").await;
-    env.start_agent();
+    classes.create(&later, "isolated").await;
 
     create_with_class(&env, "iso", Some(&isolated)).await;
     create_with_class(&env, "lan", Some(&lan)).await;
     create_with_class(&env, "plain", None).await;
     create_with_class(&env, "unserved", Some(&kata)).await;
+    // The API server's RuntimeClass admission refuses a Pod naming a missing class: the class
+    // goes away after the Pod was created, before the agent starts it.
     create_with_class(&env, "early", Some(&later)).await;
+    classes.delete(&later).await;
+    env.start_agent();
 
-    let running = |p: &k8s_openapi::api::core::v1::Pod| phase(p) == "Running";
+    let running = |p: &Pod| phase(p) == "Running";
     let iso = env.wait_pod("iso", "running", running).await;
     assert_eq!(
         run_flags(&env, &iso),
@@ -240,4 +268,105 @@ async fn the_node_identity_reads_runtime_classes_and_advertises_its_handlers() {
         env.agent_log()
     );
     env.kill_agent().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_runtime_class_node_selector_sends_its_pods_only_to_macs_serving_it() {
+    let pool = unique("rtpool");
+    let label = format!("tart.run/pool={pool}");
+    let (mut serving, dir) = env("rtserve", false).await;
+    serving.set_extra_args(&[
+        "--config",
+        dir.path().join("config.toml").to_str().unwrap(),
+        "--node-label",
+        &label,
+        "--vm-slots",
+        "4",
+    ]);
+    let mut other = Env::new(
+        "rtother",
+        Knobs::new(),
+        &["--node-label", &label, "--vm-slots", "4"],
+    )
+    .await;
+    let mut classes = Classes::new(&serving);
+    let isolated = classes.name("tart-isolated");
+    let selector = BTreeMap::from([(
+        "runtime-handler.tart.run/isolated".to_owned(),
+        "true".to_owned(),
+    )]);
+    classes
+        .create_with(
+            &isolated,
+            "isolated",
+            Some(Scheduling {
+                node_selector: Some(selector),
+                tolerations: Some(vec![Toleration {
+                    key: Some("virtual-kubelet.io/provider".into()),
+                    operator: Some("Exists".into()),
+                    ..Default::default()
+                }]),
+            }),
+        )
+        .await;
+    serving.start_agent();
+    other.start_agent();
+    // Both Nodes registered and schedulable before any Pod is created.
+    let nodes: Api<Node> = Api::all(serving.admin.clone());
+    for node in [&serving.node, &other.node] {
+        let ready = wait_for(WAIT, || async {
+            let n = nodes.get_opt(node).await.ok().flatten()?;
+            n.status
+                .as_ref()?
+                .conditions
+                .as_ref()?
+                .iter()
+                .any(|c| c.type_ == "Ready" && c.status == "True")
+                .then_some(())
+        })
+        .await;
+        assert!(ready.is_ok(), "{node} never Ready");
+    }
+    for i in 0..4 {
+        let mut p = vm_pod(&format!("placed-{i}"), &serving.ns, "");
+        let spec = p.spec.as_mut().unwrap();
+        spec.node_name = None;
+        // The RuntimeClass brings the provider toleration; the pressure taints depend on the
+        // machine the tests run on.
+        spec.tolerations = Some(
+            ["disk-pressure", "memory-pressure", "pid-pressure"]
+                .iter()
+                .map(|t| Toleration {
+                    key: Some(format!("node.kubernetes.io/{t}")),
+                    operator: Some("Exists".into()),
+                    ..Default::default()
+                })
+                .collect(),
+        );
+        spec.node_selector = Some(BTreeMap::from([("tart.run/pool".to_owned(), pool.clone())]));
+        spec.runtime_class_name = Some(isolated.clone());
+        serving.create(&p).await;
+    }
+    for i in 0..4 {
+        let p = serving
+            .wait_pod(&format!("placed-{i}"), "running", |p| phase(p) == "Running")
+            .await;
+        let spec = p.spec.as_ref().unwrap();
+        assert_eq!(
+            spec.node_name.as_deref(),
+            Some(serving.node.as_str()),
+            "placed on the Mac that does not serve the handler"
+        );
+        assert_eq!(
+            spec.node_selector
+                .as_ref()
+                .and_then(|s| s.get("runtime-handler.tart.run/isolated"))
+                .map(String::as_str),
+            Some("true"),
+            "the RuntimeClass admission merged its nodeSelector"
+        );
+        assert_eq!(run_flags(&serving, &p)[0], "--net-softnet");
+    }
+    serving.kill_agent().await;
+    other.kill_agent().await;
 }

@@ -13,7 +13,19 @@ use std::{
 use serde::Deserialize;
 use tart::{DiskCaching, DiskSync, Network, RootDiskOpts};
 
-use super::ConfigError;
+/// A bad profile, or a `default_vm_profile` that names none; the configuration's error says
+/// which setting.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ProfileError {
+    /// A key of `[vm_profiles.<profile>]` (or its name) has an unusable value.
+    Field {
+        profile: String,
+        field: &'static str,
+        message: String,
+    },
+    /// `default_vm_profile` names no profile.
+    NoSuchDefault(String),
+}
 
 /// One `[vm_profiles.<handler>]` table as written; [`resolve`] checks it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -38,22 +50,6 @@ pub(crate) struct ProfileArgs {
 pub(crate) struct VmProfile {
     pub(crate) network: Network,
     pub(crate) root_disk: RootDiskOpts,
-}
-
-impl VmProfile {
-    /// The bridged interface the profile needs, if any.
-    pub(crate) fn bridged_interface(&self) -> Option<&str> {
-        match &self.network {
-            Network::Bridged(iface) => Some(iface),
-            _ => None,
-        }
-    }
-
-    /// Whether the profile runs softnet (softnet, or host networking, which Tart runs
-    /// through softnet).
-    pub(crate) fn needs_softnet(&self) -> bool {
-        matches!(self.network, Network::Softnet { .. } | Network::Host)
-    }
 }
 
 /// The configured profiles by handler, and the one Pods without a RuntimeClass get.
@@ -97,15 +93,15 @@ impl VmProfiles {
 /// Check every profile and the default's name.
 ///
 /// # Errors
-/// [`ConfigError::Profile`] naming the first bad profile and field, or
-/// [`ConfigError::Invalid`] for a `default_vm_profile` that names no profile.
+/// [`ProfileError`] naming the first bad profile and field, or the default that names no
+/// profile.
 pub(crate) fn resolve(
     args: BTreeMap<String, ProfileArgs>,
     default: Option<String>,
-) -> Result<VmProfiles, ConfigError> {
+) -> Result<VmProfiles, ProfileError> {
     let mut by_handler = BTreeMap::new();
     for (handler, a) in args {
-        let profile = profile(&handler, a).map_err(|(field, message)| ConfigError::Profile {
+        let profile = profile(&handler, a).map_err(|(field, message)| ProfileError::Field {
             profile: handler.clone(),
             field,
             message,
@@ -115,10 +111,7 @@ pub(crate) fn resolve(
     if let Some(d) = &default
         && !by_handler.contains_key(d)
     {
-        return Err(ConfigError::Invalid {
-            setting: "default_vm_profile",
-            message: format!("no [vm_profiles.{d}] table defines profile {d:?}"),
-        });
+        return Err(ProfileError::NoSuchDefault(d.clone()));
     }
     Ok(VmProfiles {
         by_handler,

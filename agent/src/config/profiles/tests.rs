@@ -2,17 +2,23 @@ use std::collections::BTreeMap;
 
 use tart::{DiskCaching, DiskSync, Network, RootDiskOpts};
 
-use super::{ProfileArgs, VmProfile, resolve};
-use crate::config::ConfigError;
+use super::{ProfileArgs, ProfileError, VmProfile, resolve};
 
 fn strings(v: &[&str]) -> Option<Vec<String>> {
     Some(v.iter().map(|s| (*s).to_owned()).collect())
 }
 
+/// The profile, or `<profile>: <field>: <message>`.
 fn one(name: &str, a: ProfileArgs) -> Result<VmProfile, String> {
-    let profiles =
-        resolve(BTreeMap::from([(name.to_owned(), a)]), None).map_err(|e| e.to_string())?;
-    Ok(profiles.get(name).unwrap().clone())
+    match resolve(BTreeMap::from([(name.to_owned(), a)]), None) {
+        Ok(profiles) => Ok(profiles.get(name).unwrap().clone()),
+        Err(ProfileError::Field {
+            profile,
+            field,
+            message,
+        }) => Err(format!("{profile}: {field}: {message}")),
+        Err(e) => panic!("{e:?}"),
+    }
 }
 
 fn net(w: &str) -> ProfileArgs {
@@ -147,10 +153,7 @@ fn a_bad_profile_names_the_profile_and_the_field() {
     ];
     for (name, a, want) in cases {
         let err = one(name, a).unwrap_err();
-        assert!(
-            err.starts_with("invalid VM profile ") && err.contains(want),
-            "{name}: {err} (want {want})"
-        );
+        assert!(err.starts_with(want), "{name}: {err} (want {want})");
     }
 }
 
@@ -170,15 +173,8 @@ fn the_default_profile_is_built_in_or_a_named_one() {
             }
         )
     );
-    let err = resolve(args, Some("wan".into())).unwrap_err();
-    assert!(
-        matches!(
-            err,
-            ConfigError::Invalid {
-                setting: "default_vm_profile",
-                ..
-            }
-        ),
-        "{err}"
+    assert_eq!(
+        resolve(args, Some("wan".into())),
+        Err(ProfileError::NoSuchDefault("wan".into()))
     );
 }
