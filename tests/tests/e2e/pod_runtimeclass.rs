@@ -111,7 +111,8 @@ async fn env(label: &str, as_node: bool) -> (Env, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("config.toml");
     std::fs::write(&file, PROFILES).unwrap();
-    let args = ["--config", file.to_str().unwrap()];
+    // Four VMs at once: the three Pods that run, and the late one.
+    let args = ["--config", file.to_str().unwrap(), "--vm-slots", "4"];
     let env = if as_node {
         Env::new_as_node(label, Knobs::new(), &args).await
     } else {
