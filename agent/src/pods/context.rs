@@ -2,7 +2,7 @@
 //! names, our Node as the Pod side sees it, the per-Pod workers and reconcile failure counts.
 
 use std::{
-    collections::{BTreeMap, HashMap},
+    collections::HashMap,
     sync::{Arc, Mutex},
     time::Duration,
 };
@@ -96,12 +96,7 @@ impl<T: Tart> Shared<T> {
             .spec
             .as_ref()
             .and_then(|s| s.runtime_class_name.as_deref());
-        choose(
-            class,
-            |c| self.classes.lookup(c),
-            &self.cfg.vm_profiles,
-            &BTreeMap::new(),
-        )
+        choose(class, |c| self.classes.lookup(c), &self.cfg.vm_profiles)
     }
 
     /// Run `f` on the reconcile failure counts.

@@ -55,5 +55,5 @@ pub async fn apply_runtime_class(admin: &Client) -> anyhow::Result<()> {
 
 /// Whether the `n`th runner (from 1) asks for the profile.
 pub fn uses_profile(n: u64) -> bool {
-    n % EVERY == 0
+    n.is_multiple_of(EVERY)
 }

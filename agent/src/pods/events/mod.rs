@@ -172,8 +172,8 @@ pub(crate) enum Occurrence {
         /// Bytes skipped.
         bytes: u64,
     },
-    /// The Pod's VM profile cannot be used (its RuntimeClass is missing, unserved or
-    /// unavailable here): kubelet's `FailedCreatePodSandBox`.
+    /// The Pod's VM profile is not known (its RuntimeClass is missing, or its handler is not
+    /// served here): kubelet's `FailedCreatePodSandBox`.
     SandboxFailed {
         /// [`crate::pods::profile::ProfileWait::message`].
         message: String,

@@ -3,16 +3,13 @@
 //! profiles"). [`choose`] is the pure decision; [`classes`] keeps the RuntimeClasses in a
 //! watch cache, as kubelet's RuntimeClass manager does, so a lookup costs no API request.
 //!
-//! A Pod whose RuntimeClass does not exist (yet), whose handler this agent has no profile for,
-//! or whose profile this Mac cannot run now, waits: no VM is made for it (never one with
-//! another network), its container waits in `ContainerCreating` and a `FailedCreatePodSandBox`
+//! A Pod whose RuntimeClass does not exist (yet), or whose handler this agent has no profile
+//! for, waits: no VM is made for it (never one with another network), its container waits in `ContainerCreating` and a `FailedCreatePodSandBox`
 //! Warning says why — kubelet's words for a sandbox it cannot create. The RuntimeClass's
 //! `overhead` and `scheduling` are the API server's and the scheduler's business, not the
 //! agent's.
 
 pub(crate) mod classes;
-
-use std::collections::BTreeMap;
 
 use crate::config::{VmProfile, VmProfiles};
 
@@ -26,13 +23,6 @@ pub(crate) enum ProfileWait {
     },
     /// The RuntimeClass's handler is not one of this agent's profiles.
     Unserved { class: String, handler: String },
-    /// The profile exists but this Mac cannot run it now (a host check fails).
-    Unavailable {
-        /// The profile's handler.
-        handler: String,
-        /// What the host check found.
-        why: String,
-    },
 }
 
 impl ProfileWait {
@@ -48,9 +38,6 @@ impl ProfileWait {
                 "no VM profile for handler \"{handler}\" (RuntimeClass \"{class}\") is \
                  configured on this node"
             ),
-            Self::Unavailable { handler, why } => {
-                format!("VM profile \"{handler}\" is unavailable on this node: {why}")
-            }
         }
     }
 }
@@ -65,8 +52,7 @@ pub(crate) enum ClassLookup {
 }
 
 /// The profile for a Pod with `class` (its `spec.runtimeClassName`; `None` or empty = the
-/// default profile), given what the RuntimeClass cache says, the configured profiles and the
-/// ones this Mac cannot run now (`unavailable`, handler → why). Pure.
+/// default profile), given what the RuntimeClass cache says and the configured profiles. Pure.
 ///
 /// # Errors
 /// [`ProfileWait`] saying why the Pod waits.
@@ -74,20 +60,9 @@ pub(crate) fn choose(
     class: Option<&str>,
     lookup: impl FnOnce(&str) -> ClassLookup,
     profiles: &VmProfiles,
-    unavailable: &BTreeMap<String, String>,
 ) -> Result<VmProfile, ProfileWait> {
-    let available = |handler: &str, p: VmProfile| match unavailable.get(handler) {
-        Some(why) => Err(ProfileWait::Unavailable {
-            handler: handler.to_owned(),
-            why: why.clone(),
-        }),
-        None => Ok(p),
-    };
     let Some(class) = class.filter(|c| !c.is_empty()) else {
-        return match profiles.default_profile() {
-            (Some(handler), p) => available(handler, p),
-            (None, p) => Ok(p),
-        };
+        return Ok(profiles.default_profile().1);
     };
     let handler = match lookup(class) {
         ClassLookup::Handler(h) => h,
@@ -98,7 +73,7 @@ pub(crate) fn choose(
         }
     };
     match profiles.get(&handler) {
-        Some(p) => available(&handler, p.clone()),
+        Some(p) => Ok(p.clone()),
         None => Err(ProfileWait::Unserved {
             class: class.to_owned(),
             handler,

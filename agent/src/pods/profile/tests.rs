@@ -46,31 +46,27 @@ fn classes(name: &str) -> ClassLookup {
     }
 }
 
+/// (the Pod's class, `default_vm_profile`, what the Pod gets).
+type Case<'a> = (
+    Option<&'a str>,
+    Option<&'a str>,
+    Result<VmProfile, ProfileWait>,
+);
+
 #[test]
 fn the_runtime_class_handler_picks_the_profile_or_says_why_the_pod_waits() {
-    let down = BTreeMap::from([(
-        "isolated".to_owned(),
-        "softnet is not setuid root".to_owned(),
-    )]);
-    let none = BTreeMap::new();
-    let cases: Vec<(
-        Option<&str>,
-        Option<&str>,
-        &BTreeMap<String, String>,
-        Result<VmProfile, ProfileWait>,
-    )> = vec![
+    let cases: Vec<Case<'_>> = vec![
         // No RuntimeClass: the built-in default, or the configured default profile.
-        (None, None, &none, Ok(VmProfile::default())),
-        (Some(""), None, &none, Ok(VmProfile::default())),
-        (None, Some("fast-disk"), &none, Ok(cached())),
+        (None, None, Ok(VmProfile::default())),
+        (Some(""), None, Ok(VmProfile::default())),
+        (None, Some("fast-disk"), Ok(cached())),
         // A RuntimeClass whose handler has a profile.
-        (Some("ci-isolated"), None, &none, Ok(softnet())),
-        (Some("fast"), Some("isolated"), &none, Ok(cached())),
+        (Some("ci-isolated"), None, Ok(softnet())),
+        (Some("fast"), Some("isolated"), Ok(cached())),
         // Missing class, unserved handler.
         (
             Some("gone"),
             None,
-            &none,
             Err(ProfileWait::ClassNotFound {
                 class: "gone".into(),
             }),
@@ -78,36 +74,15 @@ fn the_runtime_class_handler_picks_the_profile_or_says_why_the_pod_waits() {
         (
             Some("kata"),
             None,
-            &none,
             Err(ProfileWait::Unserved {
                 class: "kata".into(),
                 handler: "kata".into(),
             }),
         ),
-        // A profile this Mac cannot run now, named or as the default.
-        (
-            Some("ci-isolated"),
-            None,
-            &down,
-            Err(ProfileWait::Unavailable {
-                handler: "isolated".into(),
-                why: "softnet is not setuid root".into(),
-            }),
-        ),
-        (
-            None,
-            Some("isolated"),
-            &down,
-            Err(ProfileWait::Unavailable {
-                handler: "isolated".into(),
-                why: "softnet is not setuid root".into(),
-            }),
-        ),
-        (Some("fast"), None, &down, Ok(cached())),
     ];
-    for (class, default, unavailable, want) in cases {
+    for (class, default, want) in cases {
         assert_eq!(
-            choose(class, classes, &profiles(default), unavailable),
+            choose(class, classes, &profiles(default)),
             want,
             "{class:?} default {default:?}"
         );
@@ -127,13 +102,6 @@ fn wait_messages_use_kubelet_and_containerd_words() {
                 handler: "h".into(),
             },
             "no VM profile for handler \"h\" (RuntimeClass \"x\") is configured on this node",
-        ),
-        (
-            ProfileWait::Unavailable {
-                handler: "h".into(),
-                why: "no interface en9".into(),
-            },
-            "VM profile \"h\" is unavailable on this node: no interface en9",
         ),
     ];
     for (wait, want) in cases {

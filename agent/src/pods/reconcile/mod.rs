@@ -352,7 +352,7 @@ fn sync_worker<T: Tart>(
     spawned
 }
 
-/// A Pod without a worker whose VM profile cannot be used now: a `FailedCreatePodSandBox`
+/// A Pod without a worker whose VM profile is not known now: a `FailedCreatePodSandBox`
 /// Warning (once per reason: the sink drops repeats) and its container waiting in
 /// `ContainerCreating` with the reason as message.
 async fn wait_for_profile<T: Tart>(

@@ -97,9 +97,9 @@ impl<T: Tart> Worker<T> {
         })
     }
 
-    /// The Pod's VM profile cannot be used now (its RuntimeClass is missing, unserved or
-    /// unavailable): say so and wait for new input, without a slot and without a VM run.
-    /// Returns whether it waited.
+    /// The Pod's VM profile is not known now (its RuntimeClass is missing, or its handler is
+    /// not one of this agent's profiles): say so and wait for new input, without a slot and
+    /// without a VM run. Returns whether it waited.
     async fn wait_for_profile(
         &mut self,
         input: &WorkerInput,
