@@ -46,8 +46,9 @@ pub use driver::Tart;
 pub use error::{Error, ErrorKind, Result};
 pub use exec::{ExecControl, ExecOpts, ExecReader, ExecSession, ExecWait, ExecWriter, WindowSize};
 pub use model::{
-    Credentials, DirShare, ExecOutput, ExitInfo, ExitReason, IpResolver, Network, Op, PruneOpts,
-    RunOpts, SetOpts, Source, StopOutcome, Version, VmDetails, VmInfo, VmName, VmState,
+    Credentials, DirShare, DiskCaching, DiskSync, ExecOutput, ExitInfo, ExitReason, IpResolver,
+    Network, Op, PruneOpts, RootDiskOpts, RunOpts, SetOpts, Source, StopOutcome, Version,
+    VmDetails, VmInfo, VmName, VmState,
 };
 pub use observe::{Attempt, AttemptOutcome, Observer};
 pub use retry::RetryPolicy;

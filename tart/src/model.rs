@@ -252,12 +252,14 @@ pub enum Network {
     /// Shared NAT (default).
     #[default]
     Shared,
-    /// `--net-softnet` with optional allow/block CIDR lists.
+    /// `--net-softnet` with optional allow/block CIDR lists and exposed ports.
     Softnet {
         /// `--net-softnet-allow=...`.
         allow: Vec<String>,
         /// `--net-softnet-block=...`.
         block: Vec<String>,
+        /// `--net-softnet-expose=...`: `<host port>:<guest port>` pairs.
+        expose: Vec<String>,
     },
     /// `--net-bridged=IFACE`.
     Bridged(String),
@@ -280,6 +282,66 @@ impl Network {
     }
 }
 
+/// `sync=` of `--root-disk-opts` (docs/reference/tart-cli.md §2.6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DiskSync {
+    /// `sync=full` (Tart's default).
+    Full,
+    /// `sync=fsync`.
+    Fsync,
+    /// `sync=none`: writes are never flushed to the host's disk.
+    None,
+}
+
+impl DiskSync {
+    /// Every mode, in the order error messages list them.
+    pub const ALL: [DiskSync; 3] = [Self::Full, Self::Fsync, Self::None];
+
+    /// The word after `sync=`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Full => "full",
+            Self::Fsync => "fsync",
+            Self::None => "none",
+        }
+    }
+}
+
+/// `caching=` of `--root-disk-opts` (docs/reference/tart-cli.md §2.6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DiskCaching {
+    /// `caching=automatic` (Tart's default for macOS guests).
+    Automatic,
+    /// `caching=cached`: the host's page cache holds the disk's blocks.
+    Cached,
+    /// `caching=uncached`.
+    Uncached,
+}
+
+impl DiskCaching {
+    /// Every mode, in the order error messages list them.
+    pub const ALL: [DiskCaching; 3] = [Self::Automatic, Self::Cached, Self::Uncached];
+
+    /// The word after `caching=`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Automatic => "automatic",
+            Self::Cached => "cached",
+            Self::Uncached => "uncached",
+        }
+    }
+}
+
+/// The root disk's `--root-disk-opts` (docs/reference/tart-cli.md §2.6); `None` leaves
+/// Tart's default.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RootDiskOpts {
+    /// `sync=`.
+    pub sync: Option<DiskSync>,
+    /// `caching=`.
+    pub caching: Option<DiskCaching>,
+}
+
 /// Options for `tart run` (docs/reference/tart-cli.md §2.6). `--no-graphics` is always passed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunOpts {
@@ -287,6 +349,8 @@ pub struct RunOpts {
     pub dirs: Vec<DirShare>,
     /// Shared NAT, softnet, bridged or host networking.
     pub network: Network,
+    /// `--root-disk-opts`; nothing is passed when both are Tart's default.
+    pub root_disk: RootDiskOpts,
     /// `--suspendable`.
     pub suspendable: bool,
     /// Per-VM log file for the run process's stdout and stderr.

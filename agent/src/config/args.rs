@@ -5,6 +5,7 @@
 //! [`super::values`] and [`super::units`] for both flags and file.
 
 use std::{
+    collections::BTreeMap,
     net::{IpAddr, SocketAddr},
     path::PathBuf,
     time::Duration,
@@ -14,6 +15,7 @@ use serde::Deserialize;
 
 use super::{
     Identity, LauncherMode, LogFormat, PullCredentials,
+    profiles::ProfileArgs,
     units::{DiskThreshold, parse_bytes, parse_disk_threshold, parse_duration},
     values::{NodeLabel, NodeTaint, TartDeadline, de, parse_socket_addr, parse_version},
 };
@@ -499,6 +501,13 @@ pub(crate) struct RunArgs {
     /// readings (pressure, free_percent, swap_used), so tests can drive them. Default: none.
     #[arg(long, env = "TART_KUBELET_VITALS_HOST_FILE", value_name = "FILE")]
     pub(crate) vitals_host_file: Option<PathBuf>,
+    /// The VM profiles, one `[vm_profiles.<handler>]` table each (configuration file only).
+    #[arg(skip)]
+    pub(crate) vm_profiles: Option<BTreeMap<String, ProfileArgs>>,
+    /// The profile of Pods without a RuntimeClass (configuration file only). Default: shared
+    /// NAT with Tart's disk defaults.
+    #[arg(skip)]
+    pub(crate) default_vm_profile: Option<String>,
 }
 
 macro_rules! merge {
@@ -529,7 +538,7 @@ impl RunArgs {
             default_termination_grace, pull_credentials, vm_name_prefix, pod_concurrency,
             identity, token_refresh_max, image_gc_high_threshold, image_gc_low_threshold,
             image_cache_budget, image_gc_period, prepull_config, prepull_period, vitals_interval,
-            vitals_host_file,
+            vitals_host_file, vm_profiles, default_vm_profile,
         )
     }
 }

@@ -15,6 +15,7 @@ mod args;
 mod client_ca;
 mod limits;
 mod model;
+mod profiles;
 mod resolve;
 pub(crate) mod units;
 mod values;
@@ -28,6 +29,7 @@ pub(crate) use model::{
     Config, ConfigError, HostDefaults, Identity, LauncherMode, LogFormat, PullCredentials,
 };
 pub(crate) use model::{LABEL_PREFIX, VM_SLOTS_RESOURCE};
+pub(crate) use profiles::{VmProfile, VmProfiles};
 pub(crate) use units::parse_semver;
 pub(crate) use units::{DiskThreshold, TaintSpec};
 

@@ -10,6 +10,7 @@ use std::{
 };
 
 use super::Limits;
+use super::profiles::VmProfiles;
 use super::units::{DiskThreshold, TaintSpec};
 
 /// Our label / resource prefix. Only labels under it are ever pruned from the Node.
@@ -171,6 +172,8 @@ pub(crate) struct Config {
     pub host_checks_file: Option<PathBuf>,
     /// The softnet program to check, if any.
     pub softnet_program: Option<PathBuf>,
+    /// Pod side: the VM profiles by RuntimeClass handler, and the default one.
+    pub vm_profiles: VmProfiles,
     /// Host faults within `quarantine_window` that quarantine the Node.
     pub quarantine_faults: u32,
     /// The window quarantine faults are counted in.
@@ -239,6 +242,16 @@ pub(crate) enum ConfigError {
     Invalid {
         /// The setting's flag name, e.g. `--vm-slots`.
         setting: &'static str,
+        /// What is wrong.
+        message: String,
+    },
+    /// A `[vm_profiles.<profile>]` table has an unusable value.
+    #[error("invalid VM profile {profile}: {field}: {message}")]
+    Profile {
+        /// The profile's name (its RuntimeClass handler).
+        profile: String,
+        /// The key in its table, or `name` for the name itself.
+        field: &'static str,
         /// What is wrong.
         message: String,
     },

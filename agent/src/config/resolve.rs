@@ -10,7 +10,10 @@ use std::{
     time::Duration,
 };
 
-use super::{Config, ConfigError, DiskThreshold, HostDefaults, Limits, RunArgs, TaintSpec, units};
+use super::{
+    Config, ConfigError, DiskThreshold, HostDefaults, Limits, RunArgs, TaintSpec, VmProfiles,
+    profiles, units,
+};
 use crate::vm_name::{DEFAULT_PREFIX, VmNaming};
 
 impl Config {
@@ -18,9 +21,14 @@ impl Config {
     ///
     /// # Errors
     /// [`ConfigError::Invalid`] naming the setting.
-    pub(crate) fn resolve(a: RunArgs, host: &HostDefaults) -> Result<Self, ConfigError> {
+    pub(crate) fn resolve(mut a: RunArgs, host: &HostDefaults) -> Result<Self, ConfigError> {
         let naming = vm_naming(a.vm_name_prefix.as_deref().unwrap_or(DEFAULT_PREFIX))?;
-        let cfg = with_defaults(a, host, naming);
+        let profiles = profiles::resolve(
+            a.vm_profiles.take().unwrap_or_default(),
+            a.default_vm_profile.take(),
+        )
+        .map_err(profile_error)?;
+        let cfg = with_defaults(a, host, naming, profiles);
         check_identity(&cfg)?;
         check_capacity(&cfg)?;
         check_heartbeat(&cfg)?;
@@ -31,9 +39,33 @@ impl Config {
     }
 }
 
+/// The configuration's error for a bad VM profile.
+fn profile_error(e: profiles::ProfileError) -> ConfigError {
+    match e {
+        profiles::ProfileError::Field {
+            profile,
+            field,
+            message,
+        } => ConfigError::Profile {
+            profile,
+            field,
+            message,
+        },
+        profiles::ProfileError::NoSuchDefault(d) => ConfigError::Invalid {
+            setting: "default_vm_profile",
+            message: format!("no [vm_profiles.{d}] table defines profile {d:?}"),
+        },
+    }
+}
+
 /// `a`'s values where given, else the built-in defaults (the ones `--help` states), with
-/// `vm_naming` built from the checked prefix.
-fn with_defaults(a: RunArgs, host: &HostDefaults, vm_naming: VmNaming) -> Config {
+/// `vm_naming` built from the checked prefix and the checked `vm_profiles`.
+fn with_defaults(
+    a: RunArgs,
+    host: &HostDefaults,
+    vm_naming: VmNaming,
+    vm_profiles: VmProfiles,
+) -> Config {
     let secs = Duration::from_secs;
     let port = Limits::default();
     // A value without exactly one '/' leaves the namespace empty, which the checks refuse.
@@ -130,6 +162,7 @@ fn with_defaults(a: RunArgs, host: &HostDefaults, vm_naming: VmNaming) -> Config
         host_check_interval: a.host_check_interval.unwrap_or(secs(10)),
         host_checks_file: a.host_checks_file,
         softnet_program: a.softnet_program,
+        vm_profiles,
         quarantine_faults: a.quarantine_faults.unwrap_or(3),
         quarantine_window: a.quarantine_window.unwrap_or(secs(600)),
         quarantine_cooldown: a.quarantine_cooldown.unwrap_or(secs(900)),

@@ -451,3 +451,36 @@ fn the_bootstrap_kubeconfig_needs_the_node_identity_and_a_kubeconfig_to_write() 
     assert_eq!(file.bootstrap_kubeconfig, Some(PathBuf::from("/etc/tkl/b")));
     assert_eq!(resolve(&[]).unwrap().bootstrap_kubeconfig, None);
 }
+
+#[test]
+fn vm_profiles_come_from_the_file_and_a_bad_one_names_the_profile_and_the_key() {
+    let args = from_file(
+        "default_vm_profile = \"lan\"\n\
+         [vm_profiles.lan]\nnetwork = \"bridged:en0\"\nroot_disk_caching = \"cached\"\n\
+         [vm_profiles.isolated]\nnetwork = \"softnet\"\nsoftnet_allow = [\"10.0.0.0/8\"]\n",
+    )
+    .unwrap();
+    let cfg = Config::resolve(args, &host()).unwrap();
+    assert_eq!(
+        cfg.vm_profiles.get("lan").unwrap().network,
+        tart::Network::Bridged("en0".into())
+    );
+    assert_eq!(cfg.vm_profiles.default_profile().0, Some("lan"));
+    let bad = from_file("[vm_profiles.isolated]\nnetwork = \"softnet\"\nsoftnet_block = [\"x\"]\n")
+        .unwrap();
+    let e = Config::resolve(bad, &host()).unwrap_err().to_string();
+    assert!(
+        e.starts_with("invalid VM profile isolated: softnet_block: \"x\" is not a CIDR"),
+        "{e}"
+    );
+    let missing = from_file("default_vm_profile = \"wan\"\n").unwrap();
+    let e = Config::resolve(missing, &host()).unwrap_err().to_string();
+    assert!(
+        e.starts_with("invalid default_vm_profile: no [vm_profiles.wan]"),
+        "{e}"
+    );
+    assert!(
+        from_file("[vm_profiles.x]\nnetwrok = \"host\"\n").is_err(),
+        "an unknown key in a profile is refused"
+    );
+}

@@ -7,13 +7,16 @@ use std::{
     time::Duration,
 };
 
+use k8s_openapi::api::core::v1::Pod;
 use tart::Tart;
 use tokio::sync::watch;
 
+use super::profile::{ProfileWait, choose, classes::RuntimeClasses};
 use super::{
     admission::HostLimits,
     worker::{WorkerContext, WorkerHandle, WorkerState},
 };
+use crate::config::{VmProfile, VmProfiles};
 use crate::metrics::ApiErrors;
 use crate::vm_name::VmNaming;
 
@@ -33,6 +36,8 @@ pub(crate) struct PodsConfig {
     pub gc_interval: Duration,
     /// The agent runs as the node: no finalizer (see [`crate::config::Identity`]).
     pub without_finalizer: bool,
+    /// The VM profiles by RuntimeClass handler.
+    pub vm_profiles: VmProfiles,
 }
 
 /// The controller's context. One per agent.
@@ -53,6 +58,8 @@ pub(crate) struct Shared<T: Tart> {
     pub api_errors: ApiErrors,
     /// Whether this agent holds its Node's Lease: no Pod write without it.
     pub lease: crate::node::fence::Fence,
+    /// The RuntimeClass watch cache.
+    pub classes: RuntimeClasses,
 }
 
 /// What the Pod side needs to know about its Node.
@@ -81,6 +88,15 @@ impl<T: Tart> Shared<T> {
     /// The latest state of the Pod's worker, if it has one.
     pub(crate) fn worker_state(&self, uid: &str) -> Option<WorkerState> {
         self.with_workers(|w| w.get(uid).map(|h| h.state.borrow().clone()))
+    }
+
+    /// The VM profile of `pod`, or why its VM cannot be made now ([`choose`]).
+    pub(crate) fn profile_for(&self, pod: &Pod) -> Result<VmProfile, ProfileWait> {
+        let class = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.runtime_class_name.as_deref());
+        choose(class, |c| self.classes.lookup(c), &self.cfg.vm_profiles)
     }
 
     /// Run `f` on the reconcile failure counts.

@@ -329,7 +329,11 @@ impl Rig {
                 concurrency: 4,
                 gc_interval: Duration::from_secs(60),
                 without_finalizer: false,
+                vm_profiles: Default::default(),
             },
+            classes: crate::pods::profile::classes::RuntimeClasses::new(
+                &kube::runtime::reflector::store::Writer::default(),
+            ),
             worker: self.worker.clone(),
             naming: VmNaming::default(),
             node: watch::channel(node).1,

@@ -1,7 +1,7 @@
 //! Pod side of the agent: every Pod bound to this node becomes a Tart VM.
 //!
 //! Wiring only. Pure cores: [`admission`], [`image`], [`resources`], [`input`], [`plan`],
-//! [`status`], [`reasons`], [`events`]. I/O: [`reconcile`] (the Pod object: Pod
+//! [`status`], [`reasons`], [`events`], [`profile`] (its RuntimeClass cache is I/O). I/O: [`reconcile`] (the Pod object: Pod
 //! steps, worker input, status), [`worker`] (the per-Pod task that owns the VM: VM steps),
 //! [`recovery`] (restart recovery and orphans), [`sink`] (events), [`pull`] (single-flight pulls
 //! and credentials), [`guest_refresh`] (keeping a running guest's volumes current),
@@ -24,6 +24,7 @@ pub(crate) mod input;
 pub(crate) mod launcher;
 pub(crate) mod metrics;
 pub(crate) mod plan;
+pub(crate) mod profile;
 pub(crate) mod pull;
 pub(crate) mod reasons;
 pub(crate) mod reconcile;
@@ -55,6 +56,7 @@ use self::{
     context::{NodeView, PodsConfig, Shared},
     metrics::PodMetrics,
     plan::Process,
+    profile::classes::RuntimeClasses,
     sink::{EventApi, EventSink},
     status::ContainerView,
     worker::{Waker, WorkerConfig, WorkerContext},
@@ -86,6 +88,7 @@ impl PodsConfig {
             concurrency: cfg.pod_concurrency,
             gc_interval: Duration::from_secs(60),
             without_finalizer: !cfg.identity.uses_finalizer(),
+            vm_profiles: cfg.vm_profiles.clone(),
         }
     }
 }
@@ -189,7 +192,19 @@ pub(crate) async fn run<T: Tart>(deps: PodSide<T>) {
         running: deps.served.running().clone(),
         log_watch: deps.log_watch.clone(),
     });
+    let class_writer = kube::runtime::reflector::store::Writer::default();
+    let classes = RuntimeClasses::new(&class_writer);
+    tokio::spawn(
+        profile::classes::run(
+            deps.client.clone(),
+            class_writer,
+            wake_all_tx.clone(),
+            deps.shutdown.clone(),
+        )
+        .instrument(info_span!("runtimeclass_watch")),
+    );
     let shared = Arc::new(Shared {
+        classes,
         client: deps.client.clone(),
         worker,
         naming,
@@ -213,7 +228,9 @@ pub(crate) async fn run<T: Tart>(deps: PodSide<T>) {
     );
     tokio::spawn(population(shared.clone(), shutdown.clone()));
 
-    // Restart recovery before the controller: adopt running VMs, then delete orphans.
+    // Restart recovery before the controller: adopt running VMs, then delete orphans. The
+    // recovered Pods' VM profiles are looked up in the RuntimeClass cache, so it lists first.
+    shared.classes.wait_ready(shared.cfg.api_timeout).await;
     loop {
         match recovery::recover(&shared).await {
             Ok(orphans) => {

@@ -11,7 +11,7 @@ use std::{
     time::Duration,
 };
 
-use crate::{DirShare, IpResolver, Network, PruneOpts, RunOpts, SetOpts, VmName};
+use crate::{DirShare, IpResolver, Network, PruneOpts, RootDiskOpts, RunOpts, SetOpts, VmName};
 
 /// A value that cannot be passed to `tart` safely.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -80,7 +80,8 @@ pub(crate) fn set(vm: &VmName, opts: &SetOpts) -> Vec<OsString> {
     v
 }
 
-/// `tart run <vm> --no-graphics [--dir ...]... [network flags] [--suspendable]`.
+/// `tart run <vm> --no-graphics [--dir ...]... [network flags] [--root-disk-opts=...]
+/// [--suspendable]`.
 ///
 /// # Errors
 /// [`ArgError::InvalidDirShare`] for a share `tart` would misparse.
@@ -92,22 +93,41 @@ pub(crate) fn run(vm: &VmName, opts: &RunOpts) -> Result<Vec<OsString>, ArgError
     }
     match &opts.network {
         Network::Shared => {}
-        Network::Softnet { allow, block } => {
+        Network::Softnet {
+            allow,
+            block,
+            expose,
+        } => {
             v.push("--net-softnet".into());
-            if !allow.is_empty() {
-                v.push(format!("--net-softnet-allow={}", allow.join(",")).into());
-            }
-            if !block.is_empty() {
-                v.push(format!("--net-softnet-block={}", block.join(",")).into());
+            for (flag, list) in [("allow", allow), ("block", block), ("expose", expose)] {
+                if !list.is_empty() {
+                    v.push(format!("--net-softnet-{flag}={}", list.join(",")).into());
+                }
             }
         }
         Network::Bridged(iface) => v.push(format!("--net-bridged={iface}").into()),
         Network::Host => v.push("--net-host".into()),
     }
+    if let Some(disk) = root_disk_opts(opts.root_disk) {
+        v.push(format!("--root-disk-opts={disk}").into());
+    }
     if opts.suspendable {
         v.push("--suspendable".into());
     }
     Ok(v)
+}
+
+/// The `--root-disk-opts` value, `sync=<mode>,caching=<mode>` with the unset ones left out;
+/// `None` when both are unset (docs/reference/tart-cli.md §2.6).
+fn root_disk_opts(d: RootDiskOpts) -> Option<String> {
+    let parts: Vec<String> = [
+        d.sync.map(|s| format!("sync={}", s.as_str())),
+        d.caching.map(|c| format!("caching={}", c.as_str())),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    (!parts.is_empty()).then(|| parts.join(","))
 }
 
 /// The `--dir` value: `[name:]path[:options]` where options are `ro` and `tag=TAG`,

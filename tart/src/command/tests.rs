@@ -3,6 +3,7 @@
 use std::{path::PathBuf, time::Duration};
 
 use super::*;
+use crate::{DiskCaching, DiskSync};
 
 fn vm(s: &str) -> VmName {
     VmName::new(s).unwrap()
@@ -16,6 +17,7 @@ fn run_opts() -> RunOpts {
     RunOpts {
         dirs: vec![],
         network: Network::Shared,
+        root_disk: Default::default(),
         suspendable: false,
         log_path: PathBuf::from("/tmp/x.log"),
         log_cap_bytes: 1 << 20,
@@ -44,6 +46,7 @@ fn each_network_asks_ip_through_the_resolver_that_sees_its_guest() {
     let softnet = Network::Softnet {
         allow: vec!["10.0.0.0/8".into()],
         block: vec![],
+        expose: vec![],
     };
     for (network, resolver) in [
         (Network::Shared, "dhcp"),
@@ -157,6 +160,7 @@ fn run_renders_shares_network_and_suspendable() {
     o.network = Network::Softnet {
         allow: vec!["10.0.0.0/8".into(), "192.168.0.0/16".into()],
         block: vec!["1.2.3.4/32".into()],
+        expose: vec![],
     };
     o.suspendable = true;
     assert_eq!(
@@ -191,11 +195,70 @@ fn run_renders_bridged_host_and_plain_softnet() {
     o.network = Network::Softnet {
         allow: vec![],
         block: vec![],
+        expose: vec![],
     };
     assert_eq!(
         strs(run(&vm("a"), &o).unwrap()),
         ["run", "a", "--no-graphics", "--net-softnet"]
     );
+}
+
+#[test]
+fn run_renders_softnet_exposed_ports() {
+    let mut o = run_opts();
+    o.network = Network::Softnet {
+        allow: vec![],
+        block: vec![],
+        expose: vec!["2222:22".into(), "8080:80".into()],
+    };
+    assert_eq!(
+        strs(run(&vm("a"), &o).unwrap()),
+        [
+            "run",
+            "a",
+            "--no-graphics",
+            "--net-softnet",
+            "--net-softnet-expose=2222:22,8080:80"
+        ]
+    );
+}
+
+#[test]
+fn run_renders_root_disk_opts_only_when_set() {
+    let cases = [
+        (None, None, None),
+        (
+            Some(DiskSync::None),
+            None,
+            Some("--root-disk-opts=sync=none"),
+        ),
+        (
+            None,
+            Some(DiskCaching::Cached),
+            Some("--root-disk-opts=caching=cached"),
+        ),
+        (
+            Some(DiskSync::Fsync),
+            Some(DiskCaching::Uncached),
+            Some("--root-disk-opts=sync=fsync,caching=uncached"),
+        ),
+        (
+            Some(DiskSync::Full),
+            Some(DiskCaching::Automatic),
+            Some("--root-disk-opts=sync=full,caching=automatic"),
+        ),
+    ];
+    for (sync, caching, want) in cases {
+        let mut o = run_opts();
+        o.root_disk = RootDiskOpts { sync, caching };
+        o.network = Network::Host;
+        o.suspendable = true;
+        let v = strs(run(&vm("a"), &o).unwrap());
+        let mut expected = vec!["run", "a", "--no-graphics", "--net-host"];
+        expected.extend(want);
+        expected.push("--suspendable");
+        assert_eq!(v, expected, "{sync:?} {caching:?}");
+    }
 }
 
 #[test]

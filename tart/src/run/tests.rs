@@ -14,6 +14,7 @@ fn opts(dir: &Path, window_ms: u64) -> RunOpts {
     RunOpts {
         dirs: vec![],
         network: Network::Shared,
+        root_disk: Default::default(),
         suspendable: false,
         log_path: dir.join("logs/vm.log"),
         log_cap_bytes: 1 << 20,

@@ -27,6 +27,7 @@ fn run_opts() -> RunOpts {
     RunOpts {
         dirs: vec![],
         network: Default::default(),
+        root_disk: Default::default(),
         suspendable: false,
         log_path: "/dev/null".into(),
         log_cap_bytes: 0,

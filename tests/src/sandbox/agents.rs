@@ -78,6 +78,8 @@ pub struct SimMac {
     guest_dir: TempDir,
     /// The agent's `--pod-log-dir` (removed with the Mac).
     _pod_log_dir: TempDir,
+    /// The agent's `--config` file, with the sandbox's VM profile (removed with the Mac).
+    _config_dir: TempDir,
 }
 
 impl SimMac {
@@ -97,8 +99,14 @@ impl SimMac {
         let pod_log_dir = tempfile::Builder::new()
             .prefix("sandbox-pod-logs-")
             .tempdir()?;
+        let config_dir = tempfile::Builder::new()
+            .prefix("sandbox-config-")
+            .tempdir()?;
+        let config = super::profile::write_agent_config(config_dir.path())?;
         let mut extra_args = extra_args;
         extra_args.extend([
+            "--config".to_string(),
+            config.display().to_string(),
             "--guest-dir".to_string(),
             guest_dir.path().display().to_string(),
             "--pod-log-dir".to_string(),
@@ -123,6 +131,7 @@ impl SimMac {
             launch,
             guest_dir,
             _pod_log_dir: pod_log_dir,
+            _config_dir: config_dir,
         })
     }
 

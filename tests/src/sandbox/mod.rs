@@ -12,6 +12,7 @@ pub mod interrupt;
 pub mod invariants;
 pub mod metrics;
 pub mod probe;
+pub mod profile;
 pub mod progress;
 pub mod report;
 pub mod roll;

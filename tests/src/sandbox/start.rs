@@ -37,6 +37,8 @@ pub(super) async fn start(
         cp.logs_dir().display()
     ));
     let admin = cp.admin_client().await;
+    // Before the workload: some runners name it (docs/sandbox.md).
+    super::profile::apply_runtime_class(&admin).await?;
     apply_rbac(&cp)?;
     // What the agents' pre-pull needs, whatever the scenario: they all watch its ConfigMap.
     let registry = if opts.scenario == Scenario::ImageRoll {

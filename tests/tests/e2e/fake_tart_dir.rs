@@ -146,6 +146,7 @@ async fn what_the_tart_crate_builds_is_accepted_as_meant() {
             dir("cache", "/srv/x", true, Some("cache")),
         ],
         network: Network::Shared,
+        root_disk: Default::default(),
         suspendable: false,
         log_path: h.path().join("vm1.log"),
         log_cap_bytes: 1 << 20,

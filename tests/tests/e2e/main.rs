@@ -53,6 +53,7 @@ mod pod_lifecycle;
 mod pod_logs;
 mod pod_prepull;
 mod pod_probes;
+mod pod_runtimeclass;
 mod pod_vanished;
 mod pod_vitals;
 mod sandbox;

@@ -173,6 +173,7 @@ async fn mem_tart_meets_the_contract() {
     contract(&mem, "mem", IMAGE, |v| RunOpts {
         dirs: vec![],
         network: tart::Network::Shared,
+        root_disk: Default::default(),
         suspendable: false,
         log_path: log_dir.join(format!("{v}.log")),
         log_cap_bytes: 1 << 20,

@@ -3,9 +3,10 @@
 //!
 //! Labels we set: `kubernetes.io/{os,arch,hostname}` (kubelet's allow-list), `type=virtual-kubelet`
 //! (virtual-kubelet convention), discovered facts under [`LABEL_PREFIX`],
-//! `node.kubernetes.io/instance-type` (the Mac's model), and the operator's.
-//! Only labels under [`LABEL_PREFIX`] that we no longer want are removed; labels anyone else set
-//! are left alone. The taint is only set when the Node is created: NodeRestriction forbids
+//! `node.kubernetes.io/instance-type` (the Mac's model), one [`HANDLER_LABEL_PREFIX`] label per VM
+//! profile (RuntimeClass handler) this Mac serves, and the operator's.
+//! Only labels under [`LABEL_PREFIX`] or [`HANDLER_LABEL_PREFIX`] that we no longer want are
+//! removed; labels anyone else set are left alone. The taint is only set when the Node is created: NodeRestriction forbids
 //! changing taints later, and an operator may have edited them on purpose.
 
 use std::collections::BTreeMap;
@@ -22,6 +23,11 @@ use crate::{
 /// The well-known instance type label, the Mac's model by default (an operator's
 /// `--node-label` with this key takes its place).
 pub(crate) const INSTANCE_TYPE: &str = "node.kubernetes.io/instance-type";
+
+/// `<prefix><handler>=true` says this Mac serves the RuntimeClass handler: a RuntimeClass's
+/// `scheduling.nodeSelector` selects on it (docs/node.md, "Labels"). A prefix of its own since
+/// a handler may be 63 characters, the whole name part of a label key.
+pub(crate) const HANDLER_LABEL_PREFIX: &str = "runtime-handler.tart.run/";
 
 /// The providerID of `node`.
 pub(crate) fn provider_id(node: &str) -> String {
@@ -74,6 +80,9 @@ pub(crate) fn desired_labels(
     if !model.is_empty() {
         l.insert(INSTANCE_TYPE.into(), model);
     }
+    for (handler, _) in cfg.vm_profiles.handlers() {
+        l.insert(format!("{HANDLER_LABEL_PREFIX}{handler}"), "true".into());
+    }
     for (k, v) in &cfg.node_labels {
         l.insert(k.clone(), v.clone());
     }
@@ -115,7 +124,8 @@ pub(crate) fn update_patch(existing: &Node, desired: &BTreeMap<String, String>) 
         }
     }
     for k in current.keys() {
-        if k.starts_with(LABEL_PREFIX) && !desired.contains_key(k) {
+        let ours = k.starts_with(LABEL_PREFIX) || k.starts_with(HANDLER_LABEL_PREFIX);
+        if ours && !desired.contains_key(k) {
             labels.insert(k.clone(), Value::Null);
         }
     }

@@ -91,3 +91,31 @@ fn label_values_are_sanitised() {
     assert_eq!(label_value("(weird)"), "weird");
     assert_eq!(label_value(&"a".repeat(80)).len(), 63);
 }
+
+#[test]
+fn each_served_handler_is_a_label_and_a_dropped_one_is_pruned() {
+    let mut c = cfg(&[]);
+    let profiles = BTreeMap::from([
+        ("isolated".to_owned(), crate::config::VmProfile::default()),
+        ("lan".to_owned(), crate::config::VmProfile::default()),
+    ]);
+    c.vm_profiles = crate::config::VmProfiles::new(profiles, None);
+    let l = desired_labels(&c, &FixedHost::default().facts, None);
+    assert_eq!(l["runtime-handler.tart.run/isolated"], "true");
+    assert_eq!(l["runtime-handler.tart.run/lan"], "true");
+    for k in l.keys() {
+        crate::config::units::validate_label_key(k).unwrap();
+    }
+    let mut existing = new_node(&c, l.clone());
+    existing
+        .metadata
+        .labels
+        .as_mut()
+        .unwrap()
+        .insert("runtime-handler.tart.run/old".into(), "true".into());
+    let p = update_patch(&existing, &l).unwrap();
+    assert_eq!(
+        p,
+        json!({"metadata": {"labels": {"runtime-handler.tart.run/old": null}}})
+    );
+}

@@ -172,6 +172,12 @@ pub(crate) enum Occurrence {
         /// Bytes skipped.
         bytes: u64,
     },
+    /// The Pod's VM profile is not known (its RuntimeClass is missing, or its handler is not
+    /// served here): kubelet's `FailedCreatePodSandBox`.
+    SandboxFailed {
+        /// [`crate::pods::profile::ProfileWait::message`].
+        message: String,
+    },
     /// No guest launcher reported: the start attempt ended (docs/guest.md).
     NoLauncher {
         /// `GuestLauncherMissing` or `GuestLauncherFailed`.
@@ -243,6 +249,8 @@ pub(crate) enum EventKind {
     GuestOutputSkipped,
     /// [`Occurrence::NoLauncher`].
     NoLauncher,
+    /// [`Occurrence::SandboxFailed`].
+    SandboxFailed,
 }
 
 impl From<GuestWarning> for Occurrence {
@@ -298,6 +306,7 @@ impl Occurrence {
             Self::GuestFileRefused { .. } => EventKind::GuestFileRefused,
             Self::GuestOutputSkipped { .. } => EventKind::GuestOutputSkipped,
             Self::NoLauncher { .. } => EventKind::NoLauncher,
+            Self::SandboxFailed { .. } => EventKind::SandboxFailed,
         }
     }
 }
@@ -549,6 +558,12 @@ pub(crate) fn spec(o: &Occurrence) -> EventSpec {
         Occurrence::NoLauncher { reason, message } => {
             (Warning, *reason, format!("Error: {message}"), "Start")
         }
+        Occurrence::SandboxFailed { message } => (
+            Warning,
+            "FailedCreatePodSandBox",
+            format!("Failed to create pod sandbox: {message}"),
+            "Create",
+        ),
     };
     EventSpec {
         type_,

@@ -84,7 +84,7 @@ pub(crate) const POD_SPEC: &[Field] = &[
     f("resourceClaims", Warned(Empty)),
     f("resources", Warned(Empty)),
     f("restartPolicy", Honoured),
-    f("runtimeClassName", Warned(Empty)),
+    f("runtimeClassName", Honoured),
     f("schedulerName", Scheduler),
     f("schedulingGates", Scheduler),
     f("schedulingGroup", Scheduler),

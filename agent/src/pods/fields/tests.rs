@@ -276,7 +276,6 @@ fn unhonoured_fields_are_reported_by_path() {
                 "spec.containers[0].resizePolicy[0].restartPolicy",
                 "spec.containers[0].resources.claims",
                 "spec.os",
-                "spec.runtimeClassName",
             ],
         ),
         (

@@ -11,8 +11,10 @@ use super::{
     admission::Admitted,
     image::PullPolicy,
     plan::{PodFacts, RestartPolicy},
+    profile::ProfileWait,
     worker::{PodSnapshot, WorkerInput},
 };
+use crate::config::VmProfile;
 use crate::guest_contract::prepare::NodeAllocatable;
 
 /// Our finalizer on every Pod we run; removed once the VM is gone.
@@ -65,12 +67,13 @@ pub(crate) fn deadline_left(pod: &Pod, now: Timestamp) -> Option<Duration> {
     Some(Duration::from_secs(u64::try_from(left).unwrap_or(0)))
 }
 
-/// The worker input for an admitted Pod.
+/// The worker input for an admitted Pod, whose VM runs with `profile`.
 pub(crate) fn worker_input(
     pod: &Arc<Pod>,
     a: &Admitted,
     facts: PodFacts,
     default_grace: Duration,
+    profile: Result<VmProfile, ProfileWait>,
 ) -> WorkerInput {
     let spec = pod.spec.as_ref();
     let c = spec.and_then(|s| s.containers.first());
@@ -106,6 +109,7 @@ pub(crate) fn worker_input(
         grace,
         pod: PodSnapshot(pod.clone()),
         alloc: NodeAllocatable::default(),
+        profile,
     }
 }
 

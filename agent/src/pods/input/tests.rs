@@ -16,6 +16,7 @@ fn input(pod: &Pod) -> WorkerInput {
         &a,
         pod_facts(pod, false, false, Timestamp::now()),
         Duration::from_secs(30),
+        Ok(Default::default()),
     )
 }
 

@@ -27,9 +27,11 @@ use super::{
     input::{FINALIZER, deadline_left, is_terminal, pod_facts, worker_input},
     metrics::{KindLabels, ReasonLabels},
     plan::{PodFacts, PodStep, plan},
+    profile::ProfileWait,
     status::{self, Desired, Observation},
     worker::{self, Start, WorkerState},
 };
+use crate::config::VmProfile;
 use crate::vm_name::NamingError;
 use crate::{
     api::ApiErrorKind,
@@ -212,7 +214,22 @@ async fn reconcile_inner<T: Tart>(pod: &Arc<Pod>, ctx: &Arc<Shared<T>>) -> Resul
     let vm = ctx.naming.vm_name(&v.uid)?;
     tracing::Span::current().record("vm", field::display(&vm));
     let needs_worker = decision.vm != super::plan::VmStep::Idle;
-    let spawned = sync_worker(ctx, &v, &vm, admission.as_ref().ok(), facts, needs_worker);
+    let profile = ctx.profile_for(pod);
+    if let (None, true, Err(wait)) = (&worker, needs_worker && admission.is_ok(), &profile) {
+        // No VM before its profile is known: the Pod waits, as kubelet's does for a sandbox it
+        // cannot create; the RuntimeClass watch wakes it.
+        wait_for_profile(ctx, &v, wait).await?;
+        return Ok(Action::requeue(Duration::from_secs(300)));
+    }
+    let spawned = sync_worker(
+        ctx,
+        &v,
+        &vm,
+        admission.as_ref().ok(),
+        facts,
+        needs_worker,
+        profile,
+    );
     // The status. A worker started now has its first state already (waiting
     // `ContainerCreating`, as kubelet shows a container before it exists): written at once, so
     // the Pod shows it while the image pulls rather than a bare `Pending`.
@@ -286,6 +303,7 @@ fn sync_worker<T: Tart>(
     admitted: Option<&Admitted>,
     facts: PodFacts,
     needs_worker: bool,
+    profile: Result<VmProfile, ProfileWait>,
 ) -> bool {
     let Some(a) = admitted else {
         // Not admissible now, but it has a worker (it was admitted before): facts only.
@@ -300,7 +318,7 @@ fn sync_worker<T: Tart>(
         });
         return false;
     };
-    let mut input = worker_input(v.pod, a, facts, ctx.cfg.default_grace);
+    let mut input = worker_input(v.pod, a, facts, ctx.cfg.default_grace, profile);
     if let Some(l) = ctx.node.borrow().limits {
         input.alloc = NodeAllocatable {
             cpu_millis: l.cpu_millis,
@@ -311,6 +329,10 @@ fn sync_worker<T: Tart>(
     let spawned = ctx.with_workers(|w| match w.get(&v.uid) {
         Some(h) => {
             h.input.send_if_modified(|i| {
+                // A VM made with a profile keeps it when its RuntimeClass goes away.
+                if i.profile.is_ok() && input.profile.is_err() {
+                    input.profile = i.profile.clone();
+                }
                 let changed = *i != input;
                 *i = input.clone();
                 changed
@@ -328,6 +350,29 @@ fn sync_worker<T: Tart>(
         info!(%vm, "provisioning started");
     }
     spawned
+}
+
+/// A Pod without a worker whose VM profile is not known now: a `FailedCreatePodSandBox`
+/// Warning (once per reason: the sink drops repeats) and its container waiting in
+/// `ContainerCreating` with the reason as message.
+async fn wait_for_profile<T: Tart>(
+    ctx: &Shared<T>,
+    v: &View<'_>,
+    wait: &ProfileWait,
+) -> Result<(), Error> {
+    let message = wait.message();
+    let occ = Occurrence::SandboxFailed {
+        message: message.clone(),
+    };
+    if ctx
+        .worker
+        .events
+        .emit(&v.uid, &v.pod.object_ref(&()), 0, occ)
+    {
+        info!(%message, "pod waits for its VM profile");
+    }
+    let o = pending_observation(ctx, v.pod, Some(message));
+    patch_status(v, &Desired::from(o)).await
 }
 
 async fn reject<T: Tart>(ctx: &Shared<T>, v: &View<'_>, r: Rejection) -> Result<(), Error> {
@@ -368,22 +413,7 @@ async fn fail_deadline<T: Tart>(ctx: &Shared<T>, v: &View<'_>) -> Result<(), Err
     }
     let o = match ctx.worker_state(&v.uid) {
         Some(ws) => observation(ctx, v.pod, &ws),
-        None => Observation {
-            host_ip: Some(ctx.cfg.host_ip.clone()),
-            container: String::new(),
-            image: String::new(),
-            image_id: None,
-            vm: None,
-            state: status::ContainerView::waiting(
-                super::reasons::WaitingReason::ContainerCreating,
-                None,
-            ),
-            last_terminated: None,
-            restart_count: 0,
-            pod_ip: None,
-            job: None,
-            readiness_gates: vec![],
-        },
+        None => pending_observation(ctx, v.pod, None),
     };
     patch_status(v, &Desired::DeadlineExceeded(Box::new(o))).await
 }
@@ -406,6 +436,32 @@ async fn delete_pod(v: &View<'_>) -> Result<(), Error> {
         Err(e) => return Err(e),
     }
     Ok(())
+}
+
+/// A Pod without a worker (no VM yet): its container waits in `ContainerCreating`, with
+/// `message` if there is something to say.
+fn pending_observation<T: Tart>(
+    ctx: &Shared<T>,
+    pod: &Pod,
+    message: Option<String>,
+) -> Observation {
+    let c = pod.spec.as_ref().and_then(|s| s.containers.first());
+    Observation {
+        host_ip: Some(ctx.cfg.host_ip.clone()),
+        container: c.map(|c| c.name.clone()).unwrap_or_default(),
+        image: c.and_then(|c| c.image.clone()).unwrap_or_default(),
+        image_id: None,
+        vm: None,
+        state: status::ContainerView::waiting(
+            super::reasons::WaitingReason::ContainerCreating,
+            message,
+        ),
+        last_terminated: None,
+        restart_count: 0,
+        pod_ip: None,
+        job: None,
+        readiness_gates: vec![],
+    }
 }
 
 fn observation<T: Tart>(ctx: &Shared<T>, pod: &Pod, ws: &WorkerState) -> Observation {

@@ -103,6 +103,7 @@ async fn with_worker(
         &a,
         pod_facts(pod, false, false, Timestamp::now()),
         Duration::from_secs(5),
+        Ok(Default::default()),
     );
     let vm = VmNaming::default().vm_name(UID).unwrap();
     let h: WorkerHandle = worker::spawn(shared.worker.clone(), vm, input, Start::Fresh, 0);

@@ -96,6 +96,7 @@ pub(crate) async fn recover<T: Tart>(shared: &Arc<Shared<T>>) -> Result<Vec<VmNa
             &admitted,
             pod_facts(pod, false, shared.cfg.without_finalizer, Timestamp::now()),
             shared.cfg.default_grace,
+            shared.profile_for(pod),
         );
         let opts = shared.worker.cfg.run_opts(&vm);
         let start = match shared.worker.tart.attach(&vm, &opts).await {

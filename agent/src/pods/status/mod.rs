@@ -85,6 +85,14 @@ impl ContainerView {
         Self::Waiting { reason, message }
     }
 
+    /// The waiting message, if waiting with one.
+    pub(crate) fn waiting_message(&self) -> Option<&str> {
+        match self {
+            Self::Waiting { message, .. } => message.as_deref(),
+            _ => None,
+        }
+    }
+
     /// The waiting reason, if waiting.
     pub(crate) fn waiting_reason(&self) -> Option<WaitingReason> {
         match self {

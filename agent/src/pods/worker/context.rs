@@ -47,12 +47,13 @@ pub(crate) struct WorkerConfig {
 }
 
 impl WorkerConfig {
-    /// `tart run` options for `vm`: NAT networking, a per-VM log file, no shares (the worker
-    /// adds its guest's).
+    /// `tart run` options for `vm`: NAT networking and Tart's disk defaults, a per-VM log file,
+    /// no shares (the worker adds its guest's and its Pod's VM profile).
     pub(crate) fn run_opts(&self, vm: &VmName) -> tart::RunOpts {
         tart::RunOpts {
             dirs: vec![],
             network: tart::Network::Shared,
+            root_disk: tart::RootDiskOpts::default(),
             suspendable: false,
             log_path: self.vm_log_dir.join(format!("{vm}.log")),
             log_cap_bytes: self.vm_log_cap_bytes,

@@ -37,10 +37,12 @@ use super::{
     status::{ContainerView, Terminated},
     termination::{JOB_POLL, TermClock},
 };
+use crate::config::VmProfile;
 use crate::guest_contract::{
     job::JobActivity, prepare::NodeAllocatable, status::launcher_reported,
 };
 use crate::lifecycle::probes::ProberEvent;
+use crate::pods::profile::ProfileWait;
 use crate::slots::SlotGuard;
 
 mod context;
@@ -85,6 +87,9 @@ pub(crate) struct WorkerInput {
     pub pod: PodSnapshot,
     /// Node allocatable, for `resourceFieldRef` limits the container does not set.
     pub alloc: NodeAllocatable,
+    /// What `tart run` gives the VM besides its shares (the Pod's RuntimeClass), or why that
+    /// is not known now (no VM run starts until it is).
+    pub profile: Result<VmProfile, ProfileWait>,
 }
 
 /// The Pod object a guest is prepared from. Equal when spec, labels and annotations are: the
@@ -194,6 +199,8 @@ struct Worker<T: Tart> {
     pending_exit: Option<Terminated>,
     /// Numbers the Pod's slot waits across runs.
     slot_waits: u32,
+    /// Numbers the Pod's waits for its VM profile.
+    profile_waits: u32,
     /// The agent's own time for this Pod before `tart run` (`pod_agent_overhead_seconds`).
     overhead: OverheadClock,
     /// Numbers the Pod's `Unhealthy` events across runs.
@@ -242,6 +249,7 @@ impl<T: Tart> Worker<T> {
             fail_seq: 0,
             pending_exit: None,
             slot_waits: 0,
+            profile_waits: 0,
             overhead: OverheadClock::new(),
             unhealthy_seq: Arc::new(AtomicU32::new(0)),
             prov: Provisioning::default(),

@@ -77,7 +77,8 @@ impl<T: Tart> Worker<T> {
         self.run.as_ref().and_then(|r| r.started)
     }
 
-    /// `tart run` options for this VM, with its guest's shares.
+    /// `tart run` options for this VM, with its guest's shares (and the default network:
+    /// [`Self::profiled_run_opts`] gives the Pod's).
     pub(super) fn run_opts(&self) -> RunOpts {
         RunOpts {
             dirs: self.prov.shares.clone(),
@@ -85,11 +86,51 @@ impl<T: Tart> Worker<T> {
         }
     }
 
+    /// `tart run` options for this VM with its Pod's VM profile; `None` while the profile is
+    /// not known (the run waits for it).
+    fn profiled_run_opts(&self, input: &WorkerInput) -> Option<RunOpts> {
+        let profile = input.profile.as_ref().ok()?;
+        Some(RunOpts {
+            network: profile.network.clone(),
+            root_disk: profile.root_disk,
+            ..self.run_opts()
+        })
+    }
+
+    /// The Pod's VM profile is not known now (its RuntimeClass is missing, or its handler is
+    /// not one of this agent's profiles): say so and wait for new input, without a slot and
+    /// without a VM run. Returns whether it waited.
+    async fn wait_for_profile(
+        &mut self,
+        input: &WorkerInput,
+        out: &watch::Sender<WorkerState>,
+    ) -> bool {
+        let Err(wait) = &input.profile else {
+            return false;
+        };
+        let message = wait.message();
+        let episode = self.state.view.waiting_message() == Some(message.as_str());
+        if !episode {
+            self.profile_waits += 1;
+            let occ = Occurrence::SandboxFailed {
+                message: message.clone(),
+            };
+            self.emit(input, self.profile_waits, occ);
+        }
+        self.state.view = ContainerView::waiting(WaitingReason::ContainerCreating, Some(message));
+        self.publish(out);
+        let _ = self.input.changed().await;
+        true
+    }
+
     pub(super) async fn wait_slot(
         &mut self,
         input: &WorkerInput,
         out: &watch::Sender<WorkerState>,
     ) {
+        if self.wait_for_profile(input, out).await {
+            return;
+        }
         // Subscribed before trying, so a slot freed after the try wakes the wait below.
         let mut changed = self.ctx.slots.changed();
         if let Some(g) = self.ctx.slots.try_acquire(&input.uid) {
@@ -122,7 +163,14 @@ impl<T: Tart> Worker<T> {
         }
         let tart = self.ctx.tart.clone();
         let vm = self.state.vm.clone();
-        let opts = self.run_opts();
+        let Some(opts) = self.profiled_run_opts(input) else {
+            // The slot was taken with a profile that is unknown since: give it back and wait
+            // for new input (the slot step then says why).
+            self.next_slot = None;
+            self.state.facts.slot_held = false;
+            let _ = self.input.changed().await;
+            return;
+        };
         if let Some(parent) = opts.log_path.parent() {
             // In place: one `mkdir` that finds the directory, where a blocking-pool round trip
             // would wait for two thread wake-ups (docs/performance.md, "Agent overhead per
@@ -210,8 +258,15 @@ impl<T: Tart> Worker<T> {
         };
         let started = Instant::now();
         let wait = self.ctx.cfg.ip_wait;
+        // The resolver that sees a guest on the network the VM runs with; a running VM's
+        // profile is kept even when its RuntimeClass goes away, so the shared NAT's `dhcp` is
+        // only the answer for a VM whose profile was never known.
+        let resolver = input
+            .profile
+            .as_ref()
+            .map_or(IpResolver::Dhcp, |p| p.network.ip_resolver());
         tokio::select! {
-            r = tart.ip(&vm, wait, IpResolver::Dhcp) => {
+            r = tart.ip(&vm, wait, resolver) => {
                 self.ctx.metrics.stage(Stage::Ip, started.elapsed());
                 match r {
                     Ok(ip) => {

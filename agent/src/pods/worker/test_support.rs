@@ -30,6 +30,7 @@ pub(super) fn input(uid: &str, policy: RestartPolicy) -> WorkerInput {
         grace: Duration::from_secs(1),
         pod: PodSnapshot(Arc::new(crate::pods::fixtures::test_pod().uid(uid).build())),
         alloc: Default::default(),
+        profile: Ok(Default::default()),
     }
 }
 

@@ -318,3 +318,31 @@ async fn a_fault_after_a_successful_start_is_a_new_event_not_a_repeat() {
     assert_eq!(count("Failed"), 4, "{evs:?}");
     assert_eq!(w.failures, 3, "backoff counts only since the last start");
 }
+
+#[tokio::test]
+async fn without_its_vm_profile_the_vm_is_not_run_and_it_runs_once_the_profile_is_known() {
+    let mut r = rig(MemTart::new(), 2);
+    let vm = VmNaming::default().vm_name(&uid(40)).unwrap();
+    let mut first = input(&uid(40), RestartPolicy::Always);
+    first.profile = Err(crate::pods::profile::ProfileWait::ClassNotFound {
+        class: "isolated".into(),
+    });
+    let mut h = spawn(r.worker.clone(), vm.clone(), first.clone(), Start::Fresh, 0);
+    let s = until(&mut h, "waiting for the profile", |s| {
+        s.view.waiting_message() == Some("runtimeclass.node.k8s.io \"isolated\" not found")
+    })
+    .await;
+    assert!(waiting_for(&s, WaitingReason::ContainerCreating));
+    assert!(
+        r.tart.calls_of(Op::Run).is_empty(),
+        "no VM run without its profile"
+    );
+    assert!(
+        !r.worker.slots.holds(&uid(40)),
+        "no slot is held while waiting"
+    );
+    assert!(r.reasons().contains(&"FailedCreatePodSandBox".to_owned()));
+    h.input.send_modify(|i| i.profile = Ok(Default::default()));
+    until(&mut h, "running with an IP", running_with_ip).await;
+    assert_eq!(r.tart.calls_of(Op::Run), [vm.to_string()]);
+}

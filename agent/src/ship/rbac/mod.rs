@@ -168,6 +168,22 @@ pub const ALWAYS: &[Permission] = &[
         "watch",
         "wait for the serving certificate request's approval",
     ),
+    p(
+        "node.k8s.io",
+        "runtimeclasses",
+        "",
+        "list",
+        "",
+        "the RuntimeClass cache: a Pod's class names its VM profile",
+    ),
+    p(
+        "node.k8s.io",
+        "runtimeclasses",
+        "",
+        "watch",
+        "",
+        "keep the RuntimeClass cache current",
+    ),
     prepull("", "configmaps", "get", "read the pre-pull declaration"),
     lease(
         "list",

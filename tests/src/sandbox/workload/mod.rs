@@ -180,7 +180,12 @@ pub async fn step(
     let mut created = Vec::new();
     for _ in 0..state.to_create(round.pool, round.total) {
         let name = format!("runner-{:04}", state.created + 1);
-        let pod = runner_pod(&name, round.image, "4", "8Gi", round.runners.job.as_ref());
+        let mut pod = runner_pod(&name, round.image, "4", "8Gi", round.runners.job.as_ref());
+        if super::profile::uses_profile(state.created + 1)
+            && let Some(spec) = pod.spec.as_mut()
+        {
+            spec.runtime_class_name = Some(super::profile::RUNTIME_CLASS.into());
+        }
         tokio::time::timeout(api_deadline, api.create(&PostParams::default(), &pod)).await??;
         state.created += 1;
         state.present.insert(name.clone(), "Pending".into());

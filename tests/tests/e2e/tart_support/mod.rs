@@ -58,6 +58,7 @@ impl Home {
         RunOpts {
             dirs: vec![],
             network: Network::Shared,
+            root_disk: Default::default(),
             suspendable: false,
             log_path: self.path().join("logs").join(format!("{vm}.log")),
             log_cap_bytes: 1 << 20,

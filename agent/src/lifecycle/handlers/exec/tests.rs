@@ -76,6 +76,7 @@ fn run_opts() -> tart::RunOpts {
     tart::RunOpts {
         dirs: vec![],
         network: tart::Network::Shared,
+        root_disk: Default::default(),
         suspendable: false,
         log_path: "/dev/null".into(),
         log_cap_bytes: 1 << 20,

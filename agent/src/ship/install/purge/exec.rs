@@ -69,6 +69,7 @@ async fn remove_vms<T: Tart>(tart: &T, plan: &PurgePlan, cfg: &Config) -> anyhow
         let opts = tart::RunOpts {
             dirs: vec![],
             network: tart::Network::Shared,
+            root_disk: Default::default(),
             suspendable: false,
             log_path: cfg.vm_log_dir.join(format!("{vm}.log")),
             log_cap_bytes: u64::MAX,
