@@ -313,7 +313,7 @@ async fn run(opts: Opts) -> anyhow::Result<bool> {
     rep.api_requests_per_node_per_minute = probe::api_rate_for_user(
         &cp.run_dir().join("logs/audit.log"),
         &audit_start,
-        "tart-kubelet-sandbox",
+        accounting::USER,
         minutes,
         opts.nodes,
     );

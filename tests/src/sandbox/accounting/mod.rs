@@ -152,9 +152,10 @@ async fn prepare(r: &Run<'_>, ns: &str, shape: Shape) -> anyhow::Result<()> {
 /// The Pod of `shape`.
 fn pod(r: &Run<'_>, shape: Shape) -> Pod {
     let name = shape.name();
+    // The steady workload's requests: a Tart VM has at least 4 cores.
     let mut pod = match shape {
-        Shape::Runner => runner_pod(name, IMAGE, "1", "1Gi", r.job.as_ref()),
-        Shape::Plain => runner_pod(name, IMAGE, "1", "1Gi", None),
+        Shape::Runner => runner_pod(name, IMAGE, "4", "8Gi", r.job.as_ref()),
+        Shape::Plain => runner_pod(name, IMAGE, "4", "8Gi", None),
     };
     let spec = pod.spec.as_mut().expect("a runner Pod has a spec");
     let c = &mut spec.containers[0];
