@@ -258,6 +258,7 @@ async fn run(opts: Opts) -> anyhow::Result<bool> {
         job: runners.job.clone(),
         token: token.clone(),
         deadline: Duration::from_secs(opts.timeout_seconds),
+        ca_crt: std::fs::read_to_string(cp.run_dir().join("pki/ca.crt")).unwrap_or_default(),
     };
     let mut api_accounting = None;
     let outcome = tokio::select! {

@@ -65,6 +65,8 @@ pub struct Run<'a> {
     pub job: Option<Job>,
     pub token: RunnerToken,
     pub deadline: Duration,
+    /// The cluster CA (PEM), for the namespace's `kube-root-ca.crt`.
+    pub ca_crt: String,
 }
 
 /// Runs the idle window and the two lifecycles; records the Pods in `pool`.
@@ -122,8 +124,10 @@ async fn wait(progress: &mut Progress, what: &str, d: Duration) {
     }
 }
 
-/// The Pod's namespace with what the Pod reads: its ServiceAccount and cluster CA (made by
-/// the controller manager) and, for the runner, the Secret.
+/// The Pod's namespace with what the Pod reads: for the runner, the Secret, its
+/// ServiceAccount and the `kube-root-ca.crt` ConfigMap (made here as a full controller
+/// manager's ServiceAccount and root-CA publishers would: the test control plane runs
+/// neither).
 async fn prepare(r: &Run<'_>, ns: &str, shape: Shape) -> anyhow::Result<()> {
     let api: Api<Namespace> = Api::all(r.admin.clone());
     let obj: Namespace = serde_json::from_value(json!({
@@ -138,13 +142,30 @@ async fn prepare(r: &Run<'_>, ns: &str, shape: Shape) -> anyhow::Result<()> {
         r.token.store(r.admin, ns).await?;
         let sa: Api<ServiceAccount> = Api::namespaced(r.admin.clone(), ns);
         let ca: Api<ConfigMap> = Api::namespaced(r.admin.clone(), ns);
-        crate::cluster::wait_for(Duration::from_secs(60), || async {
-            let sa = sa.get_opt("default").await.ok().flatten()?;
-            let ca = ca.get_opt("kube-root-ca.crt").await.ok().flatten()?;
-            Some((sa, ca))
-        })
-        .await
-        .map_err(|e| anyhow::anyhow!("namespace {ns}: no ServiceAccount or cluster CA: {e}"))?;
+        let made = [
+            sa.create(
+                &PostParams::default(),
+                &serde_json::from_value(json!({ "metadata": { "name": "default" } }))?,
+            )
+            .await
+            .map(drop),
+            ca.create(
+                &PostParams::default(),
+                &serde_json::from_value(json!({
+                    "metadata": { "name": "kube-root-ca.crt" },
+                    "data": { "ca.crt": r.ca_crt }
+                }))?,
+            )
+            .await
+            .map(drop),
+        ];
+        for m in made {
+            match m {
+                Ok(()) => {}
+                Err(kube::Error::Api(s)) if s.code == 409 => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
     }
     Ok(())
 }
