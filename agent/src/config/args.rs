@@ -478,7 +478,8 @@ pub(crate) struct RunArgs {
         value_name = "NAMESPACE/NAME"
     )]
     pub(crate) prepull_config: Option<String>,
-    /// Time between reads of the pre-pull declaration. Default: 1m.
+    /// Time between pre-pull passes; the declaration is watched, and a change starts a pass at
+    /// once. Default: 1m.
     #[arg(
         long,
         env = "TART_KUBELET_PREPULL_PERIOD",

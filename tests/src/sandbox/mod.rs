@@ -3,6 +3,7 @@
 //! scenario, checks invariants, prints a report and writes it as JSON. Everything it started is
 //! stopped at the end, on Ctrl-C too. See docs/sandbox.md.
 
+pub mod accounting;
 pub mod agents;
 pub mod approve;
 pub mod census;
@@ -49,6 +50,9 @@ pub enum Scenario {
     Chaos,
     /// No Pods: measure idle RSS, CPU and API requests per node per minute.
     Idle,
+    /// Every API request accounted for: an idle window, then one plain Pod and one runner
+    /// Pod with a Secret and a projected token, each alone; requests by verb and resource.
+    Api,
 }
 
 impl Scenario {
@@ -58,6 +62,7 @@ impl Scenario {
             Scenario::ImageRoll => "image-roll",
             Scenario::Chaos => "chaos",
             Scenario::Idle => "idle",
+            Scenario::Api => "api",
         }
     }
 }
@@ -89,7 +94,7 @@ pub struct Opts {
     /// Length of one CI job inside the VM before the guest shuts down, before scaling.
     #[arg(long, default_value_t = 120_000)]
     pub job_ms: u64,
-    /// Idle scenario: how long to measure.
+    /// Idle and api scenarios: how long to measure the idle Node.
     #[arg(long, default_value_t = 120)]
     pub idle_seconds: u64,
     /// Write the report as JSON here.
@@ -217,7 +222,7 @@ async fn run(opts: Opts) -> anyhow::Result<bool> {
     ensure_namespace(&admin).await?;
     let token = guest::RunnerToken::random();
     let job = runner_job(&opts, &token);
-    if job.is_some() && opts.scenario != Scenario::Idle {
+    if job.is_some() && !matches!(opts.scenario, Scenario::Idle | Scenario::Api) {
         let stored = if opts.wrong_token {
             guest::RunnerToken::random()
         } else {
@@ -247,8 +252,26 @@ async fn run(opts: Opts) -> anyhow::Result<bool> {
             .map(|m| (m.node.clone(), m.agent.home().path().to_path_buf()))
             .collect(),
     );
+    let accounting_run = accounting::Run {
+        admin: &admin,
+        audit_log: cp.run_dir().join("logs/audit.log"),
+        idle: Duration::from_secs(opts.idle_seconds),
+        job: runners.job.clone(),
+        token: token.clone(),
+        deadline: Duration::from_secs(opts.timeout_seconds),
+        ca_crt: std::fs::read_to_string(cp.run_dir().join("pki/ca.crt")).unwrap_or_default(),
+    };
+    let mut api_accounting = None;
     let outcome = tokio::select! {
-        r = drive(&opts, &cp, &admin, &runners, &mut macs, &mut chaos, &mut census, roll.as_mut(), &mut progress) => Some(r),
+        r = async {
+            if opts.scenario == Scenario::Api {
+                let mut pool = workload::PoolState::default();
+                api_accounting = Some(accounting::run(&accounting_run, &mut pool, &mut progress).await?);
+                anyhow::Ok(pool)
+            } else {
+                drive(&opts, &cp, &admin, &runners, &mut macs, &mut chaos, &mut census, roll.as_mut(), &mut progress).await
+            }
+        } => Some(r),
         () = interrupts.reached(1) => None,
     };
     // The API server must be up for the teardown, whatever ended the workload.
@@ -287,11 +310,12 @@ async fn run(opts: Opts) -> anyhow::Result<bool> {
         deleted: pool.ended.len() as u64,
     };
     rep.duration_seconds = workload_start.elapsed().as_secs_f64();
+    rep.api_accounting = api_accounting;
     let minutes = workload_start.elapsed().as_secs_f64() / 60.0;
     rep.api_requests_per_node_per_minute = probe::api_rate_for_user(
         &cp.run_dir().join("logs/audit.log"),
         &audit_start,
-        "tart-kubelet-sandbox",
+        accounting::USER,
         minutes,
         opts.nodes,
     );
@@ -311,7 +335,7 @@ async fn run(opts: Opts) -> anyhow::Result<bool> {
         }
         rep.invariants
             .extend(invariants::workload(&opts, &pool, &rep));
-        if runners.job.is_some() && opts.scenario != Scenario::Idle {
+        if runners.job.is_some() && !matches!(opts.scenario, Scenario::Idle | Scenario::Api) {
             let crashes = chaos
                 .report()
                 .faults_injected
@@ -322,7 +346,7 @@ async fn run(opts: Opts) -> anyhow::Result<bool> {
             rep.invariants
                 .push(invariants::jobs_saw_their_secret(&pool, crashes));
         }
-        if opts.scenario != Scenario::Idle {
+        if !matches!(opts.scenario, Scenario::Idle | Scenario::Api) {
             rep.invariants.push(census.invariant());
         }
         if opts.scenario == Scenario::Chaos {

@@ -50,7 +50,7 @@ pub(super) async fn start(
     } else {
         None
     };
-    let agent_kc = cp.mint_kubeconfig("tart-kubelet-sandbox", &["tart-kubelets"]);
+    let agent_kc = cp.mint_kubeconfig(super::accounting::USER, &["tart-kubelets"]);
     let mut macs = Vec::new();
     for i in 1..=opts.nodes {
         // A Mac mini M2 Pro: 10 cores, 32 GiB (the Linux host's own figures would not fit a

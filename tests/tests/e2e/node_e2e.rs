@@ -381,3 +381,74 @@ async fn a_deleted_node_is_registered_again_at_once() {
     .await
     .unwrap_or_else(|e| panic!("lease not re-owned: {e}\n{}", agent.log_tail(30)));
 }
+
+/// Between its writes, the agent checks its Node every 2 s (FAST); with nothing changed it
+/// writes the status only once the report interval (5 min) has passed, as kubelet does:
+/// after the start-up writes, the API server's audit log shows Lease renewals and no
+/// `patch nodes/status` (the empty image inventory, which the server omits, once counted as
+/// a change on every check).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unchanged_node_status_is_not_written_again_inside_the_report_interval() {
+    use tart_kubelet_tests::sandbox::{probe::now_rfc3339, report::requests::Purpose};
+    let cp = shared().await;
+    let name = unique("node-quiet");
+    let agent = start(
+        cp,
+        &name,
+        FakeHome::new().unwrap(),
+        &["--node-status-report-interval", "5m"],
+    )
+    .await;
+    let admin = cp.admin_client().await;
+    wait_condition(&admin, &agent, "Ready", "True", Duration::from_secs(90)).await;
+    let audit = AgentAudit {
+        log: cp.logs_dir().join("audit.log"),
+        user: format!("tart-kubelet-{name}"),
+    };
+    // The start-up writes (first status, first image inventory, pre-pull declaration) settle.
+    audit.wait_renewals(&agent, &now_rfc3339(), 3).await;
+    let window = now_rfc3339();
+    // Five renewals, one each 3 s: seven or more status checks.
+    audit.wait_renewals(&agent, &window, 5).await;
+    let writes = audit.since(&window, Purpose::NodeStatus);
+    assert!(
+        writes.is_empty(),
+        "the unchanged status was written {} times: {writes:?}\n{}",
+        writes.len(),
+        agent.log_tail(30)
+    );
+}
+
+/// One agent's requests in the API server's audit log.
+struct AgentAudit {
+    log: std::path::PathBuf,
+    user: String,
+}
+
+impl AgentAudit {
+    /// The agent's requests for `purpose` received at or after `since`.
+    fn since(
+        &self,
+        since: &str,
+        purpose: tart_kubelet_tests::sandbox::report::requests::Purpose,
+    ) -> Vec<tart_kubelet_tests::sandbox::report::requests::AuditRequest> {
+        use tart_kubelet_tests::sandbox::report::requests::{Purpose, parse};
+        parse(&std::fs::read_to_string(&self.log).unwrap_or_default())
+            .into_iter()
+            .filter(|r| {
+                r.user == self.user && r.received.as_str() >= since && Purpose::of(r) == purpose
+            })
+            .collect()
+    }
+
+    /// Until `n` Lease renewals have followed `since`: a wait on the agent's own clock, read
+    /// from the audit log.
+    async fn wait_renewals(&self, agent: &Agent, since: &str, n: usize) {
+        use tart_kubelet_tests::sandbox::report::requests::Purpose;
+        wait_for(Duration::from_secs(60), || async {
+            (self.since(since, Purpose::LeaseRenewal).len() >= n).then_some(())
+        })
+        .await
+        .unwrap_or_else(|e| panic!("{n} Lease renewals never came: {e}\n{}", agent.log_tail(30)));
+    }
+}

@@ -141,7 +141,7 @@ fn agent_request_lines(metrics: &str) -> Vec<(String, f64)> {
         .filter(|l| l.starts_with("apiserver_request_total{"))
         .filter(|l| !l.contains("verb=\"WATCH\""))
         .filter(|l| {
-            ["nodes", "leases", "pods", "events", "secrets"]
+            ["nodes", "leases", "pods", "events", "secrets", "configmaps"]
                 .iter()
                 .any(|r| l.contains(&format!("resource=\"{r}\"")))
         })

@@ -6,3 +6,4 @@ pub(crate) mod pacer;
 pub(crate) mod progress;
 pub(crate) mod runner;
 pub(crate) mod tokens;
+pub(crate) mod watched;

@@ -1,4 +1,5 @@
-//! The pre-pull task. Every period it reads the operators' declaration, and for each image
+//! The pre-pull task. Every period, and at once when the operators' declaration changes (it
+//! is watched: [`super::watched`]), it passes over the declaration: for each image
 //! declared for this Node that the Mac does not hold yet — one at a time, and never while a
 //! Pod's own pull runs here — takes a fleet token, pulls, makes the golden base, and gives the
 //! token back. What it wants is published so the disk budget never evicts it; its progress is
@@ -10,7 +11,7 @@ use std::{
     time::Duration,
 };
 
-use k8s_openapi::api::core::v1::{ConfigMap, Node};
+use k8s_openapi::api::core::v1::Node;
 use kube::{Api, api::ListParams};
 use tart::Tart;
 use tokio::{sync::watch, time::Instant};
@@ -19,6 +20,7 @@ use tracing::{info, warn};
 use super::{
     declaration::{Declaration, Wanted},
     pacer::Pacer,
+    watched::Watched,
 };
 use crate::images::{
     goldens::Goldens,
@@ -61,7 +63,8 @@ pub(crate) struct PrepullConfig {
     pub namespace: String,
     /// The declaration ConfigMap's name.
     pub name: String,
-    /// Time between passes (sooner while an image waits for a token).
+    /// Time between passes (sooner while an image waits for a token); a change of the
+    /// declaration starts one at once.
     pub period: Duration,
     /// Deadline of each API call.
     pub api_timeout: Duration,
@@ -89,12 +92,17 @@ pub(crate) struct Prepuller<T> {
 const WAITING_RETRY: Duration = Duration::from_secs(3);
 
 impl<T: Tart> Prepuller<T> {
-    /// Pass every period until `shutdown` turns true.
+    /// Pass every period, and when the declaration changes, until `shutdown` turns true.
     pub(crate) async fn run(self, mut shutdown: watch::Receiver<bool>) {
+        let mut declared = Watched::start(self.client.clone(), &self.cfg.namespace, &self.cfg.name);
+        tokio::select! {
+            () = declared.listed() => {}
+            _ = shutdown.wait_for(|s| *s) => return,
+        }
         let mut last: Option<Declaration> = None;
         let mut said: Option<String> = None;
         loop {
-            match self.read().await {
+            match declared.current() {
                 Ok(d) => {
                     last = Some(d);
                     said = None;
@@ -118,21 +126,9 @@ impl<T: Tart> Prepuller<T> {
             };
             tokio::select! {
                 () = tokio::time::sleep(wait) => {}
+                () = declared.changed() => {}
                 _ = shutdown.wait_for(|s| *s) => return,
             }
-        }
-    }
-
-    /// The declaration; an absent ConfigMap declares nothing.
-    async fn read(&self) -> Result<Declaration, String> {
-        let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), &self.cfg.namespace);
-        let got = tokio::time::timeout(self.cfg.api_timeout, api.get_opt(&self.cfg.name))
-            .await
-            .map_err(|_| format!("no answer within {:?}", self.cfg.api_timeout))?
-            .map_err(|e| e.to_string())?;
-        match got {
-            None => Ok(Declaration::default()),
-            Some(cm) => Declaration::parse(&cm.data.unwrap_or_default()).map_err(|e| e.to_string()),
         }
     }
 

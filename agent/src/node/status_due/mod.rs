@@ -3,7 +3,8 @@
 //! conditions' status, reason and message, the addresses, capacity and allocatable (compared
 //! as quantities, since the server rewrites them in canonical form), the daemon endpoints and
 //! nodeInfo. Conditions, addresses and resources other writers added are not ours and are
-//! ignored (a merge patch could not remove them anyway). So a
+//! ignored (a merge patch could not remove them anyway). An absent list equals an empty one,
+//! as in kubelet's comparison (the server omits empty lists). So a
 //! controller that set our conditions to `Unknown` during an API outage is corrected on the
 //! next check, not at the next heartbeat.
 
@@ -71,7 +72,14 @@ pub(crate) fn owned_differs(desired: &NodeStatus, server: &NodeStatus) -> bool {
         || (desired.daemon_endpoints.is_some()
             && desired.daemon_endpoints != server.daemon_endpoints)
         || (desired.node_info.is_some() && desired.node_info != server.node_info)
-        || (desired.images.is_some() && desired.images != server.images)
+        || (desired.images.is_some() && !same_list(&desired.images, &server.images))
+}
+
+/// Lists compared as kubelet's semantic equality compares them: an absent list and an empty
+/// one are the same. The API server omits an empty list (`images` of a Mac that holds none), so
+/// what it returns after `[]` was written is an absent list.
+fn same_list<T: PartialEq>(a: &Option<Vec<T>>, b: &Option<Vec<T>>) -> bool {
+    a.as_deref().unwrap_or_default() == b.as_deref().unwrap_or_default()
 }
 
 fn conditions_match(desired: Option<&[NodeCondition]>, server: Option<&[NodeCondition]>) -> bool {

@@ -76,6 +76,24 @@ fn a_changed_image_inventory_is_written() {
 }
 
 #[test]
+fn an_empty_inventory_matches_the_server_omitting_it() {
+    // A Mac that holds no image writes `images: []`; the API server returns no `images` at all.
+    let mut d = desired();
+    d.images = Some(vec![]);
+    let omitted = with(|s| s.images = None);
+    assert!(!owned_differs(&d, &omitted));
+    assert_eq!(write_due(&d, Some(&omitted), Some(5 * S), REPORT), None);
+    // An image the server still lists is not what an empty inventory wants.
+    let held = with(|s| {
+        s.images = Some(vec![k8s_openapi::api::core::v1::ContainerImage {
+            names: Some(vec!["a".into()]),
+            size_bytes: Some(1),
+        }]);
+    });
+    assert!(owned_differs(&d, &held));
+}
+
+#[test]
 fn write_decisions() {
     let d = desired();
     let unknown = with(|s| {

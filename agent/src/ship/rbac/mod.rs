@@ -184,7 +184,13 @@ pub const ALWAYS: &[Permission] = &[
         "",
         "keep the RuntimeClass cache current",
     ),
-    prepull("", "configmaps", "get", "read the pre-pull declaration"),
+    prepull(
+        "",
+        "configmaps",
+        "list",
+        "watch the pre-pull declaration (field selector)",
+    ),
+    prepull("", "configmaps", "watch", "watch the pre-pull declaration"),
     lease(
         "list",
         "count the image-pull tokens on the Node Leases (fleet-wide pull pacing)",

@@ -31,11 +31,18 @@ fn the_agent_identity_reads_secrets_and_configmaps_only_by_name() {
     for res in ["secrets", "configmaps"] {
         let verbs: Vec<&str> = agent
             .iter()
-            .filter(|p| p.resource == res)
+            .filter(|p| p.resource == res && p.namespace != PREPULL_NAMESPACE)
             .map(|p| p.verb)
             .collect();
         assert!(verbs.iter().all(|v| *v == "get"), "{res}: {verbs:?}");
     }
+    // The one ConfigMap watched is the pre-pull declaration, in the agent's own namespace.
+    let own: Vec<&str> = agent
+        .iter()
+        .filter(|p| p.namespace == PREPULL_NAMESPACE && p.resource == "configmaps")
+        .map(|p| p.verb)
+        .collect();
+    assert_eq!(own, ["list", "watch"]);
     assert!(
         agent
             .iter()

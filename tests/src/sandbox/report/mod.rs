@@ -1,6 +1,8 @@
 //! The sandbox report: what a run measured, printed as a table and written as JSON with the
 //! stable keys documented in docs/sandbox.md. Building it from scrapes is pure.
 
+pub mod requests;
+
 use serde::Serialize;
 
 use super::{
@@ -123,6 +125,9 @@ pub struct Report {
     pub chaos: Option<ChaosReport>,
     /// Both strategies' figures (`image-roll` only; `null` otherwise).
     pub image_roll: Option<ImageRollReport>,
+    /// Every request by verb and resource, idle and per Pod lifecycle (`api` only; `null`
+    /// otherwise).
+    pub api_accounting: Option<requests::ApiAccounting>,
     /// End-of-run invariants.
     pub invariants: Vec<Invariant>,
     /// All invariants held.
@@ -246,6 +251,9 @@ impl Report {
         }
         if let Some(r) = &self.image_roll {
             super::roll::render(&mut o, r);
+        }
+        if let Some(a) = &self.api_accounting {
+            requests::render(&mut o, a);
         }
         for i in &self.invariants {
             let _ = writeln!(
