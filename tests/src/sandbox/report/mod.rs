@@ -1,6 +1,8 @@
 //! The sandbox report: what a run measured, printed as a table and written as JSON with the
 //! stable keys documented in docs/sandbox.md. Building it from scrapes is pure.
 
+pub mod fleet;
+
 use serde::Serialize;
 
 use super::{
@@ -123,6 +125,8 @@ pub struct Report {
     pub chaos: Option<ChaosReport>,
     /// Both strategies' figures (`image-roll` only; `null` otherwise).
     pub image_roll: Option<ImageRollReport>,
+    /// The fleet's figures (`fleet` only; `null` otherwise).
+    pub fleet: Option<fleet::FleetReport>,
     /// End-of-run invariants.
     pub invariants: Vec<Invariant>,
     /// All invariants held.
@@ -223,7 +227,8 @@ impl Report {
             "tart kills {}  retries {}  API requests/node/min {:.2}",
             self.tart_kills, self.tart_retries, self.api_requests_per_node_per_minute
         );
-        for a in &self.agents {
+        // A fleet's section gives the agents' spread instead of a line each.
+        for a in self.agents.iter().filter(|_| self.fleet.is_none()) {
             let _ = writeln!(
                 o,
                 "agent {:<14} rss {:>6.1} MiB (peak {:.1})  cpu {:>5.2} %  restarts {}",
@@ -246,6 +251,9 @@ impl Report {
         }
         if let Some(r) = &self.image_roll {
             super::roll::render(&mut o, r);
+        }
+        if let Some(f) = &self.fleet {
+            fleet::render(&mut o, f);
         }
         for i in &self.invariants {
             let _ = writeln!(
