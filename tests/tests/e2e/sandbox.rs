@@ -124,6 +124,90 @@ async fn image_roll_measures_both_strategies_and_pre_pull_spares_the_pods_a_pull
 /// every job exits non-zero in the guest, `jobs_saw_their_secret` fails (and, the Pods ending
 /// Failed with the job's code, the terminal-state check) and so does the run, while the
 /// teardown checks still hold.
+/// `fleet`, small: three Macs, twelve Pods, a pre-pull roll with a cap of two. The report's
+/// `fleet` section is there and consistent: every Pod's watch delay and scheduler-to-running
+/// measured, the roll completed with Pods on the new image, never more pulls than the cap,
+/// every agent in the spreads; every invariant holds.
+#[tokio::test]
+#[ignore = "about 45 s (a control plane, three agents, a roll): run with --ignored"]
+async fn a_small_fleet_run_reports_a_consistent_fleet_section() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report.json");
+    let run = tokio::process::Command::new(env!("CARGO_BIN_EXE_sandbox"))
+        .args(["--scenario", "fleet", "--nodes", "3", "--pods", "12"])
+        .args(["--job-ms", "120000", "--prepull-period-seconds", "2"])
+        .args([
+            "--max-concurrent-pulls",
+            "2",
+            "--max-concurrent-percent",
+            "100",
+        ])
+        .arg("--report")
+        .arg(&report)
+        .kill_on_drop(true)
+        .output();
+    let out = timeout(Duration::from_secs(300), run)
+        .await
+        .expect("sandbox did not finish within 300 s")
+        .expect("spawn sandbox");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "sandbox failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(r["scenario"], "fleet");
+    assert_eq!(r["pods"]["succeeded"], 12, "{stdout}");
+    let f = &r["fleet"];
+    let num = |v: &serde_json::Value| v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"));
+    assert_eq!(f["slots"], 6);
+    assert!(num(&f["api"]["requests_per_second"]) > 0.0, "{stdout}");
+    assert!(num(&f["api"]["agents_by_verb"]["patch"]) > 0.0, "{stdout}");
+    assert!(num(&f["api"]["by_user"]["scheduler"]) > 0.0, "{stdout}");
+    for key in [
+        "watch_delay_seconds",
+        "scheduling_seconds",
+        "scheduler_to_running_seconds",
+    ] {
+        let s = &f[key];
+        assert_eq!(s["count"], 12, "{key}: every Pod measured\n{stdout}");
+        assert!(num(&s["min"]) >= 0.0, "{key}: {s}");
+        assert!(
+            num(&s["p50"]) <= num(&s["p99"]) && num(&s["p99"]) <= num(&s["max"]),
+            "{key}: {s}"
+        );
+    }
+    let roll = &f["roll"];
+    assert_eq!(roll["completed"], true, "{stdout}");
+    assert_eq!(roll["pull_cap"], 2);
+    assert!(roll["pods_on_new_image"].as_u64().unwrap() >= 1, "{stdout}");
+    assert!(
+        roll["peak_concurrent_pulls"].as_u64().unwrap() <= 2,
+        "{stdout}"
+    );
+    assert_eq!(
+        roll["token_wait_seconds"]["count"], 3,
+        "a token seen on every node\n{stdout}"
+    );
+    assert_eq!(roll["nodes"].as_object().unwrap().len(), 3);
+    assert_eq!(f["agents"]["rss_mib"]["count"], 3);
+    assert!(num(&f["agents"]["threads"]["min"]) >= 1.0);
+    assert!(num(&f["cpu"]["machine_busy"]) > 0.0);
+    assert!(num(&f["cpu"]["kube_apiserver"]) > 0.0);
+    let held: Vec<(&str, bool)> = r["invariants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| (i["name"].as_str().unwrap(), i["ok"].as_bool().unwrap()))
+        .collect();
+    for must in ["fleet_roll_completed", "fleet_prepull_within_cap"] {
+        assert!(held.contains(&(must, true)), "{must}: {held:?}");
+    }
+    assert_eq!(r["ok"], true, "{stdout}");
+}
+
 #[tokio::test]
 async fn jobs_given_another_token_fail_the_secret_invariant() {
     let dir = tempfile::tempdir().unwrap();
