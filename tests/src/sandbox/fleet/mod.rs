@@ -1,15 +1,18 @@
 //! The `fleet` scenario: many simulated Macs behind one control plane, a steady arrival of CI
 //! runner Pods, and one image roll with pre-pull across the fleet while the Pods keep coming.
 //! [`Fleet`] paces the arrivals ([`course`]), drives the roll (writes the pre-pull ConfigMap,
-//! samples the Node Leases' tokens ([`tokens`]) and which Macs hold the new image, switches the
-//! Pods once all do), watches the Pods ([`pods`]) and samples the CPU ([`cpu`]); at the end it
-//! reads the audit log ([`audit`]) and builds the report's `fleet` section.
+//! follows the Node Leases' tokens ([`tokens`]) and the registry's pulls in the background,
+//! switches the Pods once every Mac holds the new image), watches the Pods ([`pods`]) and
+//! samples the CPU ([`cpu`]); at the end it reads the audit log ([`audit`]) and when each Mac's
+//! pull of the new image finished (its tag link's time), and builds the report's `fleet`
+//! section.
 
 pub mod audit;
 pub mod checks;
 pub mod course;
 pub mod cpu;
 pub mod pods;
+mod sampler;
 pub mod tokens;
 
 use std::{
@@ -18,8 +21,8 @@ use std::{
     time::{Duration, Instant},
 };
 
-use k8s_openapi::{api::coordination::v1::Lease, jiff::Timestamp};
-use kube::{Api, Client, api::ListParams};
+use k8s_openapi::jiff::Timestamp;
+use kube::Client;
 
 use super::{
     NAMESPACE, Opts,
@@ -33,7 +36,7 @@ use super::{
     roll::{self, prepull::Pacing, stage::IMAGES},
     workload::PoolState,
 };
-use crate::{cluster::ControlPlane, fake::bandwidth};
+use crate::cluster::ControlPlane;
 use course::{Phase, Seen};
 
 /// The agents' retry while an image waits for a token (docs/images.md, "Pre-pull, declared by
@@ -62,8 +65,8 @@ pub struct Fleet {
     ended: Option<(Instant, u64)>,
     homes: Vec<(String, PathBuf)>,
     registry: PathBuf,
-    tokens: tokens::TokenLog,
-    peak_pulls: u32,
+    /// Follows the roll from its beginning.
+    sampler: Option<sampler::Sampler>,
     watch: pods::PodWatch,
     pids: [Option<u32>; 4],
     cpu_start: cpu::Sample,
@@ -114,8 +117,7 @@ impl Fleet {
                 .map(|m| (m.node.clone(), m.agent.home().path().to_path_buf()))
                 .collect(),
             registry: registry.to_path_buf(),
-            tokens: tokens::TokenLog::default(),
-            peak_pulls: 0,
+            sampler: None,
             watch: pods::PodWatch::start(admin, NAMESPACE),
             pids,
             cpu_start: cpu::sample(0.0, &pids, &agent_pids(macs)),
@@ -156,12 +158,11 @@ impl Fleet {
         if pods.created > self.last_created.1 {
             self.last_created = (Instant::now(), pods.created);
         }
-        if self.phase == Phase::Rolling {
-            self.sample_roll(admin).await;
-        }
+        let fleet_holds = self.phase == Phase::Rolling
+            && self.homes.iter().all(|(_, h)| roll::holds(h, IMAGES[1]));
         let seen = Seen {
             created: pods.created,
-            fleet_holds: self.tokens.held.len() == self.homes.len(),
+            fleet_holds,
             rolling_for: self.began.map_or(Duration::ZERO, |b| b.0.elapsed()),
         };
         let next = course::next(self.phase, &seen, self.roll_at, self.bound);
@@ -170,6 +171,7 @@ impl Fleet {
         }
         match next {
             Phase::Rolling => {
+                self.sampler = Some(sampler::Sampler::start(admin, self.registry.clone()));
                 roll::prepull::announce(admin, IMAGES[1], &self.pacing, API_DEADLINE).await?;
                 self.began = Some((Instant::now(), Timestamp::now(), pods.created));
                 progress.line(&format!(
@@ -195,26 +197,6 @@ impl Fleet {
         }
         self.phase = next;
         Ok(())
-    }
-
-    /// One sample of the tokens on the Node Leases, the Macs holding the new image, and the
-    /// pulls in the registry.
-    async fn sample_roll(&mut self, admin: &Client) {
-        let api: Api<Lease> = Api::namespaced(admin.clone(), "kube-node-lease");
-        if let Ok(Ok(l)) =
-            tokio::time::timeout(API_DEADLINE, api.list(&ListParams::default())).await
-        {
-            self.tokens.tokens(&tokens::prepull_tokens(&l.items));
-        }
-        let now = Timestamp::now();
-        for (node, home) in &self.homes {
-            if roll::holds(home, IMAGES[1]) {
-                self.tokens.holds(node, now);
-            }
-        }
-        self.peak_pulls = self
-            .peak_pulls
-            .max(bandwidth::active_pulls(&self.registry) as u32);
     }
 
     /// The end of the workload: the last CPU sample, each agent's threads and open files.
@@ -281,8 +263,18 @@ impl Fleet {
                 (node.clone(), n as u64)
             })
             .collect();
+        let record = self
+            .sampler
+            .as_ref()
+            .map(sampler::Sampler::record)
+            .unwrap_or_default();
+        let held: BTreeMap<String, Timestamp> = self
+            .homes
+            .iter()
+            .filter_map(|(node, home)| Some((node.clone(), pulled_at(home, IMAGES[1])?)))
+            .collect();
         let per_node = match self.began {
-            Some((_, announced, _)) => self.tokens.per_node(&nodes, announced, &refusals),
+            Some((_, announced, _)) => record.tokens.per_node(&nodes, announced, &held, &refusals),
             None => BTreeMap::new(),
         };
         let (token_wait_seconds, pull_seconds, refusals, nodes_without_token) =
@@ -307,11 +299,24 @@ impl Fleet {
             pull_seconds,
             refusals,
             nodes_without_token,
-            peak_concurrent_pulls: self.peak_pulls,
-            peak_prepull_tokens: self.tokens.peak_tokens,
+            peak_concurrent_pulls: record.peak_pulls,
+            peak_prepull_tokens: record.tokens.peak_tokens,
             nodes: per_node,
         }
     }
+}
+
+/// When the pull of `image` into `home` finished: its tag link's time (the pull makes the link
+/// last), if the home holds it.
+fn pulled_at(home: &Path, image: &str) -> Option<Timestamp> {
+    if !roll::holds(home, image) {
+        return None;
+    }
+    let t = std::fs::symlink_metadata(roll::tag_link(home, image)?)
+        .ok()?
+        .modified()
+        .ok()?;
+    Timestamp::try_from(t).ok()
 }
 
 fn agent_pids(macs: &[SimMac]) -> Vec<u32> {

@@ -1,4 +1,4 @@
-//! The pre-pull tokens as the fleet's Node Leases show them, sampled during the roll. An
+//! The pre-pull tokens as the fleet's Node Leases show them, event by event. An
 //! agent's pull token is an annotation on its own Node Lease, `tart.run/pull-<key>: "<source>
 //! <acquired RFC 3339>"` (docs/images.md, "Fleet-wide pacing without a central controller"); a pre-pull that finds it ranks past the
 //! cap gives it back and takes a new one on a later try, so the token a node's pull ran under is
@@ -14,59 +14,51 @@ use crate::sandbox::report::fleet::{NodeRoll, Spread};
 /// Prefix of the token annotations.
 const TOKEN_PREFIX: &str = "tart.run/pull-";
 
-/// The `prepull` tokens on `leases`: (node, when taken).
-pub fn prepull_tokens(leases: &[Lease]) -> Vec<(String, Timestamp)> {
-    let mut out = Vec::new();
-    for l in leases {
-        let (Some(node), Some(ann)) = (&l.metadata.name, &l.metadata.annotations) else {
-            continue;
-        };
-        for (k, v) in ann {
-            if !k.starts_with(TOKEN_PREFIX) {
-                continue;
-            }
-            if let Some(t) = v
-                .strip_prefix("prepull ")
-                .and_then(|t| t.parse::<Timestamp>().ok())
-            {
-                out.push((node.clone(), t));
-            }
-        }
-    }
-    out
+/// The `prepull` token on one Lease, if any (the roll pre-pulls one image, so one at most).
+pub fn prepull_token(lease: &Lease) -> Option<Timestamp> {
+    lease
+        .metadata
+        .annotations
+        .as_ref()?
+        .iter()
+        .filter(|(k, _)| k.starts_with(TOKEN_PREFIX))
+        .find_map(|(_, v)| v.strip_prefix("prepull ")?.parse::<Timestamp>().ok())
 }
 
-/// What the samples showed, per node.
+/// What the Leases showed, per node, event by event.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TokenLog {
     /// The last token each node was seen holding.
     pub last_token: BTreeMap<String, Timestamp>,
-    /// When each node was first seen holding the image.
-    pub held: BTreeMap<String, Timestamp>,
-    /// Most tokens seen in one sample.
+    /// The token each node holds now.
+    current: BTreeMap<String, Timestamp>,
+    /// Most nodes seen holding a token at once.
     pub peak_tokens: u32,
 }
 
 impl TokenLog {
-    /// One sample of the Leases' tokens.
-    pub fn tokens(&mut self, tokens: &[(String, Timestamp)]) {
-        for (node, t) in tokens {
-            let e = self.last_token.entry(node.clone()).or_insert(*t);
-            *e = (*e).max(*t);
+    /// `node`'s Lease now shows `token` (or none).
+    pub fn lease(&mut self, node: &str, token: Option<Timestamp>) {
+        match token {
+            Some(t) => {
+                let last = self.last_token.entry(node.to_string()).or_insert(t);
+                *last = (*last).max(t);
+                self.current.insert(node.to_string(), t);
+            }
+            None => {
+                self.current.remove(node);
+            }
         }
-        self.peak_tokens = self.peak_tokens.max(tokens.len() as u32);
+        self.peak_tokens = self.peak_tokens.max(self.current.len() as u32);
     }
 
-    /// `node` holds the image at `now` (only the first sighting counts).
-    pub fn holds(&mut self, node: &str, now: Timestamp) {
-        self.held.entry(node.to_string()).or_insert(now);
-    }
-
-    /// Per node of `nodes`, from the ConfigMap written at `announced`; `refusals` per node.
+    /// Per node of `nodes`, from the ConfigMap written at `announced`; when each node came to
+    /// hold the image, and its refusals.
     pub fn per_node(
         &self,
         nodes: &[String],
         announced: Timestamp,
+        held: &BTreeMap<String, Timestamp>,
         refusals: &BTreeMap<String, u64>,
     ) -> BTreeMap<String, NodeRoll> {
         let secs = |a: Timestamp, b: Timestamp| b.duration_since(a).as_secs_f64();
@@ -74,7 +66,7 @@ impl TokenLog {
             .iter()
             .map(|n| {
                 let token = self.last_token.get(n).copied();
-                let held = self.held.get(n).copied();
+                let held = held.get(n).copied();
                 let roll = NodeRoll {
                     token_wait_seconds: token.map(|t| secs(announced, t)),
                     pull_seconds: token.zip(held).map(|(t, h)| secs(t, h)),
