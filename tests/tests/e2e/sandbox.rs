@@ -6,27 +6,9 @@ use tokio::time::timeout;
 
 #[tokio::test]
 async fn a_small_steady_sandbox_run_holds_every_invariant_and_writes_the_report() {
-    let dir = tempfile::tempdir().unwrap();
-    let report = dir.path().join("report.json");
-    let run = tokio::process::Command::new(env!("CARGO_BIN_EXE_sandbox"))
-        .args(["--nodes", "1", "--pods", "3", "--latency-scale", "0.01"])
-        .arg("--report")
-        .arg(&report)
-        .kill_on_drop(true)
-        .output();
-    let out = timeout(Duration::from_secs(300), run)
-        .await
-        .expect("sandbox did not finish within 300 s")
-        .expect("spawn sandbox");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "sandbox failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (stdout, r) =
+        run_to_success(&["--nodes", "1", "--pods", "3", "--latency-scale", "0.01"]).await;
     assert!(stdout.contains("result: ok"), "{stdout}");
-    let r: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     assert_eq!(r["schema"], 1);
     assert_eq!(r["ok"], true);
     assert_eq!(r["pods"]["created"], 3);
@@ -68,27 +50,19 @@ async fn a_small_steady_sandbox_run_holds_every_invariant_and_writes_the_report(
 /// the pulls at once stay within the cap. Every invariant holds.
 #[tokio::test]
 async fn image_roll_measures_both_strategies_and_pre_pull_spares_the_pods_a_pull() {
-    let dir = tempfile::tempdir().unwrap();
-    let report = dir.path().join("report.json");
-    let run = tokio::process::Command::new(env!("CARGO_BIN_EXE_sandbox"))
-        .args(["--scenario", "image-roll", "--nodes", "2", "--pods", "6"])
-        .args(["--latency-scale", "0.01", "--max-concurrent-pulls", "1"])
-        .arg("--report")
-        .arg(&report)
-        .kill_on_drop(true)
-        .output();
-    let out = timeout(Duration::from_secs(300), run)
-        .await
-        .expect("sandbox did not finish within 300 s")
-        .expect("spawn sandbox");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "sandbox failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let (stdout, r) = run_to_success(&[
+        "--scenario",
+        "image-roll",
+        "--nodes",
+        "2",
+        "--pods",
+        "6",
+        "--latency-scale",
+        "0.01",
+        "--max-concurrent-pulls",
+        "1",
+    ])
+    .await;
     let s = r["image_roll"]["strategies"].as_array().unwrap();
     assert_eq!(s.len(), 2, "{stdout}");
     let (on_demand, prepull) = (&s[0], &s[1]);
@@ -131,33 +105,23 @@ async fn image_roll_measures_both_strategies_and_pre_pull_spares_the_pods_a_pull
 #[tokio::test]
 #[ignore = "about 45 s (a control plane, three agents, a roll): run with --ignored"]
 async fn a_small_fleet_run_reports_a_consistent_fleet_section() {
-    let dir = tempfile::tempdir().unwrap();
-    let report = dir.path().join("report.json");
-    let run = tokio::process::Command::new(env!("CARGO_BIN_EXE_sandbox"))
-        .args(["--scenario", "fleet", "--nodes", "3", "--pods", "12"])
-        .args(["--job-ms", "120000", "--prepull-period-seconds", "2"])
-        .args([
-            "--max-concurrent-pulls",
-            "2",
-            "--max-concurrent-percent",
-            "100",
-        ])
-        .arg("--report")
-        .arg(&report)
-        .kill_on_drop(true)
-        .output();
-    let out = timeout(Duration::from_secs(300), run)
-        .await
-        .expect("sandbox did not finish within 300 s")
-        .expect("spawn sandbox");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "sandbox failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let (stdout, r) = run_to_success(&[
+        "--scenario",
+        "fleet",
+        "--nodes",
+        "3",
+        "--pods",
+        "12",
+        "--job-ms",
+        "120000",
+        "--prepull-period-seconds",
+        "2",
+        "--max-concurrent-pulls",
+        "2",
+        "--max-concurrent-percent",
+        "100",
+    ])
+    .await;
     assert_eq!(r["scenario"], "fleet");
     assert_eq!(r["pods"]["succeeded"], 12, "{stdout}");
     let f = &r["fleet"];
@@ -332,6 +296,31 @@ type Lines = tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>
 
 /// The sandbox binary with `args`, in a process group of its own (as a terminal starts it),
 /// creating everything (control plane run dir, fake-tart homes) under `tmp`.
+/// Runs the sandbox with `args` and `--report`; it must exit 0 within 300 s. Returns its
+/// stdout and the report.
+async fn run_to_success(args: &[&str]) -> (String, serde_json::Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report.json");
+    let run = tokio::process::Command::new(env!("CARGO_BIN_EXE_sandbox"))
+        .args(args)
+        .arg("--report")
+        .arg(&report)
+        .kill_on_drop(true)
+        .output();
+    let out = timeout(Duration::from_secs(300), run)
+        .await
+        .expect("sandbox did not finish within 300 s")
+        .expect("spawn sandbox");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "sandbox failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    (stdout, r)
+}
+
 fn spawn_sandbox(
     tmp: &std::path::Path,
     args: &[&str],

@@ -61,8 +61,8 @@ pub struct Fleet {
     pacing: Pacing,
     /// The ConfigMap written: when (both clocks) and after how many Pods.
     began: Option<(Instant, Timestamp, u64)>,
-    /// The roll ended: when, and Pods created by then.
-    ended: Option<(Instant, u64)>,
+    /// The roll ended: when (both clocks), and Pods created by then.
+    ended: Option<(Instant, Timestamp, u64)>,
     homes: Vec<(String, PathBuf)>,
     registry: PathBuf,
     /// Follows the roll from its beginning.
@@ -182,7 +182,7 @@ impl Fleet {
                 ));
             }
             Phase::Rolled | Phase::GaveUp => {
-                self.ended = Some((Instant::now(), pods.created));
+                self.ended = Some((Instant::now(), Timestamp::now(), pods.created));
                 progress.line(&format!(
                     "fleet: {} after {:.1} s",
                     if next == Phase::Rolled {
@@ -230,6 +230,24 @@ impl Fleet {
             _ => ended.cpu.at,
         };
         let api = audit::load(&events, window, AGENTS_USER, opts.nodes);
+        let api_during_roll = match self.began {
+            Some((_, from, _)) => {
+                let to = self
+                    .ended
+                    .map_or(ended.until.clone(), |e| audit::stamp(e.1));
+                let during: Vec<audit::Event> = events
+                    .iter()
+                    .filter(|e| e.request_received_timestamp >= audit::stamp(from))
+                    .filter(|e| e.request_received_timestamp < to)
+                    .cloned()
+                    .collect();
+                let secs = to
+                    .parse::<Timestamp>()
+                    .map_or(0.0, |t| t.duration_since(from).as_secs_f64());
+                Some(audit::load(&during, secs, AGENTS_USER, opts.nodes))
+            }
+            None => None,
+        };
         let times = self.watch.times();
         let created_span = self.last_created.0.duration_since(self.started);
         FleetReport {
@@ -237,6 +255,7 @@ impl Fleet {
             achieved_per_second: self.last_created.1 as f64 / created_span.as_secs_f64().max(1e-3),
             slots: self.slots,
             api,
+            api_during_roll,
             watch_delay_seconds: Spread::of(&audit::watch_delays(&events, NAMESPACE, AGENTS_USER)),
             scheduling_seconds: Spread::of(&pods::between(&times, |t| t.created, |t| t.bound)),
             scheduler_to_running_seconds: Spread::of(&pods::between(
@@ -288,11 +307,11 @@ impl Fleet {
             completed,
             duration_seconds: self.began.map(|(b, ..)| {
                 self.ended
-                    .map_or(b.elapsed(), |(e, _)| e.duration_since(b))
+                    .map_or(b.elapsed(), |(e, ..)| e.duration_since(b))
                     .as_secs_f64()
             }),
             pods_on_new_image: match (completed, self.ended) {
-                (true, Some((_, at))) => self.last_created.1.saturating_sub(at),
+                (true, Some((.., at))) => self.last_created.1.saturating_sub(at),
                 _ => 0,
             },
             token_wait_seconds,

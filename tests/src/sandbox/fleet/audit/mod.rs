@@ -62,6 +62,11 @@ pub fn events(log: &str, since: &str, until: &str) -> Vec<Event> {
         .collect()
 }
 
+/// `t` as the audit log writes its times (RFC 3339 UTC, microseconds).
+pub fn stamp(t: Timestamp) -> String {
+    t.strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()
+}
+
 /// Who made a request: `agents` (`agents_user`), `scheduler`, `controller_manager`, `sandbox`
 /// (the admin: the workload and its observers) or `other`.
 pub fn user_class(username: &str, agents_user: &str) -> &'static str {

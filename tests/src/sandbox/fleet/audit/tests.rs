@@ -95,3 +95,12 @@ fn watch_delay_is_binding_completed_to_the_agents_first_request_for_the_pod() {
     assert!((d[1] - 0.100).abs() < 1e-9, "{d:?}");
     assert!(watch_delays(&window(), "other", AGENTS).is_empty());
 }
+
+#[test]
+fn stamps_are_in_the_logs_own_format_so_they_compare_with_its_times() {
+    let t: Timestamp = "2026-11-27T10:00:01.5Z".parse().unwrap();
+    assert_eq!(stamp(t), "2026-11-27T10:00:01.500000Z");
+    let e = events(&log(), &stamp(t), "2026-11-27T10:00:06.000000Z");
+    // The patch of b at 05.102 and its binding at 05.000; a's status patch at 02.000.
+    assert_eq!(e.len(), 3, "{e:#?}");
+}

@@ -157,6 +157,8 @@ pub struct FleetReport {
     /// VM slots across the fleet (the most Pods active at once).
     pub slots: u32,
     pub api: ApiLoad,
+    /// The same from the pre-pull ConfigMap's write to the roll's end (`null`: no roll).
+    pub api_during_roll: Option<ApiLoad>,
     /// Per Pod: bound (the binding's completion) → the agent's first request about it, from
     /// the audit log: the watch's delivery plus the agent's reaction.
     pub watch_delay_seconds: Spread,
@@ -189,6 +191,15 @@ pub fn render(o: &mut String, f: &FleetReport) {
     let _ = writeln!(o, "  by verb: {}", rates(&a.by_verb));
     let _ = writeln!(o, "  by user: {}", rates(&a.by_user));
     let _ = writeln!(o, "  agents by verb: {}", rates(&a.agents_by_verb));
+    if let Some(r) = &f.api_during_roll {
+        let _ = writeln!(
+            o,
+            "  during the roll ({:.0} s): {:.1} req/s; agents by verb: {}",
+            r.window_seconds,
+            r.requests_per_second,
+            rates(&r.agents_by_verb)
+        );
+    }
     for (name, s) in [
         (
             "watch delay (bound -> agent's first request)",
