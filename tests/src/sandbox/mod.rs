@@ -298,9 +298,12 @@ async fn run(opts: Opts) -> anyhow::Result<bool> {
         job,
         guest_dirs: guest::GuestDirs(macs.iter().map(|m| m.guest_dir().to_path_buf()).collect()),
     };
-    if registry.is_some() {
+    if let Some(dir) = &registry {
         progress.line("every Mac pulls the runner image (not measured)");
         roll::preseed(&opts, &macs, &bins.fake_tart).await?;
+        if opts.scenario == Scenario::Fleet {
+            join_registry(&opts, &mut macs, dir.path())?;
+        }
     }
     let mut roll = match (&registry, opts.scenario) {
         (Some(dir), Scenario::ImageRoll) => {
@@ -555,6 +558,15 @@ async fn drive(
         state.ended.len()
     ));
     Ok(state)
+}
+
+/// Points every Mac's fake-tart at the shared registry `dir` from now on.
+fn join_registry(opts: &Opts, macs: &mut [SimMac], dir: &std::path::Path) -> anyhow::Result<()> {
+    for m in macs {
+        m.knobs = mac_knobs(opts).with_shared_registry(dir, opts.registry_mb_per_s);
+        m.write_knobs()?;
+    }
+    Ok(())
 }
 
 /// Copies the agents' logs next to the control plane's (their temp dirs go with the agents).

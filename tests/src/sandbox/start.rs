@@ -109,9 +109,14 @@ pub(super) async fn start(
             cp.ca_cert_path().display().to_string(),
         ]);
         let node = format!("mac-mini-{i}");
+        // A fleet's Macs join the shared registry after their first image is in place
+        // (`super::join_registry`): a hundred pulls counting each other's entries every
+        // simulated second would take the machine's two cores.
         let knobs = match &registry {
-            Some(dir) => mac_knobs(opts).with_shared_registry(dir.path(), opts.registry_mb_per_s),
-            None => mac_knobs(opts),
+            Some(dir) if opts.scenario != Scenario::Fleet => {
+                mac_knobs(opts).with_shared_registry(dir.path(), opts.registry_mb_per_s)
+            }
+            _ => mac_knobs(opts),
         };
         macs.push(SimMac::start(&node, bins, &agent_kc, knobs, args).await?);
     }
