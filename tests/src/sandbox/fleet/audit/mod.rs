@@ -26,6 +26,15 @@ pub struct Event {
     pub object_ref: Option<ObjectRef>,
     pub request_received_timestamp: String,
     pub stage_timestamp: String,
+    #[serde(default)]
+    pub response_status: Status,
+}
+
+/// How it ended.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+pub struct Status {
+    #[serde(default)]
+    pub code: u16,
 }
 
 /// Who made it.
@@ -134,7 +143,7 @@ fn peak_10s(per_second: &HashMap<i64, u64>) -> f64 {
 }
 
 /// Per Pod of `ns`, seconds from its binding's completion (the scheduler's `create` of
-/// `pods/binding`) to the first request `agents_user` made about it (the agent's first act on
+/// `pods/binding` that succeeded) to the first request `agents_user` made about it (the agent's first act on
 /// a bound Pod, its finalizer). Pods without both are left out.
 pub fn watch_delays(events: &[Event], ns: &str, agents_user: &str) -> Vec<f64> {
     let mut bound: HashMap<&str, Timestamp> = HashMap::new();
@@ -147,8 +156,11 @@ pub fn watch_delays(events: &[Event], ns: &str, agents_user: &str) -> Vec<f64> {
             continue;
         }
         if o.subresource == "binding" && e.verb == "create" {
-            if let Ok(t) = e.stage_timestamp.parse::<Timestamp>() {
-                bound.insert(o.name.as_str(), t);
+            // Only a binding that took: a second attempt is refused (409) later.
+            if (200..300).contains(&e.response_status.code)
+                && let Ok(t) = e.stage_timestamp.parse::<Timestamp>()
+            {
+                bound.entry(o.name.as_str()).or_insert(t);
             }
         } else if e.user.username == agents_user
             && let Ok(t) = e.request_received_timestamp.parse::<Timestamp>()

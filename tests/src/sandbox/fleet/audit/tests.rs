@@ -26,6 +26,8 @@ fn log() -> String {
         // A Pod the agent never touched, and one in another namespace.
         line("system:kube-scheduler", "create", &pod("c", "binding"), "2026-11-27T10:00:06.000000Z", "2026-11-27T10:00:06.002000Z"),
         line(AGENTS, "patch", &pod("b", ""), "2026-11-27T10:00:05.102000Z", "2026-11-27T10:00:05.110000Z"),
+        // A second binding of b, refused: not b's binding.
+        line("system:kube-scheduler", "create", &pod("b", "binding"), "2026-11-27T10:00:05.500000Z", "2026-11-27T10:00:05.600000Z").replace("\"code\":200", "\"code\":409"),
         line("admin", "list", r#"{"resource":"pods","namespace":"sandbox"}"#, "2026-11-27T10:00:07.000000Z", "2026-11-27T10:00:07.010000Z"),
         line("system:kube-controller-manager", "get", r#"{"resource":"nodes","name":"n"}"#, "2026-11-27T10:00:08.000000Z", "2026-11-27T10:00:08.010000Z"),
         line("someone", "watch", r#"{"resource":"nodes"}"#, "2026-11-27T10:00:09.000000Z", "2026-11-27T10:00:09.010000Z"),
@@ -48,7 +50,7 @@ fn window() -> Vec<Event> {
 #[test]
 fn events_are_the_completed_ones_received_in_the_window() {
     let e = window();
-    assert_eq!(e.len(), 9, "{e:#?}");
+    assert_eq!(e.len(), 10, "{e:#?}");
     assert!(
         e.iter()
             .all(|e| e.request_received_timestamp.as_str() >= "2026-11-27T10:00:01")
@@ -57,23 +59,26 @@ fn events_are_the_completed_ones_received_in_the_window() {
 
 #[test]
 fn load_counts_by_verb_and_by_user_per_second_of_the_window() {
-    let l = load(&window(), 9.0, AGENTS, 3);
+    let l = load(&window(), 10.0, AGENTS, 3);
     assert!((l.requests_per_second - 1.0).abs() < 1e-9, "{l:?}");
-    let get = |m: &BTreeMap<String, f64>, k: &str| m.get(k).copied().unwrap_or(0.0) * 9.0;
-    assert_eq!(get(&l.by_verb, "create"), 3.0);
+    let get = |m: &BTreeMap<String, f64>, k: &str| m.get(k).copied().unwrap_or(0.0) * 10.0;
+    assert_eq!(get(&l.by_verb, "create"), 4.0);
     assert_eq!(get(&l.by_verb, "patch"), 3.0);
     assert_eq!(get(&l.by_verb, "list"), 1.0);
     assert_eq!(get(&l.by_user, "agents"), 3.0);
-    assert_eq!(get(&l.by_user, "scheduler"), 3.0);
+    assert_eq!(get(&l.by_user, "scheduler"), 4.0);
     assert_eq!(get(&l.by_user, "sandbox"), 1.0);
     assert_eq!(get(&l.by_user, "controller_manager"), 1.0);
     assert_eq!(get(&l.by_user, "other"), 1.0);
     assert_eq!(get(&l.agents_by_verb, "patch"), 3.0);
     assert_eq!(l.agents_by_verb.len(), 1);
-    // 3 requests in 9 s by 3 nodes: 20 a minute, 6.67 each.
-    assert!((l.agents_per_node_per_minute - 20.0 / 3.0).abs() < 1e-9);
-    // Seconds 1..9 hold the 9 requests; the busiest 9-second span (shorter than 10 s) has all.
-    assert!((l.peak_requests_per_second_10s - 1.0).abs() < 1e-9, "{l:?}");
+    // 3 requests in 10 s by 3 nodes: 18 a minute, 6 each.
+    assert!((l.agents_per_node_per_minute - 6.0).abs() < 1e-9);
+    // Seconds 1..9 hold the 10 requests; the busiest 9-second span (shorter than 10 s) has all.
+    assert!(
+        (l.peak_requests_per_second_10s - 10.0 / 9.0).abs() < 1e-9,
+        "{l:?}"
+    );
 }
 
 #[test]
@@ -101,6 +106,7 @@ fn stamps_are_in_the_logs_own_format_so_they_compare_with_its_times() {
     let t: Timestamp = "2026-11-27T10:00:01.5Z".parse().unwrap();
     assert_eq!(stamp(t), "2026-11-27T10:00:01.500000Z");
     let e = events(&log(), &stamp(t), "2026-11-27T10:00:06.000000Z");
-    // The patch of b at 05.102 and its binding at 05.000; a's status patch at 02.000.
-    assert_eq!(e.len(), 3, "{e:#?}");
+    // a's status patch at 02.000; b's binding at 05.000, its refused one at 05.500 and its
+    // patch at 05.102.
+    assert_eq!(e.len(), 4, "{e:#?}");
 }
