@@ -103,7 +103,7 @@ async fn image_roll_measures_both_strategies_and_pre_pull_spares_the_pods_a_pull
 /// measured, the roll completed with Pods on the new image, never more pulls than the cap,
 /// every agent in the spreads; every invariant holds.
 #[tokio::test]
-#[ignore = "about 45 s (a control plane, three agents, a roll): run with --ignored"]
+#[ignore = "30-45 s (a control plane, three agents, a roll): run with --ignored"]
 async fn a_small_fleet_run_reports_a_consistent_fleet_section() {
     let (stdout, r) = run_to_success(&[
         "--scenario",
@@ -174,23 +174,17 @@ async fn a_small_fleet_run_reports_a_consistent_fleet_section() {
 
 #[tokio::test]
 async fn jobs_given_another_token_fail_the_secret_invariant() {
-    let dir = tempfile::tempdir().unwrap();
-    let report = dir.path().join("report.json");
-    let run = tokio::process::Command::new(env!("CARGO_BIN_EXE_sandbox"))
-        .args(["--nodes", "1", "--pods", "2", "--latency-scale", "0.01"])
-        .arg("--wrong-token")
-        .arg("--report")
-        .arg(&report)
-        .kill_on_drop(true)
-        .output();
-    let out = timeout(Duration::from_secs(300), run)
-        .await
-        .expect("sandbox did not finish within 300 s")
-        .expect("spawn sandbox");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(1), "{stdout}");
-    let r: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let (status, stdout, r) = run_sandbox(&[
+        "--nodes",
+        "1",
+        "--pods",
+        "2",
+        "--latency-scale",
+        "0.01",
+        "--wrong-token",
+    ])
+    .await;
+    assert_eq!(status.code(), Some(1), "{stdout}");
     assert_eq!(r["guest_checks"]["secret_rejected"], 2, "{stdout}");
     assert_eq!(r["guest_checks"]["passed"], 0, "{stdout}");
     // The job's exit code is the Pod's: the Pods end Failed, which the terminal-state
@@ -299,6 +293,14 @@ type Lines = tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>
 /// Runs the sandbox with `args` and `--report`; it must exit 0 within 300 s. Returns its
 /// stdout and the report.
 async fn run_to_success(args: &[&str]) -> (String, serde_json::Value) {
+    let (status, stdout, r) = run_sandbox(args).await;
+    assert!(status.success(), "sandbox failed:\n{stdout}");
+    (stdout, r)
+}
+
+/// Runs the sandbox with `args` and `--report`; it must end within 300 s and write the report.
+/// Returns its exit status, its stdout (and stderr) and the report.
+async fn run_sandbox(args: &[&str]) -> (std::process::ExitStatus, String, serde_json::Value) {
     let dir = tempfile::tempdir().unwrap();
     let report = dir.path().join("report.json");
     let run = tokio::process::Command::new(env!("CARGO_BIN_EXE_sandbox"))
@@ -311,14 +313,14 @@ async fn run_to_success(args: &[&str]) -> (String, serde_json::Value) {
         .await
         .expect("sandbox did not finish within 300 s")
         .expect("spawn sandbox");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "sandbox failed:\n{stdout}\n{}",
+    let stdout = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    let r = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
-    (stdout, r)
+    let text = std::fs::read_to_string(&report)
+        .unwrap_or_else(|e| panic!("no report ({e}); sandbox printed:\n{stdout}"));
+    (out.status, stdout, serde_json::from_str(&text).unwrap())
 }
 
 fn spawn_sandbox(
