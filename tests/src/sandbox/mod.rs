@@ -8,6 +8,7 @@ pub mod agents;
 pub mod approve;
 pub mod census;
 pub mod chaos;
+pub mod fleet;
 pub mod guest;
 pub mod interrupt;
 pub mod invariants;
@@ -26,7 +27,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use clap::{Parser, ValueEnum};
+use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, ValueEnum, parser::ValueSource};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::{Api, Client, api::PostParams};
 
@@ -53,6 +54,10 @@ pub enum Scenario {
     /// Every API request accounted for: an idle window, then one plain Pod and one runner
     /// Pod with a Secret and a projected token, each alone; requests by verb and resource.
     Api,
+    /// Many Macs behind one control plane: runner Pods arriving at a steady rate and an image
+    /// roll with pre-pull across the fleet; reports the API load, watch delay, scheduling
+    /// latencies, pull-token fairness and the spread of the agents' resource use.
+    Fleet,
 }
 
 impl Scenario {
@@ -63,6 +68,7 @@ impl Scenario {
             Scenario::Chaos => "chaos",
             Scenario::Idle => "idle",
             Scenario::Api => "api",
+            Scenario::Fleet => "fleet",
         }
     }
 }
@@ -80,18 +86,26 @@ pub struct Opts {
     /// Simulated Mac minis (one agent each).
     #[arg(long, default_value_t = 3)]
     pub nodes: u32,
-    /// Pod lifecycles to complete.
+    /// Pod lifecycles to complete (`fleet`: 20 per node unless given).
     #[arg(long, default_value_t = 30)]
     pub pods: u64,
+    /// `fleet`: runner Pods created per second (while the fleet has a free VM slot).
+    #[arg(long, default_value_t = 4.0)]
+    pub arrival_per_second: f64,
+    /// `fleet`: the agents' `--prepull-period` in seconds (their default, 60, keeps the API
+    /// figures a production fleet's; a shorter one makes a small run's roll quicker).
+    #[arg(long, default_value_t = 60)]
+    pub prepull_period_seconds: u64,
     /// VM slots per Mac (Apple's limit is 2).
     #[arg(long, default_value_t = 2)]
     pub slots: u32,
     /// Scale of fake-tart's realistic latencies (25 GB pull ~250 s, clone ~1 s, boot ~10 s,
     /// CI job of `--job-ms` at 1.0). 0.001 for the agent-overhead benchmark (at 0 the CI job
-    /// ends before the guest has an address, so no boot is counted).
+    /// ends before the guest has an address, so no boot is counted). `fleet`: 0.01 unless given.
     #[arg(long, default_value_t = 0.05)]
     pub latency_scale: f64,
-    /// Length of one CI job inside the VM before the guest shuts down, before scaling.
+    /// Length of one CI job inside the VM before the guest shuts down, before scaling
+    /// (`fleet`: 1200000, a 20-minute job, unless given).
     #[arg(long, default_value_t = 120_000)]
     pub job_ms: u64,
     /// Idle and api scenarios: how long to measure the idle Node.
@@ -103,17 +117,18 @@ pub struct Opts {
     /// Leave everything up at the end (prints the KUBECONFIG line); Ctrl-C stops it.
     #[arg(long)]
     pub keep: bool,
-    /// Give up on the workload after this long.
+    /// Give up on the workload after this long (`fleet`: twice the arrivals' span plus
+    /// 10 minutes, unless given).
     #[arg(long, default_value_t = 900)]
     pub timeout_seconds: u64,
-    /// The registry bandwidth every simulated Mac shares in `image-roll`, MB/s before
-    /// scaling (each Mac alone pulls at 100).
+    /// The registry bandwidth every simulated Mac shares in `image-roll` and `fleet`, MB/s
+    /// before scaling (each Mac alone pulls at 100; `fleet`: 1000 unless given).
     #[arg(long, default_value_t = 200.0)]
     pub registry_mb_per_s: f64,
-    /// `image-roll`'s pre-pull: `maxConcurrentPulls` of the pre-pull ConfigMap.
+    /// The pre-pull's `maxConcurrentPulls` (`image-roll`, `fleet`: 10 unless given).
     #[arg(long, default_value_t = 2)]
     pub max_concurrent_pulls: u32,
-    /// `image-roll`'s pre-pull: `maxConcurrentPercent` of the pre-pull ConfigMap.
+    /// The pre-pull's `maxConcurrentPercent` (`image-roll`, `fleet`: 10 unless given).
     #[arg(long, default_value_t = 50)]
     pub max_concurrent_percent: u32,
     /// Random seed for chaos.
@@ -133,9 +148,60 @@ pub struct Opts {
     pub wrong_token: bool,
 }
 
+impl Opts {
+    /// Parses `args` (the program's name first) and applies the scenario's defaults to the
+    /// options not given.
+    ///
+    /// # Errors
+    /// Clap's, for bad arguments or `--help`.
+    pub fn parse_args<I, T>(args: I) -> Result<Opts, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        let matches = Opts::command().try_get_matches_from(args)?;
+        let mut opts = Opts::from_arg_matches(&matches)?;
+        opts.scenario_defaults(&matches);
+        Ok(opts)
+    }
+
+    /// `fleet`'s own defaults, for the options the command line left out.
+    fn scenario_defaults(&mut self, m: &ArgMatches) {
+        if self.scenario != Scenario::Fleet {
+            return;
+        }
+        let unset = |id: &str| m.value_source(id) != Some(ValueSource::CommandLine);
+        if unset("pods") {
+            self.pods = 20 * u64::from(self.nodes);
+        }
+        if unset("latency_scale") {
+            self.latency_scale = 0.01;
+        }
+        if unset("job_ms") {
+            self.job_ms = 1_200_000;
+        }
+        if unset("registry_mb_per_s") {
+            self.registry_mb_per_s = 1000.0;
+        }
+        if unset("max_concurrent_pulls") {
+            self.max_concurrent_pulls = 10;
+        }
+        if unset("max_concurrent_percent") {
+            self.max_concurrent_percent = 10;
+        }
+        if unset("timeout_seconds") {
+            let span = self.pods as f64 / self.arrival_per_second.max(0.01);
+            self.timeout_seconds = (2.0 * span) as u64 + 600;
+        }
+    }
+}
+
 /// Entry point of the `sandbox` binary.
 pub fn main() -> std::process::ExitCode {
-    let opts = Opts::parse();
+    let opts = match Opts::parse_args(std::env::args_os()) {
+        Ok(o) => o,
+        Err(e) => e.exit(),
+    };
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -198,6 +264,10 @@ pub fn runner_job(opts: &Opts, token: &guest::RunnerToken) -> Option<guest::Job>
 
 async fn run(opts: Opts) -> anyhow::Result<bool> {
     let t0 = Instant::now();
+    anyhow::ensure!(
+        opts.scenario != Scenario::Fleet || opts.pods >= 6,
+        "fleet needs --pods 6 or more"
+    );
     let mut progress = progress::Progress::new();
     progress.line("building/checking the control plane (cached after the first run)");
     // Before the handlers are installed: Ctrl-C during a build ends it at once, as usual.
@@ -234,16 +304,27 @@ async fn run(opts: Opts) -> anyhow::Result<bool> {
         job,
         guest_dirs: guest::GuestDirs(macs.iter().map(|m| m.guest_dir().to_path_buf()).collect()),
     };
-    let mut roll = match &registry {
-        Some(dir) => {
+    if let Some(dir) = &registry {
+        progress.line("every Mac pulls the runner image (not measured)");
+        roll::preseed(&opts, &macs, &bins.fake_tart).await?;
+        if opts.scenario == Scenario::Fleet {
+            join_registry(&opts, &mut macs, dir.path())?;
+        }
+    }
+    let mut roll = match (&registry, opts.scenario) {
+        (Some(dir), Scenario::ImageRoll) => {
             anyhow::ensure!(opts.pods >= 6, "image-roll needs --pods 6 or more");
-            progress.line("image roll: every Mac pulls the first image (not measured)");
-            roll::preseed(&opts, &macs, &bins.fake_tart).await?;
             Some(roll::Roll::new(&opts, &macs, dir.path()))
         }
-        None => None,
+        _ => None,
     };
     let audit_start = probe::now_rfc3339();
+    let mut fleet = match (&registry, opts.scenario) {
+        (Some(dir), Scenario::Fleet) => {
+            Some(fleet::Fleet::new(&opts, &cp, &admin, &macs, dir.path()))
+        }
+        _ => None,
+    };
     let workload_start = Instant::now();
 
     let mut chaos = chaos::Chaos::new(opts.seed, Instant::now());
@@ -269,11 +350,12 @@ async fn run(opts: Opts) -> anyhow::Result<bool> {
                 api_accounting = Some(accounting::run(&accounting_run, &mut pool, &mut progress).await?);
                 anyhow::Ok(pool)
             } else {
-                drive(&opts, &cp, &admin, &runners, &mut macs, &mut chaos, &mut census, roll.as_mut(), &mut progress).await
+                drive(&opts, &cp, &admin, &runners, &mut macs, &mut chaos, &mut census, roll.as_mut(), fleet.as_mut(), &mut progress).await
             }
         } => Some(r),
         () = interrupts.reached(1) => None,
     };
+    let fleet_ended = fleet.as_ref().map(|f| f.end(&macs));
     // The API server must be up for the teardown, whatever ended the workload.
     chaos.finish(&cp, matches!(outcome, Some(Ok(_)))).await;
     let interrupted = outcome.is_none();
@@ -321,17 +403,25 @@ async fn run(opts: Opts) -> anyhow::Result<bool> {
     );
     if !interrupted {
         // Final scrapes, plus those of incarnations chaos killed.
+        let mut last = Vec::new();
         for m in &macs {
             if let Ok(t) = m.agent.metrics().await {
-                scrapes.push(metrics::parse(&t));
+                last.push((m.node.clone(), metrics::parse(&t)));
             }
         }
+        scrapes.extend(last.iter().map(|(_, s)| s.clone()));
         rep.add_scrapes(&scrapes);
         if let Some(r) = roll {
             rep.image_roll = Some(r.finish(&admin, NAMESPACE, &pool, &scrapes).await);
         }
         for m in &macs {
             rep.agents.push(invariants::usage(m));
+        }
+        if let (Some(f), Some(ended)) = (fleet.take(), &fleet_ended) {
+            let log = fleet::audit_text(&cp);
+            let f = f.report(&opts, ended, &log, &audit_start, &rep.agents, &last);
+            rep.invariants.extend(fleet::checks::invariants(&f));
+            rep.fleet = Some(f);
         }
         rep.invariants
             .extend(invariants::workload(&opts, &pool, &rep));
@@ -406,6 +496,7 @@ async fn drive(
     chaos: &mut chaos::Chaos,
     census: &mut census::Census,
     mut roll: Option<&mut roll::Roll>,
+    mut fleet: Option<&mut fleet::Fleet>,
     progress: &mut progress::Progress,
 ) -> anyhow::Result<workload::PoolState> {
     let mut state = workload::PoolState::default();
@@ -430,9 +521,10 @@ async fn drive(
         census.sample();
         // While the API server is down there is nothing to observe or create.
         if !chaos.api_down() {
-            let (image, total) = match &roll {
-                Some(r) => (r.pod_image(), r.creation_cap().min(opts.pods)),
-                None => (workload::IMAGE, opts.pods),
+            let (image, total) = match (&roll, &fleet) {
+                (Some(r), _) => (r.pod_image(), r.creation_cap().min(opts.pods)),
+                (None, Some(f)) => (f.pod_image(), f.due()),
+                (None, None) => (workload::IMAGE, opts.pods),
             };
             let round = workload::Round {
                 ns: NAMESPACE,
@@ -460,6 +552,9 @@ async fn drive(
         if let Some(r) = roll.as_deref_mut() {
             r.tick(admin, macs, &state, progress).await?;
         }
+        if let Some(f) = fleet.as_deref_mut() {
+            f.tick(admin, &state, progress).await?;
+        }
         progress.status(&format!(
             "{}: created {}/{}  active {}  ran {}  ended {}{}",
             opts.scenario.as_str(),
@@ -470,7 +565,7 @@ async fn drive(
             state.ended.len(),
             if chaos.api_down() { "  (API down)" } else { "" }
         ));
-        if state.done(opts.pods) {
+        if state.done(opts.pods) && fleet.as_deref().is_none_or(fleet::Fleet::settled) {
             break;
         }
         anyhow::ensure!(
@@ -488,6 +583,15 @@ async fn drive(
         state.ended.len()
     ));
     Ok(state)
+}
+
+/// Points every Mac's fake-tart at the shared registry `dir` from now on.
+fn join_registry(opts: &Opts, macs: &mut [SimMac], dir: &std::path::Path) -> anyhow::Result<()> {
+    for m in macs {
+        m.knobs = mac_knobs(opts).with_shared_registry(dir, opts.registry_mb_per_s);
+        m.write_knobs()?;
+    }
+    Ok(())
 }
 
 /// Copies the agents' logs next to the control plane's (their temp dirs go with the agents).
@@ -511,3 +615,6 @@ async fn ensure_namespace(admin: &Client) -> anyhow::Result<()> {
         Err(e) => Err(e.into()),
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -13,6 +13,9 @@ use super::{
 };
 use crate::cluster::ControlPlane;
 
+/// Agents whose log and metrics addresses the start-up line names.
+const SHOWN_AGENTS: usize = 5;
+
 /// What start-up leaves running. Dropping it stops everything (agents are killed on drop,
 /// fake-tart homes kill their VMs, the control plane stops).
 pub(super) struct Started {
@@ -41,7 +44,7 @@ pub(super) async fn start(
     super::profile::apply_runtime_class(&admin).await?;
     apply_rbac(&cp)?;
     // What the agents' pre-pull needs, whatever the scenario: they all watch its ConfigMap.
-    let registry = if opts.scenario == Scenario::ImageRoll {
+    let registry = if matches!(opts.scenario, Scenario::ImageRoll | Scenario::Fleet) {
         Some(
             tempfile::Builder::new()
                 .prefix("sandbox-registry-")
@@ -86,6 +89,12 @@ pub(super) async fn start(
             let ms = ((30_000.0 * opts.latency_scale) as u64).max(1000);
             args.extend(["--prepull-period".to_string(), format!("{ms}ms")]);
         }
+        if opts.scenario == Scenario::Fleet {
+            args.extend([
+                "--prepull-period".to_string(),
+                format!("{}s", opts.prepull_period_seconds),
+            ]);
+        }
         // Each Mac serves the kubelet API on its own loopback port with a serving certificate
         // it requests through the CSR API; the sandbox approves the requests below (the
         // operator's act) and the controller-manager signs them with the cluster CA, so
@@ -102,23 +111,37 @@ pub(super) async fn start(
             cp.ca_cert_path().display().to_string(),
         ]);
         let node = format!("mac-mini-{i}");
+        // A fleet's Macs join the shared registry after their first image is in place
+        // (`super::join_registry`): a hundred pulls counting each other's entries every
+        // simulated second would take the machine's two cores.
         let knobs = match &registry {
-            Some(dir) => mac_knobs(opts).with_shared_registry(dir.path(), opts.registry_mb_per_s),
-            None => mac_knobs(opts),
+            Some(dir) if opts.scenario != Scenario::Fleet => {
+                mac_knobs(opts).with_shared_registry(dir.path(), opts.registry_mb_per_s)
+            }
+            _ => mac_knobs(opts),
         };
         macs.push(SimMac::start(&node, bins, &agent_kc, knobs, args).await?);
     }
+    // A fleet's hundred paths would bury the progress: the first few stand for the rest.
+    let shown = macs.len().min(SHOWN_AGENTS);
     progress.line(&format!(
-        "{} agents started (logs: {}; metrics: {})",
+        "{} agents started (logs: {}; metrics: {}){}",
         macs.len(),
-        macs.iter()
+        macs[..shown]
+            .iter()
             .map(|m| m.agent.log_path().display().to_string())
             .collect::<Vec<_>>()
             .join(", "),
-        macs.iter()
+        macs[..shown]
+            .iter()
             .map(|m| format!("http://{}/metrics", m.agent.admin_addr()))
             .collect::<Vec<_>>()
-            .join(" ")
+            .join(" "),
+        if shown < macs.len() {
+            format!(" and {} more", macs.len() - shown)
+        } else {
+            String::new()
+        }
     ));
     let nodes: Vec<String> = macs.iter().map(|m| m.node.clone()).collect();
     let approved = approve::approve_until_issued(&admin, &nodes, Duration::from_secs(90)).await;

@@ -6,27 +6,9 @@ use tokio::time::timeout;
 
 #[tokio::test]
 async fn a_small_steady_sandbox_run_holds_every_invariant_and_writes_the_report() {
-    let dir = tempfile::tempdir().unwrap();
-    let report = dir.path().join("report.json");
-    let run = tokio::process::Command::new(env!("CARGO_BIN_EXE_sandbox"))
-        .args(["--nodes", "1", "--pods", "3", "--latency-scale", "0.01"])
-        .arg("--report")
-        .arg(&report)
-        .kill_on_drop(true)
-        .output();
-    let out = timeout(Duration::from_secs(300), run)
-        .await
-        .expect("sandbox did not finish within 300 s")
-        .expect("spawn sandbox");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "sandbox failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (stdout, r) =
+        run_to_success(&["--nodes", "1", "--pods", "3", "--latency-scale", "0.01"]).await;
     assert!(stdout.contains("result: ok"), "{stdout}");
-    let r: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     assert_eq!(r["schema"], 1);
     assert_eq!(r["ok"], true);
     assert_eq!(r["pods"]["created"], 3);
@@ -68,27 +50,19 @@ async fn a_small_steady_sandbox_run_holds_every_invariant_and_writes_the_report(
 /// the pulls at once stay within the cap. Every invariant holds.
 #[tokio::test]
 async fn image_roll_measures_both_strategies_and_pre_pull_spares_the_pods_a_pull() {
-    let dir = tempfile::tempdir().unwrap();
-    let report = dir.path().join("report.json");
-    let run = tokio::process::Command::new(env!("CARGO_BIN_EXE_sandbox"))
-        .args(["--scenario", "image-roll", "--nodes", "2", "--pods", "6"])
-        .args(["--latency-scale", "0.01", "--max-concurrent-pulls", "1"])
-        .arg("--report")
-        .arg(&report)
-        .kill_on_drop(true)
-        .output();
-    let out = timeout(Duration::from_secs(300), run)
-        .await
-        .expect("sandbox did not finish within 300 s")
-        .expect("spawn sandbox");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "sandbox failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let (stdout, r) = run_to_success(&[
+        "--scenario",
+        "image-roll",
+        "--nodes",
+        "2",
+        "--pods",
+        "6",
+        "--latency-scale",
+        "0.01",
+        "--max-concurrent-pulls",
+        "1",
+    ])
+    .await;
     let s = r["image_roll"]["strategies"].as_array().unwrap();
     assert_eq!(s.len(), 2, "{stdout}");
     let (on_demand, prepull) = (&s[0], &s[1]);
@@ -124,25 +98,93 @@ async fn image_roll_measures_both_strategies_and_pre_pull_spares_the_pods_a_pull
 /// every job exits non-zero in the guest, `jobs_saw_their_secret` fails (and, the Pods ending
 /// Failed with the job's code, the terminal-state check) and so does the run, while the
 /// teardown checks still hold.
+/// `fleet`, small: three Macs, twelve Pods, a pre-pull roll with a cap of two. The report's
+/// `fleet` section is there and consistent: every Pod's watch delay and scheduler-to-running
+/// measured, the roll completed with Pods on the new image, never more pulls than the cap,
+/// every agent in the spreads; every invariant holds.
+#[tokio::test]
+#[ignore = "30-45 s (a control plane, three agents, a roll): run with --ignored"]
+async fn a_small_fleet_run_reports_a_consistent_fleet_section() {
+    let (stdout, r) = run_to_success(&[
+        "--scenario",
+        "fleet",
+        "--nodes",
+        "3",
+        "--pods",
+        "12",
+        "--job-ms",
+        "120000",
+        "--prepull-period-seconds",
+        "2",
+        "--max-concurrent-pulls",
+        "2",
+        "--max-concurrent-percent",
+        "100",
+    ])
+    .await;
+    assert_eq!(r["scenario"], "fleet");
+    assert_eq!(r["pods"]["succeeded"], 12, "{stdout}");
+    let f = &r["fleet"];
+    let num = |v: &serde_json::Value| v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"));
+    assert_eq!(f["slots"], 6);
+    assert!(num(&f["api"]["requests_per_second"]) > 0.0, "{stdout}");
+    assert!(num(&f["api"]["agents_by_verb"]["patch"]) > 0.0, "{stdout}");
+    assert!(num(&f["api"]["by_user"]["scheduler"]) > 0.0, "{stdout}");
+    for key in [
+        "watch_delay_seconds",
+        "scheduling_seconds",
+        "scheduler_to_running_seconds",
+    ] {
+        let s = &f[key];
+        assert_eq!(s["count"], 12, "{key}: every Pod measured\n{stdout}");
+        assert!(num(&s["min"]) >= 0.0, "{key}: {s}");
+        assert!(
+            num(&s["p50"]) <= num(&s["p99"]) && num(&s["p99"]) <= num(&s["max"]),
+            "{key}: {s}"
+        );
+    }
+    let roll = &f["roll"];
+    assert_eq!(roll["completed"], true, "{stdout}");
+    assert_eq!(roll["pull_cap"], 2);
+    assert!(roll["pods_on_new_image"].as_u64().unwrap() >= 1, "{stdout}");
+    assert!(
+        roll["peak_concurrent_pulls"].as_u64().unwrap() <= 2,
+        "{stdout}"
+    );
+    assert_eq!(
+        roll["token_wait_seconds"]["count"], 3,
+        "a token seen on every node\n{stdout}"
+    );
+    assert_eq!(roll["nodes"].as_object().unwrap().len(), 3);
+    assert_eq!(f["agents"]["rss_mib"]["count"], 3);
+    assert!(num(&f["agents"]["threads"]["min"]) >= 1.0);
+    assert!(num(&f["cpu"]["machine_busy"]) > 0.0);
+    assert!(num(&f["cpu"]["kube_apiserver"]) > 0.0);
+    let held: Vec<(&str, bool)> = r["invariants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| (i["name"].as_str().unwrap(), i["ok"].as_bool().unwrap()))
+        .collect();
+    for must in ["fleet_roll_completed", "fleet_prepull_within_cap"] {
+        assert!(held.contains(&(must, true)), "{must}: {held:?}");
+    }
+    assert_eq!(r["ok"], true, "{stdout}");
+}
+
 #[tokio::test]
 async fn jobs_given_another_token_fail_the_secret_invariant() {
-    let dir = tempfile::tempdir().unwrap();
-    let report = dir.path().join("report.json");
-    let run = tokio::process::Command::new(env!("CARGO_BIN_EXE_sandbox"))
-        .args(["--nodes", "1", "--pods", "2", "--latency-scale", "0.01"])
-        .arg("--wrong-token")
-        .arg("--report")
-        .arg(&report)
-        .kill_on_drop(true)
-        .output();
-    let out = timeout(Duration::from_secs(300), run)
-        .await
-        .expect("sandbox did not finish within 300 s")
-        .expect("spawn sandbox");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(1), "{stdout}");
-    let r: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let (status, stdout, r) = run_sandbox(&[
+        "--nodes",
+        "1",
+        "--pods",
+        "2",
+        "--latency-scale",
+        "0.01",
+        "--wrong-token",
+    ])
+    .await;
+    assert_eq!(status.code(), Some(1), "{stdout}");
     assert_eq!(r["guest_checks"]["secret_rejected"], 2, "{stdout}");
     assert_eq!(r["guest_checks"]["passed"], 0, "{stdout}");
     // The job's exit code is the Pod's: the Pods end Failed, which the terminal-state
@@ -248,6 +290,39 @@ type Lines = tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>
 
 /// The sandbox binary with `args`, in a process group of its own (as a terminal starts it),
 /// creating everything (control plane run dir, fake-tart homes) under `tmp`.
+/// Runs the sandbox with `args` and `--report`; it must exit 0 within 300 s. Returns its
+/// stdout and the report.
+async fn run_to_success(args: &[&str]) -> (String, serde_json::Value) {
+    let (status, stdout, r) = run_sandbox(args).await;
+    assert!(status.success(), "sandbox failed:\n{stdout}");
+    (stdout, r)
+}
+
+/// Runs the sandbox with `args` and `--report`; it must end within 300 s and write the report.
+/// Returns its exit status, its stdout (and stderr) and the report.
+async fn run_sandbox(args: &[&str]) -> (std::process::ExitStatus, String, serde_json::Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report.json");
+    let run = tokio::process::Command::new(env!("CARGO_BIN_EXE_sandbox"))
+        .args(args)
+        .arg("--report")
+        .arg(&report)
+        .kill_on_drop(true)
+        .output();
+    let out = timeout(Duration::from_secs(300), run)
+        .await
+        .expect("sandbox did not finish within 300 s")
+        .expect("spawn sandbox");
+    let stdout = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&report)
+        .unwrap_or_else(|e| panic!("no report ({e}); sandbox printed:\n{stdout}"));
+    (out.status, stdout, serde_json::from_str(&text).unwrap())
+}
+
 fn spawn_sandbox(
     tmp: &std::path::Path,
     args: &[&str],

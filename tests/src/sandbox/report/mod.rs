@@ -1,6 +1,7 @@
 //! The sandbox report: what a run measured, printed as a table and written as JSON with the
 //! stable keys documented in docs/sandbox.md. Building it from scrapes is pure.
 
+pub mod fleet;
 pub mod requests;
 
 use serde::Serialize;
@@ -128,6 +129,8 @@ pub struct Report {
     /// Every request by verb and resource, idle and per Pod lifecycle (`api` only; `null`
     /// otherwise).
     pub api_accounting: Option<requests::ApiAccounting>,
+    /// The fleet's figures (`fleet` only; `null` otherwise).
+    pub fleet: Option<fleet::FleetReport>,
     /// End-of-run invariants.
     pub invariants: Vec<Invariant>,
     /// All invariants held.
@@ -228,7 +231,8 @@ impl Report {
             "tart kills {}  retries {}  API requests/node/min {:.2}",
             self.tart_kills, self.tart_retries, self.api_requests_per_node_per_minute
         );
-        for a in &self.agents {
+        // A fleet's section gives the agents' spread instead of a line each.
+        for a in self.agents.iter().filter(|_| self.fleet.is_none()) {
             let _ = writeln!(
                 o,
                 "agent {:<14} rss {:>6.1} MiB (peak {:.1})  cpu {:>5.2} %  restarts {}",
@@ -254,6 +258,9 @@ impl Report {
         }
         if let Some(a) = &self.api_accounting {
             requests::render(&mut o, a);
+        }
+        if let Some(f) = &self.fleet {
+            fleet::render(&mut o, f);
         }
         for i in &self.invariants {
             let _ = writeln!(

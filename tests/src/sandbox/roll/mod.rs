@@ -296,11 +296,15 @@ fn busy_slots(pods: &PoolState) -> BTreeMap<&str, u32> {
 /// entry of the OCI cache (docs/reference/tart-cli.md §1.1), which happens only when a pull has
 /// finished.
 pub fn holds(home: &Path, image: &str) -> bool {
-    let Some((repo, tag)) = image.rsplit_once(':') else {
-        return false;
-    };
-    let link = home.join("cache/OCIs").join(repo).join(tag);
-    std::fs::canonicalize(link).is_ok_and(|d| d.join("config.json").is_file())
+    tag_link(home, image).is_some_and(|link| {
+        std::fs::canonicalize(link).is_ok_and(|d| d.join("config.json").is_file())
+    })
+}
+
+/// The tag's link in the `TART_HOME`'s OCI cache, for `image` (`host/ns:tag`).
+pub fn tag_link(home: &Path, image: &str) -> Option<PathBuf> {
+    let (repo, tag) = image.rsplit_once(':')?;
+    Some(home.join("cache/OCIs").join(repo).join(tag))
 }
 
 /// The `Pulling`/`Pulled` Events of the namespace's Pods (an empty list if the API fails: the
