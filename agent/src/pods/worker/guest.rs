@@ -1,24 +1,20 @@
 //! The worker's guest steps: resolve what the guest reads before the clone (waiting
 //! `CreateContainerConfigError` while something the Pod reads is missing), write its shares on
-//! a blocking thread while `tart clone` and `tart set` run ([`GuestWrite`]: `tart run` waits
+//! a blocking thread while `tart clone` and `tart set` run ([`GuestWrite`](super::guest_write::GuestWrite): `tart run` waits
 //! for the write, so a Pod start is not held up by it), keep the volumes current while the VM
 //! runs, and remove the per-VM directory with the VM.
 
 use std::sync::Arc;
 
-use tart::{DirShare, Tart};
-use tokio::task::JoinHandle;
+use tart::Tart;
 use tracing::{info, warn};
 
+use super::guest_write::GuestWrite;
 use super::{Worker, WorkerInput};
 use crate::container_logs::{
     self as logs, CollectorHandle, CollectorSpec, Fault, FaultReport, Origin, PodLogId, Source,
 };
-use crate::guest_contract::{
-    model::ConfigError,
-    prepare::{GuestFiles, prepare},
-    status::JOB_FILE,
-};
+use crate::guest_contract::{model::ConfigError, prepare::prepare, status::JOB_FILE};
 use crate::pods::{
     events::Occurrence,
     guest_refresh::{self as refresh, RefreshDeps, RefreshTask},
@@ -213,25 +209,6 @@ impl<T: Tart> Worker<T> {
             Ok(Ok(())) => {}
             Ok(Err(error)) => warn!(%error, "cannot remove the VM's guest directory"),
             Err(error) => warn!(%error, "cannot remove the VM's guest directory"),
-        }
-    }
-}
-
-/// A guest's files being written on a blocking thread. It starts once they are resolved, so
-/// the write overlaps the clone; `tart run` waits for it ([`Worker::guest_written`]), and
-/// only the part of it that outlasts the tart steps adds to the Pod's start.
-pub(super) struct GuestWrite(JoinHandle<Result<Vec<DirShare>, ConfigError>>);
-
-impl GuestWrite {
-    fn spawn(files: GuestFiles) -> Self {
-        Self(tokio::task::spawn_blocking(move || files.write()))
-    }
-
-    /// The written shares, or why they could not be written.
-    async fn finish(self) -> Result<Vec<DirShare>, ConfigError> {
-        match self.0.await {
-            Ok(res) => res,
-            Err(e) => Err(ConfigError::Io(e.to_string())),
         }
     }
 }

@@ -8,7 +8,7 @@ use k8s_openapi::jiff::Timestamp;
 use tart::Tart;
 use tokio::time::Instant;
 
-use super::guest::GuestWrite;
+use super::guest_write::GuestWrite;
 use crate::container_logs::CollectorHandle;
 use crate::guest_contract::prepare::Tokens;
 use crate::lifecycle::probes::ProberHandle;

@@ -47,6 +47,7 @@ use crate::slots::SlotGuard;
 
 mod context;
 mod guest;
+mod guest_write;
 mod hooks;
 mod launcher;
 mod lifetimes;

@@ -1,4 +1,4 @@
-//! Who waits on which files, shared by every waiter of one [`super::LogWatch`]: the watched
+//! Who waits on which files, shared by every waiter of one `LogWatch` (the parent module's): the watched
 //! directories (one OS watch each, however many waiters), and per directory the waiters with
 //! the file names they follow. A change to one of those files wakes the waiters that follow
 //! it; a change to the directory's entries (a file created, renamed, removed: a rotation, a
