@@ -80,4 +80,6 @@ fn the_parent_pid_is_read_after_the_command_name() {
     assert_eq!(parent_pid("499 (fake-tart) R 494 499 300 0"), Some(494));
     assert_eq!(parent_pid("7 (a) b (c) S 1 7 7"), Some(1));
     assert_eq!(parent_pid("garbage"), None);
+    let own = std::fs::read_to_string("/proc/self/stat").unwrap();
+    assert_eq!(parent_pid(&own), Some(std::os::unix::process::parent_id()));
 }
