@@ -2,6 +2,10 @@
 //! directories and the live `tart run` processes, keyed by the Pod UID in the VM name
 //! (`tkl-<uid>`). Sampled on every workload tick; the keying and
 //! the check are pure.
+//!
+//! A process the `tart run` of a VM has just forked (fake-tart's guest mode spawns the guest's
+//! shells) shows, until it calls `exec`, the same command line and environment as its parent:
+//! it is that run's child, not a second run, and is not counted (`vm_runs`).
 
 use std::{
     collections::BTreeMap,
@@ -50,7 +54,7 @@ impl Census {
                 }
             }
         }
-        for (pid, home, vm) in tart_runs() {
+        for (pid, home, vm) in vm_runs(tart_runs()) {
             let Some((node, _)) = self.homes.iter().find(|(_, h)| *h == home) else {
                 continue;
             };
@@ -122,6 +126,31 @@ pub fn doubles(seen: Vec<(String, Seen)>) -> BTreeMap<String, Vec<Seen>> {
     by_uid
 }
 
+/// One `fake-tart run <vm>` process as read from `/proc`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunProc {
+    /// Its PID.
+    pub pid: u32,
+    /// Its parent's PID.
+    pub ppid: u32,
+    /// Its `TART_HOME`.
+    pub home: PathBuf,
+    /// The VM it names.
+    pub vm: String,
+}
+
+/// The processes that each run a VM: those whose parent is not itself one of them (a child
+/// forked by a `tart run`, seen before its `exec`, still shows its parent's argv and
+/// environment). As (pid, home, VM name).
+pub fn vm_runs(procs: Vec<RunProc>) -> Vec<(u32, PathBuf, String)> {
+    let pids: std::collections::BTreeSet<u32> = procs.iter().map(|p| p.pid).collect();
+    procs
+        .into_iter()
+        .filter(|p| !pids.contains(&p.ppid))
+        .map(|p| (p.pid, p.home, p.vm))
+        .collect()
+}
+
 fn vm_dirs(home: &Path) -> Vec<String> {
     std::fs::read_dir(home.join("vms"))
         .map(|rd| {
@@ -132,8 +161,8 @@ fn vm_dirs(home: &Path) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Live `fake-tart run <vm>` processes: (pid, their `TART_HOME`, VM name).
-fn tart_runs() -> Vec<(u32, PathBuf, String)> {
+/// Live processes whose command line is `fake-tart run <vm>`.
+fn tart_runs() -> Vec<RunProc> {
     crate::cluster::live_pids()
         .into_iter()
         .filter_map(|pid| {
@@ -148,13 +177,22 @@ fn tart_runs() -> Vec<(u32, PathBuf, String)> {
             let home = env
                 .split(|b| *b == 0)
                 .find_map(|kv| kv.strip_prefix(b"TART_HOME="))?;
-            Some((
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            Some(RunProc {
                 pid,
-                PathBuf::from(String::from_utf8_lossy(home).as_ref()),
+                ppid: parent_pid(&stat)?,
+                home: PathBuf::from(String::from_utf8_lossy(home).as_ref()),
                 vm,
-            ))
+            })
         })
         .collect()
+}
+
+/// The parent PID in a `/proc/<pid>/stat` line (`pid (comm) state ppid ...`; `comm` may hold
+/// spaces or parentheses, so the fields are counted after the last `)`).
+pub fn parent_pid(stat: &str) -> Option<u32> {
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(1)?.parse().ok()
 }
 
 #[cfg(test)]

@@ -48,3 +48,38 @@ fn the_invariant_fails_on_a_violation_and_without_any_sample() {
     assert!(!inv.ok);
     assert!(inv.detail.contains(UID), "{}", inv.detail);
 }
+
+fn proc_(pid: u32, ppid: u32, home: &str, vm: &str) -> RunProc {
+    RunProc {
+        pid,
+        ppid,
+        home: home.into(),
+        vm: vm.into(),
+    }
+}
+
+#[test]
+fn a_child_forked_by_a_run_is_not_a_second_run_but_two_runs_of_the_agent_are() {
+    let vm = format!("tkl-{UID}");
+    // The guest's shell between fork and exec: the run's argv and home, the run as parent.
+    let forked = vec![proc_(494, 300, "/h", &vm), proc_(499, 494, "/h", &vm)];
+    assert_eq!(vm_runs(forked), vec![(494, "/h".into(), vm.clone())]);
+    // Two runs the agent started: both the agent's children.
+    let two = vec![proc_(494, 300, "/h", &vm), proc_(499, 300, "/h", &vm)];
+    let runs = vm_runs(two);
+    assert_eq!(runs.len(), 2);
+    let seen = runs
+        .into_iter()
+        .map(|(pid, _, vm)| (pod_uid(&vm).unwrap().to_owned(), Seen::Run("a".into(), pid)))
+        .collect();
+    assert_eq!(doubles(seen).len(), 1);
+}
+
+#[test]
+fn the_parent_pid_is_read_after_the_command_name() {
+    assert_eq!(parent_pid("499 (fake-tart) R 494 499 300 0"), Some(494));
+    assert_eq!(parent_pid("7 (a) b (c) S 1 7 7"), Some(1));
+    assert_eq!(parent_pid("garbage"), None);
+    let own = std::fs::read_to_string("/proc/self/stat").unwrap();
+    assert_eq!(parent_pid(&own), Some(std::os::unix::process::parent_id()));
+}

@@ -82,3 +82,43 @@ fn one_duplicate_that_did_not_refuse_fails_the_invariant() {
     assert!(!inv.ok);
     assert!(inv.detail.contains("mac-mini-1"), "{}", inv.detail);
 }
+
+/// The once-per-Pod invariant's verdict for 100 ended Pods with these histogram counts.
+fn counted_once(args: &[&str], boot: u64, prov: u64) -> bool {
+    let opts = Opts::parse_args(std::iter::once("sandbox").chain(args.iter().copied())).unwrap();
+    let mut p = PoolState {
+        created: 100,
+        ..PoolState::default()
+    };
+    for i in 0..100 {
+        p.ended.insert(format!("runner-{i:04}"), Ending::Succeeded);
+    }
+    let mut rep = Report::default();
+    rep.stages_seconds.boot.count = boot;
+    rep.stages_seconds.provision_delay.count = prov;
+    let inv = workload(&opts, &p, &rep);
+    let once = inv
+        .iter()
+        .find(|i| i.name == "each_pod_counted_once_per_histogram")
+        .unwrap();
+    once.ok
+}
+
+#[test]
+fn without_a_guest_a_vm_that_ended_before_its_address_is_not_a_missing_boot() {
+    assert!(counted_once(&[], 100, 100));
+    assert!(
+        !counted_once(&[], 91, 100),
+        "a guest's job waits for its address"
+    );
+    assert!(counted_once(&["--no-guest"], 91, 100));
+    assert!(counted_once(&["--no-guest"], 100, 100));
+    assert!(
+        !counted_once(&["--no-guest"], 101, 100),
+        "a Pod counted twice"
+    );
+    assert!(
+        !counted_once(&["--no-guest"], 91, 99),
+        "every Pod's start counts"
+    );
+}
