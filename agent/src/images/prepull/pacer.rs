@@ -19,7 +19,7 @@ use tokio::sync::watch;
 use tracing::debug;
 
 use super::tokens::{
-    PullSource, Token, admitted, annotation, annotation_value, image_key, others_live,
+    PullSource, Token, admitted, annotation, annotation_value, claim_listed, image_key, others_live,
 };
 use crate::images::metrics::ImageMetrics;
 
@@ -53,8 +53,8 @@ pub(crate) struct Pacer {
     timeout: Duration,
     metrics: ImageMetrics,
     pod_pulls: Arc<AtomicUsize>,
-    /// Held tokens by annotation key, with how many pulls hold each.
-    held: Arc<Mutex<BTreeMap<String, (String, usize)>>>,
+    /// Held tokens by annotation key: the first holder's source and time, how many pulls hold it.
+    held: Arc<Mutex<BTreeMap<String, (PullSource, Timestamp, usize)>>>,
     publish: Arc<watch::Sender<HeldTokens>>,
 }
 
@@ -63,6 +63,8 @@ pub(crate) struct TokenGuard {
     pacer: Pacer,
     key: String,
     source: PullSource,
+    /// When the token on the Lease was taken (by this pull or one already holding it).
+    acquired: Timestamp,
 }
 
 impl Pacer {
@@ -113,19 +115,20 @@ impl Pacer {
         let Some(cap) = cap else {
             return Ok(Some(self.take(image, PullSource::Prepull)));
         };
-        // Full already: wait without taking a token at all.
+        // Full already: wait without taking a token at all (saves two Lease writes).
         if others_live(&self.node, &self.tokens(&key).await?, Timestamp::now()) >= cap as usize {
             debug!(image, cap, "pre-pull waits for a token");
             self.metrics.token_waits.inc();
             return Ok(None);
         }
         let guard = self.take(image, PullSource::Prepull);
-        // Another agent may have taken a token at the same moment: once ours is on our Lease,
-        // rank them; the later one gives its token back.
+        // Other agents may be claiming at the same moment: once a list shows our very token on
+        // our Lease, every claim written before it is listed beside it; go on only if fewer than
+        // the cap others are (`admitted`), else give it back.
         let deadline = tokio::time::Instant::now() + self.timeout * 2;
         let tokens = loop {
             let tokens = self.tokens(&key).await?;
-            if tokens.iter().any(|t| t.node == self.node) {
+            if claim_listed(&self.node, guard.acquired, &tokens) {
                 break tokens;
             }
             if tokio::time::Instant::now() >= deadline {
@@ -133,7 +136,7 @@ impl Pacer {
             }
             tokio::time::sleep(WRITTEN_POLL).await;
         };
-        if admitted(&self.node, &tokens, cap, Timestamp::now()) {
+        if admitted(&self.node, guard.acquired, &tokens, cap, Timestamp::now()) {
             Ok(Some(guard))
         } else {
             debug!(image, cap, "pre-pull gives its token back");
@@ -142,7 +145,9 @@ impl Pacer {
         }
     }
 
-    /// Live or not, every token for `key` on the Node Leases.
+    /// Live or not, every token for `key` on the Node Leases. The list leaves `resourceVersion`
+    /// unset, so the API server reads it from etcd (a consistent read), never from its watch
+    /// cache: a stale list could miss a claim written before ours.
     async fn tokens(&self, key: &str) -> Result<Vec<Token>, PacerError> {
         let listed = tokio::time::timeout(self.timeout, self.api.list(&ListParams::default()))
             .await
@@ -156,12 +161,14 @@ impl Pacer {
 
     fn take(&self, image: &str, source: PullSource) -> TokenGuard {
         let key = annotation(&image_key(image));
+        let acquired;
         {
             let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
             let e = held
                 .entry(key.clone())
-                .or_insert_with(|| (annotation_value(source, Timestamp::now()), 0));
-            e.1 += 1;
+                .or_insert_with(|| (source, Timestamp::now(), 0));
+            e.2 += 1;
+            acquired = e.1;
             self.publish_held(&held);
         }
         self.metrics.pull_started(source);
@@ -169,13 +176,14 @@ impl Pacer {
             pacer: self.clone(),
             key,
             source,
+            acquired,
         }
     }
 
-    fn publish_held(&self, held: &BTreeMap<String, (String, usize)>) {
+    fn publish_held(&self, held: &BTreeMap<String, (PullSource, Timestamp, usize)>) {
         self.publish.send_replace(
             held.iter()
-                .map(|(k, (v, _))| (k.clone(), v.clone()))
+                .map(|(k, &(source, at, _))| (k.clone(), annotation_value(source, at)))
                 .collect(),
         );
     }
@@ -213,8 +221,8 @@ impl Drop for TokenGuard {
         p.metrics.pull_ended(self.source);
         let mut held = p.held.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(e) = held.get_mut(&self.key) {
-            e.1 = e.1.saturating_sub(1);
-            if e.1 == 0 {
+            e.2 = e.2.saturating_sub(1);
+            if e.2 == 0 {
                 held.remove(&self.key);
             }
         }

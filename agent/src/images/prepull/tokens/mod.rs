@@ -2,10 +2,12 @@
 //! puller's own Node Lease (`kube-node-lease/<node>`, the heartbeat every agent renews anyway):
 //! `tart.run/pull-<12 hex of sha256(image)>: "<source> <acquired RFC 3339>"`. It lives as long
 //! as the Lease is renewed, so a crashed holder's token expires with its heartbeat; and it is
-//! the one Lease a node identity may write (NodeRestriction). A pre-pull may go on only while
-//! it ranks within the cap among the live tokens for its image (oldest first, then by Node), so
-//! two agents that take a token at the same moment cannot both overrun it: the later one gives
-//! it back. A Pod's own pull takes its token and never waits, but counts. Pure.
+//! the one Lease a node identity may write (NodeRestriction). A pre-pull claims first and checks
+//! after: it writes its token, and once a consistent list shows that very token it may go on
+//! only if fewer than the cap other live tokens for its image are listed beside it; otherwise it
+//! gives the token back. Of any set of pre-pulls going on at once, the one whose token was
+//! written last listed all the others, so no more than the cap go on at once, whatever the
+//! order the writes land in. A Pod's own pull takes its token and never waits, but counts. Pure.
 
 use k8s_openapi::{api::coordination::v1::Lease, jiff::Timestamp};
 
@@ -91,14 +93,27 @@ pub(crate) fn others_live(mine: &str, tokens: &[Token], now: Timestamp) -> usize
         .count()
 }
 
-/// Whether `mine`'s token ranks within `cap` among the live tokens (oldest first, then by Node),
-/// i.e. its pre-pull may go on. A token that is not (yet) listed is not admitted.
-pub(crate) fn admitted(mine: &str, tokens: &[Token], cap: u32, now: Timestamp) -> bool {
-    let mut live: Vec<&Token> = tokens.iter().filter(|t| t.live(now)).collect();
-    live.sort_by(|a, b| a.acquired.cmp(&b.acquired).then(a.node.cmp(&b.node)));
-    live.iter()
-        .position(|t| t.node == mine)
-        .is_some_and(|i| u32::try_from(i).unwrap_or(u32::MAX) < cap)
+/// Whether the list shows `mine`'s token taken at `acquired` — the very claim just made, not
+/// an earlier token for the same image whose removal has not landed yet.
+pub(crate) fn claim_listed(mine: &str, acquired: Timestamp, tokens: &[Token]) -> bool {
+    tokens
+        .iter()
+        .any(|t| t.node == mine && t.acquired == acquired)
+}
+
+/// Whether `mine`'s pre-pull, whose token taken at `acquired` is on its Lease, may go on: the
+/// list (made after that token was written) shows it, and fewer than `cap` live tokens of other
+/// Nodes. Not a ranking: a token written late with an early `acquired` would rank ahead of ones
+/// that were already admitted without seeing it.
+pub(crate) fn admitted(
+    mine: &str,
+    acquired: Timestamp,
+    tokens: &[Token],
+    cap: u32,
+    now: Timestamp,
+) -> bool {
+    claim_listed(mine, acquired, tokens)
+        && u32::try_from(others_live(mine, tokens, now)).unwrap_or(u32::MAX) < cap
 }
 
 #[cfg(test)]
