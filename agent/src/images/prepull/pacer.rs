@@ -27,7 +27,7 @@ use crate::images::metrics::ImageMetrics;
 const NODE_LEASES: &str = "kube-node-lease";
 /// Deadline of measuring a pulled image's size.
 const MEASURE_DEADLINE: Duration = Duration::from_secs(10);
-/// How often a taken token is looked for on the Node Lease before its rank is checked.
+/// How often a taken token is looked for on the Node Lease before the others are counted.
 const WRITTEN_POLL: Duration = Duration::from_millis(200);
 
 /// Token annotations for the Node Lease (annotation key → value).
@@ -101,8 +101,9 @@ impl Pacer {
         self.take(image, PullSource::Pod)
     }
 
-    /// A pre-pull of `image`: `Some(guard)` when its token ranks within `cap` (no cap: at once),
-    /// `None` when the fleet is at the cap now (nothing is held; try again later).
+    /// A pre-pull of `image`: `Some(guard)` when, once its token is on the Lease, fewer than `cap`
+    /// other Nodes hold one (no cap: at once); `None` when the fleet is at the cap now (nothing is
+    /// held; try again later).
     ///
     /// # Errors
     /// The Node Leases could not be listed, or ours did not show the token in time.
