@@ -19,7 +19,7 @@ use tokio::sync::watch;
 use tracing::debug;
 
 use super::tokens::{
-    PullSource, Token, admitted, annotation, annotation_value, claim_listed, image_key, others_live,
+    PullSource, Token, Verdict, annotation, annotation_value, image_key, others_live, verdict,
 };
 use crate::images::metrics::ImageMetrics;
 
@@ -27,7 +27,8 @@ use crate::images::metrics::ImageMetrics;
 const NODE_LEASES: &str = "kube-node-lease";
 /// Deadline of measuring a pulled image's size.
 const MEASURE_DEADLINE: Duration = Duration::from_secs(10);
-/// How often a taken token is looked for on the Node Lease before the others are counted.
+/// How often the Node Leases are listed again while a taken token is not shown yet, or waits for
+/// the claims ranked after it to be given back.
 const WRITTEN_POLL: Duration = Duration::from_millis(200);
 
 /// Token annotations for the Node Lease (annotation key → value).
@@ -124,25 +125,22 @@ impl Pacer {
         }
         let guard = self.take(image, PullSource::Prepull);
         // Other agents may be claiming at the same moment: once a list shows our very token on
-        // our Lease, every claim written before it is listed beside it; go on only if fewer than
-        // the cap others are (`admitted`), else give it back.
+        // our Lease, every claim written before it is listed beside it (`verdict`).
         let deadline = tokio::time::Instant::now() + self.timeout * 2;
-        let tokens = loop {
+        loop {
             let tokens = self.tokens(&key).await?;
-            if claim_listed(&self.node, guard.acquired, &tokens) {
-                break tokens;
-            }
-            if tokio::time::Instant::now() >= deadline {
-                return Err(PacerError::Timeout(self.timeout * 2));
+            let v = verdict(&self.node, guard.acquired, &tokens, cap, Timestamp::now());
+            match (v, tokio::time::Instant::now() >= deadline) {
+                (Verdict::Go, _) => return Ok(Some(guard)),
+                (Verdict::Unwritten, true) => return Err(PacerError::Timeout(self.timeout * 2)),
+                (Verdict::GiveBack, _) | (Verdict::Recheck, true) => {
+                    debug!(image, cap, "pre-pull gives its token back");
+                    self.metrics.token_waits.inc();
+                    return Ok(None);
+                }
+                (Verdict::Unwritten | Verdict::Recheck, false) => {}
             }
             tokio::time::sleep(WRITTEN_POLL).await;
-        };
-        if admitted(&self.node, guard.acquired, &tokens, cap, Timestamp::now()) {
-            Ok(Some(guard))
-        } else {
-            debug!(image, cap, "pre-pull gives its token back");
-            self.metrics.token_waits.inc();
-            Ok(None)
         }
     }
 
