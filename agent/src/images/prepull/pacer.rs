@@ -34,6 +34,10 @@ const WRITTEN_POLL: Duration = Duration::from_millis(200);
 /// Token annotations for the Node Lease (annotation key → value).
 pub(crate) type HeldTokens = BTreeMap<String, String>;
 
+/// Tokens this Mac holds by annotation key: the first holder's source and time, and how many
+/// pulls hold each.
+type Held = BTreeMap<String, (PullSource, Timestamp, usize)>;
+
 /// Why a pre-pull token could not be taken this time.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum PacerError {
@@ -54,8 +58,7 @@ pub(crate) struct Pacer {
     timeout: Duration,
     metrics: ImageMetrics,
     pod_pulls: Arc<AtomicUsize>,
-    /// Held tokens by annotation key: the first holder's source and time, how many pulls hold it.
-    held: Arc<Mutex<BTreeMap<String, (PullSource, Timestamp, usize)>>>,
+    held: Arc<Mutex<Held>>,
     publish: Arc<watch::Sender<HeldTokens>>,
 }
 
@@ -179,7 +182,7 @@ impl Pacer {
         }
     }
 
-    fn publish_held(&self, held: &BTreeMap<String, (PullSource, Timestamp, usize)>) {
+    fn publish_held(&self, held: &Held) {
         self.publish.send_replace(
             held.iter()
                 .map(|(k, &(source, at, _))| (k.clone(), annotation_value(source, at)))
