@@ -69,6 +69,8 @@ pub(crate) struct TokenGuard {
     source: PullSource,
     /// When the token on the Lease was taken (by this pull or one already holding it).
     acquired: Timestamp,
+    /// Whether the pull went on (counted in flight); a claim still being checked is not.
+    started: bool,
 }
 
 impl Pacer {
@@ -102,7 +104,7 @@ impl Pacer {
     /// A Pod's pull of `image`: its token goes onto the Node Lease; nothing waits.
     pub(crate) fn pod_pull(&self, image: &str) -> TokenGuard {
         self.pod_pulls.fetch_add(1, Ordering::Relaxed);
-        self.take(image, PullSource::Pod)
+        self.take(image, PullSource::Pod).started()
     }
 
     /// A pre-pull of `image`: `Some(guard)` when, once its token is on the Lease, fewer than `cap`
@@ -118,7 +120,7 @@ impl Pacer {
     ) -> Result<Option<TokenGuard>, PacerError> {
         let key = image_key(image);
         let Some(cap) = cap else {
-            return Ok(Some(self.take(image, PullSource::Prepull)));
+            return Ok(Some(self.take(image, PullSource::Prepull).started()));
         };
         // Full already: wait without taking a token at all (saves two Lease writes).
         if others_live(&self.node, &self.tokens(&key).await?, Timestamp::now()) >= cap as usize {
@@ -134,7 +136,7 @@ impl Pacer {
             let tokens = self.tokens(&key).await?;
             let v = verdict(&self.node, guard.acquired, &tokens, cap, Timestamp::now());
             match (v, tokio::time::Instant::now() >= deadline) {
-                (Verdict::Go, _) => return Ok(Some(guard)),
+                (Verdict::Go, _) => return Ok(Some(guard.started())),
                 (Verdict::Unwritten, true) => return Err(PacerError::Timeout(self.timeout * 2)),
                 (Verdict::GiveBack, _) | (Verdict::Recheck, true) => {
                     debug!(image, cap, "pre-pull gives its token back");
@@ -173,12 +175,12 @@ impl Pacer {
             acquired = e.1;
             self.publish_held(&held);
         }
-        self.metrics.pull_started(source);
         TokenGuard {
             pacer: self.clone(),
             key,
             source,
             acquired,
+            started: false,
         }
     }
 
@@ -192,6 +194,13 @@ impl Pacer {
 }
 
 impl TokenGuard {
+    /// The pull goes on: counted in flight until the guard drops.
+    fn started(mut self) -> Self {
+        self.pacer.metrics.pull_started(self.source);
+        self.started = true;
+        self
+    }
+
     /// The pull of `cache_name` (`host/repo:tag` or `host/repo@sha256:…`) succeeded after
     /// `took`: its duration is observed and the bytes its image takes on disk counted (measured
     /// in the background, bounded).
@@ -220,7 +229,9 @@ impl Drop for TokenGuard {
         if self.source == PullSource::Pod {
             p.pod_pulls.fetch_sub(1, Ordering::Relaxed);
         }
-        p.metrics.pull_ended(self.source);
+        if self.started {
+            p.metrics.pull_ended(self.source);
+        }
         let mut held = p.held.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(e) = held.get_mut(&self.key) {
             e.2 = e.2.saturating_sub(1);
