@@ -19,7 +19,7 @@ use tokio::sync::watch;
 use tracing::debug;
 
 use super::tokens::{
-    PullSource, Token, admitted, annotation, annotation_value, image_key, others_live,
+    PullSource, Token, Verdict, annotation, annotation_value, image_key, others_live, verdict,
 };
 use crate::images::metrics::ImageMetrics;
 
@@ -27,11 +27,16 @@ use crate::images::metrics::ImageMetrics;
 const NODE_LEASES: &str = "kube-node-lease";
 /// Deadline of measuring a pulled image's size.
 const MEASURE_DEADLINE: Duration = Duration::from_secs(10);
-/// How often a taken token is looked for on the Node Lease before its rank is checked.
+/// How often the Node Leases are listed again while a taken token is not shown yet, or waits for
+/// the claims ranked after it to be given back.
 const WRITTEN_POLL: Duration = Duration::from_millis(200);
 
 /// Token annotations for the Node Lease (annotation key → value).
 pub(crate) type HeldTokens = BTreeMap<String, String>;
+
+/// Tokens this Mac holds by annotation key: the first holder's source and time, and how many
+/// pulls hold each.
+type Held = BTreeMap<String, (PullSource, Timestamp, usize)>;
 
 /// Why a pre-pull token could not be taken this time.
 #[derive(Debug, thiserror::Error)]
@@ -53,8 +58,7 @@ pub(crate) struct Pacer {
     timeout: Duration,
     metrics: ImageMetrics,
     pod_pulls: Arc<AtomicUsize>,
-    /// Held tokens by annotation key, with how many pulls hold each.
-    held: Arc<Mutex<BTreeMap<String, (String, usize)>>>,
+    held: Arc<Mutex<Held>>,
     publish: Arc<watch::Sender<HeldTokens>>,
 }
 
@@ -63,6 +67,10 @@ pub(crate) struct TokenGuard {
     pacer: Pacer,
     key: String,
     source: PullSource,
+    /// When the token on the Lease was taken (by this pull or one already holding it).
+    acquired: Timestamp,
+    /// Whether the pull went on (counted in flight); a claim still being checked is not.
+    started: bool,
 }
 
 impl Pacer {
@@ -96,11 +104,12 @@ impl Pacer {
     /// A Pod's pull of `image`: its token goes onto the Node Lease; nothing waits.
     pub(crate) fn pod_pull(&self, image: &str) -> TokenGuard {
         self.pod_pulls.fetch_add(1, Ordering::Relaxed);
-        self.take(image, PullSource::Pod)
+        self.take(image, PullSource::Pod).started()
     }
 
-    /// A pre-pull of `image`: `Some(guard)` when its token ranks within `cap` (no cap: at once),
-    /// `None` when the fleet is at the cap now (nothing is held; try again later).
+    /// A pre-pull of `image`: `Some(guard)` when, once its token is on the Lease, fewer than `cap`
+    /// other Nodes hold one (no cap: at once); `None` when the fleet is at the cap now (nothing is
+    /// held; try again later).
     ///
     /// # Errors
     /// The Node Leases could not be listed, or ours did not show the token in time.
@@ -111,38 +120,38 @@ impl Pacer {
     ) -> Result<Option<TokenGuard>, PacerError> {
         let key = image_key(image);
         let Some(cap) = cap else {
-            return Ok(Some(self.take(image, PullSource::Prepull)));
+            return Ok(Some(self.take(image, PullSource::Prepull).started()));
         };
-        // Full already: wait without taking a token at all.
+        // Full already: wait without taking a token at all (saves two Lease writes).
         if others_live(&self.node, &self.tokens(&key).await?, Timestamp::now()) >= cap as usize {
             debug!(image, cap, "pre-pull waits for a token");
             self.metrics.token_waits.inc();
             return Ok(None);
         }
         let guard = self.take(image, PullSource::Prepull);
-        // Another agent may have taken a token at the same moment: once ours is on our Lease,
-        // rank them; the later one gives its token back.
+        // Other agents may be claiming at the same moment: once a list shows our very token on
+        // our Lease, every claim written before it is listed beside it (`verdict`).
         let deadline = tokio::time::Instant::now() + self.timeout * 2;
-        let tokens = loop {
+        loop {
             let tokens = self.tokens(&key).await?;
-            if tokens.iter().any(|t| t.node == self.node) {
-                break tokens;
-            }
-            if tokio::time::Instant::now() >= deadline {
-                return Err(PacerError::Timeout(self.timeout * 2));
+            let v = verdict(&self.node, guard.acquired, &tokens, cap, Timestamp::now());
+            match (v, tokio::time::Instant::now() >= deadline) {
+                (Verdict::Go, _) => return Ok(Some(guard.started())),
+                (Verdict::Unwritten, true) => return Err(PacerError::Timeout(self.timeout * 2)),
+                (Verdict::GiveBack, _) | (Verdict::Recheck, true) => {
+                    debug!(image, cap, "pre-pull gives its token back");
+                    self.metrics.token_waits.inc();
+                    return Ok(None);
+                }
+                (Verdict::Unwritten | Verdict::Recheck, false) => {}
             }
             tokio::time::sleep(WRITTEN_POLL).await;
-        };
-        if admitted(&self.node, &tokens, cap, Timestamp::now()) {
-            Ok(Some(guard))
-        } else {
-            debug!(image, cap, "pre-pull gives its token back");
-            self.metrics.token_waits.inc();
-            Ok(None)
         }
     }
 
-    /// Live or not, every token for `key` on the Node Leases.
+    /// Live or not, every token for `key` on the Node Leases. The list leaves `resourceVersion`
+    /// unset, so the API server reads it from etcd (a consistent read), never from its watch
+    /// cache: a stale list could miss a claim written before ours.
     async fn tokens(&self, key: &str) -> Result<Vec<Token>, PacerError> {
         let listed = tokio::time::timeout(self.timeout, self.api.list(&ListParams::default()))
             .await
@@ -156,32 +165,42 @@ impl Pacer {
 
     fn take(&self, image: &str, source: PullSource) -> TokenGuard {
         let key = annotation(&image_key(image));
+        let acquired;
         {
             let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
             let e = held
                 .entry(key.clone())
-                .or_insert_with(|| (annotation_value(source, Timestamp::now()), 0));
-            e.1 += 1;
+                .or_insert_with(|| (source, Timestamp::now(), 0));
+            e.2 += 1;
+            acquired = e.1;
             self.publish_held(&held);
         }
-        self.metrics.pull_started(source);
         TokenGuard {
             pacer: self.clone(),
             key,
             source,
+            acquired,
+            started: false,
         }
     }
 
-    fn publish_held(&self, held: &BTreeMap<String, (String, usize)>) {
+    fn publish_held(&self, held: &Held) {
         self.publish.send_replace(
             held.iter()
-                .map(|(k, (v, _))| (k.clone(), v.clone()))
+                .map(|(k, &(source, at, _))| (k.clone(), annotation_value(source, at)))
                 .collect(),
         );
     }
 }
 
 impl TokenGuard {
+    /// The pull goes on: counted in flight until the guard drops.
+    fn started(mut self) -> Self {
+        self.pacer.metrics.pull_started(self.source);
+        self.started = true;
+        self
+    }
+
     /// The pull of `cache_name` (`host/repo:tag` or `host/repo@sha256:…`) succeeded after
     /// `took`: its duration is observed and the bytes its image takes on disk counted (measured
     /// in the background, bounded).
@@ -210,11 +229,13 @@ impl Drop for TokenGuard {
         if self.source == PullSource::Pod {
             p.pod_pulls.fetch_sub(1, Ordering::Relaxed);
         }
-        p.metrics.pull_ended(self.source);
+        if self.started {
+            p.metrics.pull_ended(self.source);
+        }
         let mut held = p.held.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(e) = held.get_mut(&self.key) {
-            e.1 = e.1.saturating_sub(1);
-            if e.1 == 0 {
+            e.2 = e.2.saturating_sub(1);
+            if e.2 == 0 {
                 held.remove(&self.key);
             }
         }

@@ -2,10 +2,12 @@
 //! puller's own Node Lease (`kube-node-lease/<node>`, the heartbeat every agent renews anyway):
 //! `tart.run/pull-<12 hex of sha256(image)>: "<source> <acquired RFC 3339>"`. It lives as long
 //! as the Lease is renewed, so a crashed holder's token expires with its heartbeat; and it is
-//! the one Lease a node identity may write (NodeRestriction). A pre-pull may go on only while
-//! it ranks within the cap among the live tokens for its image (oldest first, then by Node), so
-//! two agents that take a token at the same moment cannot both overrun it: the later one gives
-//! it back. A Pod's own pull takes its token and never waits, but counts. Pure.
+//! the one Lease a node identity may write (NodeRestriction). A pre-pull claims first and checks
+//! after: it writes its token, and once a consistent list shows that very token it may go on
+//! only if fewer than the cap other live tokens for its image are listed beside it (see
+//! [`verdict`]). Of any set of pre-pulls going on at once, the one whose token was written last
+//! listed all the others, so no more than the cap go on at once, whatever the order the writes
+//! land in. A Pod's own pull takes its token and never waits, but counts. Pure.
 
 use k8s_openapi::{api::coordination::v1::Lease, jiff::Timestamp};
 
@@ -91,14 +93,50 @@ pub(crate) fn others_live(mine: &str, tokens: &[Token], now: Timestamp) -> usize
         .count()
 }
 
-/// Whether `mine`'s token ranks within `cap` among the live tokens (oldest first, then by Node),
-/// i.e. its pre-pull may go on. A token that is not (yet) listed is not admitted.
-pub(crate) fn admitted(mine: &str, tokens: &[Token], cap: u32, now: Timestamp) -> bool {
+/// What a pre-pull whose token is being written does after a list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// The list does not show this very claim yet (maybe an earlier token for the image whose
+    /// removal has not landed): list again.
+    Unwritten,
+    /// Fewer than the cap other live tokens beside the claim: the pull goes on.
+    Go,
+    /// At the cap, but the claim ranks within it (oldest first, then by Node): keep it and list
+    /// again, as the claims ranked after it are being given back.
+    Recheck,
+    /// At the cap and ranked past it: give the token back.
+    GiveBack,
+}
+
+/// The verdict on `mine`'s token taken at `acquired`, from a list made after it was written.
+/// Only a count lets a pull go on: of pre-pulls going on at once, the one written last listed
+/// all the others, so they are fewer than the cap. The rank (by `acquired`, stamped before the
+/// write) only decides who waits, so that claims made at the same moment do not all give up; a
+/// token written late may rank ahead of pulls admitted without seeing it, and then waits.
+pub(crate) fn verdict(
+    mine: &str,
+    acquired: Timestamp,
+    tokens: &[Token],
+    cap: u32,
+    now: Timestamp,
+) -> Verdict {
+    if !tokens
+        .iter()
+        .any(|t| t.node == mine && t.acquired == acquired)
+    {
+        return Verdict::Unwritten;
+    }
+    if u32::try_from(others_live(mine, tokens, now)).unwrap_or(u32::MAX) < cap {
+        return Verdict::Go;
+    }
     let mut live: Vec<&Token> = tokens.iter().filter(|t| t.live(now)).collect();
     live.sort_by(|a, b| a.acquired.cmp(&b.acquired).then(a.node.cmp(&b.node)));
-    live.iter()
-        .position(|t| t.node == mine)
-        .is_some_and(|i| u32::try_from(i).unwrap_or(u32::MAX) < cap)
+    let rank = live.iter().position(|t| t.node == mine);
+    if rank.is_some_and(|i| u32::try_from(i).unwrap_or(u32::MAX) < cap) {
+        Verdict::Recheck
+    } else {
+        Verdict::GiveBack
+    }
 }
 
 #[cfg(test)]
