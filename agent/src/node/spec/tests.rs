@@ -103,12 +103,7 @@ fn label_values_are_sanitised() {
 
 #[test]
 fn each_served_handler_is_a_label_and_a_dropped_one_is_pruned() {
-    let mut c = cfg(&[]);
-    let profiles = BTreeMap::from([
-        ("isolated".to_owned(), crate::config::VmProfile::default()),
-        ("lan".to_owned(), crate::config::VmProfile::default()),
-    ]);
-    c.vm_profiles = crate::config::VmProfiles::new(profiles, None);
+    let c = with_two_profiles();
     let l = desired_labels(&c, &FixedHost::default().facts, None, &BTreeMap::new());
     assert_eq!(l["runtime-handler.tart.run/isolated"], "true");
     assert_eq!(l["runtime-handler.tart.run/lan"], "true");
@@ -131,12 +126,7 @@ fn each_served_handler_is_a_label_and_a_dropped_one_is_pruned() {
 
 #[test]
 fn an_unavailable_profile_loses_its_label_and_the_annotation_says_why() {
-    let mut c = cfg(&[]);
-    let profiles = BTreeMap::from([
-        ("isolated".to_owned(), crate::config::VmProfile::default()),
-        ("lan".to_owned(), crate::config::VmProfile::default()),
-    ]);
-    c.vm_profiles = crate::config::VmProfiles::new(profiles, None);
+    let c = with_two_profiles();
     let facts = &FixedHost::default().facts;
     let all = desired_labels(&c, facts, None, &BTreeMap::new());
     let existing = new_node(&c, all, None);
@@ -182,4 +172,15 @@ fn marked_note(n: &k8s_openapi::api::core::v1::Node) -> Option<&str> {
         .as_ref()
         .and_then(|a| a.get("tart.run/unavailable-vm-profiles"))
         .map(String::as_str)
+}
+
+/// A configuration with the profiles `isolated` and `lan`.
+fn with_two_profiles() -> Config {
+    let mut c = cfg(&[]);
+    let profiles = BTreeMap::from([
+        ("isolated".to_owned(), crate::config::VmProfile::default()),
+        ("lan".to_owned(), crate::config::VmProfile::default()),
+    ]);
+    c.vm_profiles = crate::config::VmProfiles::new(profiles, None);
+    c
 }
