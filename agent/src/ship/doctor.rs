@@ -153,7 +153,12 @@ pub(crate) async fn run_checks(args: &DoctorArgs, cfg: &Config) -> Vec<Check> {
         std::env::var_os("PATH").as_deref(),
         cfg!(target_os = "macos"),
     );
-    out.extend(profiles::profile_checks(&cfg.vm_profiles, &softnet));
+    let interfaces = crate::hostcheck::profiles::interfaces_fact(cfg!(target_os = "macos"));
+    out.extend(profiles::profile_checks(
+        &cfg.vm_profiles,
+        &softnet,
+        &interfaces,
+    ));
     out
 }
 

@@ -15,16 +15,44 @@ pub(crate) const SOFTNET_ON_PATH: &str = "softnet";
 /// `(owner uid, mode)`; `None` = not checked.
 pub(crate) type SoftnetFact = Option<(String, OwnerAndMode)>;
 
+/// The host's network interface names (`getifaddrs`); `None` = not checked.
+pub(crate) type InterfacesFact = Option<Vec<String>>;
+
 /// Why a profile with `network` cannot run on this Mac, or `None` when it can (or its facts
 /// were not checked: a profile is never called unavailable on a guess).
-pub(crate) fn network_unavailable(network: &Network, softnet: &SoftnetFact) -> Option<String> {
+pub(crate) fn network_unavailable(
+    network: &Network,
+    softnet: &SoftnetFact,
+    interfaces: &InterfacesFact,
+) -> Option<String> {
     match network {
         Network::Softnet { .. } | Network::Host => {
             let (path, stat) = softnet.as_ref()?;
             verdict::softnet_failure(path, stat.clone())
         }
+        Network::Bridged(iface) => {
+            let found = interfaces.as_ref()?;
+            (!found.contains(iface)).then(|| {
+                format!("network interface {iface:?} does not exist on this Mac: `tart run --net-bridged` will fail")
+            })
+        }
         _ => None,
     }
+}
+
+/// The host's interface names, on macOS only: elsewhere the agent runs beside fake-tart, whose
+/// bridged interfaces are not the host's.
+pub(crate) fn interfaces_fact(macos: bool) -> InterfacesFact {
+    if !macos {
+        return None;
+    }
+    let mut names: Vec<String> = nix::ifaddrs::getifaddrs()
+        .ok()?
+        .map(|a| a.interface_name)
+        .collect();
+    names.sort();
+    names.dedup();
+    Some(names)
 }
 
 /// The softnet fact: the configured program, else (on macOS) `softnet` on `path` (the `PATH`

@@ -1,6 +1,6 @@
 use tart::Network;
 
-use super::{network_unavailable, softnet_fact};
+use super::{interfaces_fact, network_unavailable, softnet_fact};
 
 fn softnet() -> Network {
     Network::Softnet {
@@ -29,11 +29,39 @@ fn a_network_is_unavailable_only_when_its_softnet_fact_says_so() {
     ];
     for (net, fact, want) in cases {
         assert_eq!(
-            network_unavailable(&net, fact).as_deref(),
+            network_unavailable(&net, fact, &None).as_deref(),
             want,
             "{net:?} {fact:?}"
         );
     }
+}
+
+#[test]
+fn a_bridged_network_needs_its_interface_when_the_interfaces_were_listed() {
+    let en0 = Network::Bridged("en0".into());
+    let en7 = Network::Bridged("en7".into());
+    let listed = Some(vec!["en0".to_string(), "lo0".to_string()]);
+    assert_eq!(network_unavailable(&en0, &None, &listed), None);
+    assert_eq!(
+        network_unavailable(&en7, &None, &listed).as_deref(),
+        Some(
+            "network interface \"en7\" does not exist on this Mac: `tart run --net-bridged` will fail"
+        )
+    );
+    assert_eq!(
+        network_unavailable(&en7, &None, &None),
+        None,
+        "not listed: not checked"
+    );
+    assert_eq!(network_unavailable(&softnet(), &None, &listed), None);
+    assert_eq!(interfaces_fact(false), None);
+    // getifaddrs answers on Linux too: the loopback is always there.
+    assert!(
+        interfaces_fact(true)
+            .unwrap()
+            .iter()
+            .any(|i| i.starts_with("lo"))
+    );
 }
 
 #[test]

@@ -133,34 +133,49 @@ impl HostChecks {
 }
 
 impl HostChecks {
-    /// The profiles this Mac cannot run now, by handler, with why (the softnet program's
-    /// check runs on a blocking thread with the gathering deadline; late = not checked).
+    /// The profiles this Mac cannot run now, by handler, with why (the softnet program and the
+    /// interfaces are looked at on a blocking thread with the gathering deadline; late = not
+    /// checked).
     async fn unavailable_profiles(&self) -> BTreeMap<String, String> {
-        let needs_softnet = self.profiles.handlers().any(|(_, p)| {
-            matches!(
-                p.network,
-                tart::Network::Softnet { .. } | tart::Network::Host
-            )
-        });
-        if !needs_softnet {
+        let (softnet_needed, bridged) =
+            self.profiles
+                .handlers()
+                .fold((false, false), |(s, b), (_, p)| {
+                    (
+                        s || matches!(
+                            p.network,
+                            tart::Network::Softnet { .. } | tart::Network::Host
+                        ),
+                        b || matches!(p.network, tart::Network::Bridged(_)),
+                    )
+                });
+        if !softnet_needed && !bridged {
             return BTreeMap::new();
         }
         let configured = self.softnet_program.clone();
+        let macos = cfg!(target_os = "macos");
         let gather = tokio::task::spawn_blocking(move || {
-            profiles::softnet_fact(
-                configured.as_deref(),
-                std::env::var_os("PATH").as_deref(),
-                cfg!(target_os = "macos"),
-            )
+            let softnet = softnet_needed
+                .then(|| {
+                    profiles::softnet_fact(
+                        configured.as_deref(),
+                        std::env::var_os("PATH").as_deref(),
+                        macos,
+                    )
+                })
+                .flatten();
+            let interfaces = bridged.then(|| profiles::interfaces_fact(macos)).flatten();
+            (softnet, interfaces)
         });
-        let softnet = match tokio::time::timeout(self.deadline, gather).await {
-            Ok(Ok(fact)) => fact,
-            _ => None,
+        let (softnet, interfaces) = match tokio::time::timeout(self.deadline, gather).await {
+            Ok(Ok(facts)) => facts,
+            _ => (None, None),
         };
         self.profiles
             .handlers()
             .filter_map(|(h, p)| {
-                profiles::network_unavailable(&p.network, &softnet).map(|why| (h.to_owned(), why))
+                profiles::network_unavailable(&p.network, &softnet, &interfaces)
+                    .map(|why| (h.to_owned(), why))
             })
             .collect()
     }

@@ -29,7 +29,7 @@ fn profiles() -> VmProfiles {
 #[test]
 fn each_profile_is_a_row_and_one_this_mac_cannot_run_fails_naming_it() {
     let plain = Some(("/s".to_owned(), Ok((501, 0o100_755))));
-    let rows = profile_checks(&profiles(), &plain);
+    let rows = profile_checks(&profiles(), &plain, &None);
     let got: Vec<(&str, Status, &str)> = rows
         .iter()
         .map(|c| (c.name, c.status, c.message.as_str()))
@@ -54,7 +54,7 @@ fn each_profile_is_a_row_and_one_this_mac_cannot_run_fails_naming_it() {
     assert!(rows[0].fix.is_some());
     let setuid = Some(("/s".to_owned(), Ok((0, 0o104_755))));
     assert!(
-        profile_checks(&profiles(), &setuid)
+        profile_checks(&profiles(), &setuid, &None)
             .iter()
             .all(|c| c.status == Status::Ok)
     );
