@@ -555,6 +555,8 @@ pub(crate) async fn run<T: Tart>(
             interval: cfg.host_check_interval,
             deadline: cfg.api_timeout,
             min_free_leases: cfg.vm_slots,
+            profiles: cfg.vm_profiles.clone(),
+            softnet_program: cfg.softnet_program.clone(),
         }
         .run(health.clone(), readiness_metrics.clone(), shutdown.clone())
         .instrument(info_span!("host_checks")),

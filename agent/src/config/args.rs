@@ -275,8 +275,9 @@ pub(crate) struct RunArgs {
     /// Default: the macOS commands on macOS, no host checks elsewhere.
     #[arg(long, env = "TART_KUBELET_HOST_CHECKS_FILE", value_name = "PATH")]
     pub(crate) host_checks_file: Option<PathBuf>,
-    /// The softnet program the host checks verify is root-owned and setuid.
-    /// Default: softnet is not checked.
+    /// The softnet program the host checks verify is root-owned and setuid (`softnet` and
+    /// `host` VM profiles need it).
+    /// Default: `softnet` on `PATH` for those profiles on macOS; otherwise not checked.
     #[arg(long, env = "TART_KUBELET_SOFTNET_PROGRAM", value_name = "PATH")]
     pub(crate) softnet_program: Option<PathBuf>,
     /// Host-caused VM start failures within --quarantine-window that quarantine the Node

@@ -8,6 +8,7 @@
 
 #[cfg_attr(not(target_os = "macos"), allow(dead_code))]
 pub(crate) mod leases;
+pub(crate) mod profiles;
 // Compiled everywhere (so it is type-checked on Linux too), used on macOS only.
 #[cfg_attr(not(target_os = "macos"), allow(dead_code))]
 mod macos;

@@ -27,6 +27,8 @@ pub(crate) mod status_due;
 pub(crate) mod status_loop;
 pub(crate) mod watch;
 
+use std::collections::BTreeMap;
+
 use k8s_openapi::api::core::v1::Node;
 use kube::{
     Client, Resource,
@@ -70,11 +72,13 @@ pub(crate) async fn register(
     cfg: &Config,
     facts: &HostFacts,
     tart_version: Option<&str>,
+    unavailable: &BTreeMap<String, String>,
     access: &ApiAccess,
 ) -> Result<Node, RegisterError> {
     let api: Api<Node> = Api::all(client.clone());
     let t = cfg.api_timeout;
-    let desired = spec::desired_labels(cfg, facts, tart_version);
+    let desired = spec::desired_labels(cfg, facts, tart_version, unavailable);
+    let annotation = spec::unavailable_annotation(unavailable);
     let call = |verb: &'static str, r: Result<Result<Node, kube::Error>, _>| match r {
         Ok(Ok(n)) => {
             access.ok(verb, "nodes");
@@ -99,13 +103,13 @@ pub(crate) async fn register(
     };
     let node = match existing {
         None => {
-            let node = spec::new_node(cfg, desired);
+            let node = spec::new_node(cfg, desired, annotation);
             let r = tokio::time::timeout(t, api.create(&PostParams::default(), &node)).await;
             let created = call("create", r)?;
             info!(node = %cfg.node_name, "node created");
             created
         }
-        Some(existing) => match spec::update_patch(&existing, &desired) {
+        Some(existing) => match spec::update_patch(&existing, &desired, annotation.as_deref()) {
             None => existing,
             Some(patch) => {
                 let pp = PatchParams::default();
@@ -113,7 +117,7 @@ pub(crate) async fn register(
                     tokio::time::timeout(t, api.patch(&cfg.node_name, &pp, &Patch::Merge(&patch)))
                         .await;
                 let updated = call("patch", r)?;
-                info!(node = %cfg.node_name, "node labels updated");
+                info!(node = %cfg.node_name, "node labels and annotations updated");
                 updated
             }
         },

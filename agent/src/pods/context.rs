@@ -38,6 +38,8 @@ pub(crate) struct PodsConfig {
     pub without_finalizer: bool,
     /// The VM profiles by RuntimeClass handler.
     pub vm_profiles: VmProfiles,
+    /// How often the host checks look again whether a profile is runnable.
+    pub host_check_interval: Duration,
 }
 
 /// The controller's context. One per agent.
@@ -96,7 +98,13 @@ impl<T: Tart> Shared<T> {
             .spec
             .as_ref()
             .and_then(|s| s.runtime_class_name.as_deref());
-        choose(class, |c| self.classes.lookup(c), &self.cfg.vm_profiles)
+        let unavailable = self.worker.health.snapshot().unavailable_profiles;
+        choose(
+            class,
+            |c| self.classes.lookup(c),
+            &self.cfg.vm_profiles,
+            &unavailable,
+        )
     }
 
     /// Run `f` on the reconcile failure counts.

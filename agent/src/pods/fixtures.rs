@@ -330,6 +330,7 @@ impl Rig {
                 gc_interval: Duration::from_secs(60),
                 without_finalizer: false,
                 vm_profiles: Default::default(),
+                host_check_interval: Duration::from_secs(30),
             },
             classes: crate::pods::profile::classes::RuntimeClasses::new(
                 &kube::runtime::reflector::store::Writer::default(),

@@ -89,6 +89,7 @@ impl PodsConfig {
             gc_interval: Duration::from_secs(60),
             without_finalizer: !cfg.identity.uses_finalizer(),
             vm_profiles: cfg.vm_profiles.clone(),
+            host_check_interval: cfg.host_check_interval,
         }
     }
 }

@@ -22,6 +22,7 @@ pub(crate) mod checks;
 mod client_cert;
 pub(crate) mod identity;
 pub(crate) mod probe;
+mod profiles;
 mod serving;
 pub(crate) mod smoke;
 
@@ -147,6 +148,17 @@ pub(crate) async fn run_checks(args: &DoctorArgs, cfg: &Config) -> Vec<Check> {
             crate::hostcheck::owner_and_mode(p),
         ),
     });
+    let softnet = crate::hostcheck::profiles::softnet_fact(
+        args.softnet.as_deref().or(cfg.softnet_program.as_deref()),
+        std::env::var_os("PATH").as_deref(),
+        cfg!(target_os = "macos"),
+    );
+    let interfaces = crate::hostcheck::profiles::interfaces_fact(cfg!(target_os = "macos"));
+    out.extend(profiles::profile_checks(
+        &cfg.vm_profiles,
+        &softnet,
+        &interfaces,
+    ));
     out
 }
 

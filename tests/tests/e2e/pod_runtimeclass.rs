@@ -25,7 +25,7 @@ use kube::{
 use pod_support::{Env, WAIT, phase, vm_pod, waiting_message, waiting_reason};
 use tart_kubelet_tests::{
     cluster::{unique, wait_for},
-    fake::Knobs,
+    fake::{Knobs, SoftnetSetup},
 };
 
 const PROFILES: &str = r#"
@@ -267,6 +267,82 @@ async fn the_node_identity_reads_runtime_classes_and_advertises_its_handlers() {
             .contains("runtimeclasses.node.k8s.io is forbidden"),
         "{}",
         env.agent_log()
+    );
+    env.kill_agent().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_softnet_profile_without_a_setuid_softnet_is_unavailable_and_its_pods_wait() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("config.toml");
+    std::fs::write(&file, PROFILES).unwrap();
+    // A softnet program the agent's user owns, not setuid: what an unfinished install leaves.
+    let softnet = dir.path().join("softnet");
+    std::fs::write(&softnet, "").unwrap();
+    let args = [
+        "--config",
+        file.to_str().unwrap(),
+        "--softnet-program",
+        softnet.to_str().unwrap(),
+        "--host-check-interval",
+        "1s",
+    ];
+    let knobs = Knobs::new().with_softnet(SoftnetSetup::NotSetuid);
+    let mut env = Env::new("rtclassoff", knobs, &args).await;
+    let mut classes = Classes::new(&env);
+    let isolated = classes.name("tart-isolated");
+    classes.create(&isolated, "isolated").await;
+    env.start_agent();
+
+    // The Node keeps the handler's label off (the RuntimeClass's nodeSelector keeps new Pods
+    // away) and says why in its annotation.
+    let nodes: Api<Node> = Api::all(env.admin.clone());
+    let node = wait_for(WAIT, || async {
+        let n = nodes.get_opt(&env.node).await.ok().flatten()?;
+        let l = n.metadata.labels.clone().unwrap_or_default();
+        l.contains_key("runtime-handler.tart.run/lan-cached")
+            .then_some(n)
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no handler labels\n{}", env.agent_log()));
+    let labels = node.metadata.labels.unwrap_or_default();
+    assert!(
+        !labels.contains_key("runtime-handler.tart.run/isolated"),
+        "{labels:?}"
+    );
+    let note = node
+        .metadata
+        .annotations
+        .unwrap_or_default()
+        .remove("tart.run/unavailable-vm-profiles")
+        .expect("the unavailable profile is named on the Node");
+    let note: std::collections::BTreeMap<String, String> = serde_json::from_str(&note).unwrap();
+    assert!(
+        note["isolated"].contains("is not root-owned and setuid"),
+        "{note:?}"
+    );
+    assert_eq!(note.len(), 1, "{note:?}");
+
+    // A Pod bound to the node anyway (nodeName set, no scheduler) waits: no `tart run`.
+    create_with_class(&env, "iso", Some(&isolated)).await;
+    let why = "VM profile \"isolated\" is unavailable on this node: ";
+    let iso = env
+        .wait_pod("iso", "waiting for its profile", |p| {
+            waiting_message(p).starts_with(why)
+        })
+        .await;
+    assert_eq!(waiting_reason(&iso).as_deref(), Some("ContainerCreating"));
+    assert_eq!(phase(&iso), "Pending");
+    let events = env.wait_event("iso", "FailedCreatePodSandBox").await;
+    assert!(
+        events.iter().any(|(_, r, m)| r == "FailedCreatePodSandBox"
+            && m.starts_with(&format!("Failed to create pod sandbox: {why}"))),
+        "{events:?}"
+    );
+    assert!(!env.home.vm_exists(&Env::vm_of(&iso)));
+    assert!(
+        env.home.run_record(&Env::vm_of(&iso)).is_none(),
+        "no `tart run` for a profile this Mac cannot run"
     );
     env.kill_agent().await;
 }

@@ -24,6 +24,7 @@ fn snap(checks: &[HostCheck], quarantined: bool) -> HealthSnapshot {
                 message: "found".into(),
             })
             .collect(),
+        unavailable_profiles: Default::default(),
         checked: true,
     }
 }

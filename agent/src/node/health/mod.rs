@@ -8,7 +8,10 @@
 //! a VM starts; repeated faults quarantine the Node ([`super::quarantine`]). Every change is
 //! published on a watch channel so the status loop writes it promptly.
 
-use std::sync::{Arc, Mutex};
+use std::{
+    collections::BTreeMap,
+    sync::{Arc, Mutex},
+};
 
 use tokio::{sync::watch, time::Instant};
 
@@ -106,6 +109,9 @@ pub(crate) struct HealthSnapshot {
     pub fault: Option<HostFault>,
     /// Failing host checks ([`crate::hostcheck`]), in check order.
     pub checks: Vec<Failure>,
+    /// VM profiles (by handler) this Mac cannot run now, and why
+    /// ([`crate::hostcheck::profiles`]).
+    pub unavailable_profiles: BTreeMap<String, String>,
     /// The host checks have finished a round since start-up (until then the cordon is left
     /// as it is: a restarted agent does not lift its cordon before it has looked).
     pub checked: bool,
@@ -136,6 +142,7 @@ struct State {
     probe: TartProbe,
     quarantine: Quarantine,
     checks: Vec<Failure>,
+    unavailable_profiles: BTreeMap<String, String>,
     checked: bool,
 }
 
@@ -164,6 +171,7 @@ impl HostHealth {
             probe: TartProbe::Unknown,
             fault: None,
             checks: Vec::new(),
+            unavailable_profiles: BTreeMap::new(),
             checked: false,
         });
         Self {
@@ -172,6 +180,7 @@ impl HostHealth {
                     probe: TartProbe::Unknown,
                     quarantine: Quarantine::new(policy),
                     checks: Vec::new(),
+                    unavailable_profiles: BTreeMap::new(),
                     checked: false,
                 }),
                 tx,
@@ -204,10 +213,15 @@ impl HostHealth {
         self.publish(&mut st);
     }
 
-    /// Node side: the host checks failing now.
-    pub(crate) fn set_checks(&self, checks: Vec<Failure>) {
+    /// Node side: the host checks failing now, and the VM profiles this Mac cannot run.
+    pub(crate) fn set_checks(
+        &self,
+        checks: Vec<Failure>,
+        unavailable_profiles: BTreeMap<String, String>,
+    ) {
         let mut st = self.lock();
         st.checks = checks;
+        st.unavailable_profiles = unavailable_profiles;
         st.checked = true;
         self.publish(&mut st);
     }
@@ -236,6 +250,7 @@ impl HostHealth {
             probe: st.probe.clone(),
             fault: st.quarantine.current(Instant::now()).map(HostFault::from),
             checks: st.checks.clone(),
+            unavailable_profiles: st.unavailable_profiles.clone(),
             checked: st.checked,
         };
         self.inner.tx.send_if_modified(|cur| {

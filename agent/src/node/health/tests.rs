@@ -56,14 +56,17 @@ async fn failing_host_checks_show_in_the_snapshot_and_wake_the_loop() {
     let mut rx = h.subscribe();
     rx.borrow_and_update();
     assert!(!h.snapshot().checked, "no round of host checks yet");
-    h.set_checks(vec![Failure {
-        check: crate::hostcheck::HostCheck::GuiSession,
-        message: "no GUI session".into(),
-    }]);
+    h.set_checks(
+        vec![Failure {
+            check: crate::hostcheck::HostCheck::GuiSession,
+            message: "no GUI session".into(),
+        }],
+        BTreeMap::new(),
+    );
     assert!(rx.has_changed().unwrap());
     assert!(h.snapshot().checked);
     assert!(!h.snapshot().tart_usable());
-    h.set_checks(Vec::new());
+    h.set_checks(Vec::new(), BTreeMap::new());
     assert!(h.snapshot().tart_usable());
 }
 

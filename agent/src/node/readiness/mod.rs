@@ -4,7 +4,7 @@
 //! `tart_kubelet_host_check_failing{check}`, `tart_kubelet_node_quarantined` and
 //! `tart_kubelet_node_quarantines_total`.
 
-use std::time::Duration;
+use std::{collections::BTreeMap, path::PathBuf, time::Duration};
 
 use k8s_openapi::api::core::v1::Node;
 use kube::{
@@ -26,7 +26,8 @@ use super::{
     health::{HealthSnapshot, HostHealth},
 };
 use crate::{
-    hostcheck::{self, HostCheck, source::Source},
+    config::VmProfiles,
+    hostcheck::{self, HostCheck, profiles, source::Source},
     metrics::register,
 };
 
@@ -77,6 +78,10 @@ pub(crate) struct HostChecks {
     pub deadline: Duration,
     /// Free DHCP leases the table must keep (one per VM slot).
     pub min_free_leases: u32,
+    /// The VM profiles whose networks are checked each round.
+    pub profiles: VmProfiles,
+    /// The configured softnet program (`softnet_program`), if any.
+    pub softnet_program: Option<PathBuf>,
 }
 
 impl HostChecks {
@@ -87,11 +92,8 @@ impl HostChecks {
         metrics: ReadinessMetrics,
         mut shutdown: watch::Receiver<bool>,
     ) {
-        if self.source == Source::None {
-            health.set_checks(Vec::new());
-            return;
-        }
         let mut failing: Vec<HostCheck> = Vec::new();
+        let mut unavailable = BTreeMap::new();
         loop {
             let obs = self.source.observe(self.deadline).await;
             let failures = hostcheck::evaluate(&obs, self.min_free_leases);
@@ -111,12 +113,71 @@ impl HostChecks {
                     .set(i64::from(now.contains(&c)));
             }
             failing = now;
-            health.set_checks(failures);
+            let profiles = self.unavailable_profiles().await;
+            for (handler, why) in &profiles {
+                if unavailable.get(handler) != Some(why) {
+                    warn!(profile = %handler, message = %why, "VM profile unavailable");
+                }
+            }
+            for handler in unavailable.keys().filter(|h| !profiles.contains_key(*h)) {
+                info!(profile = %handler, "VM profile available again");
+            }
+            unavailable.clone_from(&profiles);
+            health.set_checks(failures, profiles);
             tokio::select! {
                 _ = tokio::time::sleep(self.interval) => {}
                 _ = shutdown.changed() => return,
             }
         }
+    }
+}
+
+impl HostChecks {
+    /// The profiles this Mac cannot run now, by handler, with why (the softnet program and the
+    /// interfaces are looked at on a blocking thread with the gathering deadline; late = not
+    /// checked).
+    async fn unavailable_profiles(&self) -> BTreeMap<String, String> {
+        let (softnet_needed, bridged) =
+            self.profiles
+                .handlers()
+                .fold((false, false), |(s, b), (_, p)| {
+                    (
+                        s || matches!(
+                            p.network,
+                            tart::Network::Softnet { .. } | tart::Network::Host
+                        ),
+                        b || matches!(p.network, tart::Network::Bridged(_)),
+                    )
+                });
+        if !softnet_needed && !bridged {
+            return BTreeMap::new();
+        }
+        let configured = self.softnet_program.clone();
+        let macos = cfg!(target_os = "macos");
+        let gather = tokio::task::spawn_blocking(move || {
+            let softnet = softnet_needed
+                .then(|| {
+                    profiles::softnet_fact(
+                        configured.as_deref(),
+                        std::env::var_os("PATH").as_deref(),
+                        macos,
+                    )
+                })
+                .flatten();
+            let interfaces = bridged.then(|| profiles::interfaces_fact(macos)).flatten();
+            (softnet, interfaces)
+        });
+        let (softnet, interfaces) = match tokio::time::timeout(self.deadline, gather).await {
+            Ok(Ok(facts)) => facts,
+            _ => (None, None),
+        };
+        self.profiles
+            .handlers()
+            .filter_map(|(h, p)| {
+                profiles::network_unavailable(&p.network, &softnet, &interfaces)
+                    .map(|why| (h.to_owned(), why))
+            })
+            .collect()
     }
 }
 

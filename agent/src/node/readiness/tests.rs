@@ -22,6 +22,7 @@ fn snap(check: bool, quarantine: Option<Instant>) -> HealthSnapshot {
             })
             .into_iter()
             .collect(),
+        unavailable_profiles: Default::default(),
         checked: true,
     }
 }

@@ -29,6 +29,16 @@ pub(crate) const INSTANCE_TYPE: &str = "node.kubernetes.io/instance-type";
 /// a handler may be 63 characters, the whole name part of a label key.
 pub(crate) const HANDLER_LABEL_PREFIX: &str = "runtime-handler.tart.run/";
 
+/// Annotation naming the VM profiles this Mac cannot run now and why: a JSON object, handler →
+/// reason (docs/node.md, "VM profiles this Mac cannot run"); absent when every profile runs.
+pub(crate) const UNAVAILABLE_PROFILES_ANNOTATION: &str = "tart.run/unavailable-vm-profiles";
+
+/// The value of [`UNAVAILABLE_PROFILES_ANNOTATION`] for `unavailable` (handler → why), `None`
+/// when there is none.
+pub(crate) fn unavailable_annotation(unavailable: &BTreeMap<String, String>) -> Option<String> {
+    (!unavailable.is_empty()).then(|| json!(unavailable).to_string())
+}
+
 /// The providerID of `node`.
 pub(crate) fn provider_id(node: &str) -> String {
     format!("tart://{node}")
@@ -53,11 +63,12 @@ pub(crate) fn label_value(s: &str) -> String {
         .to_owned()
 }
 
-/// Every label this agent wants on its Node.
+/// Every label this agent wants on its Node; a profile in `unavailable` has no handler label.
 pub(crate) fn desired_labels(
     cfg: &Config,
     facts: &HostFacts,
     tart_version: Option<&str>,
+    unavailable: &BTreeMap<String, String>,
 ) -> BTreeMap<String, String> {
     let mut l = BTreeMap::new();
     l.insert("kubernetes.io/os".into(), "darwin".into());
@@ -81,6 +92,9 @@ pub(crate) fn desired_labels(
         l.insert(INSTANCE_TYPE.into(), model);
     }
     for (handler, _) in cfg.vm_profiles.handlers() {
+        if unavailable.contains_key(handler) {
+            continue;
+        }
         l.insert(format!("{HANDLER_LABEL_PREFIX}{handler}"), "true".into());
     }
     for (k, v) in &cfg.node_labels {
@@ -90,11 +104,17 @@ pub(crate) fn desired_labels(
 }
 
 /// The Node to create when none exists.
-pub(crate) fn new_node(cfg: &Config, labels: BTreeMap<String, String>) -> Node {
+pub(crate) fn new_node(
+    cfg: &Config,
+    labels: BTreeMap<String, String>,
+    unavailable: Option<String>,
+) -> Node {
     Node {
         metadata: ObjectMeta {
             name: Some(cfg.node_name.clone()),
             labels: Some(labels),
+            annotations: unavailable
+                .map(|v| BTreeMap::from([(UNAVAILABLE_PROFILES_ANNOTATION.to_owned(), v)])),
             ..ObjectMeta::default()
         },
         spec: Some(NodeSpec {
@@ -114,8 +134,13 @@ pub(crate) fn new_node(cfg: &Config, labels: BTreeMap<String, String>) -> Node {
 }
 
 /// JSON merge patch for an existing Node: set our labels, remove stale labels under our
-/// prefix, set providerID if it is empty. `None` when nothing needs to change.
-pub(crate) fn update_patch(existing: &Node, desired: &BTreeMap<String, String>) -> Option<Value> {
+/// prefix, set or remove [`UNAVAILABLE_PROFILES_ANNOTATION`], set providerID if it is empty.
+/// `None` when nothing needs to change.
+pub(crate) fn update_patch(
+    existing: &Node,
+    desired: &BTreeMap<String, String>,
+    unavailable: Option<&str>,
+) -> Option<Value> {
     let current = existing.metadata.labels.clone().unwrap_or_default();
     let mut labels = Map::new();
     for (k, v) in desired {
@@ -134,9 +159,26 @@ pub(crate) fn update_patch(existing: &Node, desired: &BTreeMap<String, String>) 
         .as_ref()
         .and_then(|s| s.provider_id.as_deref())
         .is_some_and(|p| !p.is_empty());
-    let mut patch = Map::new();
+    let mut metadata = Map::new();
     if !labels.is_empty() {
-        patch.insert("metadata".into(), json!({ "labels": labels }));
+        metadata.insert("labels".into(), Value::Object(labels));
+    }
+    let annotated = existing
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(UNAVAILABLE_PROFILES_ANNOTATION))
+        .map(String::as_str);
+    if annotated != unavailable {
+        let value = unavailable.map_or(Value::Null, |v| Value::String(v.to_owned()));
+        metadata.insert(
+            "annotations".into(),
+            json!({ UNAVAILABLE_PROFILES_ANNOTATION: value }),
+        );
+    }
+    let mut patch = Map::new();
+    if !metadata.is_empty() {
+        patch.insert("metadata".into(), Value::Object(metadata));
     }
     if !has_provider {
         let name = existing.metadata.name.as_deref().unwrap_or_default();

@@ -35,6 +35,7 @@ fn healthy() -> HealthSnapshot {
         },
         fault: None,
         checks: Vec::new(),
+        unavailable_profiles: Default::default(),
         checked: true,
     }
 }
@@ -195,6 +196,7 @@ fn unusable_tart_makes_the_node_not_ready_with_the_reason() {
             probe,
             fault: None,
             checks: Vec::new(),
+            unavailable_profiles: Default::default(),
             checked: true,
         };
         let s = status(&cfg(&[]), &facts(), &h, &[], 1);
@@ -307,6 +309,7 @@ fn transition_time_is_kept_while_status_is_unchanged_and_unknown_is_not_copied()
         },
         fault: None,
         checks: Vec::new(),
+        unavailable_profiles: Default::default(),
         checked: true,
     };
     assert!(differs(&second, &status(&c, &facts(), &broken, &prev, 300)));

@@ -99,6 +99,8 @@ struct Registered {
     /// The watch has shown that Node (so a later "absent" means it was deleted).
     seen: bool,
     labels: BTreeMap<String, String>,
+    /// The unavailable VM profiles the Node's annotation last said.
+    unavailable: BTreeMap<String, String>,
     /// Conditions we last wrote, or the server's right after registration.
     previous: Vec<NodeCondition>,
     /// `spec.unschedulable` as last seen (false before the first look, as kubelet's).
@@ -129,7 +131,10 @@ impl<T: Tart> StatusLoop<T> {
             let tart_version = snap.probe.version().map(str::to_owned);
 
             let ok = match reg.as_mut() {
-                None => match self.register(&facts, tart_version.as_deref()).await {
+                None => match self
+                    .register(&facts, tart_version.as_deref(), &snap.unavailable_profiles)
+                    .await
+                {
                     Some(r) => {
                         reg = Some(r);
                         true
@@ -137,11 +142,22 @@ impl<T: Tart> StatusLoop<T> {
                     None => false,
                 },
                 Some(r) => {
-                    let want = spec::desired_labels(&self.cfg, &facts, tart_version.as_deref());
-                    if want != r.labels {
-                        // e.g. tart was upgraded: refresh the labels (a cheap get + patch).
-                        if let Some(fresh) = self.register(&facts, tart_version.as_deref()).await {
+                    let unavailable = &snap.unavailable_profiles;
+                    let want = spec::desired_labels(
+                        &self.cfg,
+                        &facts,
+                        tart_version.as_deref(),
+                        unavailable,
+                    );
+                    if want != r.labels || *unavailable != r.unavailable {
+                        // e.g. tart was upgraded, or a VM profile became (un)available: refresh
+                        // the labels and annotation (a cheap get + patch).
+                        if let Some(fresh) = self
+                            .register(&facts, tart_version.as_deref(), unavailable)
+                            .await
+                        {
                             r.labels = fresh.labels;
+                            r.unavailable = fresh.unavailable;
                         }
                     }
                     true
@@ -277,8 +293,22 @@ impl<T: Tart> StatusLoop<T> {
         }
     }
 
-    async fn register(&self, facts: &HostFacts, tart_version: Option<&str>) -> Option<Registered> {
-        match super::register(&self.client, &self.cfg, facts, tart_version, &self.access).await {
+    async fn register(
+        &self,
+        facts: &HostFacts,
+        tart_version: Option<&str>,
+        unavailable: &BTreeMap<String, String>,
+    ) -> Option<Registered> {
+        let registered = super::register(
+            &self.client,
+            &self.cfg,
+            facts,
+            tart_version,
+            unavailable,
+            &self.access,
+        )
+        .await;
+        match registered {
             Ok(node) => {
                 self.readiness.api_ok();
                 if let Some(o) = super::owner_ref(&node) {
@@ -316,7 +346,8 @@ impl<T: Tart> StatusLoop<T> {
                     events,
                     uid: node.metadata.uid.clone(),
                     seen: false,
-                    labels: spec::desired_labels(&self.cfg, facts, tart_version),
+                    labels: spec::desired_labels(&self.cfg, facts, tart_version, unavailable),
+                    unavailable: unavailable.clone(),
                     previous: server_conditions(&node),
                     unschedulable: false,
                     last_written: None,

@@ -11,6 +11,8 @@
 
 pub(crate) mod classes;
 
+use std::collections::BTreeMap;
+
 use crate::config::{VmProfile, VmProfiles};
 
 /// Why a Pod's VM cannot be made with a profile now.
@@ -23,6 +25,9 @@ pub(crate) enum ProfileWait {
     },
     /// The RuntimeClass's handler is not one of this agent's profiles.
     Unserved { class: String, handler: String },
+    /// The profile is configured but this Mac cannot run it now (a host check says why); the
+    /// Pod starts after a host check finds it runnable again.
+    Unavailable { handler: String, why: String },
 }
 
 impl ProfileWait {
@@ -38,6 +43,9 @@ impl ProfileWait {
                 "no VM profile for handler \"{handler}\" (RuntimeClass \"{class}\") is \
                  configured on this node"
             ),
+            Self::Unavailable { handler, why } => {
+                format!("VM profile \"{handler}\" is unavailable on this node: {why}")
+            }
         }
     }
 }
@@ -52,7 +60,8 @@ pub(crate) enum ClassLookup {
 }
 
 /// The profile for a Pod with `class` (its `spec.runtimeClassName`; `None` or empty = the
-/// default profile), given what the RuntimeClass cache says and the configured profiles. Pure.
+/// default profile), given what the RuntimeClass cache says, the configured profiles and
+/// those this Mac cannot run now (`unavailable`: handler → why). Pure.
 ///
 /// # Errors
 /// [`ProfileWait`] saying why the Pod waits.
@@ -60,9 +69,20 @@ pub(crate) fn choose(
     class: Option<&str>,
     lookup: impl FnOnce(&str) -> ClassLookup,
     profiles: &VmProfiles,
+    unavailable: &BTreeMap<String, String>,
 ) -> Result<VmProfile, ProfileWait> {
+    let runnable = |handler: &str, profile: VmProfile| match unavailable.get(handler) {
+        Some(why) => Err(ProfileWait::Unavailable {
+            handler: handler.to_owned(),
+            why: why.clone(),
+        }),
+        None => Ok(profile),
+    };
     let Some(class) = class.filter(|c| !c.is_empty()) else {
-        return Ok(profiles.default_profile().1);
+        return match profiles.default_profile() {
+            (Some(h), p) => runnable(h, p),
+            (None, p) => Ok(p),
+        };
     };
     let handler = match lookup(class) {
         ClassLookup::Handler(h) => h,
@@ -73,7 +93,7 @@ pub(crate) fn choose(
         }
     };
     match profiles.get(&handler) {
-        Some(p) => Ok(p.clone()),
+        Some(p) => runnable(&handler, p.clone()),
         None => Err(ProfileWait::Unserved {
             class: class.to_owned(),
             handler,

@@ -82,7 +82,31 @@ fn the_runtime_class_handler_picks_the_profile_or_says_why_the_pod_waits() {
     ];
     for (class, default, want) in cases {
         assert_eq!(
-            choose(class, classes, &profiles(default)),
+            choose(class, classes, &profiles(default), &BTreeMap::new()),
+            want,
+            "{class:?} default {default:?}"
+        );
+    }
+}
+
+#[test]
+fn a_profile_this_mac_cannot_run_makes_its_pods_wait_and_leaves_the_others() {
+    let why = "/s is not root-owned and setuid";
+    let unavailable = BTreeMap::from([("isolated".to_owned(), why.to_owned())]);
+    let wait = Err(ProfileWait::Unavailable {
+        handler: "isolated".into(),
+        why: why.into(),
+    });
+    let cases: Vec<Case<'_>> = vec![
+        (Some("ci-isolated"), None, wait.clone()),
+        // The default profile of Pods without a RuntimeClass is checked too.
+        (None, Some("isolated"), wait),
+        (Some("fast"), None, Ok(cached())),
+        (None, None, Ok(VmProfile::default())),
+    ];
+    for (class, default, want) in cases {
+        assert_eq!(
+            choose(class, classes, &profiles(default), &unavailable),
             want,
             "{class:?} default {default:?}"
         );
@@ -102,6 +126,13 @@ fn wait_messages_use_kubelet_and_containerd_words() {
                 handler: "h".into(),
             },
             "no VM profile for handler \"h\" (RuntimeClass \"x\") is configured on this node",
+        ),
+        (
+            ProfileWait::Unavailable {
+                handler: "h".into(),
+                why: "softnet: not on PATH".into(),
+            },
+            "VM profile \"h\" is unavailable on this node: softnet: not on PATH",
         ),
     ];
     for (wait, want) in cases {

@@ -217,9 +217,14 @@ async fn reconcile_inner<T: Tart>(pod: &Arc<Pod>, ctx: &Arc<Shared<T>>) -> Resul
     let profile = ctx.profile_for(pod);
     if let (None, true, Err(wait)) = (&worker, needs_worker && admission.is_ok(), &profile) {
         // No VM before its profile is known: the Pod waits, as kubelet's does for a sandbox it
-        // cannot create; the RuntimeClass watch wakes it.
+        // cannot create; the RuntimeClass watch wakes it, or the next host check finds its
+        // profile runnable again.
         wait_for_profile(ctx, &v, wait).await?;
-        return Ok(Action::requeue(Duration::from_secs(300)));
+        let again = match wait {
+            ProfileWait::Unavailable { .. } => ctx.cfg.host_check_interval,
+            _ => Duration::from_secs(300),
+        };
+        return Ok(Action::requeue(again));
     }
     let spawned = sync_worker(
         ctx,
