@@ -149,10 +149,27 @@ pub(crate) fn retry_delay(failures: u32, interval: Duration) -> Duration {
     API_RETRY.delay(failures.saturating_sub(1)).min(interval)
 }
 
+/// The count of consecutive failed writes after one more, which [`retry_delay`] doubles
+/// with. A failure the API server answered (a 403 while its authorizer warms up after a
+/// restart, a 5xx) right after failures it did not answer means it is back: the count starts
+/// again at one, so the next try comes after the first, short delay instead of the long one
+/// an absent server earned. A server that keeps answering with failures backs off as usual.
+pub(crate) fn failures_after(failures: u32, answered: bool, last_answered: bool) -> u32 {
+    if answered && !last_answered {
+        1
+    } else {
+        failures.saturating_add(1)
+    }
+}
+
 /// How one renewal ended.
 enum Renewal {
     Ok,
-    Failed,
+    /// The renewal failed; `answered` when the API server answered it (an API error), not
+    /// when it could not be reached or did not answer in time.
+    Failed {
+        answered: bool,
+    },
     /// Another instance holds the Lease.
     Fenced(String),
 }
@@ -162,18 +179,23 @@ impl LeaseTask {
     pub(crate) async fn run(mut self, mut shutdown: watch::Receiver<bool>) {
         let mut client = self.client();
         let mut failures = 0u32;
+        let mut last_answered = true;
         let mut owner_open = true;
         let mut tokens_open = true;
         loop {
             let started = Instant::now();
             let outcome = match client {
                 Some(ref c) => self.renew(c.clone()).await,
-                None => Renewal::Failed,
+                None => Renewal::Failed { answered: false },
             };
             match outcome {
-                Renewal::Ok => failures = 0,
-                Renewal::Failed => {
-                    failures += 1;
+                Renewal::Ok => {
+                    failures = 0;
+                    last_answered = true;
+                }
+                Renewal::Failed { answered } => {
+                    failures = failures_after(failures, answered, last_answered);
+                    last_answered = answered;
                     // Drop pooled connections: a half-dead one could eat the next deadline too.
                     client = self.client();
                 }
@@ -236,7 +258,7 @@ impl LeaseTask {
                 self.readiness.lease_renewed();
                 "ok"
             }
-            Renewal::Failed | Renewal::Fenced(_) => {
+            Renewal::Failed { .. } | Renewal::Fenced(_) => {
                 self.readiness.api_failed();
                 "error"
             }
@@ -276,7 +298,7 @@ impl LeaseTask {
                 Err(_) => {
                     crate::metrics::count_api_error(&self.metrics.api_errors, "lease", None);
                     warn!(timeout = ?self.timeout, "lease renewal timed out");
-                    return Renewal::Failed;
+                    return Renewal::Failed { answered: false };
                 }
             };
             self.metrics.api_error("lease", &err);
@@ -285,7 +307,9 @@ impl LeaseTask {
                 kube::Error::Api(s) if s.code == 409 => {}
                 _ => {
                     self.access.failed("update", "leases", &err);
-                    return Renewal::Failed;
+                    return Renewal::Failed {
+                        answered: matches!(err, kube::Error::Api(_)),
+                    };
                 }
             }
             // Someone wrote (or deleted) the Lease since we last saw it: whose is it now?
@@ -298,9 +322,11 @@ impl LeaseTask {
                 Ok(Err(e)) => {
                     self.metrics.api_error("lease", &e);
                     self.access.failed("get", "leases", &e);
-                    return Renewal::Failed;
+                    return Renewal::Failed {
+                        answered: matches!(e, kube::Error::Api(_)),
+                    };
                 }
-                Err(_) => return Renewal::Failed,
+                Err(_) => return Renewal::Failed { answered: false },
             };
             self.access.ok("get", "leases");
             if let Some(holder) = held_by_another(&self.identity, &Reading::of(&fresh)) {
@@ -308,7 +334,7 @@ impl LeaseTask {
             }
             self.lease = fresh;
         }
-        Renewal::Failed
+        Renewal::Failed { answered: true }
     }
 
     /// The Lease was deleted (e.g. with its Node): create it again, held by us.
@@ -326,9 +352,11 @@ impl LeaseTask {
             Ok(Err(e)) => {
                 self.metrics.api_error("lease", &e);
                 self.access.failed("create", "leases", &e);
-                Renewal::Failed
+                Renewal::Failed {
+                    answered: matches!(e, kube::Error::Api(_)),
+                }
             }
-            Err(_) => Renewal::Failed,
+            Err(_) => Renewal::Failed { answered: false },
         }
     }
 

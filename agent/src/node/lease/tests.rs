@@ -105,3 +105,21 @@ fn retry_backoff_doubles_and_is_capped() {
         Duration::from_secs(2)
     );
 }
+
+#[test]
+fn a_server_that_answers_again_is_retried_after_the_first_short_delay() {
+    let i = Duration::from_secs(10);
+    // An unreachable server: the count grows and the delay with it.
+    let mut n = 0;
+    for _ in 0..6 {
+        n = failures_after(n, false, false);
+    }
+    assert_eq!(retry_delay(n, i), Duration::from_secs(7));
+    // Its first answer, even a failure (a 403 while its authorizer warms up), starts again.
+    n = failures_after(n, true, false);
+    assert_eq!(retry_delay(n, i), Duration::from_millis(500));
+    // A server that keeps answering with failures backs off as usual.
+    n = failures_after(n, true, true);
+    assert_eq!(retry_delay(n, i), Duration::from_secs(1));
+    assert_eq!(failures_after(0, true, true), 1);
+}
