@@ -320,9 +320,14 @@ async fn run(opts: Opts) -> anyhow::Result<bool> {
     };
     let audit_start = probe::now_rfc3339();
     let mut fleet = match (&registry, opts.scenario) {
-        (Some(dir), Scenario::Fleet) => {
-            Some(fleet::Fleet::new(&opts, &cp, &admin, &macs, dir.path()))
-        }
+        (Some(dir), Scenario::Fleet) => Some(fleet::Fleet::new(
+            &opts,
+            &cp,
+            &admin,
+            &macs,
+            dir.path(),
+            &runners,
+        )),
         _ => None,
     };
     let workload_start = Instant::now();
@@ -545,6 +550,9 @@ async fn drive(
                 }
                 Err(e) => return Err(e),
             }
+        }
+        if let Some(f) = fleet.as_deref() {
+            f.count(&mut state);
         }
         if opts.scenario == Scenario::Chaos {
             chaos.tick(opts, cp, admin, macs, progress).await?;

@@ -2,8 +2,8 @@
 //! runner Pods, and one image roll with pre-pull across the fleet while the Pods keep coming.
 //! [`Fleet`] paces the arrivals ([`course`]), drives the roll (writes the pre-pull ConfigMap,
 //! follows the Node Leases' tokens ([`tokens`]) and the registry's pulls in the background,
-//! switches the Pods once every Mac holds the new image), watches the Pods ([`pods`]) and
-//! samples the CPU ([`cpu`]); at the end it reads the audit log ([`audit`]) and when each Mac's
+//! switches the Pods once every Mac holds the new image), watches the Pods ([`pods`]), counts
+//! each Pod's end from that watch ([`ends`]) and samples the CPU ([`cpu`]); at the end it reads the audit log ([`audit`]) and when each Mac's
 //! pull of the new image finished (its tag link's time), and builds the report's `fleet`
 //! section.
 
@@ -11,6 +11,7 @@ pub mod audit;
 pub mod checks;
 pub mod course;
 pub mod cpu;
+pub mod ends;
 pub mod pods;
 mod sampler;
 pub mod tokens;
@@ -34,7 +35,7 @@ use super::{
         fleet::{AgentSpread, FleetReport, FleetRoll, Spread},
     },
     roll::{self, prepull::Pacing, stage::IMAGES},
-    workload::PoolState,
+    workload::{PoolState, Runners},
 };
 use crate::cluster::ControlPlane;
 use course::{Phase, Seen};
@@ -81,13 +82,15 @@ pub struct Ended {
 }
 
 impl Fleet {
-    /// The scenario over `macs`, pulling through `registry`; the workload starts now.
+    /// The scenario over `macs`, pulling through `registry`, its Pods running `runners`; the
+    /// workload starts now.
     pub fn new(
         opts: &Opts,
         cp: &ControlPlane,
         admin: &Client,
         macs: &[SimMac],
         registry: &Path,
+        runners: &Runners,
     ) -> Fleet {
         let pacing = Pacing {
             max_pulls: opts.max_concurrent_pulls,
@@ -118,7 +121,11 @@ impl Fleet {
                 .collect(),
             registry: registry.to_path_buf(),
             sampler: None,
-            watch: pods::PodWatch::start(admin, NAMESPACE),
+            watch: pods::PodWatch::start(
+                admin,
+                NAMESPACE,
+                runners.job.as_ref().map(|_| runners.guest_dirs.clone()),
+            ),
             pids,
             cpu_start: cpu::sample(0.0, &pids, &agent_pids(macs)),
         }
@@ -146,6 +153,12 @@ impl Fleet {
     /// The roll is over (the workload may end).
     pub fn settled(&self) -> bool {
         self.phase.settled()
+    }
+
+    /// Counts in `pods` every Pod's end the fleet's watch saw, those the controller-manager's
+    /// Pod garbage collector deleted before a workload tick saw them included.
+    pub fn count(&self, pods: &mut PoolState) {
+        self.watch.count(pods);
     }
 
     /// Samples the roll and takes its next step, if one is due.

@@ -4,7 +4,8 @@
 //! sandbox created. fake-tart runs that command through the real guest launcher, which writes
 //! its exit code to the VM's status share (`<guest dir>/<vm>/status/exit_code`, docs/guest.md);
 //! the workload reads it when it first sees the Pod ended, before deleting the Pod (the agent
-//! removes the VM's guest directory with the VM). The token never appears in any argv: the
+//! removes the VM's guest directory with the VM); in `fleet` the sandbox's Pod watch reads it
+//! too, as soon as it sees the end. The token never appears in any argv: the
 //! command gets its POSIX `cksum` and compares with a shell builtin's output piped to `cksum`.
 
 use std::path::PathBuf;
@@ -178,6 +179,10 @@ pub enum Check {
     CutShort,
     /// The Pod succeeded but its guest recorded no exit code: the check cannot be trusted.
     Unverified,
+    /// The sandbox first saw the Pod ended once its deletion had begun (the controller-manager's
+    /// Pod garbage collector deleted it), and no exit code was left to read: the agent removes
+    /// the VM's status share with the VM. The check was not made.
+    NotChecked,
 }
 
 impl Check {
@@ -191,6 +196,26 @@ impl Check {
         }
     }
 
+    /// As [`Check::classify`], for a Pod whose deletion had begun (`deleting`) when the sandbox
+    /// first saw it ended: without an exit code its status share may be gone with its VM, so
+    /// the check was not made, rather than failed or cut short.
+    pub fn classify_seen(pod_succeeded: bool, deleting: bool, guest_exit: Option<i32>) -> Check {
+        match guest_exit {
+            None if deleting => Check::NotChecked,
+            _ => Check::classify(pod_succeeded, guest_exit),
+        }
+    }
+
+    /// How much the check rests on: a recorded exit code (2), the Pod's end with none (1),
+    /// nothing (0). Of two sightings of one Pod's end, the one with more evidence stands.
+    pub fn evidence(self) -> u8 {
+        match self {
+            Check::Passed | Check::Rejected(_) => 2,
+            Check::CutShort | Check::Unverified => 1,
+            Check::NotChecked => 0,
+        }
+    }
+
     /// The report's name for the outcome.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -198,6 +223,7 @@ impl Check {
             Check::Rejected(_) => "secret_rejected",
             Check::CutShort => "cut_short",
             Check::Unverified => "unverified",
+            Check::NotChecked => "not_checked",
         }
     }
 }
@@ -213,6 +239,8 @@ pub struct CheckCounts {
     pub cut_short: u64,
     /// Succeeded without a recorded exit code.
     pub unverified: u64,
+    /// First seen ended while being deleted, with no exit code left to read.
+    pub not_checked: u64,
 }
 
 impl CheckCounts {
@@ -225,6 +253,7 @@ impl CheckCounts {
                 Check::Rejected(_) => &mut c.secret_rejected,
                 Check::CutShort => &mut c.cut_short,
                 Check::Unverified => &mut c.unverified,
+                Check::NotChecked => &mut c.not_checked,
             } += 1;
         }
         c

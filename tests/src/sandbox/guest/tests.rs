@@ -70,3 +70,28 @@ fn the_exit_code_is_read_from_whichever_agents_guest_dir_has_the_vm() {
     assert_eq!(dirs.exit_code(&vm_of("u1")), Some(3));
     assert_eq!(dirs.exit_code(&vm_of("u2")), None);
 }
+
+#[test]
+fn a_pod_first_seen_ended_while_deleting_without_an_exit_code_was_not_checked() {
+    let table = [
+        // (succeeded, deleting, exit, check)
+        (true, true, None, Check::NotChecked),
+        (false, true, None, Check::NotChecked),
+        (true, true, Some(0), Check::Passed),
+        (false, true, Some(3), Check::Rejected(3)),
+        (true, false, None, Check::Unverified),
+        (false, false, None, Check::CutShort),
+        (true, false, Some(0), Check::Passed),
+    ];
+    for (succeeded, deleting, exit, want) in table {
+        assert_eq!(
+            Check::classify_seen(succeeded, deleting, exit),
+            want,
+            "{succeeded} {deleting} {exit:?}"
+        );
+    }
+    assert!(Check::Passed.evidence() > Check::Unverified.evidence());
+    assert!(Check::CutShort.evidence() > Check::NotChecked.evidence());
+    let c = CheckCounts::of(&[Check::NotChecked, Check::Passed]);
+    assert_eq!((c.passed, c.not_checked), (1, 1));
+}

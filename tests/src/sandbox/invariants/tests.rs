@@ -122,3 +122,104 @@ fn without_a_guest_a_vm_that_ended_before_its_address_is_not_a_missing_boot() {
         "every Pod's start counts"
     );
 }
+
+fn runner(name: &str, phase: &str, deleting: bool) -> Pod {
+    serde_json::from_value(serde_json::json!({
+        "metadata": {
+            "name": name,
+            "uid": format!("u-{name}"),
+            "deletionTimestamp": deleting.then_some("2026-01-01T00:00:00Z"),
+        },
+        "spec": { "containers": [] },
+        "status": { "phase": phase },
+    }))
+    .unwrap()
+}
+
+/// A fleet run of 100 Pods that all ran and ended: the ticks saw each `Running`, then only
+/// the last 60 ended; the Pod garbage collector deleted the first 40 before a tick saw them
+/// ended, and the watch saw every end (`lost`: those instead deleted while still `Running`).
+fn podgc_run(lost: &[usize]) -> (PoolState, PoolState) {
+    use crate::sandbox::fleet::ends;
+    let exit_of = |_: &str| Some(0);
+    let mut tick = PoolState {
+        created: 100,
+        ..PoolState::default()
+    };
+    let mut seen = ends::Ends::new();
+    for i in 0..100 {
+        let name = format!("runner-{i:04}");
+        tick.ran.insert(name.clone());
+        ends::observe(
+            &mut seen,
+            &runner(&name, "Running", false),
+            false,
+            Some(&exit_of),
+        );
+        let last = if lost.contains(&i) {
+            "Running"
+        } else {
+            ends::observe(
+                &mut seen,
+                &runner(&name, "Succeeded", false),
+                false,
+                Some(&exit_of),
+            );
+            "Succeeded"
+        };
+        if i < 40 || lost.contains(&i) {
+            ends::observe(&mut seen, &runner(&name, last, true), true, Some(&exit_of));
+        } else {
+            tick.ended.insert(name.clone(), Ending::Succeeded);
+            tick.checks.insert(name, Check::Passed);
+        }
+    }
+    let mut counted = tick.clone();
+    ends::count(&mut counted, &seen);
+    (tick, counted)
+}
+
+fn held(invariants: &[Invariant], name: &str) -> bool {
+    invariants.iter().find(|i| i.name == name).unwrap().ok
+}
+
+#[test]
+fn a_fleet_run_whose_ended_pods_podgc_deleted_completes_with_every_pod_counted_once() {
+    let opts = Opts::parse_args(["sandbox", "--scenario", "fleet", "--pods", "100"]).unwrap();
+    let mut rep = Report::default();
+    rep.stages_seconds.boot.count = 100;
+    rep.stages_seconds.provision_delay.count = 100;
+    let (tick, counted) = podgc_run(&[]);
+    assert!(!tick.done(100), "the ticks alone never see 40 of the ends");
+    // The workload ends (`workload_completed` holds) and counts each Pod once.
+    assert!(counted.done(100));
+    assert_eq!(counted.ended.len(), 100);
+    let inv = workload(&opts, &counted, &rep);
+    assert!(held(&inv, "each_pod_counted_once_per_histogram"), "{inv:?}");
+    assert!(held(&inv, "pods_in_expected_terminal_state"), "{inv:?}");
+    assert!(jobs_saw_their_secret(&counted, 0).ok);
+    // A Pod deleted while Running is lost: the workload still ends, and the run fails on it.
+    let (_, counted) = podgc_run(&[7]);
+    assert!(counted.done(100));
+    assert_eq!(counted.ended.len(), 99);
+    let inv = workload(&opts, &counted, &rep);
+    let terminal = inv
+        .iter()
+        .find(|i| i.name == "pods_in_expected_terminal_state")
+        .unwrap();
+    assert!(!terminal.ok);
+    assert!(
+        terminal.detail.contains("runner-0007"),
+        "{}",
+        terminal.detail
+    );
+}
+
+#[test]
+fn a_job_not_checked_before_its_pod_was_deleted_fails_the_secret_invariant() {
+    let p = pool(&[("a", true, Check::Passed), ("b", true, Check::NotChecked)]);
+    let inv = jobs_saw_their_secret(&p, 3);
+    assert!(!inv.ok);
+    assert!(inv.detail.contains("b: not checked"), "{}", inv.detail);
+    assert!(inv.detail.contains("1 not checked"), "{}", inv.detail);
+}

@@ -246,8 +246,8 @@ impl Report {
         if let Some(g) = &self.guest_checks {
             let _ = writeln!(
                 o,
-                "guest secret checks: {} passed, {} rejected, {} cut short, {} unverified",
-                g.passed, g.secret_rejected, g.cut_short, g.unverified
+                "guest secret checks: {} passed, {} rejected, {} cut short, {} unverified, {} not checked",
+                g.passed, g.secret_rejected, g.cut_short, g.unverified, g.not_checked
             );
         }
         if let Some(c) = &self.chaos {

@@ -41,6 +41,8 @@ pub struct PoolState {
     pub nodes: BTreeMap<String, String>,
     /// Finished runners' secret checks, by name (only when the guest runs their job).
     pub checks: BTreeMap<String, Check>,
+    /// Pods deleted before anyone saw them end (only `fleet`'s Pod watch can tell): lost.
+    pub lost: BTreeSet<String>,
 }
 
 /// What the runner Pods run, and where their guests' status shares are.
@@ -85,9 +87,12 @@ impl PoolState {
         room.min(left)
     }
 
-    /// All `total` Pods were created, ended and are gone.
+    /// All `total` Pods were created and are gone, each seen ended or lost (nothing is left to
+    /// wait for: a lost Pod fails `pods_in_expected_terminal_state`).
     pub fn done(&self, total: u64) -> bool {
-        self.created >= total && self.present.is_empty() && self.ended.len() as u64 >= total
+        self.created >= total
+            && self.present.is_empty()
+            && (self.ended.len() + self.lost.len()) as u64 >= total
     }
 }
 
@@ -163,10 +168,12 @@ pub async fn step(
             state.ended.entry(name.clone()).or_insert(e);
             if round.runners.job.is_some() && !state.checks.contains_key(&name) {
                 // The agent keeps a finished Pod's VM, and so its status share, until the
-                // Pod is deleted below.
+                // Pod is deleted: below, or already (the Pod garbage collector's), which
+                // leaves the check unmade.
                 let uid = p.metadata.uid.as_deref().unwrap_or_default();
                 let exit = round.runners.guest_dirs.exit_code(&guest::vm_of(uid));
-                let check = Check::classify(e == Ending::Succeeded, exit);
+                let deleting = p.metadata.deletion_timestamp.is_some();
+                let check = Check::classify_seen(e == Ending::Succeeded, deleting, exit);
                 state.checks.insert(name.clone(), check);
             }
             if p.metadata.deletion_timestamp.is_none() {

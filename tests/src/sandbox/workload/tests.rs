@@ -77,3 +77,15 @@ fn a_runner_with_a_job_runs_it_with_the_token_from_the_secret() {
         (guest::SECRET_NAME, guest::SECRET_KEY)
     );
 }
+
+#[test]
+fn a_lost_pod_ends_the_wait_as_an_ended_one_does() {
+    let mut s = PoolState {
+        created: 2,
+        ..Default::default()
+    };
+    s.ended.insert("a".into(), Ending::Succeeded);
+    assert!(!s.done(2), "b neither ended nor lost");
+    s.lost.insert("b".into());
+    assert!(s.done(2));
+}

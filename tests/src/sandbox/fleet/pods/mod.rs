@@ -1,10 +1,11 @@
 //! The sandbox's own watch on the workload's Pods, for the fleet's latencies: when each Pod was
 //! first seen, first seen bound to a Node, first seen `Running`. Both ends of each latency are
-//! seen through the same watch, so its own delivery delay cancels out. The watch runs as a task
-//! until dropped; recording an event is pure.
+//! seen through the same watch, so its own delivery delay cancels out. It also records each
+//! Pod's end ([`super::ends`]), for the workload's count. The watch runs as a task until
+//! dropped; recording an event is pure.
 
 use std::{
-    collections::BTreeMap,
+    collections::{BTreeMap, BTreeSet},
     sync::{Arc, Mutex},
     time::Instant,
 };
@@ -13,7 +14,16 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::{
     Api, Client,
-    runtime::{WatchStreamExt, watcher},
+    runtime::{
+        WatchStreamExt,
+        watcher::{self, Event},
+    },
+};
+
+use super::ends::{self, Ends};
+use crate::sandbox::{
+    guest::{self, GuestDirs},
+    workload::PoolState,
 };
 
 /// When one Pod was seen at each step.
@@ -55,36 +65,75 @@ pub fn between(
         .collect()
 }
 
+/// What the watch saw so far.
+#[derive(Default)]
+struct Record {
+    times: Times,
+    ends: Ends,
+    /// The Pods of a relist under way.
+    listed: BTreeSet<String>,
+}
+
+impl Record {
+    /// Records one watch event; `exit_of` reads a runner's guest exit code by Pod UID.
+    fn event(&mut self, ev: &Event<Pod>, exit_of: Option<ends::ExitOf<'_>>) {
+        match ev {
+            Event::Apply(pod) | Event::InitApply(pod) => {
+                if let (Event::InitApply(_), Some(name)) = (ev, &pod.metadata.name) {
+                    self.listed.insert(name.clone());
+                }
+                observe(&mut self.times, pod, Instant::now());
+                ends::observe(&mut self.ends, pod, false, exit_of);
+            }
+            Event::Delete(pod) => ends::observe(&mut self.ends, pod, true, exit_of),
+            Event::Init => self.listed.clear(),
+            Event::InitDone => ends::relisted(&mut self.ends, &self.listed),
+        }
+    }
+}
+
 /// The watch task; its record is shared. Dropping it ends the watch.
 pub struct PodWatch {
-    times: Arc<Mutex<Times>>,
+    record: Arc<Mutex<Record>>,
     task: tokio::task::JoinHandle<()>,
 }
 
 impl PodWatch {
-    /// Watches the Pods of `ns` (the watcher relists after an error, with backoff).
-    pub fn start(admin: &Client, ns: &str) -> PodWatch {
-        let times: Arc<Mutex<Times>> = Arc::default();
+    /// Watches the Pods of `ns` (the watcher relists after an error, with backoff). With
+    /// `guest_dirs` (the runners run a job), reads each runner's guest exit code when it first
+    /// sees the Pod ended.
+    pub fn start(admin: &Client, ns: &str, guest_dirs: Option<GuestDirs>) -> PodWatch {
+        let record: Arc<Mutex<Record>> = Arc::default();
         let api: Api<Pod> = Api::namespaced(admin.clone(), ns);
-        let record = times.clone();
+        let shared = record.clone();
         let task = tokio::spawn(async move {
-            let mut pods = watcher(api, watcher::Config::default())
+            let exit_of = |uid: &str| guest_dirs.as_ref()?.exit_code(&guest::vm_of(uid));
+            let exit_of: Option<ends::ExitOf<'_>> = guest_dirs.is_some().then_some(&exit_of);
+            let mut pods = watcher::watcher(api, watcher::Config::default())
                 .default_backoff()
-                .applied_objects()
                 .boxed();
             while let Some(ev) = pods.next().await {
-                if let Ok(pod) = ev {
-                    let mut t = record.lock().unwrap_or_else(|p| p.into_inner());
-                    observe(&mut t, &pod, Instant::now());
+                if let Ok(ev) = ev {
+                    let mut r = shared.lock().unwrap_or_else(|p| p.into_inner());
+                    r.event(&ev, exit_of);
                 }
             }
         });
-        PodWatch { times, task }
+        PodWatch { record, task }
     }
 
-    /// What was seen so far.
+    /// The Pods' times seen so far.
     pub fn times(&self) -> Times {
-        self.times.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.lock().times.clone()
+    }
+
+    /// Counts the Pods' ends seen so far in `state` ([`ends::count`]).
+    pub fn count(&self, state: &mut PoolState) {
+        ends::count(state, &self.lock().ends);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Record> {
+        self.record.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 

@@ -57,3 +57,37 @@ fn each_step_counts_at_its_first_sighting_and_latencies_need_both_ends() {
     let to_running = between(&times, |t| t.bound, |t| t.running);
     assert_eq!(to_running, vec![1.0]);
 }
+
+#[test]
+fn a_pod_missing_from_a_relist_was_deleted_and_a_delete_event_times_nothing() {
+    let mut r = Record::default();
+    r.event(&Event::Init, None);
+    r.event(
+        &Event::InitApply(pod("a", Some("mac-1"), Some("Running"))),
+        None,
+    );
+    r.event(
+        &Event::InitApply(pod("b", Some("mac-1"), Some("Running"))),
+        None,
+    );
+    r.event(&Event::InitDone, None);
+    r.event(
+        &Event::Delete(pod("c", Some("mac-2"), Some("Succeeded"))),
+        None,
+    );
+    assert_eq!(r.times.len(), 2, "the delete event's Pod has no times");
+    assert!(!r.ends["a"].deleted && r.ends["c"].deleted);
+    // The watch lost its place; `b` was deleted meanwhile.
+    r.event(&Event::Init, None);
+    r.event(
+        &Event::InitApply(pod("a", Some("mac-1"), Some("Running"))),
+        None,
+    );
+    r.event(&Event::InitDone, None);
+    assert!(!r.ends["a"].deleted);
+    assert!(r.ends["b"].deleted && r.ends["b"].ran && r.ends["b"].ending.is_none());
+    let mut state = PoolState::default();
+    ends::count(&mut state, &r.ends);
+    assert_eq!(state.lost.iter().collect::<Vec<_>>(), ["b"]);
+    assert_eq!(state.ended.keys().collect::<Vec<_>>(), ["c"]);
+}
