@@ -26,6 +26,17 @@ pub enum Ending {
     Failed,
 }
 
+impl Ending {
+    /// The end a Pod's phase shows, if it is a terminal one.
+    pub fn of_phase(phase: &str) -> Option<Ending> {
+        match phase {
+            "Succeeded" => Some(Ending::Succeeded),
+            "Failed" => Some(Ending::Failed),
+            _ => None,
+        }
+    }
+}
+
 /// What the pool has done so far.
 #[derive(Debug, Clone, Default)]
 pub struct PoolState {
@@ -159,12 +170,7 @@ pub async fn step(
         if let Some(node) = p.spec.as_ref().and_then(|s| s.node_name.clone()) {
             state.nodes.insert(name.clone(), node);
         }
-        let ending = match phase.as_str() {
-            "Succeeded" => Some(Ending::Succeeded),
-            "Failed" => Some(Ending::Failed),
-            _ => None,
-        };
-        if let Some(e) = ending {
+        if let Some(e) = Ending::of_phase(&phase) {
             state.ended.entry(name.clone()).or_insert(e);
             if round.runners.job.is_some() && !state.checks.contains_key(&name) {
                 // The agent keeps a finished Pod's VM, and so its status share, until the

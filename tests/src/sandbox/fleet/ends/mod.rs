@@ -41,16 +41,9 @@ pub fn observe(ends: &mut Ends, pod: &Pod, deleted: bool, exit_of: Option<ExitOf
     };
     let end = ends.entry(name.to_owned()).or_default();
     end.deleted |= deleted;
-    let ending = match pod.status.as_ref().and_then(|s| s.phase.as_deref()) {
-        Some("Running") => {
-            end.ran = true;
-            None
-        }
-        Some("Succeeded") => Some(Ending::Succeeded),
-        Some("Failed") => Some(Ending::Failed),
-        _ => None,
-    };
-    if let Some(e) = ending
+    let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+    end.ran |= phase == Some("Running");
+    if let Some(e) = phase.and_then(Ending::of_phase)
         && end.ending.is_none()
     {
         end.ending = Some(e);
