@@ -235,6 +235,12 @@ async fn reconcile_inner<T: Tart>(pod: &Arc<Pod>, ctx: &Arc<Shared<T>>) -> Resul
         needs_worker,
         profile,
     );
+    if spawned {
+        // A task spawned here waits in this thread's next-task slot, which no other thread
+        // takes, until this reconcile yields: yielding now starts the Pod's worker before the
+        // status below is built and sent (docs/performance.md, "Agent overhead per Pod").
+        tokio::task::yield_now().await;
+    }
     // The status. A worker started now has its first state already (waiting
     // `ContainerCreating`, as kubelet shows a container before it exists): written at once, so
     // the Pod shows it while the image pulls rather than a bare `Pending`.

@@ -55,6 +55,7 @@ mod outcomes;
 mod overhead;
 mod probing;
 mod provision;
+mod publish;
 mod run;
 mod termination;
 
@@ -448,15 +449,17 @@ impl<T: Tart> Worker<T> {
 
     /// Publish the state if it changed, and ask for this Pod to be reconciled.
     fn publish(&self, out: &watch::Sender<WorkerState>) {
-        let changed = out.send_if_modified(|s| {
+        let mut wake = false;
+        out.send_if_modified(|s| {
             if *s == self.state {
                 false
             } else {
+                wake = publish::wakes_reconciler(s, &self.state);
                 *s = self.state.clone();
                 true
             }
         });
-        if changed {
+        if wake {
             self.ctx.waker.wake(&self.input.borrow().obj);
         }
     }
@@ -515,6 +518,8 @@ mod hooks_tests;
 mod lifetimes_tests;
 #[cfg(test)]
 mod probes_tests;
+#[cfg(test)]
+mod publish_tests;
 #[cfg(test)]
 mod test_support;
 #[cfg(test)]

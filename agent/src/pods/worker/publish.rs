@@ -1,0 +1,53 @@
+//! Which changes of a worker's state wake the reconciler.
+//!
+//! Every change is published on the worker's watch channel, where the reconciler reads the
+//! latest state whenever it runs. A wake-up queues a reconcile; it is needed only when the
+//! change alters something the reconciler acts on: the Pod status it renders, or the Pod step
+//! [`plan`](crate::pods::plan::plan) decides from the VM's facts. The provisioning progress
+//! (image present, cloned, configured, slot held, guest prepared) alters neither while the
+//! container waits `ContainerCreating`, except whether a VM may exist for a deleted Pod to
+//! remove. A wake-up costs a thread hand-off in the middle of a start: skipping the ones the
+//! reconciler would not act on keeps the start's steps on the worker's thread
+//! (docs/performance.md, "Agent overhead per Pod").
+
+use super::WorkerState;
+use crate::pods::plan::VmFacts;
+
+/// Whether going from `before` to `after` changes what the reconciler acts on.
+pub(super) fn wakes_reconciler(before: &WorkerState, after: &WorkerState) -> bool {
+    // Destructured so that a field added to the state is compared unless it is left out here
+    // on purpose.
+    let WorkerState {
+        facts,
+        vm,
+        view,
+        last_terminated,
+        pod_ip,
+        adopted,
+        image_id,
+        job,
+    } = after;
+    as_reconciler_sees(*facts) != as_reconciler_sees(before.facts)
+        || *vm != before.vm
+        || *view != before.view
+        || *last_terminated != before.last_terminated
+        || *pod_ip != before.pod_ip
+        || *adopted != before.adopted
+        || *image_id != before.image_id
+        || *job != before.job
+}
+
+/// The facts without the provisioning progress, and whether a VM (or its guest directory) may
+/// exist: the deletion of a Pod removes its VM if so, or else its finalizer at once.
+fn as_reconciler_sees(f: VmFacts) -> (VmFacts, bool) {
+    let may_exist = f.cloned || f.prepared;
+    let without_progress = VmFacts {
+        image_ready: false,
+        cloned: false,
+        configured: false,
+        prepared: false,
+        slot_held: false,
+        ..f
+    };
+    (without_progress, may_exist)
+}
