@@ -24,6 +24,9 @@ use tokio::{
 
 use crate::fake::FakeHome;
 
+mod ports;
+pub use ports::free_port;
+
 /// Deadline of one HTTP request to the admin endpoint.
 const HTTP_DEADLINE: Duration = Duration::from_secs(10);
 
@@ -357,15 +360,6 @@ pub fn sample(text: &str, series: &str) -> Option<f64> {
     text.lines()
         .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
         .and_then(|v| v.split_whitespace().next()?.parse().ok())
-}
-
-/// A port free right now on 127.0.0.1.
-///
-/// # Errors
-/// Bind failure.
-pub fn free_port() -> std::io::Result<SocketAddr> {
-    let l = std::net::TcpListener::bind("127.0.0.1:0")?;
-    l.local_addr()
 }
 
 /// Minimal HTTP/1.1 `GET` with `Connection: close` and a deadline.

@@ -99,9 +99,7 @@ pub(super) async fn start(
         // it requests through the CSR API; the sandbox approves the requests below (the
         // operator's act) and the controller-manager signs them with the cluster CA, so
         // `kubectl logs` works as against real kubelets.
-        let port = std::net::TcpListener::bind("127.0.0.1:0")?
-            .local_addr()?
-            .port();
+        let port = crate::agent::free_port()?.port();
         args.extend([
             "--kubelet-address".to_string(),
             "127.0.0.1".to_string(),

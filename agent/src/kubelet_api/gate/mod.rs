@@ -11,7 +11,7 @@ use tracing::warn;
 use super::{
     authz::{self, Subresource, Verb},
     cache::TtlCache,
-    review::{AccessRequest, Reviewer, UserInfo},
+    review::{AccessRequest, ReviewError, Reviewer, UserInfo},
 };
 use crate::errors::error_chain;
 
@@ -64,8 +64,8 @@ pub(super) fn bearer_token(header: &str) -> Option<&str> {
 pub(super) struct Gate {
     node: String,
     reviewer: Arc<dyn Reviewer>,
-    tokens: Mutex<TtlCache<String, Option<UserInfo>>>,
-    decisions: Mutex<TtlCache<AccessRequest, bool>>,
+    tokens: Arc<Mutex<TtlCache<String, Option<UserInfo>>>>,
+    decisions: Arc<Mutex<TtlCache<AccessRequest, bool>>>,
 }
 
 impl Gate {
@@ -74,8 +74,8 @@ impl Gate {
         Self {
             node,
             reviewer,
-            tokens: Mutex::new(TtlCache::new(TOKEN_TTL, TOKEN_TTL)),
-            decisions: Mutex::new(TtlCache::new(ALLOWED_TTL, DENIED_TTL)),
+            tokens: Arc::new(Mutex::new(TtlCache::new(TOKEN_TTL, TOKEN_TTL))),
+            decisions: Arc::new(Mutex::new(TtlCache::new(ALLOWED_TTL, DENIED_TTL))),
         }
     }
 
@@ -92,14 +92,23 @@ impl Gate {
         if let Some(known) = self.tokens.lock().await.get(&token) {
             return known;
         }
-        match self.reviewer.review_token(token.clone()).await {
-            Ok(user) => {
-                let valid = user.is_some();
-                self.tokens.lock().await.put(token, user.clone(), valid);
-                user
+        let review = self.reviewer.review_token(token.clone());
+        let cache = self.tokens.clone();
+        let answer = detached(async move {
+            let user = review.await?;
+            let valid = user.is_some();
+            cache.lock().await.put(token, user.clone(), valid);
+            Ok(user)
+        })
+        .await;
+        match answer {
+            Ok(Ok(user)) => user,
+            Ok(Err(e)) => {
+                warn!(error = %error_chain(&e), kind = %e.kind(), "token review failed");
+                None
             }
             Err(e) => {
-                warn!(error = %error_chain(&e), kind = %e.kind(), "token review failed");
+                warn!(error = %e, "token review did not complete");
                 None
             }
         }
@@ -122,16 +131,27 @@ impl Gate {
         let cached = self.decisions.lock().await.get(&req);
         let allowed = match cached {
             Some(a) => a,
-            None => match self.reviewer.review_access(req.clone()).await {
-                Ok(a) => {
-                    self.decisions.lock().await.put(req.clone(), a, a);
-                    a
+            None => {
+                let review = self.reviewer.review_access(req.clone());
+                let (cache, key) = (self.decisions.clone(), req.clone());
+                let answer = detached(async move {
+                    let a = review.await?;
+                    cache.lock().await.put(key, a, a);
+                    Ok(a)
+                })
+                .await;
+                match answer {
+                    Ok(Ok(a)) => a,
+                    Ok(Err(e)) => {
+                        warn!(error = %error_chain(&e), kind = %e.kind(), "access review failed");
+                        return Err(refusal(&req.user.name, verb, subresource, true));
+                    }
+                    Err(e) => {
+                        warn!(error = %e, "access review did not complete");
+                        return Err(refusal(&req.user.name, verb, subresource, true));
+                    }
                 }
-                Err(e) => {
-                    warn!(error = %error_chain(&e), kind = %e.kind(), "access review failed");
-                    return Err(refusal(&req.user.name, verb, subresource, true));
-                }
-            },
+            }
         };
         if allowed {
             Ok(())
@@ -155,6 +175,19 @@ impl Gate {
         self.authorize(user.clone(), method, path).await?;
         Ok(user)
     }
+}
+
+/// Runs a review and the caching of its answer on a task of its own, and waits for it. A
+/// connection can be closed while its review is under way (under a flood of connections the
+/// server closes the oldest for a newer one, `server.rs`); the review still completes and its
+/// answer is cached, so the next connection with the same credentials is answered at once.
+/// Were the review dropped with its connection, a client whose connections never outlive one
+/// review round trip would never get an answer. Each review has its own deadline
+/// ([`super::review`]), so the task ends.
+async fn detached<T: Send + 'static>(
+    work: impl Future<Output = Result<T, ReviewError>> + Send + 'static,
+) -> Result<Result<T, ReviewError>, tokio::task::JoinError> {
+    tokio::spawn(work).await
 }
 
 fn refusal(user: &str, verb: Verb, sub: Subresource, failed: bool) -> Refusal {

@@ -5,8 +5,9 @@ use futures::FutureExt;
 use super::*;
 use crate::kubelet_api::review::ReviewError;
 
-/// Tokens `good` (user alice) and `broken` (review fails); alice may `get nodes/proxy`; any
-/// user named `flaky` makes the access review fail.
+/// Tokens `good` (user alice), `slow` (user bob, answered after a second) and `broken`
+/// (review fails); alice may `get nodes/proxy`; any user named `flaky` makes the access review
+/// fail, and one named `bob` waits a second for its answer (no).
 #[derive(Default)]
 struct Mock {
     token_calls: AtomicUsize,
@@ -28,10 +29,18 @@ impl Reviewer for Mock {
         self.token_calls.fetch_add(1, Ordering::SeqCst);
         let r = match token.as_str() {
             "good" => Ok(Some(UserInfo::new("alice".into(), "u1".into(), vec![]))),
+            "slow" => Ok(Some(UserInfo::new("bob".into(), "u2".into(), vec![]))),
             "broken" => Err(timed_out("TokenReview")),
             _ => Ok(None),
         };
-        async move { r }.boxed()
+        let slow = token == "slow";
+        async move {
+            if slow {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+            r
+        }
+        .boxed()
     }
 
     fn review_access(
@@ -39,6 +48,7 @@ impl Reviewer for Mock {
         req: AccessRequest,
     ) -> futures::future::BoxFuture<'static, Result<bool, ReviewError>> {
         self.access_calls.fetch_add(1, Ordering::SeqCst);
+        let slow = req.user.name == "bob";
         let r = if req.user.name == "flaky" {
             Err(timed_out("SubjectAccessReview"))
         } else {
@@ -47,7 +57,13 @@ impl Reviewer for Mock {
                 && req.subresource == Subresource::Proxy
                 && req.node == "mac-1")
         };
-        async move { r }.boxed()
+        async move {
+            if slow {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+            r
+        }
+        .boxed()
     }
 }
 
@@ -179,4 +195,27 @@ async fn a_failed_access_review_is_500_and_not_cached() {
         );
     }
     assert_eq!(mock.access_calls.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_review_outlives_the_connection_that_asked_and_its_answer_is_kept() {
+    let (g, mock) = gate();
+    let get = Method::GET;
+    let admit = || g.admit(None, Some("Bearer slow"), &get, "/pods");
+    // The connection is closed while its token review is under way, then while its access
+    // review is.
+    let short = Duration::from_millis(100);
+    assert!(tokio::time::timeout(short, admit()).await.is_err());
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(mock.token_calls.load(Ordering::SeqCst), 1);
+    assert!(tokio::time::timeout(short, admit()).await.is_err());
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(mock.access_calls.load(Ordering::SeqCst), 1);
+    // Both answers were kept: the next connection is answered at once, without a review.
+    let r = tokio::time::timeout(short, admit())
+        .await
+        .expect("answered from the caches");
+    assert_eq!(r.unwrap_err().status(), 403);
+    assert_eq!(mock.token_calls.load(Ordering::SeqCst), 1);
+    assert_eq!(mock.access_calls.load(Ordering::SeqCst), 1);
 }

@@ -55,8 +55,7 @@ pub(crate) struct Env {
 }
 
 fn free_port() -> SocketAddr {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr")
+    tart_kubelet_tests::agent::free_port().expect("a free port")
 }
 
 impl Env {
