@@ -5,7 +5,7 @@
 use std::{sync::Arc, time::Duration};
 
 use hyper::Method;
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, Semaphore};
 use tracing::warn;
 
 use super::{
@@ -21,6 +21,11 @@ pub(super) const TOKEN_TTL: Duration = Duration::from_secs(120);
 pub(super) const ALLOWED_TTL: Duration = Duration::from_secs(300);
 /// Denied decisions are kept this long (kubelet's `cacheUnauthorizedTTL`).
 pub(super) const DENIED_TTL: Duration = Duration::from_secs(30);
+
+/// Reviews under way at once, at most: a review outlives the connection that asked for it
+/// ([`detached`]), so this, not the connection cap, bounds what a flood of distinct bearer
+/// tokens makes the agent ask of the API server. A connection waits for a free one.
+pub(super) const MAX_REVIEWS: usize = 32;
 
 /// A refused request, with kubelet's status and body.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,6 +71,7 @@ pub(super) struct Gate {
     reviewer: Arc<dyn Reviewer>,
     tokens: Arc<Mutex<TtlCache<String, Option<UserInfo>>>>,
     decisions: Arc<Mutex<TtlCache<AccessRequest, bool>>>,
+    reviews: Arc<Semaphore>,
 }
 
 impl Gate {
@@ -76,6 +82,7 @@ impl Gate {
             reviewer,
             tokens: Arc::new(Mutex::new(TtlCache::new(TOKEN_TTL, TOKEN_TTL))),
             decisions: Arc::new(Mutex::new(TtlCache::new(ALLOWED_TTL, DENIED_TTL))),
+            reviews: Arc::new(Semaphore::new(MAX_REVIEWS)),
         }
     }
 
@@ -94,7 +101,7 @@ impl Gate {
         }
         let review = self.reviewer.review_token(token.clone());
         let cache = self.tokens.clone();
-        let answer = detached(async move {
+        let answer = detached(&self.reviews, async move {
             let user = review.await?;
             let valid = user.is_some();
             cache.lock().await.put(token, user.clone(), valid);
@@ -134,7 +141,7 @@ impl Gate {
             None => {
                 let review = self.reviewer.review_access(req.clone());
                 let (cache, key) = (self.decisions.clone(), req.clone());
-                let answer = detached(async move {
+                let answer = detached(&self.reviews, async move {
                     let a = review.await?;
                     cache.lock().await.put(key, a, a);
                     Ok(a)
@@ -183,11 +190,18 @@ impl Gate {
 /// answer is cached, so the next connection with the same credentials is answered at once.
 /// Were the review dropped with its connection, a client whose connections never outlive one
 /// review round trip would never get an answer. Each review has its own deadline
-/// ([`super::review`]), so the task ends.
+/// ([`super::review`]), so the task ends; at most [`MAX_REVIEWS`] run at once.
 async fn detached<T: Send + 'static>(
+    reviews: &Arc<Semaphore>,
     work: impl Future<Output = Result<T, ReviewError>> + Send + 'static,
 ) -> Result<Result<T, ReviewError>, tokio::task::JoinError> {
-    tokio::spawn(work).await
+    // The semaphore is never closed.
+    let permit = reviews.clone().acquire_owned().await.ok();
+    tokio::spawn(async move {
+        let _permit = permit;
+        work.await
+    })
+    .await
 }
 
 fn refusal(user: &str, verb: Verb, sub: Subresource, failed: bool) -> Refusal {

@@ -58,7 +58,9 @@ pub struct Fleet {
     last_created: (Instant, u64),
     phase: Phase,
     roll_at: u64,
-    bound: Duration,
+    bound: course::Bound,
+    /// Macs holding the new image, and since when that many.
+    holding: (usize, Instant),
     pacing: Pacing,
     /// The ConfigMap written: when (both clocks) and after how many Pods.
     began: Option<(Instant, Timestamp, u64)>,
@@ -98,9 +100,12 @@ impl Fleet {
         };
         let cap = pacing.cap(opts.nodes);
         let rounds = opts.nodes.div_ceil(cap.max(1));
-        let bound = roll::roll_bound(opts, cap)
-            + Duration::from_secs(opts.prepull_period_seconds)
-            + TOKEN_RETRY * rounds;
+        let bound = course::Bound {
+            roll: roll::roll_bound(opts, cap)
+                + Duration::from_secs(opts.prepull_period_seconds)
+                + TOKEN_RETRY * rounds,
+            stall: roll::one_pull(opts) * 4 + TOKEN_RETRY * 2 + Duration::from_secs(30),
+        };
         let pids = cpu::COMPONENTS.map(|c| cp.pid_of(c));
         let started = Instant::now();
         Fleet {
@@ -112,6 +117,7 @@ impl Fleet {
             phase: Phase::Before,
             roll_at: course::roll_at(opts.pods),
             bound,
+            holding: (0, started),
             pacing,
             began: None,
             ended: None,
@@ -171,12 +177,23 @@ impl Fleet {
         if pods.created > self.last_created.1 {
             self.last_created = (Instant::now(), pods.created);
         }
-        let fleet_holds = self.phase == Phase::Rolling
-            && self.homes.iter().all(|(_, h)| roll::holds(h, IMAGES[1]));
+        let holding = if self.phase == Phase::Rolling {
+            self.homes
+                .iter()
+                .filter(|(_, h)| roll::holds(h, IMAGES[1]))
+                .count()
+        } else {
+            0
+        };
+        if holding > self.holding.0 {
+            self.holding = (holding, Instant::now());
+        }
+        let since = |b: Option<Instant>| b.map_or(Duration::ZERO, |b| b.elapsed());
         let seen = Seen {
             created: pods.created,
-            fleet_holds,
-            rolling_for: self.began.map_or(Duration::ZERO, |b| b.0.elapsed()),
+            fleet_holds: self.phase == Phase::Rolling && holding == self.homes.len(),
+            rolling_for: since(self.began.map(|b| b.0)),
+            idle_for: since(self.began.map(|b| b.0.max(self.holding.1))),
         };
         let next = course::next(self.phase, &seen, self.roll_at, self.bound);
         if next == self.phase {

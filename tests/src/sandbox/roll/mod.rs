@@ -64,10 +64,16 @@ pub fn pool(opts: &Opts) -> usize {
 /// How long a roll may last before the run moves on: twice the time the pre-pull needs at its
 /// cap with every pull at the Mac's own speed, plus 30 s, and at least a minute.
 pub fn roll_bound(opts: &Opts, cap: u32) -> Duration {
-    let mb_per_s = opts.registry_mb_per_s.clamp(0.001, DEFAULT_PULL_MB_PER_S);
-    let one_pull = IMAGE_GB * 1000.0 / mb_per_s * opts.latency_scale;
     let rounds = opts.nodes.div_ceil(cap.max(1));
-    Duration::from_secs_f64((2.0 * f64::from(rounds) * one_pull + 30.0).max(60.0))
+    Duration::from_secs_f64(
+        (2.0 * f64::from(rounds) * one_pull(opts).as_secs_f64() + 30.0).max(60.0),
+    )
+}
+
+/// One Mac's pull of the image at its own speed (or the registry's, if slower), scaled.
+pub fn one_pull(opts: &Opts) -> Duration {
+    let mb_per_s = opts.registry_mb_per_s.clamp(0.001, DEFAULT_PULL_MB_PER_S);
+    Duration::from_secs_f64(IMAGE_GB * 1000.0 / mb_per_s * opts.latency_scale)
 }
 
 /// Pulls the first image onto every Mac before the workload, as a fleet in service holds its

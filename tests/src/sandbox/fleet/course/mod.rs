@@ -45,14 +45,31 @@ pub struct Seen {
     pub fleet_holds: bool,
     /// Since the ConfigMap was written (zero before).
     pub rolling_for: Duration,
+    /// Since the last Mac came to hold the new image, or since the ConfigMap was written if
+    /// none has yet (zero before).
+    pub idle_for: Duration,
 }
 
-/// The phase after this tick.
-pub fn next(phase: Phase, seen: &Seen, roll_at: u64, bound: Duration) -> Phase {
+/// How long a roll may last.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bound {
+    /// The roll's length at the nominal pull speed, with margin.
+    pub roll: Duration,
+    /// Past `roll`, how long the roll may go without another Mac holding the new image: the
+    /// simulated pulls slow down with the machine's CPU, and a roll that keeps finishing
+    /// pulls is slow, not stuck.
+    pub stall: Duration,
+}
+
+/// The phase after this tick: a roll gives up once it outlasted its bound and then went a
+/// `stall` without progress.
+pub fn next(phase: Phase, seen: &Seen, roll_at: u64, bound: Bound) -> Phase {
     match phase {
         Phase::Before if seen.created >= roll_at => Phase::Rolling,
         Phase::Rolling if seen.fleet_holds => Phase::Rolled,
-        Phase::Rolling if seen.rolling_for > bound => Phase::GaveUp,
+        Phase::Rolling if seen.rolling_for > bound.roll && seen.idle_for > bound.stall => {
+            Phase::GaveUp
+        }
         p => p,
     }
 }
