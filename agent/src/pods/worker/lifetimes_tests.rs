@@ -1,7 +1,7 @@
 //! State by lifetime on a paused clock: a run's tasks end when the run is dropped, and the
 //! image's digest is resolved once per provisioning.
 
-use std::path::Path;
+use std::{net::Ipv4Addr, path::Path};
 
 use tokio::time::Instant;
 

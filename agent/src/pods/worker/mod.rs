@@ -13,7 +13,6 @@
 //! so tests can pause it.
 
 use std::{
-    net::Ipv4Addr,
     sync::{Arc, atomic::AtomicU32},
     time::Duration,
 };
@@ -38,9 +37,7 @@ use super::{
     termination::{JOB_POLL, TermClock},
 };
 use crate::config::VmProfile;
-use crate::guest_contract::{
-    job::JobActivity, prepare::NodeAllocatable, status::launcher_reported,
-};
+use crate::guest_contract::{prepare::NodeAllocatable, status::launcher_reported};
 use crate::lifecycle::probes::ProberEvent;
 use crate::pods::profile::ProfileWait;
 use crate::slots::SlotGuard;
@@ -62,6 +59,7 @@ mod termination;
 pub(crate) use context::{Waker, WorkerConfig, WorkerContext};
 use lifetimes::{Provisioning, Run};
 use overhead::OverheadClock;
+pub(crate) use publish::WorkerState;
 
 /// What the worker is told about its Pod (replaced on every reconcile).
 #[derive(Debug, Clone, PartialEq)]
@@ -107,25 +105,6 @@ impl PartialEq for PodSnapshot {
                 && a.metadata.labels == b.metadata.labels
                 && a.metadata.annotations == b.metadata.annotations)
     }
-}
-
-/// What the worker publishes.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct WorkerState {
-    /// Facts for [`plan`].
-    pub facts: VmFacts,
-    pub vm: VmName,
-    /// Container state for status.
-    pub view: ContainerView,
-    /// Previous run.
-    pub last_terminated: Option<Terminated>,
-    pub pod_ip: Option<Ipv4Addr>,
-    /// The VM was found running after an agent restart.
-    pub adopted: bool,
-    /// `<host>/<repository>@sha256:<hex>` of the image, once known (the Pod's `imageID`).
-    pub image_id: Option<String>,
-    /// What the job says about itself (busy, idle, ended), once it said anything.
-    pub job: Option<JobActivity>,
 }
 
 /// The reconciler's handle on a worker. Dropping it stops the worker task (not the VM).

@@ -1,4 +1,4 @@
-//! Which changes of a worker's state wake the reconciler.
+//! What a worker publishes, and which of its changes wake the reconciler.
 //!
 //! Every change is published on the worker's watch channel, where the reconciler reads the
 //! latest state whenever it runs. A wake-up queues a reconcile; it is needed only when the
@@ -10,8 +10,34 @@
 //! reconciler would not act on keeps the start's steps on the worker's thread
 //! (docs/performance.md, "Agent overhead per Pod").
 
-use super::WorkerState;
-use crate::pods::plan::VmFacts;
+use std::net::Ipv4Addr;
+
+use tart::VmName;
+
+use crate::guest_contract::job::JobActivity;
+use crate::pods::{
+    plan::VmFacts,
+    status::{ContainerView, Terminated},
+};
+
+/// What the worker publishes.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct WorkerState {
+    /// Facts for [`plan`](crate::pods::plan::plan).
+    pub facts: VmFacts,
+    pub vm: VmName,
+    /// Container state for status.
+    pub view: ContainerView,
+    /// Previous run.
+    pub last_terminated: Option<Terminated>,
+    pub pod_ip: Option<Ipv4Addr>,
+    /// The VM was found running after an agent restart.
+    pub adopted: bool,
+    /// `<host>/<repository>@sha256:<hex>` of the image, once known (the Pod's `imageID`).
+    pub image_id: Option<String>,
+    /// What the job says about itself (busy, idle, ended), once it said anything.
+    pub job: Option<JobActivity>,
+}
 
 /// Whether going from `before` to `after` changes what the reconciler acts on.
 pub(super) fn wakes_reconciler(before: &WorkerState, after: &WorkerState) -> bool {
