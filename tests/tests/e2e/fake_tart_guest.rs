@@ -326,15 +326,14 @@ fn exec_processes(h: &FakeHome, run: &Child) -> Vec<i32> {
 /// Starts `tart exec <name> sleep 1000` in a process group of its own and waits until the
 /// command runs (two processes of the home besides `run`).
 async fn hung_exec(h: &FakeHome, name: &str, run: &Child) -> Child {
-    let child = h
-        .command(FT)
-        .args(["exec", name, "sleep", "1000"])
+    let mut cmd = h.command(FT);
+    cmd.args(["exec", name, "sleep", "1000"])
         .process_group(0)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .stderr(Stdio::piped());
+    default_signals(&mut cmd);
+    let child = cmd.spawn().unwrap();
     assert!(
         poll_until(Duration::from_secs(10), || exec_processes(h, run).len()
             == 2)
@@ -343,6 +342,24 @@ async fn hung_exec(h: &FakeHome, name: &str, run: &Child) -> Child {
         exec_processes(h, run)
     );
     child
+}
+
+/// The exec starts with SIGINT and SIGTERM at their default action, whatever the test run
+/// inherited: a run started in the background by a shell without job control has SIGINT
+/// ignored, and a child would keep ignoring it.
+#[allow(unsafe_code)]
+fn default_signals(cmd: &mut tokio::process::Command) {
+    // SAFETY: the closure runs in the forked child before exec and only calls sigaction(2)
+    // (through `signal`), which is async-signal-safe; it allocates nothing.
+    unsafe {
+        cmd.pre_exec(|| {
+            for s in [Signal::SIGINT, Signal::SIGTERM] {
+                nix::sys::signal::signal(s, nix::sys::signal::SigHandler::SigDfl)
+                    .map_err(std::io::Error::from)?;
+            }
+            Ok(())
+        });
+    }
 }
 
 #[tokio::test]
