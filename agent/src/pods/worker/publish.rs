@@ -17,6 +17,7 @@ use tart::VmName;
 use crate::guest_contract::job::JobActivity;
 use crate::pods::{
     plan::VmFacts,
+    reasons::WaitingReason,
     status::{ContainerView, Terminated},
 };
 
@@ -37,6 +38,23 @@ pub(crate) struct WorkerState {
     pub image_id: Option<String>,
     /// What the job says about itself (busy, idle, ended), once it said anything.
     pub job: Option<JobActivity>,
+}
+
+impl WorkerState {
+    /// A new worker's state: nothing done yet, the container waiting `ContainerCreating` (as
+    /// kubelet shows a container before it exists).
+    pub(crate) fn creating(vm: VmName) -> Self {
+        Self {
+            facts: VmFacts::default(),
+            vm,
+            view: ContainerView::waiting(WaitingReason::ContainerCreating, None),
+            last_terminated: None,
+            pod_ip: None,
+            adopted: false,
+            image_id: None,
+            job: None,
+        }
+    }
 }
 
 /// Whether going from `before` to `after` changes what the reconciler acts on.

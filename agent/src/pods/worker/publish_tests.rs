@@ -3,18 +3,10 @@
 
 use super::publish::wakes_reconciler;
 use super::*;
+use crate::pods::reasons::WaitingReason;
 
 fn creating() -> WorkerState {
-    WorkerState {
-        facts: VmFacts::default(),
-        vm: VmName::new("vm-1").unwrap(),
-        view: ContainerView::waiting(WaitingReason::ContainerCreating, None),
-        last_terminated: None,
-        pod_ip: None,
-        adopted: false,
-        image_id: None,
-        job: None,
-    }
+    WorkerState::creating(VmName::new("vm-1").unwrap())
 }
 
 #[test]

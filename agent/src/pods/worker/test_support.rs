@@ -5,7 +5,7 @@ pub(super) use std::time::Duration;
 pub(super) use tart::{ErrorKind, Op, Tart, testing::MemTart};
 
 pub(super) use super::{outcomes::Failure, *};
-pub(super) use crate::pods::{fixtures::rig, plan::RestartPolicy};
+pub(super) use crate::pods::{fixtures::rig, plan::RestartPolicy, reasons::WaitingReason};
 pub(super) use crate::vm_name::VmNaming;
 
 pub(super) const IMAGE: &str = "ghcr.io/cirruslabs/macos:15";

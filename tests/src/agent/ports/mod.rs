@@ -10,7 +10,10 @@
 use std::{
     net::SocketAddr,
     ops::Range,
-    sync::atomic::{AtomicU32, Ordering::Relaxed},
+    sync::{
+        OnceLock,
+        atomic::{AtomicU32, Ordering::Relaxed},
+    },
 };
 
 /// Linux's default ephemeral range, when `/proc` does not say.
@@ -36,29 +39,40 @@ pub(crate) fn candidates(ephemeral: (u16, u16)) -> Vec<Range<u32>> {
         .collect()
 }
 
+/// The kernel's ephemeral range, as `/proc` says (Linux's default when it does not).
+pub(crate) fn ephemeral() -> (u16, u16) {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|t| parse_range(&t))
+        .unwrap_or(DEFAULT_EPHEMERAL)
+}
+
+/// The ports outside the ephemeral range, worked out once per process.
+fn outside() -> &'static [u16] {
+    static PORTS: OnceLock<Vec<u16>> = OnceLock::new();
+    PORTS.get_or_init(|| {
+        candidates(ephemeral())
+            .into_iter()
+            .flatten()
+            .filter_map(|p| u16::try_from(p).ok())
+            .collect()
+    })
+}
+
 /// A port free right now on 127.0.0.1, outside the ephemeral range and not handed out before
 /// by this process (the kernel's own pick when no port outside it is free).
 ///
 /// # Errors
 /// Bind failure.
 pub fn free_port() -> std::io::Result<SocketAddr> {
-    let ephemeral = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
-        .ok()
-        .and_then(|t| parse_range(&t))
-        .unwrap_or(DEFAULT_EPHEMERAL);
-    let ports: Vec<u32> = candidates(ephemeral).into_iter().flatten().collect();
-    if !ports.is_empty() {
-        // Processes (the e2e binary, the sandbox) start at different places.
-        let start = std::process::id() as usize * 7919;
-        for _ in 0..ports.len() {
-            let n = NEXT.fetch_add(1, Relaxed) as usize;
-            let port = ports[(start + n) % ports.len()];
-            let Ok(port) = u16::try_from(port) else {
-                continue;
-            };
-            if let Ok(l) = std::net::TcpListener::bind(("127.0.0.1", port)) {
-                return l.local_addr();
-            }
+    let ports = outside();
+    // Processes (the e2e binary, the sandbox) start at different places.
+    let start = std::process::id() as usize * 7919;
+    for _ in 0..ports.len() {
+        let n = NEXT.fetch_add(1, Relaxed) as usize;
+        let port = ports[(start + n) % ports.len()];
+        if let Ok(l) = std::net::TcpListener::bind(("127.0.0.1", port)) {
+            return l.local_addr();
         }
     }
     std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()

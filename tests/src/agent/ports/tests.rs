@@ -16,10 +16,7 @@ fn the_ephemeral_range_is_read_and_left_out() {
 
 #[test]
 fn ports_are_outside_the_ephemeral_range_and_never_handed_out_twice() {
-    let ephemeral = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
-        .ok()
-        .and_then(|t| parse_range(&t))
-        .unwrap_or(DEFAULT_EPHEMERAL);
+    let ephemeral = ephemeral();
     if candidates(ephemeral).is_empty() {
         return;
     }
