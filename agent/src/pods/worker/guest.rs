@@ -57,7 +57,7 @@ pub(super) fn guest_fault(run: u32, name: &str, fault: Fault) -> (u32, Occurrenc
 }
 
 impl<T: Tart> Worker<T> {
-    /// Resolve the guest's shares and start writing them ([`GuestWrite`]).
+    /// Resolve the guest's shares; the next tart step starts writing them ([`GuestWrite`]).
     pub(super) async fn prepare(&mut self, input: &WorkerInput) {
         let ctx = self.ctx.clone();
         let res = prepare(
@@ -81,7 +81,7 @@ impl<T: Tart> Worker<T> {
                     let occ = Occurrence::from(w);
                     self.emit(input, u32::try_from(i).unwrap_or(u32::MAX), occ);
                 }
-                self.prov.writing = Some(GuestWrite::spawn(p.files));
+                self.prov.writing = Some(GuestWrite::Resolved(p.files));
                 self.prov.tokens = Some(p.tokens);
                 self.state.facts.prepared = true;
                 if matches!(
@@ -120,7 +120,7 @@ impl<T: Tart> Worker<T> {
     /// cannot recreate it afterwards.
     pub(super) async fn settle_guest_write(&mut self) {
         if let Some(write) = self.prov.writing.take() {
-            let _ = write.finish().await;
+            write.settle().await;
         }
     }
 

@@ -1,25 +1,82 @@
-//! A guest's files written on a blocking thread while `tart clone` and `tart set` run.
+//! A guest's files, resolved before the clone and written on a blocking thread while
+//! `tart clone` and `tart set` run.
+//!
+//! The write is handed to its thread only once a tart step is under way ([`alongside`]): the
+//! hand-off wakes a blocking thread, and on a busy machine the woken thread can take the
+//! worker's core for the whole write. Started while the worker waits on tart, that costs the
+//! start nothing; started in the middle of the worker's own steps, it held them up by
+//! milliseconds (docs/performance.md, "Agent overhead per Pod").
+
+use std::future::Future;
+use std::pin::pin;
+use std::task::Poll;
 
 use tart::DirShare;
 use tokio::task::JoinHandle;
 
 use crate::guest_contract::{model::ConfigError, prepare::GuestFiles};
 
-/// A guest's files being written on a blocking thread. It starts once they are resolved, so
-/// the write overlaps the clone; `tart run` waits for it (the worker's `guest_written`), and
-/// only the part of it that outlasts the tart steps adds to the Pod's start.
-pub(super) struct GuestWrite(JoinHandle<Result<Vec<DirShare>, ConfigError>>);
+/// A guest's files: resolved and waiting for a tart step to overlap, or being written. `tart
+/// run` waits for them (the worker's `guest_written`), and only the part of the write that
+/// outlasts the tart steps adds to the Pod's start.
+pub(super) enum GuestWrite {
+    /// Resolved; nothing written yet.
+    Resolved(GuestFiles),
+    /// Being written on a blocking thread.
+    Writing(JoinHandle<Written>),
+}
+
+type Written = Result<Vec<DirShare>, ConfigError>;
 
 impl GuestWrite {
-    pub(super) fn spawn(files: GuestFiles) -> Self {
-        Self(tokio::task::spawn_blocking(move || files.write()))
+    /// This write, started: resolved files are handed to a blocking thread.
+    fn started(self) -> Self {
+        match self {
+            Self::Resolved(files) => Self::Writing(spawn(files)),
+            writing @ Self::Writing(_) => writing,
+        }
     }
 
-    /// The written shares, or why they could not be written.
-    pub(super) async fn finish(self) -> Result<Vec<DirShare>, ConfigError> {
-        match self.0.await {
+    /// The written shares, or why they could not be written; starts the write if no tart step
+    /// did.
+    pub(super) async fn finish(self) -> Written {
+        let handle = match self {
+            Self::Resolved(files) => spawn(files),
+            Self::Writing(handle) => handle,
+        };
+        match handle.await {
             Ok(res) => res,
             Err(e) => Err(ConfigError::Io(e.to_string())),
         }
     }
+
+    /// Let a started write end, so it cannot recreate the guest's directory after it is
+    /// removed; a write not started is dropped unwritten.
+    pub(super) async fn settle(self) {
+        if let Self::Writing(handle) = self {
+            let _ = handle.await;
+        }
+    }
+}
+
+fn spawn(files: GuestFiles) -> JoinHandle<Written> {
+    tokio::task::spawn_blocking(move || files.write())
+}
+
+/// Start `write` if it has not started.
+pub(super) fn start(write: &mut Option<GuestWrite>) {
+    *write = write.take().map(GuestWrite::started);
+}
+
+/// Run the tart step `step`, calling `start` once the step is under way: `step` is polled once
+/// (spawning its `tart` process, or queueing for it) before `start` hands the write to its
+/// thread. A step done at its first poll leaves the write to the next step, or to `tart run`.
+pub(super) async fn alongside<F: Future>(step: F, start: impl FnOnce()) -> F::Output {
+    let mut step = pin!(step);
+    let first = std::future::poll_fn(|cx| Poll::Ready(step.as_mut().poll(cx))).await;
+    if let Poll::Ready(out) = first {
+        return out;
+    }
+    start();
+    step.await
 }

@@ -1,6 +1,7 @@
 //! The guest's files written while the VM is cloned: a write that fails holds the Pod at
 //! `CreateContainerConfigError` before `tart run` and is retried after the backoff; a deleted
-//! Pod's write ends before its guest directory is removed.
+//! Pod's write ends before its guest directory is removed; the write starts once a tart step
+//! is under way.
 
 use super::test_support::*;
 
@@ -73,5 +74,55 @@ async fn a_pod_deleted_before_its_run_leaves_no_guest_directory() {
     assert!(
         !layout.vm_dir(&vm).exists(),
         "the guest directory is removed"
+    );
+}
+
+/// A step that is pending at its first poll and done at its second, noting each in `log`.
+struct TwoPolls<'a> {
+    log: &'a std::cell::RefCell<Vec<&'static str>>,
+    polled: bool,
+}
+
+impl std::future::Future for TwoPolls<'_> {
+    type Output = u8;
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<u8> {
+        if self.polled {
+            self.log.borrow_mut().push("step done");
+            return std::task::Poll::Ready(7);
+        }
+        self.polled = true;
+        self.log.borrow_mut().push("step under way");
+        cx.waker().wake_by_ref();
+        std::task::Poll::Pending
+    }
+}
+
+#[tokio::test]
+async fn the_write_starts_once_the_tart_step_is_under_way_and_waits_for_a_step_done_at_once() {
+    use super::guest_write::alongside;
+    let log = std::cell::RefCell::new(Vec::new());
+    let out = alongside(
+        TwoPolls {
+            log: &log,
+            polled: false,
+        },
+        || log.borrow_mut().push("write started"),
+    )
+    .await;
+    assert_eq!(out, 7);
+    assert_eq!(
+        *log.borrow(),
+        ["step under way", "write started", "step done"]
+    );
+
+    let mut started = false;
+    let out = alongside(async { 8 }, || started = true).await;
+    assert_eq!(out, 8);
+    assert!(
+        !started,
+        "a step done at its first poll leaves the write to the next"
     );
 }

@@ -33,8 +33,8 @@ pub(super) struct Provisioning {
     pub(super) from_golden: bool,
     /// The guest's `--dir` shares, once written.
     pub(super) shares: Vec<tart::DirShare>,
-    /// The guest's files while they are being written (until the run or the delete waits
-    /// for them).
+    /// The guest's files from their resolution until the run waits for their write (or the
+    /// delete lets it end); the clone or the set starts the write.
     pub(super) writing: Option<GuestWrite>,
     /// Tokens issued while preparing, handed to the first run's refresher.
     pub(super) tokens: Option<Tokens>,

@@ -2,7 +2,9 @@
 //! (from the image's golden base when there is one) and set as the Pod asks. The state these
 //! steps keep for as long as the VM lives (credentials, the image's digest resolved once, the
 //! golden) is a [`Provisioning`](super::lifetimes::Provisioning). Each step is bounded (tart
-//! deadlines inside the tart crate, API deadlines here) and cancelled by a teardown.
+//! deadlines inside the tart crate, API deadlines here) and cancelled by a teardown. The clone
+//! and the set each start the guest's write once their tart step is under way, if it has not
+//! started ([`alongside`]).
 
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
@@ -11,7 +13,11 @@ use tokio::{sync::watch, time::Instant};
 use tracing::{info, warn};
 
 use super::{
-    Worker, WorkerContext, WorkerInput, WorkerState, lifetimes::pinned, outcomes::Failure, teardown,
+    Worker, WorkerContext, WorkerInput, WorkerState,
+    guest_write::{alongside, start},
+    lifetimes::pinned,
+    outcomes::Failure,
+    teardown,
 };
 use crate::images::goldens::GoldenResult;
 use crate::pods::{
@@ -120,16 +126,19 @@ impl<T: Tart> Worker<T> {
         let creds = self.credentials(input).await;
         let vm = self.state.vm.clone();
         let started = Instant::now();
+        let mut write = self.prov.writing.take();
         let res = tokio::select! {
-            r = async {
+            r = alongside(async {
                 let digest = self.prov.digest(&*tart, &input.image).await;
                 let source = clone_source(&self.ctx, &input.image, digest, creds.clone()).await;
                 let from_golden = source.is_some();
                 let source = source.unwrap_or_else(|| input.image.as_str().to_owned());
                 tart.clone_vm(&source, &vm, creds.as_ref()).await.map(|()| from_golden)
-            } => r,
-            () = teardown(&mut self.input) => return,
+            }, || start(&mut write)) => Some(r),
+            () = teardown(&mut self.input) => None,
         };
+        self.prov.writing = write;
+        let Some(res) = res else { return };
         self.ctx.metrics.stage(Stage::Clone, started.elapsed());
         match res {
             Ok(from_golden) => {
@@ -148,8 +157,9 @@ impl<T: Tart> Worker<T> {
         let started = Instant::now();
         let r = input.resources;
         let from_golden = self.prov.from_golden;
+        let mut write = self.prov.writing.take();
         let res = tokio::select! {
-            r = async {
+            r = alongside(async {
                 // `--disk-size` must not shrink (docs/reference/tart-cli.md §2.3): only grow past
                 // the image's disk.
                 let disk = match r.disk_gb {
@@ -175,9 +185,11 @@ impl<T: Tart> Worker<T> {
                     }
                     r => r,
                 }
-            } => r,
-            () = teardown(&mut self.input) => return,
+            }, || start(&mut write)) => Some(r),
+            () = teardown(&mut self.input) => None,
         };
+        self.prov.writing = write;
+        let Some(res) = res else { return };
         self.ctx.metrics.stage(Stage::Set, started.elapsed());
         match res {
             Ok(()) => {

@@ -5,8 +5,8 @@
 //! change alters something the reconciler acts on: the Pod status it renders, or the Pod step
 //! [`plan`](crate::pods::plan::plan) decides from the VM's facts. The provisioning progress
 //! (image present, cloned, configured, slot held, guest prepared) alters neither while the
-//! container waits `ContainerCreating`, except whether a VM may exist for a deleted Pod to
-//! remove. A wake-up costs a thread hand-off in the middle of a start: skipping the ones the
+//! container waits `ContainerCreating`, except a VM's going: a deleted Pod's finalizer can go
+//! once no VM may exist. A wake-up costs a thread hand-off in the middle of a start: skipping the ones the
 //! reconciler would not act on keeps the start's steps on the worker's thread
 //! (docs/performance.md, "Agent overhead per Pod").
 
@@ -71,7 +71,10 @@ pub(super) fn wakes_reconciler(before: &WorkerState, after: &WorkerState) -> boo
         image_id,
         job,
     } = after;
-    as_reconciler_sees(*facts) != as_reconciler_sees(before.facts)
+    let (now, may_exist) = as_reconciler_sees(*facts);
+    let (was, might_have_existed) = as_reconciler_sees(before.facts);
+    now != was
+        || (might_have_existed && !may_exist)
         || *vm != before.vm
         || *view != before.view
         || *last_terminated != before.last_terminated
@@ -82,7 +85,10 @@ pub(super) fn wakes_reconciler(before: &WorkerState, after: &WorkerState) -> boo
 }
 
 /// The facts without the provisioning progress, and whether a VM (or its guest directory) may
-/// exist: the deletion of a Pod removes its VM if so, or else its finalizer at once.
+/// exist: the deletion of a Pod removes its VM if so, or else its finalizer at once. Only the
+/// VM's going wakes the reconciler (the finalizer can go); its coming does not, since the
+/// worker of a deleted Pod deletes the VM itself and the reconciler reads the state whenever
+/// the deletion wakes it.
 fn as_reconciler_sees(f: VmFacts) -> (VmFacts, bool) {
     let may_exist = f.cloned || f.prepared;
     let without_progress = VmFacts {

@@ -38,11 +38,19 @@ fn the_reconciler_is_woken_only_by_what_it_acts_on() {
             |s| s.facts.slot_held = false,
             false,
         ),
-        // Whether a VM may exist decides between deleting it and removing the finalizer.
+        // Whether a VM may exist decides between deleting it and removing the finalizer: its
+        // going wakes the reconciler, its coming is the worker's to act on.
         (
             "guest prepared: a VM may exist",
             |_| {},
             |s| s.facts.prepared = true,
+            false,
+        ),
+        ("cloned first", |_| {}, |s| s.facts.cloned = true, false),
+        (
+            "the guest directory, all that may exist, is gone",
+            |s| s.facts.prepared = true,
+            |s| s.facts.prepared = false,
             true,
         ),
         (
