@@ -47,10 +47,13 @@ impl GuestLayout {
         self.vm_dir(vm).join("volumes").join(share)
     }
 
-    /// Create the root, the VM directory, `control`, an empty `status` and one directory per
-    /// volume share, each `0700`. Existing volume directories keep their content (an
-    /// `emptyDir` outlives a restart of the container, as in kubelet); `status` is emptied so
-    /// the previous run's exit code is never read as this run's.
+    /// Create the root, the VM directory, an empty `status` and one directory per volume
+    /// share, each `0700`; `control` is the control writer's, which builds it beside its place
+    /// and renames it in. Existing volume directories keep their content (an `emptyDir`
+    /// outlives a restart of the container, as in kubelet); `status` is emptied so the
+    /// previous run's exit code is never read as this run's. Nothing is made that the VM does
+    /// not use: on this project's test machines each `mkdir` costs more the more inodes were
+    /// freed in the last half minute (docs/performance.md, "Agent overhead per Pod").
     ///
     /// # Errors
     /// A VM directory or share that exists as anything but a real directory (a symlink
@@ -62,11 +65,12 @@ impl GuestLayout {
         }
         let vm_dir = self.vm_dir(vm);
         ensure_dir(&vm_dir)?;
-        ensure_dir(&self.control(vm))?;
         let status = self.status(vm);
         remove_entry(&status)?;
         ensure_dir(&status)?;
-        ensure_dir(&vm_dir.join("volumes"))?;
+        if !volumes.is_empty() {
+            ensure_dir(&vm_dir.join("volumes"))?;
+        }
         for v in volumes {
             ensure_dir(&self.volume(vm, &v.share))?;
         }

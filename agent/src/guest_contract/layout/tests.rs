@@ -37,7 +37,6 @@ fn create_makes_private_directories_empties_status_and_keeps_volume_content() {
     for dir in [
         l.vm_dir(&vm).parent().unwrap().to_path_buf(),
         l.vm_dir(&vm),
-        l.control(&vm),
         l.status(&vm),
         l.volume(&vm, "vol-0"),
         l.volume(&vm, "vol-2"),
@@ -49,6 +48,10 @@ fn create_makes_private_directories_empties_status_and_keeps_volume_content() {
     fs::write(l.volume(&vm, "vol-2").join("kept"), b"scratch").unwrap();
     l.create(&vm, &volumes).unwrap();
     assert_eq!(fs::read_dir(l.status(&vm)).unwrap().count(), 0);
+    assert!(
+        !l.control(&vm).exists(),
+        "the control share is its writer's to make"
+    );
     assert_eq!(
         fs::read(l.volume(&vm, "vol-2").join("kept")).unwrap(),
         b"scratch"
@@ -62,12 +65,26 @@ fn create_refuses_a_symlink_in_place_of_a_directory() {
     let elsewhere = tmp.path().join("elsewhere");
     fs::create_dir(&elsewhere).unwrap();
     fs::set_permissions(&elsewhere, fs::Permissions::from_mode(0o755)).unwrap();
-    l.create(&vm, &[]).unwrap();
-    fs::remove_dir(l.control(&vm)).unwrap();
-    symlink(&elsewhere, l.control(&vm)).unwrap();
-    let err = l.create(&vm, &[]).unwrap_err();
+    let volumes = [planned("vol-0", VolumeContent::EmptyDir)];
+    l.create(&vm, &volumes).unwrap();
+    fs::remove_dir(l.volume(&vm, "vol-0")).unwrap();
+    symlink(&elsewhere, l.volume(&vm, "vol-0")).unwrap();
+    let err = l.create(&vm, &volumes).unwrap_err();
     assert_eq!(err.kind(), io::ErrorKind::PermissionDenied);
     assert_eq!(mode(&elsewhere), 0o755, "the link's target is not touched");
+}
+
+#[test]
+fn a_vm_without_volumes_gets_no_volumes_directory() {
+    let (_tmp, l) = layout();
+    let vm = vm("tk-abc");
+    l.create(&vm, &[]).unwrap();
+    let mut made: Vec<_> = fs::read_dir(l.vm_dir(&vm))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    made.sort();
+    assert_eq!(made, ["status"]);
 }
 
 #[test]
