@@ -101,24 +101,14 @@ impl Gate {
         }
         let review = self.reviewer.review_token(token.clone());
         let cache = self.tokens.clone();
-        let answer = detached(&self.reviews, async move {
+        detached(&self.reviews, "token review", async move {
             let user = review.await?;
             let valid = user.is_some();
             cache.lock().await.put(token, user.clone(), valid);
             Ok(user)
         })
-        .await;
-        match answer {
-            Ok(Ok(user)) => user,
-            Ok(Err(e)) => {
-                warn!(error = %error_chain(&e), kind = %e.kind(), "token review failed");
-                None
-            }
-            Err(e) => {
-                warn!(error = %e, "token review did not complete");
-                None
-            }
-        }
+        .await
+        .flatten()
     }
 
     /// Whether `user` may make this request.
@@ -141,23 +131,16 @@ impl Gate {
             None => {
                 let review = self.reviewer.review_access(req.clone());
                 let (cache, key) = (self.decisions.clone(), req.clone());
-                let answer = detached(&self.reviews, async move {
+                let answer = detached(&self.reviews, "access review", async move {
                     let a = review.await?;
                     cache.lock().await.put(key, a, a);
                     Ok(a)
                 })
                 .await;
-                match answer {
-                    Ok(Ok(a)) => a,
-                    Ok(Err(e)) => {
-                        warn!(error = %error_chain(&e), kind = %e.kind(), "access review failed");
-                        return Err(refusal(&req.user.name, verb, subresource, true));
-                    }
-                    Err(e) => {
-                        warn!(error = %e, "access review did not complete");
-                        return Err(refusal(&req.user.name, verb, subresource, true));
-                    }
-                }
+                let Some(a) = answer else {
+                    return Err(refusal(&req.user.name, verb, subresource, true));
+                };
+                a
             }
         };
         if allowed {
@@ -190,18 +173,31 @@ impl Gate {
 /// answer is cached, so the next connection with the same credentials is answered at once.
 /// Were the review dropped with its connection, a client whose connections never outlive one
 /// review round trip would never get an answer. Each review has its own deadline
-/// ([`super::review`]), so the task ends; at most [`MAX_REVIEWS`] run at once.
+/// ([`super::review`]), so the task ends; at most [`MAX_REVIEWS`] run at once. A review that
+/// fails or does not complete is logged as `what` and answers `None`.
 async fn detached<T: Send + 'static>(
     reviews: &Arc<Semaphore>,
+    what: &'static str,
     work: impl Future<Output = Result<T, ReviewError>> + Send + 'static,
-) -> Result<Result<T, ReviewError>, tokio::task::JoinError> {
+) -> Option<T> {
     // The semaphore is never closed.
     let permit = reviews.clone().acquire_owned().await.ok();
-    tokio::spawn(async move {
+    let done = tokio::spawn(async move {
         let _permit = permit;
         work.await
     })
-    .await
+    .await;
+    match done {
+        Ok(Ok(answer)) => Some(answer),
+        Ok(Err(e)) => {
+            warn!(error = %error_chain(&e), kind = %e.kind(), "{what} failed");
+            None
+        }
+        Err(e) => {
+            warn!(error = %e, "{what} did not complete");
+            None
+        }
+    }
 }
 
 fn refusal(user: &str, verb: Verb, sub: Subresource, failed: bool) -> Refusal {
