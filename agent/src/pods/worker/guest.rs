@@ -81,7 +81,7 @@ impl<T: Tart> Worker<T> {
                     let occ = Occurrence::from(w);
                     self.emit(input, u32::try_from(i).unwrap_or(u32::MAX), occ);
                 }
-                self.prov.writing = Some(GuestWrite::Resolved(p.files));
+                self.prov.writing = Some(GuestWrite::Resolved(Box::new(p.files)));
                 self.prov.tokens = Some(p.tokens);
                 self.state.facts.prepared = true;
                 if matches!(

@@ -21,7 +21,7 @@ use crate::guest_contract::{model::ConfigError, prepare::GuestFiles};
 /// outlasts the tart steps adds to the Pod's start.
 pub(super) enum GuestWrite {
     /// Resolved; nothing written yet.
-    Resolved(GuestFiles),
+    Resolved(Box<GuestFiles>),
     /// Being written on a blocking thread.
     Writing(JoinHandle<Written>),
 }
@@ -32,7 +32,7 @@ impl GuestWrite {
     /// This write, started: resolved files are handed to a blocking thread.
     fn started(self) -> Self {
         match self {
-            Self::Resolved(files) => Self::Writing(spawn(files)),
+            Self::Resolved(files) => Self::Writing(spawn(*files)),
             writing @ Self::Writing(_) => writing,
         }
     }
@@ -41,7 +41,7 @@ impl GuestWrite {
     /// did.
     pub(super) async fn finish(self) -> Written {
         let handle = match self {
-            Self::Resolved(files) => spawn(files),
+            Self::Resolved(files) => spawn(*files),
             Self::Writing(handle) => handle,
         };
         match handle.await {
