@@ -29,22 +29,18 @@ pub(super) enum GuestWrite {
 type Written = Result<Vec<DirShare>, ConfigError>;
 
 impl GuestWrite {
-    /// This write, started: resolved files are handed to a blocking thread.
-    fn started(self) -> Self {
+    /// The write's handle: resolved files are handed to a blocking thread now.
+    fn into_handle(self) -> JoinHandle<Written> {
         match self {
-            Self::Resolved(files) => Self::Writing(spawn(*files)),
-            writing @ Self::Writing(_) => writing,
+            Self::Resolved(files) => tokio::task::spawn_blocking(move || files.write()),
+            Self::Writing(handle) => handle,
         }
     }
 
     /// The written shares, or why they could not be written; starts the write if no tart step
     /// did.
     pub(super) async fn finish(self) -> Written {
-        let handle = match self {
-            Self::Resolved(files) => spawn(*files),
-            Self::Writing(handle) => handle,
-        };
-        match handle.await {
+        match self.into_handle().await {
             Ok(res) => res,
             Err(e) => Err(ConfigError::Io(e.to_string())),
         }
@@ -59,13 +55,9 @@ impl GuestWrite {
     }
 }
 
-fn spawn(files: GuestFiles) -> JoinHandle<Written> {
-    tokio::task::spawn_blocking(move || files.write())
-}
-
 /// Start `write` if it has not started.
 pub(super) fn start(write: &mut Option<GuestWrite>) {
-    *write = write.take().map(GuestWrite::started);
+    *write = write.take().map(|w| GuestWrite::Writing(w.into_handle()));
 }
 
 /// Run the tart step `step`, calling `start` once the step is under way: `step` is polled once

@@ -126,6 +126,7 @@ impl<T: Tart> Worker<T> {
         let creds = self.credentials(input).await;
         let vm = self.state.vm.clone();
         let started = Instant::now();
+        // Out of `prov` while the step borrows it for the digest; put back however it ends.
         let mut write = self.prov.writing.take();
         let res = tokio::select! {
             r = alongside(async {
@@ -157,7 +158,6 @@ impl<T: Tart> Worker<T> {
         let started = Instant::now();
         let r = input.resources;
         let from_golden = self.prov.from_golden;
-        let mut write = self.prov.writing.take();
         let res = tokio::select! {
             r = alongside(async {
                 // `--disk-size` must not shrink (docs/reference/tart-cli.md §2.3): only grow past
@@ -185,11 +185,9 @@ impl<T: Tart> Worker<T> {
                     }
                     r => r,
                 }
-            }, || start(&mut write)) => Some(r),
-            () = teardown(&mut self.input) => None,
+            }, || start(&mut self.prov.writing)) => r,
+            () = teardown(&mut self.input) => return,
         };
-        self.prov.writing = write;
-        let Some(res) = res else { return };
         self.ctx.metrics.stage(Stage::Set, started.elapsed());
         match res {
             Ok(()) => {

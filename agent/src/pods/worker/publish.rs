@@ -6,8 +6,8 @@
 //! [`plan`](crate::pods::plan::plan) decides from the VM's facts. The provisioning progress
 //! (image present, cloned, configured, slot held, guest prepared) alters neither while the
 //! container waits `ContainerCreating`, except a VM's going: a deleted Pod's finalizer can go
-//! once no VM may exist. A wake-up costs a thread hand-off in the middle of a start: skipping the ones the
-//! reconciler would not act on keeps the start's steps on the worker's thread
+//! once no VM may exist. A wake-up costs a thread hand-off in the middle of a start: skipping
+//! the ones the reconciler would not act on keeps the start's steps on the worker's thread
 //! (docs/performance.md, "Agent overhead per Pod").
 
 use std::net::Ipv4Addr;
