@@ -90,8 +90,9 @@ stop_component() {
   rm -f "$RUN/$name.pid"
 }
 
-# start_component NAME: start NAME in its own session with the arguments in $RUN/args/NAME,
-# appending to $RUN/logs/NAME.log, and record its PID. Refuses if it is already running.
+# start_component NAME: start NAME in its own session at niceness $NICE (start.sh --nice,
+# default 0) with the arguments in $RUN/args/NAME, appending to $RUN/logs/NAME.log, and record
+# its PID. Refuses if it is already running.
 start_component() {
   local name=$1 exe pid
   local -a args=()
@@ -104,7 +105,7 @@ start_component() {
   [ -x "$exe" ] || cp_die "$exe not found: run tests/cluster/build.sh first"
   mkdir -p "$RUN/logs"
   echo "=== $(date -u +%FT%TZ) starting $name" >> "$RUN/logs/$name.log"
-  setsid "$exe" "${args[@]}" >> "$RUN/logs/$name.log" 2>&1 < /dev/null &
+  setsid nice -n "${NICE:-0}" "$exe" "${args[@]}" >> "$RUN/logs/$name.log" 2>&1 < /dev/null &
   pid=$!
   echo "$pid" > "$RUN/$name.pid"
 }

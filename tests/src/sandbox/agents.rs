@@ -1,7 +1,7 @@
 //! The sandbox's simulated Mac minis: for each, a `fake-tart` home with realistic, scaled
-//! latencies, a guest directory of its own (`--guest-dir`, under the sandbox's `TMPDIR`) and
-//! a `tart-kubelet` process started through the test harness ([`crate::agent::Agent`]) under
-//! the least-privilege RBAC.
+//! latencies, a guest and a Pod-log directory of its own (`--guest-dir`, `--pod-log-dir`, under
+//! [`dirs_root`]) and a `tart-kubelet` process started through the test harness
+//! ([`crate::agent::Agent`]) under the least-privilege RBAC.
 
 use std::{
     path::{Path, PathBuf},
@@ -43,6 +43,30 @@ impl Binaries {
             );
         }
         Ok(b)
+    }
+}
+
+/// Where the agents' guest and Pod-log directories go: the tmpfs `/dev/shm` when it exists,
+/// unless `on_disk`, else the sandbox's `TMPDIR`. A Mac keeps them on APFS, where creating a
+/// file costs microseconds; an ext4 without a journal (as on this project's test machines)
+/// makes each new inode skip every inode freed in the last 30 s, and a sandbox run frees
+/// thousands, so there a Pod's start would measure the test machine's file system
+/// (docs/sandbox.md).
+pub fn dirs_root(on_disk: bool) -> PathBuf {
+    let shm = Path::new("/dev/shm");
+    if !on_disk && shm.is_dir() {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    }
+}
+
+/// The kind of file system under `path` for the report: `tmpfs` or `disk`.
+pub fn file_system_kind(path: &Path) -> &'static str {
+    match nix::sys::statfs::statfs(path) {
+        Ok(fs) if fs.filesystem_type() == nix::sys::statfs::TMPFS_MAGIC => "tmpfs",
+        Ok(_) => "disk",
+        Err(_) => "unknown",
     }
 }
 
@@ -90,15 +114,16 @@ impl SimMac {
         kubeconfig: &Path,
         knobs: Knobs,
         extra_args: Vec<String>,
+        dirs_root: &Path,
     ) -> anyhow::Result<SimMac> {
         let home = FakeHome::new()?;
         home.set_knobs(&knobs)?;
         let guest_dir = tempfile::Builder::new()
             .prefix("sandbox-guest-")
-            .tempdir()?;
+            .tempdir_in(dirs_root)?;
         let pod_log_dir = tempfile::Builder::new()
             .prefix("sandbox-pod-logs-")
-            .tempdir()?;
+            .tempdir_in(dirs_root)?;
         let config_dir = tempfile::Builder::new()
             .prefix("sandbox-config-")
             .tempdir()?;

@@ -142,6 +142,18 @@ pub struct Opts {
     /// where the agent delivers it.
     #[arg(long, conflicts_with = "no_guest")]
     pub baked_launcher: bool,
+    /// Niceness of the control plane's processes (`steady`: 10 unless given, other scenarios
+    /// 0). In production the API server and etcd run on other machines than the agents; here
+    /// they share two cores with them, and at the same priority they would add their own
+    /// time slices to the agent overhead `steady` measures (docs/sandbox.md).
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+    pub control_plane_nice: i32,
+    /// Keep the agents' guest and Pod-log directories on disk under `TMPDIR`, instead of on
+    /// the tmpfs `/dev/shm` (used when it exists): a Mac's APFS creates a file in
+    /// microseconds, where some Linux file systems make each new file slower the more files
+    /// were freed in the last half minute (docs/sandbox.md).
+    #[arg(long)]
+    pub dirs_on_disk: bool,
     /// Store a different token in the Secret than the jobs expect (every job must then fail
     /// its check; tests `jobs_saw_their_secret`).
     #[arg(long, hide = true)]
@@ -165,12 +177,15 @@ impl Opts {
         Ok(opts)
     }
 
-    /// `fleet`'s own defaults, for the options the command line left out.
+    /// `steady`'s and `fleet`'s own defaults, for the options the command line left out.
     fn scenario_defaults(&mut self, m: &ArgMatches) {
+        let unset = |id: &str| m.value_source(id) != Some(ValueSource::CommandLine);
+        if self.scenario == Scenario::Steady && unset("control_plane_nice") {
+            self.control_plane_nice = 10;
+        }
         if self.scenario != Scenario::Fleet {
             return;
         }
-        let unset = |id: &str| m.value_source(id) != Some(ValueSource::CommandLine);
         if unset("pods") {
             self.pods = 20 * u64::from(self.nodes);
         }
@@ -290,6 +305,13 @@ async fn run(opts: Opts) -> anyhow::Result<bool> {
         return Ok(false);
     };
     ensure_namespace(&admin).await?;
+    let host = report::Host {
+        control_plane_nice: cp.nice_of("kube-apiserver"),
+        agent_dirs: macs
+            .first()
+            .map_or("unknown", |m| agents::file_system_kind(m.guest_dir()))
+            .to_string(),
+    };
     let token = guest::RunnerToken::random();
     let job = runner_job(&opts, &token);
     if job.is_some() && !matches!(opts.scenario, Scenario::Idle | Scenario::Api) {
@@ -383,6 +405,7 @@ async fn run(opts: Opts) -> anyhow::Result<bool> {
         scenario: opts.scenario.as_str().into(),
         nodes: opts.nodes,
         latency_scale: opts.latency_scale,
+        host,
         ..Report::default()
     };
     let succeeded = pool

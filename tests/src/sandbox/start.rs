@@ -32,7 +32,8 @@ pub(super) async fn start(
     bins: &Binaries,
     progress: &mut progress::Progress,
 ) -> anyhow::Result<Started> {
-    let cp = ControlPlane::start_private("sandbox")?;
+    let nice = opts.control_plane_nice.to_string();
+    let cp = ControlPlane::start_private_with("sandbox", &["--nice", &nice])?;
     progress.line(&format!(
         "control plane ready in {:.1} s at {} (logs {})",
         cp.start_to_ready().as_secs_f64(),
@@ -54,6 +55,7 @@ pub(super) async fn start(
         None
     };
     let agent_kc = cp.mint_kubeconfig(super::accounting::USER, &["tart-kubelets"]);
+    let dirs_root = agents::dirs_root(opts.dirs_on_disk);
     let mut macs = Vec::new();
     for i in 1..=opts.nodes {
         // A Mac mini M2 Pro: 10 cores, 32 GiB (the Linux host's own figures would not fit a
@@ -118,7 +120,7 @@ pub(super) async fn start(
             }
             _ => mac_knobs(opts),
         };
-        macs.push(SimMac::start(&node, bins, &agent_kc, knobs, args).await?);
+        macs.push(SimMac::start(&node, bins, &agent_kc, knobs, args, &dirs_root).await?);
     }
     // A fleet's hundred paths would bury the progress: the first few stand for the rest.
     let shown = macs.len().min(SHOWN_AGENTS);

@@ -42,5 +42,16 @@ fn other_scenarios_keep_the_plain_defaults() {
     let o = parse(&["--scenario", "image-roll", "--nodes", "100"]);
     assert_eq!((o.pods, o.latency_scale, o.job_ms), (30, 0.05, 120_000));
     assert_eq!((o.registry_mb_per_s, o.max_concurrent_pulls), (200.0, 2));
+    assert_eq!(o.control_plane_nice, 0);
     assert!(Opts::parse_args(["sandbox", "--scenario", "nope"]).is_err());
+}
+
+#[test]
+fn steady_runs_the_control_plane_at_a_lower_priority_unless_told_otherwise() {
+    assert_eq!(parse(&[]).control_plane_nice, 10);
+    assert_eq!(parse(&["--control-plane-nice", "0"]).control_plane_nice, 0);
+    assert_eq!(parse(&["--control-plane-nice", "-3"]).control_plane_nice, -3);
+    let fleet = parse(&["--scenario", "fleet", "--nodes", "2"]);
+    assert_eq!(fleet.control_plane_nice, 0);
+    assert!(!parse(&[]).dirs_on_disk);
 }

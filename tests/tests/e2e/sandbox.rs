@@ -43,6 +43,15 @@ async fn a_small_steady_sandbox_run_holds_every_invariant_and_writes_the_report(
         );
     }
     assert!(r["agents"][0]["rss_bytes"].as_u64().unwrap() > 0);
+    // Read back from the running processes and the file system, not echoed from the options.
+    assert_eq!(r["host"]["control_plane_nice"], 10, "{stdout}");
+    let expected_fs = if std::path::Path::new("/dev/shm").is_dir() {
+        "tmpfs"
+    } else {
+        "disk"
+    };
+    assert_eq!(r["host"]["agent_dirs"], expected_fs, "{stdout}");
+    assert!(stdout.contains("host: control plane at nice 10"), "{stdout}");
 }
 
 /// `image-roll`, small: two Macs on one registry, six Pods. On demand, Pods wait on the new

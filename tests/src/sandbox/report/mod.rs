@@ -104,6 +104,8 @@ pub struct Report {
     pub nodes: u32,
     /// fake-tart latency scale.
     pub latency_scale: f64,
+    /// What the agents shared this machine with, as measured at start-up.
+    pub host: Host,
     /// Wall time of the workload, seconds.
     pub duration_seconds: f64,
     /// Pod outcomes.
@@ -135,6 +137,17 @@ pub struct Report {
     pub invariants: Vec<Invariant>,
     /// All invariants held.
     pub ok: bool,
+}
+
+/// How the sandbox shared this machine with the agents (docs/sandbox.md, "What the agents
+/// share the machine with").
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Host {
+    /// The API server's niceness, read from `/proc` (`null` if it could not be read).
+    pub control_plane_nice: Option<i32>,
+    /// The file system of the agents' guest and Pod-log directories: `tmpfs`, `disk` or
+    /// `unknown`.
+    pub agent_dirs: String,
 }
 
 impl Report {
@@ -186,6 +199,15 @@ impl Report {
             o,
             "\n== tart-kubelet sandbox report: scenario {}, {} nodes, latency scale {} ==",
             self.scenario, self.nodes, self.latency_scale
+        );
+        let nice = self
+            .host
+            .control_plane_nice
+            .map_or("unknown".to_string(), |n| n.to_string());
+        let _ = writeln!(
+            o,
+            "host: control plane at nice {nice}, guest and Pod-log directories on {}",
+            self.host.agent_dirs
         );
         let _ = writeln!(
             o,
