@@ -246,7 +246,8 @@ impl ControlPlane {
     /// The niceness `component` runs at (`start.sh --nice`), read from `/proc/<pid>/stat`;
     /// `None` if it is not running or the file cannot be read.
     pub fn nice_of(&self, component: &str) -> Option<i32> {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid_of(component)?)).ok()?;
+        let stat =
+            std::fs::read_to_string(format!("/proc/{}/stat", self.pid_of(component)?)).ok()?;
         nice_from_stat(&stat)
     }
 

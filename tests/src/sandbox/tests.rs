@@ -50,7 +50,10 @@ fn other_scenarios_keep_the_plain_defaults() {
 fn steady_runs_the_control_plane_at_a_lower_priority_unless_told_otherwise() {
     assert_eq!(parse(&[]).control_plane_nice, 10);
     assert_eq!(parse(&["--control-plane-nice", "0"]).control_plane_nice, 0);
-    assert_eq!(parse(&["--control-plane-nice", "-3"]).control_plane_nice, -3);
+    assert_eq!(
+        parse(&["--control-plane-nice", "-3"]).control_plane_nice,
+        -3
+    );
     let fleet = parse(&["--scenario", "fleet", "--nodes", "2"]);
     assert_eq!(fleet.control_plane_nice, 0);
     assert!(!parse(&[]).dirs_on_disk);

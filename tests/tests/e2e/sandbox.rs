@@ -51,7 +51,10 @@ async fn a_small_steady_sandbox_run_holds_every_invariant_and_writes_the_report(
         "disk"
     };
     assert_eq!(r["host"]["agent_dirs"], expected_fs, "{stdout}");
-    assert!(stdout.contains("host: control plane at nice 10"), "{stdout}");
+    assert!(
+        stdout.contains("host: control plane at nice 10"),
+        "{stdout}"
+    );
 }
 
 /// `image-roll`, small: two Macs on one registry, six Pods. On demand, Pods wait on the new
