@@ -6,4 +6,5 @@ pub mod citations;
 pub mod cluster;
 pub mod fake;
 pub mod logbench;
+pub mod proc_stat;
 pub mod sandbox;

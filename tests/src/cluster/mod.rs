@@ -248,7 +248,7 @@ impl ControlPlane {
     pub fn nice_of(&self, component: &str) -> Option<i32> {
         let stat =
             std::fs::read_to_string(format!("/proc/{}/stat", self.pid_of(component)?)).ok()?;
-        nice_from_stat(&stat)
+        crate::proc_stat::number(&stat, 19)
     }
 
     /// A kube client as the admin.
@@ -416,11 +416,3 @@ fn parse_env(text: &str) -> HashMap<String, String> {
 
 #[cfg(test)]
 mod tests;
-
-/// The niceness in a `/proc/<pid>/stat` line: the 19th field, counted after the command name
-/// (which may hold spaces and parentheses, so the count starts at its last `)`).
-fn nice_from_stat(stat: &str) -> Option<i32> {
-    let after_comm = &stat[stat.rfind(')')? + 1..];
-    // After the name: state is field 3, so niceness (field 19) is the 17th from here.
-    after_comm.split_whitespace().nth(16)?.parse().ok()
-}

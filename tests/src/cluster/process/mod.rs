@@ -67,10 +67,7 @@ pub fn live_pids() -> Vec<u32> {
 
 fn is_zombie(stat: PathBuf) -> bool {
     let text = std::fs::read_to_string(stat).unwrap_or_default();
-    // Format: `pid (comm) S ...`; comm may contain spaces or parens, so split after the last ')'.
-    text.rsplit_once(')')
-        .and_then(|(_, rest)| rest.split_whitespace().next())
-        .is_none_or(|state| state == "Z")
+    crate::proc_stat::field(&text, 3).is_none_or(|state| state == "Z")
 }
 
 /// Runs a script to completion with a deadline (the script's process group is killed when it

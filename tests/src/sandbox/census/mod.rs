@@ -191,8 +191,7 @@ fn tart_runs() -> Vec<RunProc> {
 /// The parent PID in a `/proc/<pid>/stat` line (`pid (comm) state ppid ...`; `comm` may hold
 /// spaces or parentheses, so the fields are counted after the last `)`).
 pub fn parent_pid(stat: &str) -> Option<u32> {
-    let (_, rest) = stat.rsplit_once(')')?;
-    rest.split_whitespace().nth(1)?.parse().ok()
+    crate::proc_stat::number(stat, 4)
 }
 
 #[cfg(test)]

@@ -31,13 +31,10 @@ pub fn parse_status_rss(status: &str) -> Option<(u64, u64)> {
     Some((kb("VmRSS:")? * 1024, kb("VmHWM:")? * 1024))
 }
 
-/// utime + stime in clock ticks from `/proc/<pid>/stat` text (fields 14 and 15; the command
-/// name in field 2 may contain spaces, so count from the closing parenthesis).
+/// utime + stime in clock ticks from `/proc/<pid>/stat` text (fields 14 and 15).
 pub fn parse_stat_cpu_ticks(stat: &str) -> Option<u64> {
-    let after = &stat[stat.rfind(')')? + 1..];
-    let f: Vec<&str> = after.split_whitespace().collect();
-    // after ')' the fields start at field 3 (state): utime is field 14 -> index 11.
-    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+    let n = |i| crate::proc_stat::number::<u64>(stat, i);
+    Some(n(14)? + n(15)?)
 }
 
 /// RSS, peak RSS (bytes) and CPU seconds of a live process.

@@ -46,13 +46,10 @@ pub fn parse_proc_stat(text: &str) -> Option<(u64, u64)> {
     Some((total - idle, total))
 }
 
-/// (utime + stime, cutime + cstime) in ticks from `/proc/<pid>/stat` text (fields 14–17; the
-/// command in field 2 may hold spaces, so count from its closing parenthesis).
+/// (utime + stime, cutime + cstime) in ticks from `/proc/<pid>/stat` text (fields 14–17).
 pub fn parse_pid_stat(stat: &str) -> Option<(u64, u64)> {
-    let after = &stat[stat.rfind(')')? + 1..];
-    let f: Vec<&str> = after.split_whitespace().collect();
-    let n = |i: usize| f.get(i)?.parse::<u64>().ok();
-    Some((n(11)? + n(12)?, n(13)? + n(14)?))
+    let n = |i| crate::proc_stat::number::<u64>(stat, i);
+    Some((n(14)? + n(15)?, n(16)? + n(17)?))
 }
 
 /// The 1-minute load average from `/proc/loadavg`.
