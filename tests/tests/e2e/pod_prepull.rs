@@ -195,13 +195,24 @@ async fn more_macs_than_tokens_hold_the_cap_and_a_killed_holders_token_frees_its
     .await;
 
     let nodes: Vec<String> = macs.iter().map(|m| m.node.clone()).collect();
-    // The first holder is killed mid-pull; its token outlives it until it expires.
-    let first = wait_for(Duration::from_secs(60), || async {
-        holders(&macs[0], &nodes).await.into_iter().next()
+    // The first holder is killed mid-pull; its token outlives it until it expires. The holder
+    // is the Mac both holding a token and pulling: a Mac that claims while another holds the
+    // token shows its claim on its Lease until it has listed the other and withdrawn it.
+    let victim = wait_for(Duration::from_secs(60), || async {
+        let held = holders(&macs[0], &nodes).await;
+        for (i, m) in macs.iter().enumerate() {
+            let pulling = m
+                .metric("tart_kubelet_image_pulls_in_flight{source=\"prepull\"}")
+                .await
+                .unwrap_or(0.0);
+            if pulling > 0.0 && held.contains(&m.node) {
+                return Some(i);
+            }
+        }
+        None
     })
     .await
-    .expect("no Mac ever took the token");
-    let victim = nodes.iter().position(|n| *n == first).unwrap();
+    .expect("no Mac ever took the token and pulled");
     macs[victim].kill_agent().await;
     let killed_at = tokio::time::Instant::now();
 
