@@ -185,7 +185,7 @@ async fn dispatch(args: Vec<String>) -> Result<(), Failure> {
     match sub.as_str() {
         "pull" => pull::pull(&ctx, &parsed, action).await,
         "clone" => pull::clone(&ctx, &parsed, action).await,
-        "set" => maint::set(&ctx, &parsed),
+        "set" => maint::set(&ctx, &parsed).await,
         "get" => info::get(&ctx, &parsed),
         "list" => info::list(&ctx, &parsed),
         "delete" => maint::delete(&ctx, &parsed),

@@ -121,8 +121,7 @@ async fn download(
         autoprune::pull_required(img.disk_gb.unwrap_or(50)),
         None,
     )?;
-    fs::create_dir_all(tmp)?;
-    let _tmp_lock = locks::flock(tmp).await?;
+    let _tmp_lock = locks::create_locked_dir(tmp).await?;
     owns_tmp.set(true);
     if matches!(action, Some(Action::NoSpace(true))) {
         let _ = fs::remove_dir_all(tmp);
@@ -331,8 +330,7 @@ async fn copy_in(
 ) -> Result<(), Failure> {
     // The global $TART_HOME flock covers the copy and the move (docs/reference/tart-cli.md §1.4).
     let _home_lock = locks::flock(&ctx.home.root).await?;
-    fs::create_dir_all(work)?;
-    let _work_lock = locks::flock(work).await?;
+    let _work_lock = locks::create_locked_dir(work).await?;
     let suspended = source_dir.join("state.vzvmsave").exists();
     for file in ["config.json", "disk.img", "nvram.bin", "state.vzvmsave"] {
         let from = source_dir.join(file);

@@ -90,6 +90,52 @@ pub(crate) fn flock_blocking(path: &Path) -> io::Result<FlockGuard> {
     Flock::lock(f, FlockArg::LockExclusive).map_err(|(_, e)| e.into())
 }
 
+/// How many times a `tmp/` working directory is made again after another command's tmp GC
+/// deleted it before it was locked.
+const CREATE_ATTEMPTS: usize = 100;
+
+/// Makes the `tmp/` working directory `dir` and locks it, so that tmp GC (§1.5) keeps it.
+/// Between the `mkdir` and the lock, another command's GC may delete the new, still unlocked
+/// directory (the lock would then be taken on a deleted directory, or on a plain file made in
+/// its place); the fake makes it again until it holds the lock on the directory `dir` names,
+/// so that this race never fails a command: failures come from knobs.
+pub(crate) async fn create_locked_dir(dir: &Path) -> io::Result<FlockGuard> {
+    for _ in 0..CREATE_ATTEMPTS {
+        fs::create_dir_all(dir)?;
+        let mut f = match File::open(dir) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        };
+        let guard = loop {
+            match Flock::lock(f, FlockArg::LockExclusiveNonblock) {
+                Ok(g) => break g,
+                Err((back, nix::errno::Errno::EWOULDBLOCK)) => {
+                    f = back;
+                    tokio::time::sleep(FLOCK_POLL).await;
+                }
+                Err((_, e)) => return Err(e.into()),
+            }
+        };
+        if names_the_same(&guard, dir) {
+            return Ok(guard);
+        }
+    }
+    Err(io::Error::other(format!(
+        "{} was deleted {CREATE_ATTEMPTS} times before it could be locked",
+        dir.display()
+    )))
+}
+
+/// Whether `dir` still names the directory `locked` is open on.
+fn names_the_same(locked: &File, dir: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (locked.metadata(), fs::metadata(dir)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+
 /// Tmp GC (docs/reference/tart-cli.md §1.5): delete every `tmp/` entry no live process holds a
 /// flock on.
 pub(crate) fn gc_tmp(tmp: &Path) -> io::Result<()> {
@@ -100,7 +146,11 @@ pub(crate) fn gc_tmp(tmp: &Path) -> io::Result<()> {
     };
     for entry in entries.flatten() {
         let path = entry.path();
-        let Ok(Some(guard)) = try_flock(&path) else {
+        // Only what is there: an entry gone since the listing is not made again as a file.
+        let Ok(f) = File::open(&path) else {
+            continue;
+        };
+        let Ok(guard) = Flock::lock(f, FlockArg::LockExclusiveNonblock) else {
             continue;
         };
         let res = if path.is_dir() {

@@ -31,7 +31,7 @@ fn parse_display(v: &str) -> Option<(u32, u32, Option<String>)> {
     Some((num(w)?, num(h)?, unit))
 }
 
-pub(crate) fn set(ctx: &Ctx, p: &Parsed) -> Result<(), Failure> {
+pub(crate) async fn set(ctx: &Ctx, p: &Parsed) -> Result<(), Failure> {
     let name = &p.positionals[0];
     let cpu: Option<u32> = p.num("set", "cpu")?;
     let memory: Option<u64> = p.num("set", "memory")?;
@@ -103,8 +103,7 @@ pub(crate) fn set(ctx: &Ctx, p: &Parsed) -> Result<(), Failure> {
     cfg.write(&path)?;
     if let Some(src) = p.opt("disk") {
         let work = ctx.home.tmp().join(format!("set-disk-{}", crate::uuid()));
-        fs::create_dir_all(&work)?;
-        let _g = locks::try_flock(&work)?;
+        let _g = locks::create_locked_dir(&work).await?;
         home::sparse_copy(Path::new(src), &work.join("disk.img"))?;
         fs::rename(work.join("disk.img"), dir.join("disk.img"))?;
         fs::remove_dir_all(&work)?;
