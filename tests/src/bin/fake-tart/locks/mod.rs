@@ -96,9 +96,10 @@ const CREATE_ATTEMPTS: usize = 100;
 
 /// Makes the `tmp/` working directory `dir` and locks it, so that tmp GC
 /// (docs/reference/tart-cli.md §1.5) keeps it. Between the `mkdir` and the lock, another
-/// command's GC may delete the new, still unlocked directory (the lock would then be taken on a deleted directory, or on a plain file made in
-/// its place); the fake makes it again until it holds the lock on the directory `dir` names,
-/// so that this race never fails a command: failures come from knobs.
+/// command's GC may delete the new, still unlocked directory (the lock would then be taken on
+/// a deleted directory, or on a plain file made in its place); the fake makes it again until
+/// it holds the lock on the directory `dir` names, so that this race never fails a command:
+/// failures come from knobs.
 pub(crate) async fn create_locked_dir(dir: &Path) -> io::Result<FlockGuard> {
     for _ in 0..CREATE_ATTEMPTS {
         fs::create_dir_all(dir)?;
