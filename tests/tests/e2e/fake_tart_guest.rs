@@ -13,6 +13,7 @@ use tart_kubelet_tests::agent::free_port;
 use tart_kubelet_tests::fake::{
     EndpointState, FakeHome, Knobs, VmKnob, poll_until, processes_of_home,
 };
+use tart_kubelet_tests::proc_stat;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::process::Child;
@@ -53,6 +54,35 @@ async fn finish(child: Child) -> Output {
         .await
         .expect("process did not exit")
         .unwrap()
+}
+
+/// [`finish`] for a signalled `exec`: if it has not ended (or its output is still held open)
+/// after 15 s, fails naming every process of the home besides `run`, with its state and
+/// command line, and whether the `exec` itself still lives.
+async fn finish_exec(h: &FakeHome, run: &Child, exec: Child) -> Output {
+    let exec_pid = pid(&exec);
+    match tokio::time::timeout(Duration::from_secs(15), exec.wait_with_output()).await {
+        Ok(out) => out.unwrap(),
+        Err(_) => {
+            let left: Vec<String> = exec_processes(h, run)
+                .into_iter()
+                .map(|p| {
+                    let stat =
+                        std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+                    let state = proc_stat::field(&stat, 3).unwrap_or("?").to_owned();
+                    let cmd = std::fs::read(format!("/proc/{p}/cmdline"))
+                        .unwrap_or_default()
+                        .split(|b| *b == 0)
+                        .map(|a| String::from_utf8_lossy(a).into_owned())
+                        .collect::<Vec<_>>()
+                        .join(" ");
+                    format!("{p} {state} {cmd}")
+                })
+                .collect();
+            let alive = kill(exec_pid, None).is_ok();
+            panic!("exec did not end within 15 s (exec {exec_pid} alive: {alive}); left: {left:?}")
+        }
+    }
 }
 
 fn pid(child: &Child) -> Pid {
@@ -368,7 +398,7 @@ async fn a_hung_exec_killed_by_a_group_sigkill_leaves_no_process() {
     let run = start(&h, "ex-kill").await;
     let exec = hung_exec(&h, "ex-kill", &run).await;
     killpg(pid(&exec), Signal::SIGKILL).unwrap();
-    assert_eq!(finish(exec).await.status.code(), None);
+    assert_eq!(finish_exec(&h, &run, exec).await.status.code(), None);
     assert!(
         poll_until(Duration::from_secs(5), || exec_processes(&h, &run)
             .is_empty())
@@ -386,7 +416,11 @@ async fn sigterm_or_sigint_to_exec_alone_kills_its_command() {
     for sig in [Signal::SIGTERM, Signal::SIGINT] {
         let exec = hung_exec(&h, "ex-term", &run).await;
         kill(pid(&exec), sig).unwrap();
-        assert_eq!(finish(exec).await.status.code(), None, "{sig}");
+        assert_eq!(
+            finish_exec(&h, &run, exec).await.status.code(),
+            None,
+            "{sig}"
+        );
         assert!(
             poll_until(Duration::from_secs(5), || exec_processes(&h, &run)
                 .is_empty())
