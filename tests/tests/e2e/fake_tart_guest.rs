@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 use tart_kubelet_tests::agent::free_port;
+use tart_kubelet_tests::cluster::processes_mentioning;
 use tart_kubelet_tests::fake::{
     EndpointState, FakeHome, Knobs, VmKnob, poll_until, processes_of_home,
 };
@@ -57,32 +58,29 @@ async fn finish(child: Child) -> Output {
 }
 
 /// [`finish`] for a signalled `exec`: if it has not ended (or its output is still held open)
-/// after 15 s, fails naming every process of the home besides `run`, with its state and
-/// command line, and whether the `exec` itself still lives.
-async fn finish_exec(h: &FakeHome, run: &Child, exec: Child) -> Output {
-    let exec_pid = pid(&exec);
-    match tokio::time::timeout(Duration::from_secs(15), exec.wait_with_output()).await {
-        Ok(out) => out.unwrap(),
-        Err(_) => {
-            let left: Vec<String> = exec_processes(h, run)
-                .into_iter()
-                .map(|p| {
-                    let stat =
-                        std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
-                    let state = proc_stat::field(&stat, 3).unwrap_or("?").to_owned();
-                    let cmd = std::fs::read(format!("/proc/{p}/cmdline"))
-                        .unwrap_or_default()
-                        .split(|b| *b == 0)
-                        .map(|a| String::from_utf8_lossy(a).into_owned())
-                        .collect::<Vec<_>>()
-                        .join(" ");
-                    format!("{p} {state} {cmd}")
-                })
-                .collect();
-            let alive = kill(exec_pid, None).is_ok();
-            panic!("exec did not end within 15 s (exec {exec_pid} alive: {alive}); left: {left:?}")
-        }
+/// after 15 s, fails with its state and every process of the home with its state and command
+/// line, read while the `exec` is still held (dropping it kills it).
+async fn finish_exec(h: &FakeHome, exec: Child) -> Output {
+    let exec_pid = pid(&exec).as_raw().unsigned_abs();
+    let wait = exec.wait_with_output();
+    tokio::pin!(wait);
+    if let Ok(out) = tokio::time::timeout(Duration::from_secs(15), &mut wait).await {
+        return out.unwrap();
     }
+    let state = |p: u32| {
+        std::fs::read_to_string(format!("/proc/{p}/stat"))
+            .ok()
+            .and_then(|s| proc_stat::field(&s, 3).map(str::to_owned))
+            .unwrap_or_else(|| "gone".into())
+    };
+    let left: Vec<String> = processes_mentioning(h.path())
+        .into_iter()
+        .map(|(p, cmd)| format!("{p} {} {cmd}", state(p)))
+        .collect();
+    panic!(
+        "exec {exec_pid} did not end within 15 s (state {}); processes of the home: {left:?}",
+        state(exec_pid)
+    )
 }
 
 fn pid(child: &Child) -> Pid {
@@ -398,7 +396,7 @@ async fn a_hung_exec_killed_by_a_group_sigkill_leaves_no_process() {
     let run = start(&h, "ex-kill").await;
     let exec = hung_exec(&h, "ex-kill", &run).await;
     killpg(pid(&exec), Signal::SIGKILL).unwrap();
-    assert_eq!(finish_exec(&h, &run, exec).await.status.code(), None);
+    assert_eq!(finish_exec(&h, exec).await.status.code(), None);
     assert!(
         poll_until(Duration::from_secs(5), || exec_processes(&h, &run)
             .is_empty())
@@ -416,11 +414,7 @@ async fn sigterm_or_sigint_to_exec_alone_kills_its_command() {
     for sig in [Signal::SIGTERM, Signal::SIGINT] {
         let exec = hung_exec(&h, "ex-term", &run).await;
         kill(pid(&exec), sig).unwrap();
-        assert_eq!(
-            finish_exec(&h, &run, exec).await.status.code(),
-            None,
-            "{sig}"
-        );
+        assert_eq!(finish_exec(&h, exec).await.status.code(), None, "{sig}");
         assert!(
             poll_until(Duration::from_secs(5), || exec_processes(&h, &run)
                 .is_empty())

@@ -188,8 +188,7 @@ fn tart_runs() -> Vec<RunProc> {
         .collect()
 }
 
-/// The parent PID in a `/proc/<pid>/stat` line (`pid (comm) state ppid ...`; `comm` may hold
-/// spaces or parentheses, so the fields are counted after the last `)`).
+/// The parent PID in a `/proc/<pid>/stat` line (field 4).
 pub fn parent_pid(stat: &str) -> Option<u32> {
     crate::proc_stat::number(stat, 4)
 }

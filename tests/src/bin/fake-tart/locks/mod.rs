@@ -63,25 +63,35 @@ fn open_for_flock(path: &Path) -> io::Result<File> {
     }
 }
 
-/// Try-locks `path` (a directory or a lock file, created if missing).
-pub(crate) fn try_flock(path: &Path) -> io::Result<Option<FlockGuard>> {
-    let f = open_for_flock(path)?;
+/// Try-locks the open file `f`; gives it back (`Err`) while another process holds the lock.
+fn try_lock(f: File) -> io::Result<Result<FlockGuard, File>> {
     match Flock::lock(f, FlockArg::LockExclusiveNonblock) {
-        Ok(g) => Ok(Some(g)),
-        Err((_, nix::errno::Errno::EWOULDBLOCK)) => Ok(None),
+        Ok(g) => Ok(Ok(g)),
+        Err((f, nix::errno::Errno::EWOULDBLOCK)) => Ok(Err(f)),
         Err((_, e)) => Err(e.into()),
     }
+}
+
+/// Locks the open file `f`, trying again every [`FLOCK_POLL`] while another process holds it.
+async fn lock_polled(mut f: File) -> io::Result<FlockGuard> {
+    loop {
+        match try_lock(f)? {
+            Ok(g) => return Ok(g),
+            Err(back) => f = back,
+        }
+        tokio::time::sleep(FLOCK_POLL).await;
+    }
+}
+
+/// Try-locks `path` (a directory or a lock file, created if missing).
+pub(crate) fn try_flock(path: &Path) -> io::Result<Option<FlockGuard>> {
+    Ok(try_lock(open_for_flock(path)?)?.ok())
 }
 
 /// Locks `path`, waiting with no timeout (docs/reference/tart-cli.md §1.4: the `$TART_HOME` and
 /// host locks block).
 pub(crate) async fn flock(path: &Path) -> io::Result<FlockGuard> {
-    loop {
-        if let Some(g) = try_flock(path)? {
-            return Ok(g);
-        }
-        tokio::time::sleep(FLOCK_POLL).await;
-    }
+    lock_polled(open_for_flock(path)?).await
 }
 
 /// Locks `path` with a blocking `flock(2)`; only for the counters file's tiny critical section.
@@ -103,21 +113,12 @@ const CREATE_ATTEMPTS: usize = 100;
 pub(crate) async fn create_locked_dir(dir: &Path) -> io::Result<FlockGuard> {
     for _ in 0..CREATE_ATTEMPTS {
         fs::create_dir_all(dir)?;
-        let mut f = match File::open(dir) {
+        let f = match File::open(dir) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
             Err(e) => return Err(e),
         };
-        let guard = loop {
-            match Flock::lock(f, FlockArg::LockExclusiveNonblock) {
-                Ok(g) => break g,
-                Err((back, nix::errno::Errno::EWOULDBLOCK)) => {
-                    f = back;
-                    tokio::time::sleep(FLOCK_POLL).await;
-                }
-                Err((_, e)) => return Err(e.into()),
-            }
-        };
+        let guard = lock_polled(f).await?;
         if names_the_same(&guard, dir) {
             return Ok(guard);
         }
@@ -151,7 +152,7 @@ pub(crate) fn gc_tmp(tmp: &Path) -> io::Result<()> {
         let Ok(f) = File::open(&path) else {
             continue;
         };
-        let Ok(guard) = Flock::lock(f, FlockArg::LockExclusiveNonblock) else {
+        let Ok(Ok(guard)) = try_lock(f) else {
             continue;
         };
         let res = if path.is_dir() {
